@@ -1,0 +1,66 @@
+// Package accuracy compares a backend's outputs with reference outputs: the
+// element rule |got − ref| ≤ atol + rtol·|ref|, the normalized mean squared
+// error, NaN and infinity checks, and where the worst errors are.
+package accuracy
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Tolerance is what a case is held to.
+type Tolerance struct {
+	Class string  `json:"class"`
+	RTol  float64 `json:"rtol"`
+	ATol  float64 `json:"atol"`
+	NMSE  float64 `json:"nmse"`
+}
+
+// classes are the tolerance classes of fixtures/FORMAT.md.
+var classes = map[string]Tolerance{
+	// Data movement must be bit-exact.
+	"exact": {Class: "exact"},
+	// PyTorch's assert_close defaults for fp32.
+	"elementwise": {Class: "elementwise", RTol: 1.3e-6, ATol: 1e-5, NMSE: 1e-10},
+	// Reductions of hundreds to thousands of products: summation order
+	// differs between BLAS libraries.
+	"gemm": {Class: "gemm", RTol: 1e-3, ATol: 1e-3, NMSE: 5e-4},
+	// Whole networks accumulate the above over dozens of layers.
+	"network": {Class: "network", RTol: 1e-2, ATol: 1e-2, NMSE: 2e-3},
+}
+
+// override loosens or tightens a class for one op kind on one backend.
+type override struct {
+	op, backend string
+	tol         Tolerance
+	reason      string
+}
+
+// overrides is the single table of exceptions, each with its reason. It is
+// empty: every committed case meets its class on every backend.
+var overrides = []override{}
+
+// ClassNames lists the tolerance classes, sorted.
+func ClassNames() []string {
+	var out []string
+	for k := range classes {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup returns the tolerance for a class, op kind and backend, applying
+// any override.
+func Lookup(class, op, backend string) (Tolerance, error) {
+	t, ok := classes[class]
+	if !ok {
+		return Tolerance{}, fmt.Errorf("unknown tolerance class %q (known: %v)", class, ClassNames())
+	}
+	for _, o := range overrides {
+		if o.op == op && o.backend == backend && o.tol.Class == class {
+			return o.tol, nil
+		}
+	}
+	return t, nil
+}

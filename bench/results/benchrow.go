@@ -1,0 +1,67 @@
+package results
+
+import "math"
+
+// BenchRow is the timing result of one (case, backend, batch, threads, dtype): its samples
+// and their summary. Times are in nanoseconds. JSON names are listed in FORMAT.md.
+type BenchRow struct {
+	Case    string
+	Backend string
+	Batch   int
+	Threads int
+	DType   string
+
+	N                  int
+	MedianNs, P90Ns    float64
+	CILowNs, CIHighNs  float64 // 95% confidence interval of the median
+	Noisy              bool    // IQR / median > 10%
+	MACs, Bytes        int64   // per run (deterministic)
+	GFLOPs, GBps       float64 // 2·MACs / median, Bytes / median
+	PeakBytes          int64   // peak bytes held by the backend's allocator; 0 = not measured
+	RSSBytes           int64   // process peak RSS; 0 = not measured
+	SamplesNs          []float64
+	E2ESamplesNs       []float64 // host end-to-end time, where the backend measures it separately
+	ISA                string    // ISA path dispatched; "" means Meta.ISA
+}
+
+// BenchFile is a timing result file: its provenance and its rows.
+type BenchFile struct {
+	Meta Meta
+	Rows []BenchRow
+}
+
+// NewBenchRow builds a row from the samples (ns) and fills the summary fields from
+// Summarize(samplesNs): GFLOPs = 2·macs / median ns (GFLOP/s), GBps = bytes / median ns (GB/s).
+// Throughputs are 0 when macs or bytes is 0, NaN when there are no samples.
+func NewBenchRow(caseName, backend string, batch, threads int, dtype string, macs, bytes, peakBytes, rssBytes int64, samplesNs, e2eNs []float64) BenchRow {
+	s := Summarize(samplesNs)
+	return BenchRow{
+		Case: caseName, Backend: backend, Batch: batch, Threads: threads, DType: dtype,
+		N: s.N, MedianNs: s.Median, P90Ns: s.P90, CILowNs: s.CILow, CIHighNs: s.CIHigh, Noisy: s.Noisy,
+		MACs: macs, Bytes: bytes,
+		GFLOPs:    perNs(2*float64(macs), s.Median),
+		GBps:      perNs(float64(bytes), s.Median),
+		PeakBytes: peakBytes, RSSBytes: rssBytes,
+		SamplesNs: samplesNs, E2ESamplesNs: e2eNs,
+	}
+}
+
+// perNs returns amount / ns (an amount per nanosecond is giga-amount per second); 0 when
+// the amount is 0.
+func perNs(amount, ns float64) float64 {
+	if amount == 0 {
+		return 0
+	}
+	if math.IsNaN(ns) {
+		return math.NaN()
+	}
+	return amount / ns
+}
+
+// EffectiveISA returns the row's ISA, or meta's when the row does not name one.
+func (r BenchRow) EffectiveISA(m Meta) string {
+	if r.ISA != "" {
+		return r.ISA
+	}
+	return m.ISA
+}

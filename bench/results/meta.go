@@ -1,0 +1,38 @@
+package results
+
+// Meta describes where and how a result file was produced.
+//
+// In the Go benchmark format each field is a config line ("key: value"): Tool is "tool",
+// Commit is "vitbench-commit", Date "date", CPU "cpu", ISA "isa", GOOS "goos", GOARCH "goarch",
+// Machine "machine", Threads "threads"; Extra holds every other config key (gpu, driver, cuda,
+// torch-version, numpy-version, blas, pkg, ...).
+type Meta struct {
+	Tool    string            `json:"tool,omitempty"`
+	Commit  string            `json:"commit,omitempty"`
+	Date    string            `json:"date,omitempty"`
+	CPU     string            `json:"cpu,omitempty"`
+	ISA     string            `json:"isa,omitempty"`
+	GOOS    string            `json:"goos,omitempty"`
+	GOARCH  string            `json:"goarch,omitempty"`
+	Machine string            `json:"machine,omitempty"`
+	Threads int               `json:"threads,omitempty"`
+	Extra   map[string]string `json:"extra,omitempty"`
+}
+
+// Config keys of the text format that map to Meta fields.
+const (
+	keyTool    = "tool"
+	keyCommit  = "vitbench-commit"
+	keyDate    = "date"
+	keyCPU     = "cpu"
+	keyISA     = "isa"
+	keyGOOS    = "goos"
+	keyGOARCH  = "goarch"
+	keyMachine = "machine"
+	keyThreads = "threads"
+	keyBackend = "backend" // only read: a fallback for names without /backend=
+)
+
+// metaKeys lists the Meta config keys in the order WriteBenchText writes them.
+// isa is written last, just before the first result, because it may change between rows.
+var metaKeys = []string{keyGOOS, keyGOARCH, keyCPU, keyTool, keyCommit, keyDate, keyMachine, keyThreads}

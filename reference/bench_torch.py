@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""Time the built-in vitbench cases in PyTorch and write Go benchmark format (bench/results/FORMAT.md).
+
+    /usr/bin/python3 reference/bench_torch.py -o FILE [--run REGEX] [--batch N] [--threads 2]
+                                              [--count 10] [--warmup 3] [--seed 1]
+
+Each case is built exactly as the fixture exporter builds it (same modules, same synthesized
+inputs and weights), then run under ``torch.inference_mode()`` with ``torch.set_num_threads(T)``:
+``--warmup`` untimed runs, then ``--count`` timed runs, one result line per run (iteration count 1),
+so the file keeps the whole distribution for benchstat / ``vitbench report``.
+
+Per line: ns/op (``time.perf_counter_ns`` around one forward call), GFLOP/s = 2*MACs/ns (omitted
+when MACs = 0), GB/s = bytes/ns with bytes = 4*(input + weight + output elements), and MACs/op
+(patch_embed: B*N*E*C*ph*pw; soft_split: 0).  The file is written atomically.
+"""
+
+import argparse
+import datetime
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from vitbench_ref import cases as C  # noqa: E402
+from vitbench_ref.export import materialize  # noqa: E402
+
+GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i686": "386",
+          "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64"}
+UNITS = [
+    "Unit GFLOP/s better=higher",
+    "Unit GB/s better=higher",
+    "Unit MACs/op assume=exact better=lower",
+    "Unit B/peak assume=exact better=lower",
+    "Unit B/rss better=lower",
+]
+
+
+def cpu_model():
+    """The first ``model name`` of /proc/cpuinfo, else platform.processor(), else 'unknown'."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def blas_library():
+    """The libblas.so.3 alternative in use (``update-alternatives --query`` "Value:"), else 'unknown'."""
+    try:
+        r = subprocess.run(["update-alternatives", "--query", "libblas.so.3-x86_64-linux-gnu"],
+                           capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    for line in r.stdout.splitlines():
+        if line.startswith("Value:"):
+            return line.split(":", 1)[1].strip() or "unknown"
+    return "unknown"
+
+
+def fmt(x):
+    """A positive metric with 4 significant digits, never in exponent notation (benchfmt-friendly)."""
+    if x <= 0 or not math.isfinite(x):
+        return "0"
+    decimals = max(0, 3 - int(math.floor(math.log10(x))))
+    return "%.*f" % (decimals, x)
+
+
+def numel(shapes):
+    """Total element count of a name -> shape dict."""
+    return sum(int(np.prod(s, dtype=np.int64)) for s in shapes.values())
+
+
+def bench_case(case, seed, count, warmup):
+    """Time one normalised case; return (samples in ns, MACs, bytes)."""
+    module, inputs, weights, (ins, ws, outs), _ = materialize(case, seed)
+    x = torch.from_numpy(inputs["x"])
+    samples = []
+    with torch.inference_mode():
+        for _ in range(warmup):
+            module(x)
+        for _ in range(count):
+            t0 = time.perf_counter_ns()
+            module(x)
+            samples.append(time.perf_counter_ns() - t0)
+    macs = C.macs(case["op"], case["params"], case["batch"])
+    nbytes = 4 * (numel(ins) + numel(ws) + numel(outs))
+    return samples, macs, nbytes
+
+
+def result_line(case, threads, ns, macs, nbytes):
+    """One Go benchmark result line for a single timed run."""
+    name = "Benchmark_%s/backend=torch/batch=%d/threads=%d/dtype=float32" % (case["name"], case["batch"], threads)
+    ns = max(int(ns), 1)
+    fields = ["%d ns/op" % ns]
+    if macs:
+        fields.append("%s GFLOP/s" % fmt(2.0 * macs / ns))
+    fields.append("%s GB/s" % fmt(nbytes / ns))
+    fields.append("%d MACs/op" % macs)
+    return name + " \t1\t" + "\t".join(fields)
+
+
+def main(argv=None):
+    """Command-line entry point; returns the process exit status."""
+    ap = argparse.ArgumentParser(prog="bench_torch.py", description=__doc__.splitlines()[0])
+    ap.add_argument("-o", "--out", required=True, help="output file (Go benchmark format)")
+    ap.add_argument("--run", default=None, help="regex (re.search) on case names")
+    ap.add_argument("--batch", type=int, default=None,
+                    help="run every case at this batch (default: each case's own batch, 1 for most)")
+    ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
+    ap.add_argument("--count", type=int, default=10, help="timed runs per case, one line each (default 10)")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed runs per case first (default 3)")
+    ap.add_argument("--seed", type=int, default=1, help="generator seed for inputs and weights (default 1)")
+    args = ap.parse_args(argv)
+    if args.threads < 1 or args.count < 1 or args.warmup < 0 or (args.batch is not None and args.batch < 1):
+        ap.error("--threads, --count and --batch must be >= 1, --warmup >= 0")
+    try:
+        todo = C.select(args.run)
+    except re.error as e:
+        ap.error("bad --run regex: %s" % e)
+    if not todo:
+        print("bench_torch: no case matches %r" % args.run, file=sys.stderr)
+        return 1
+    torch.set_num_threads(args.threads)
+
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    lines = [
+        "goos: %s" % (sys.platform if sys.platform != "win32" else "windows"),
+        "goarch: %s" % GOARCH.get(platform.machine().lower(), platform.machine().lower() or "unknown"),
+        "cpu: %s" % cpu_model(),
+        "torch-version: %s" % torch.__version__,
+        "numpy-version: %s" % np.__version__,
+        "blas: %s" % blas_library(),
+        "date: %s" % now,
+    ] + UNITS
+    for case in todo:
+        if args.batch is not None:
+            case = dict(case, batch=args.batch)
+        samples, macs, nbytes = bench_case(case, args.seed, args.count, args.warmup)
+        lines.extend(result_line(case, args.threads, ns, macs, nbytes) for ns in samples)
+        med = sorted(samples)[len(samples) // 2]
+        print("%-32s batch=%d threads=%d  median %.3f ms  (%d runs)" % (
+            case["name"], case["batch"], args.threads, med / 1e6, len(samples)), file=sys.stderr)
+
+    out = os.path.abspath(args.out)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    tmp = "%s.tmp.%d" % (out, os.getpid())
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, out)
+    print("wrote %s" % args.out, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""The committed fixtures/: case.json agrees with the case rules, MANIFEST.sha256 matches, and
+every stored output equals an independent recomputation from the synthesized inputs/weights.
+Also exercises the exporter on a user-defined --case-json case."""
+
+import hashlib
+import json
+import os
+import tempfile
+import unittest
+import zipfile
+
+import _paths  # noqa: F401
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from vitbench_ref import cases as C
+from vitbench_ref import export as E
+from vitbench_ref.modules import patch_embed_gemm, soft_split_loops
+from vitbench_ref.synth import synth
+
+torch.set_num_threads(2)
+TOL = {"exact": (0.0, 0.0, 0.0), "gemm": (1e-3, 1e-3, 5e-4)}
+
+
+def case_dirs(root):
+    for r, dirs, names in os.walk(root):
+        dirs.sort()
+        if "case.json" in names:
+            yield r
+
+
+def recompute(doc):
+    """Return (independent reference output, second reference) for a case.json dict."""
+    arrays = {}
+    seed = doc["synth"]["seed"]
+    for group in ("inputs", "weights"):
+        for name, shape in doc[group].items():
+            spec = doc["synth"]["arrays"][name]
+            arrays[name] = torch.from_numpy(synth(seed, name, shape, spec["center"], spec["scale"]))
+    p = doc["params"]
+    x = arrays["x"]
+    if doc["op"] == "patch_embed":
+        w, b = arrays["proj.weight"], arrays.get("proj.bias")
+        return (patch_embed_gemm(x, w, b, p["patch_size"]),
+                F.conv2d(x, w, b, stride=p["patch_size"]).flatten(2).transpose(1, 2))
+    return (soft_split_loops(x, p["kernel_size"], p["stride"], p["padding"], p["dilation"]),
+            F.unfold(x, p["kernel_size"], p["dilation"], p["padding"], p["stride"]).transpose(1, 2))
+
+
+def check_dir(tc, root, d):
+    with open(os.path.join(d, "case.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    tc.assertEqual(doc["format_version"], 1)
+    tc.assertEqual(os.path.relpath(d, root).replace(os.sep, "/"), doc["name"])
+    norm = C.check_case({k: doc[k] for k in ("name", "op", "params", "batch")})
+    tc.assertEqual(norm["params"], doc["params"])
+    ins, ws, outs = C.shapes(doc["op"], doc["params"], doc["batch"])
+    tc.assertEqual((ins, ws, outs), (doc["inputs"], doc["weights"], doc["outputs"]))
+    tc.assertEqual(doc["tolerance"], C.TOLERANCE[doc["op"]])
+    tc.assertEqual(set(doc["synth"]["arrays"]), set(ins) | set(ws))
+    with zipfile.ZipFile(os.path.join(d, "outputs.npz")) as zf:
+        tc.assertEqual(zf.namelist(), ["out.npy"])
+    with np.load(os.path.join(d, "outputs.npz")) as z:
+        out = z["out"]
+    tc.assertEqual(out.dtype, np.dtype("<f4"))
+    tc.assertEqual(list(out.shape), outs["out"])
+    ref1, ref2 = recompute(doc)
+    rtol, atol, nmse_max = TOL[doc["tolerance"]]
+    for ref in (ref1.numpy(), ref2.numpy()):
+        err = np.abs(out.astype(np.float64) - ref)
+        tc.assertTrue(np.all(err <= atol + rtol * np.abs(ref)), doc["name"])
+        den = float(np.sum(ref.astype(np.float64) ** 2))
+        nmse = float(np.sum(err ** 2)) / den if den else float(np.sum(err ** 2))
+        tc.assertLessEqual(nmse, nmse_max)
+    if doc["op"] == "patch_embed":  # much tighter than the gemm class in practice
+        tc.assertLess(float(np.max(np.abs(out - ref1.numpy()))), 1e-4)
+
+
+def check_manifest(tc, root):
+    with open(os.path.join(root, "MANIFEST.sha256"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    paths = [ln.split("  ", 1)[1] for ln in lines]
+    tc.assertEqual(paths, sorted(paths))
+    expected = sorted(os.path.relpath(os.path.join(r, n), root).replace(os.sep, "/")
+                      for d in case_dirs(root) for r, _, ns in os.walk(d) for n in ns)
+    tc.assertEqual(paths, expected)
+    for ln in lines:
+        digest, rel = ln.split("  ", 1)
+        with open(os.path.join(root, rel), "rb") as f:
+            tc.assertEqual(hashlib.sha256(f.read()).hexdigest(), digest, rel)
+
+
+class TestCommittedFixtures(unittest.TestCase):
+    def test_all_builtin_cases_present(self):
+        names = sorted(os.path.relpath(d, _paths.FIXTURES).replace(os.sep, "/") for d in case_dirs(_paths.FIXTURES))
+        self.assertEqual(names, sorted(c["name"] for c in C.CASES))
+
+    def test_outputs_match_independent_computation(self):
+        for d in case_dirs(_paths.FIXTURES):
+            with self.subTest(case=d):
+                check_dir(self, _paths.FIXTURES, d)
+
+    def test_manifest(self):
+        check_manifest(self, _paths.FIXTURES)
+
+    def test_size_budget(self):
+        total = sum(os.path.getsize(os.path.join(r, n)) for r, _, ns in os.walk(_paths.FIXTURES) for n in ns)
+        self.assertLess(total, 15 * 1000 * 1000)
+
+
+class TestExporterUserCase(unittest.TestCase):
+    def test_case_json(self):
+        user = {"name": "patch_embed/user_c2_e5_p3x2", "op": "patch_embed", "batch": 3,
+                "params": {"in_chans": 2, "embed_dim": 5, "patch_size": [3, 2], "img_size": [10, 7]}}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "user.json")
+            with open(path, "w") as f:
+                json.dump(user, f)
+            out = os.path.join(tmp, "fx")
+            self.assertEqual(E.main(["--out", out, "--case-json", path, "--seed", "7", "-q"]), 0)
+            with open(os.path.join(out, "patch_embed", "user_c2_e5_p3x2", "case.json")) as f:
+                doc = json.load(f)
+            self.assertEqual(doc["outputs"]["out"], [3, 3 * 3, 5])
+            self.assertEqual(doc["synth"]["seed"], 7)
+            self.assertTrue(doc["params"]["bias"])
+            check_dir(self, out, os.path.join(out, "patch_embed", "user_c2_e5_p3x2"))
+            check_manifest(self, out)
+
+    def test_deterministic(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            os.environ["SOURCE_DATE_EPOCH"] = "0"
+            try:
+                for sub in ("a", "b"):
+                    self.assertEqual(E.main(["--out", os.path.join(tmp, sub), "--only", "odd|rect", "-q"]), 0)
+            finally:
+                del os.environ["SOURCE_DATE_EPOCH"]
+            for sub in ("a", "b"):
+                check_manifest(self, os.path.join(tmp, sub))
+            with open(os.path.join(tmp, "a", "MANIFEST.sha256")) as fa, open(os.path.join(tmp, "b", "MANIFEST.sha256")) as fb:
+                self.assertEqual(fa.read(), fb.read())
+
+    def test_rejects_unknown_param(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "bad.json")
+            with open(path, "w") as f:
+                json.dump({"name": "soft_split/bad", "op": "soft_split",
+                           "params": {"in_chans": 1, "img_size": 4, "kernel_size": 2, "groups": 2}}, f)
+            self.assertEqual(E.main(["--out", os.path.join(tmp, "fx"), "--case-json", path, "-q"]), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,265 @@
+"""Fixture exporter: runs the reference modules on synthesized inputs/weights and writes
+fixture directories in the format of fixtures/FORMAT.md.
+
+    cd reference && /usr/bin/python3 -m vitbench_ref.export --out ../fixtures
+    /usr/bin/python3 reference/export.py --out fixtures [--only REGEX] [--seed N] [--case-json FILE]
+
+For every case it writes ``OUT/<case name>/case.json`` and ``outputs.npz`` (inputs and weights
+are always synthesized and recorded in the ``synth`` section), then rewrites
+``OUT/MANIFEST.sha256`` over every file of every case directory found under OUT.
+Everything is deterministic except ``provenance.created`` (set ``SOURCE_DATE_EPOCH`` to pin it).
+"""
+
+import argparse
+import datetime
+import hashlib
+import io
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+import zipfile
+
+import numpy as np
+import torch
+
+from . import cases as C
+from . import modules
+from .synth import default_role, synth
+
+FORMAT_VERSION = 1
+# Fixed timestamp inside .npz members so the archives are byte-reproducible.
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+_STALE = ("inputs.npz", "weights.npz", "outputs.npz", "inputs", "weights", "outputs")
+
+
+def materialize(case, seed):
+    """Build everything needed to run a (normalised) case.
+
+    Returns ``(module, inputs, weights, shape_info, synth_arrays)``: the eval-mode module with its
+    state_dict filled from the generator, the input arrays (name -> float32 ndarray), the weight
+    arrays, ``(in_shapes, w_shapes, out_shapes)`` and the ``synth.arrays`` record
+    (name -> {"center", "scale"}) chosen by :func:`default_role`.
+    """
+    op, p, batch = case["op"], case["params"], case["batch"]
+    in_shapes, w_shapes, out_shapes = C.shapes(op, p, batch)
+    module = C.build_module(op, p)
+    sd_keys = sorted(module.state_dict().keys())
+    if sd_keys != sorted(w_shapes):
+        raise AssertionError("%s: state_dict keys %s != format weights %s" % (case["name"], sd_keys, sorted(w_shapes)))
+    record, inputs, weights = {}, {}, {}
+    for name, shape in in_shapes.items():
+        c, s = default_role(name, shape, True)
+        record[name] = {"center": c, "scale": s}
+        inputs[name] = synth(seed, name, shape, c, s)
+    for name, shape in w_shapes.items():
+        c, s = default_role(name, shape, False)
+        record[name] = {"center": c, "scale": s}
+        weights[name] = synth(seed, name, shape, c, s)
+    if weights:
+        module.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=True)
+    module.eval()
+    return module, inputs, weights, (in_shapes, w_shapes, out_shapes), record
+
+
+def run_reference(module, inputs):
+    """Run ``module`` on the inputs in float32 under ``torch.no_grad()``; return {"out": ndarray}."""
+    with torch.no_grad():
+        out = module(torch.from_numpy(inputs["x"]))
+    return {"out": np.ascontiguousarray(out.numpy(), dtype="<f4")}
+
+
+def independent_check(case, inputs, weights, outputs):
+    """Recompute the output without the module under test and return max |difference|.
+
+    patch_embed: explicit patch extraction + GEMM (must agree within the gemm class);
+    soft_split: explicit index loops (must agree exactly).
+    """
+    x = torch.from_numpy(inputs["x"])
+    p = case["params"]
+    with torch.no_grad():
+        if case["op"] == "patch_embed":
+            b = weights.get("proj.bias")
+            ref = modules.patch_embed_gemm(x, torch.from_numpy(weights["proj.weight"]),
+                                           None if b is None else torch.from_numpy(b), p["patch_size"])
+        else:
+            ref = modules.soft_split_loops(x, p["kernel_size"], p["stride"], p["padding"], p["dilation"])
+    return float(np.max(np.abs(ref.numpy() - outputs["out"]))) if outputs["out"].size else 0.0
+
+
+def _plain(v):
+    """JSON-friendly number: integral floats are written as ints (0 and 1 rather than 0.0, 1.0)."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+def write_npz(path, arrays):
+    """Write ``arrays`` as a deflated .npz whose bytes depend only on the data (fixed member
+    timestamps, sorted member order, little-endian float32 C-order .npy v1.0 members)."""
+    tmp = path + ".tmp"
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(arrays):
+            a = np.ascontiguousarray(arrays[name], dtype="<f4")
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, a, version=(1, 0), allow_pickle=False)
+            info = zipfile.ZipInfo(name + ".npy", date_time=_ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, buf.getvalue())
+    os.replace(tmp, path)
+
+
+def write_text(path, text):
+    """Write ``text`` (UTF-8) atomically."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def created_stamp():
+    """UTC timestamp for provenance: SOURCE_DATE_EPOCH if set, else now (seconds precision)."""
+    sde = os.environ.get("SOURCE_DATE_EPOCH")
+    t = int(sde) if sde else int(time.time())
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def case_document(case, seed, shape_info, record, created):
+    """Return the case.json dict of FORMAT.md for a normalised case."""
+    in_shapes, w_shapes, out_shapes = shape_info
+    return {
+        "format_version": FORMAT_VERSION,
+        "name": case["name"],
+        "kind": "component",
+        "op": case["op"],
+        "params": case["params"],
+        "batch": case["batch"],
+        "dtype": "float32",
+        "tolerance": C.TOLERANCE[case["op"]],
+        "inputs": in_shapes,
+        "weights": w_shapes,
+        "outputs": out_shapes,
+        "synth": {"seed": seed,
+                  "arrays": {k: {"center": _plain(v["center"]), "scale": _plain(v["scale"])}
+                             for k, v in record.items()}},
+        "provenance": {
+            "producer": "reference/export.py",
+            "module": C.MODULE_PATH[case["op"]],
+            "torch": torch.__version__,
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+            "created": created,
+        },
+    }
+
+
+def export_case(out_dir, case, seed, created, verify=True):
+    """Export one case into ``out_dir/<name>/``; return (case_dir, output shape, max check diff)."""
+    module, inputs, weights, shape_info, record = materialize(case, seed)
+    outputs = run_reference(module, inputs)
+    for k, shp in shape_info[2].items():
+        if list(outputs[k].shape) != shp:
+            raise AssertionError("%s: output %s has shape %s, format says %s"
+                                 % (case["name"], k, list(outputs[k].shape), shp))
+    diff = None
+    if verify:
+        diff = independent_check(case, inputs, weights, outputs)
+        limit = 0.0 if case["op"] == "soft_split" else 1e-4
+        if not diff <= limit:
+            raise AssertionError("%s: independent recomputation differs by %g" % (case["name"], diff))
+    case_dir = os.path.join(out_dir, *case["name"].split("/"))
+    os.makedirs(case_dir, exist_ok=True)
+    for stale in _STALE:
+        path = os.path.join(case_dir, stale)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
+    doc = case_document(case, seed, shape_info, record, created)
+    write_text(os.path.join(case_dir, "case.json"), json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    write_npz(os.path.join(case_dir, "outputs.npz"), outputs)
+    return case_dir, list(outputs["out"].shape), diff
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_manifest(out_dir):
+    """Rewrite ``out_dir/MANIFEST.sha256`` (sha256sum format) over every file under every
+    directory that holds a case.json, paths relative to out_dir with '/', sorted by path."""
+    files = set()
+    for root, dirs, names in os.walk(out_dir):
+        dirs.sort()
+        if "case.json" in names:
+            for r2, d2, n2 in os.walk(root):
+                for n in n2:
+                    if not n.endswith(".tmp"):
+                        files.add(os.path.relpath(os.path.join(r2, n), out_dir).replace(os.sep, "/"))
+    lines = ["%s  %s\n" % (_sha256(os.path.join(out_dir, rel)), rel) for rel in sorted(files)]
+    write_text(os.path.join(out_dir, "MANIFEST.sha256"), "".join(lines))
+    return len(lines)
+
+
+def load_case_json(path):
+    """Read a user-defined case ({"name", "op", "params", "batch"}, or a list of them)."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    items = data if isinstance(data, list) else [data]
+    return [C.check_case(c) for c in items]
+
+
+def main(argv=None):
+    """Command-line entry point; returns the process exit status."""
+    ap = argparse.ArgumentParser(prog="export.py", description="Write vitbench reference fixtures (fixtures/FORMAT.md).")
+    ap.add_argument("--out", required=True, help="fixture root directory (e.g. fixtures)")
+    ap.add_argument("--only", default=None, help="regex (re.search) on case names of the built-in cases")
+    ap.add_argument("--seed", type=int, default=1, help="generator seed (unsigned 64-bit), default 1")
+    ap.add_argument("--case-json", action="append", default=[], metavar="FILE",
+                    help="export a user-defined case {name, op, params, batch} (or a list) from FILE "
+                         "instead of the built-in cases; may be repeated")
+    ap.add_argument("--no-verify", action="store_true", help="skip the independent recomputation check")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    args = ap.parse_args(argv)
+
+    if not 0 <= args.seed < 2 ** 64:
+        ap.error("--seed must be in [0, 2^64)")
+    torch.set_num_threads(2)
+    try:
+        if args.case_json:
+            todo = [c for path in args.case_json for c in load_case_json(path)]
+            if args.only:
+                import re
+                todo = [c for c in todo if re.search(args.only, c["name"])]
+        else:
+            todo = C.select(args.only)
+    except (ValueError, OSError, json.JSONDecodeError) as e:
+        print("export: %s" % e, file=sys.stderr)
+        return 2
+    if not todo:
+        print("export: no case matches", file=sys.stderr)
+        return 1
+    os.makedirs(args.out, exist_ok=True)
+    created = created_stamp()
+    for case in todo:
+        t0 = time.perf_counter()
+        case_dir, shape, diff = export_case(args.out, case, args.seed, created, verify=not args.no_verify)
+        if not args.quiet:
+            print("%-32s out %-18s check %-9s %6.2fs  %s" % (
+                case["name"], shape, "-" if diff is None else "%.1e" % diff, time.perf_counter() - t0, case_dir),
+                file=sys.stderr)
+    n = write_manifest(args.out)
+    if not args.quiet:
+        print("MANIFEST.sha256: %d files" % n, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

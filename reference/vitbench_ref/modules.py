@@ -1,0 +1,109 @@
+"""Reference PyTorch modules, written from /work/shared/spec/REFERENCE.md (sections 1.2 and 2.1)
+and fixtures/FORMAT.md ("Op kinds").  Both are constructed in eval mode."""
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+def pair(v):
+    """Return ``v`` as a 2-tuple of ints: an int is used for both, a length-2 sequence as (h, w)."""
+    if isinstance(v, bool):
+        raise TypeError("expected an int or a pair, got a bool")
+    if isinstance(v, int):
+        return (v, v)
+    t = tuple(int(x) for x in v)
+    if len(t) != 2:
+        raise ValueError("expected a pair, got %r" % (v,))
+    return t
+
+
+class PatchEmbed(nn.Module):
+    """ViT patch embedding: a Conv2d with kernel = stride = patch_size, then tokens.
+
+    Input ``x [B, in_chans, H, W]`` -> ``proj`` gives ``[B, E, H//ph, W//pw]`` (rows/columns that do
+    not fill a whole patch are dropped, as Conv2d does) -> ``flatten(2).transpose(1, 2)`` gives
+    ``out [B, (H//ph)*(W//pw), E]`` with patches in row-major order.  ``img_size`` is recorded
+    for shape bookkeeping; the forward pass does not assert on it.
+    State dict: ``proj.weight [E, C, ph, pw]`` and, when ``bias``, ``proj.bias [E]``.
+    """
+
+    def __init__(self, in_chans, embed_dim, patch_size, img_size, bias=True):
+        super().__init__()
+        self.in_chans = int(in_chans)
+        self.embed_dim = int(embed_dim)
+        self.patch_size = pair(patch_size)
+        self.img_size = pair(img_size)
+        self.grid_size = (self.img_size[0] // self.patch_size[0], self.img_size[1] // self.patch_size[1])
+        self.num_patches = self.grid_size[0] * self.grid_size[1]
+        self.proj = nn.Conv2d(self.in_chans, self.embed_dim, kernel_size=self.patch_size,
+                              stride=self.patch_size, bias=bool(bias))
+        self.eval()
+
+    def forward(self, x):
+        """Return the patch tokens ``[B, N, E]`` of images ``x [B, C, H, W]``."""
+        return self.proj(x).flatten(2).transpose(1, 2)
+
+
+class SoftSplit(nn.Module):
+    """T2T-ViT soft split: ``nn.Unfold`` (zero padding) followed by ``transpose(1, 2)``.
+
+    Input ``x [B, C, H, W]`` -> ``out [B, L, C*kh*kw]``; ``L = Ho*Wo`` windows in row-major order,
+    ``Ho = (H + 2*ph - dh*(kh-1) - 1) // sh + 1`` (likewise Wo); feature index
+    ``c*kh*kw + ky*kw + kx``.  No parameters.
+    """
+
+    def __init__(self, kernel_size, stride=1, padding=0, dilation=1):
+        super().__init__()
+        self.kernel_size = pair(kernel_size)
+        self.stride = pair(stride)
+        self.padding = pair(padding)
+        self.dilation = pair(dilation)
+        self.unfold = nn.Unfold(kernel_size=self.kernel_size, dilation=self.dilation,
+                                padding=self.padding, stride=self.stride)
+        self.eval()
+
+    def forward(self, x):
+        """Return the token-major soft split ``[B, L, C*kh*kw]`` of ``x [B, C, H, W]``."""
+        return self.unfold(x).transpose(1, 2)
+
+
+def patch_embed_gemm(x, weight, bias, patch_size):
+    """Independent PatchEmbed: cut non-overlapping patches with reshapes, then one matmul.
+
+    Each patch is flattened in (c, ky, kx) order and multiplied by ``weight.reshape(E, -1).T``;
+    trailing rows/columns that do not fill a patch are cropped.  Used to cross-check fixtures.
+    """
+    ph, pw = pair(patch_size)
+    b, c, h, w = x.shape
+    gh, gw = h // ph, w // pw
+    x = x[:, :, : gh * ph, : gw * pw]
+    # [B, C, gh, ph, gw, pw] -> [B, gh, gw, C, ph, pw] -> [B, gh*gw, C*ph*pw]
+    p = x.reshape(b, c, gh, ph, gw, pw).permute(0, 2, 4, 1, 3, 5).reshape(b, gh * gw, c * ph * pw)
+    out = p @ weight.reshape(weight.shape[0], -1).t()
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def soft_split_loops(x, kernel_size, stride=1, padding=0, dilation=1):
+    """Independent soft split by explicit index arithmetic (pure Python loops over the kernel).
+
+    ``out[b, oy*Wo + ox, c*kh*kw + ky*kw + kx] = xpad[b, c, oy*sh + ky*dh, ox*sw + kx*dw]`` with
+    zero padding.  Used to cross-check fixtures and nn.Unfold's channel order.
+    """
+    kh, kw = pair(kernel_size)
+    sh, sw = pair(stride)
+    ph, pw = pair(padding)
+    dh, dw = pair(dilation)
+    b, c, h, w = x.shape
+    ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    wo = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    xp = F.pad(x, (pw, pw, ph, ph))
+    out = torch.empty(b, ho * wo, c * kh * kw, dtype=x.dtype)
+    for ky in range(kh):
+        for kx in range(kw):
+            y0, x0 = ky * dh, kx * dw
+            win = xp[:, :, y0: y0 + sh * (ho - 1) + 1: sh, x0: x0 + sw * (wo - 1) + 1: sw]  # [B,C,Ho,Wo]
+            out[:, :, ky * kw + kx:: kh * kw] = win.reshape(b, c, ho * wo).transpose(1, 2)
+    return out
