@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"fmt"
+	"time"
+
+	"vitbench/bench"
+	"vitbench/bench/accuracy"
+	"vitbench/bench/fixture"
+	"vitbench/bench/npy"
+	"vitbench/bench/results"
+)
+
+// CheckOptions configure conformance runs.
+type CheckOptions struct {
+	Limits npy.Limits
+	// Root and Manifest, when Manifest is non-nil, make every case's files
+	// be verified against the fixture tree's MANIFEST.sha256.
+	Root     string
+	Manifest fixture.Manifest
+}
+
+// Statuses of a conformance row.
+const (
+	OK   = "OK"
+	FAIL = "FAIL"
+	NS   = "NS"
+)
+
+// CheckFixture checks the fixture in dir on backend b and returns its row.
+// It never panics on bad input: unreadable fixtures become FAIL rows with
+// Error set and the message in Reason.
+func CheckFixture(b bench.Backend, dir string, opt CheckOptions) (row results.CheckRow) {
+	start := time.Now()
+	row = results.CheckRow{Case: dir, Backend: b.Name(), Status: FAIL}
+	defer func() {
+		if r := recover(); r != nil {
+			row.Status, row.Error = FAIL, true
+			row.Reason = fmt.Sprintf("internal error: %v", r)
+		}
+		row.Seconds = time.Since(start).Seconds()
+	}()
+	bad := func(err error) results.CheckRow {
+		row.Status, row.Error, row.Reason = FAIL, true, err.Error()
+		return row
+	}
+	fx, err := fixture.Load(dir, opt.Limits)
+	if err != nil {
+		return bad(err)
+	}
+	d := fx.Desc
+	row.Case, row.Kind, row.Op, row.DType = d.Name, d.Kind, d.Op, d.DType
+	tol, err := accuracy.Lookup(d.Tolerance, d.Op, b.Name())
+	if err != nil {
+		return bad(fmt.Errorf("%s/case.json: %v", dir, err))
+	}
+	row.Tolerance = results.Tolerance{Class: tol.Class, RTol: tol.RTol, ATol: tol.ATol, NMSE: tol.NMSE}
+	if opt.Manifest != nil {
+		if err := opt.Manifest.VerifyCase(opt.Root, dir); err != nil {
+			return bad(fmt.Errorf("%s: %v", dir, err))
+		}
+	}
+	if info := b.Info(); !info.Available {
+		row.Status, row.Reason = NS, info.Reason
+		return row
+	}
+	if err := Unsupported(b, fx.Spec, bench.DType(d.DType)); err != nil {
+		row.Status, row.Reason = NS, err.Error()
+		return row
+	}
+	readFailed := false
+	read := func(group, name string) ([]float32, error) {
+		v, err := fx.Array(group, name)
+		readFailed = readFailed || err != nil
+		return v, err
+	}
+	prog, err := Prepare(b, fx.Spec, bench.DType(d.DType), read)
+	if err != nil {
+		if readFailed {
+			return bad(err)
+		}
+		row.Reason = err.Error()
+		return row
+	}
+	defer prog.Close()
+	if err := prog.Run(); err != nil {
+		row.Reason = err.Error()
+		return row
+	}
+	got, err := prog.Outputs()
+	if err != nil {
+		row.Reason = err.Error()
+		return row
+	}
+	pass := true
+	worst := -1.0
+	for _, a := range fx.Spec.Outputs() {
+		ref, err := fx.Array(fixture.Outputs, a.Name)
+		if err != nil {
+			return bad(err)
+		}
+		m := accuracy.Compare(got[a.Name], ref, tol)
+		ok := m.Pass(tol)
+		// Report the failing output, else the one with the largest NMSE.
+		if score := m.NMSE + boolScore(!ok); score > worst {
+			worst = score
+			row.Output, row.NMSE = a.Name, m.NMSE
+			row.MaxAbs, row.MaxAbsAt = m.MaxAbs, a.Shape.Unravel(m.MaxAbsAt)
+			row.MaxRel, row.MaxRelAt = m.MaxRel, a.Shape.Unravel(m.MaxRelAt)
+			if !ok {
+				row.Reason = failReason(a, m, tol)
+			}
+		}
+		pass = pass && ok
+	}
+	if pass {
+		row.Status, row.Reason = OK, ""
+	}
+	return row
+}
+
+func boolScore(b bool) float64 {
+	if b {
+		return 1e300
+	}
+	return 0
+}
+
+func failReason(a bench.ArraySpec, m accuracy.Metrics, tol accuracy.Tolerance) string {
+	switch {
+	case m.NaNs > 0:
+		return fmt.Sprintf("%s: %d NaN values (first at %v)", a.Name, m.NaNs, a.Shape.Unravel(m.FirstViolation))
+	case m.InfMismatches > 0:
+		return fmt.Sprintf("%s: %d infinities or NaNs do not match the reference", a.Name, m.InfMismatches)
+	case m.Violations > 0:
+		return fmt.Sprintf("%s: %d elements outside atol %.g + rtol %.g·|ref| (first at %v)", a.Name, m.Violations,
+			tol.ATol, tol.RTol, a.Shape.Unravel(m.FirstViolation))
+	}
+	return fmt.Sprintf("%s: NMSE %.3g above %.3g", a.Name, m.NMSE, tol.NMSE)
+}

@@ -1,0 +1,45 @@
+package runner_test
+
+import (
+	"testing"
+
+	"vitbench/bench/fixture"
+	"vitbench/bench/npy"
+	"vitbench/bench/runner"
+	"vitbench/impl/cpu"
+)
+
+// TestCommittedFixturesOnCPU checks every committed fixture, on every ISA
+// path this machine supports, with the manifest verified.
+func TestCommittedFixturesOnCPU(t *testing.T) {
+	root := "../../fixtures"
+	dirs, err := fixture.Discover(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) < 12 {
+		t.Fatalf("only %d fixtures under %s", len(dirs), root)
+	}
+	man, err := fixture.ReadManifest(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, isa := range cpu.SupportedISAs() {
+		t.Run(isa, func(t *testing.T) {
+			if err := cpu.SetISA(isa); err != nil {
+				t.Fatal(err)
+			}
+			defer cpu.SetISA(cpu.SupportedISAs()[0])
+			b := cpu.New(2)
+			for _, d := range dirs {
+				row := runner.CheckFixture(b, d, runner.CheckOptions{Limits: npy.Limits{}, Root: root, Manifest: man})
+				if row.Status != runner.OK {
+					t.Errorf("%s: %s %s", d, row.Status, row.Reason)
+				}
+				if b.Memory().Current != 0 {
+					t.Fatalf("%s: %d bytes still allocated after the check", d, b.Memory().Current)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,134 @@
+// Package runner drives backends: it prepares a spec's graph on a backend,
+// checks fixtures for conformance, and times cases.
+package runner
+
+import (
+	"fmt"
+
+	"vitbench/bench"
+)
+
+// Program is a spec's graph with every value allocated on one backend and
+// its inputs and weights uploaded, ready to run any number of times.
+type Program struct {
+	b     bench.Backend
+	spec  bench.Spec
+	dtype bench.DType
+	steps []boundStep
+	vals  map[string]bench.Tensor
+	order []string // allocation order, for Close
+}
+
+type boundStep struct {
+	node    bench.Node
+	in, out []bench.Tensor
+}
+
+// Unsupported returns the backend's reason for the first op of the spec's
+// graph it cannot run in dtype, or nil when it can run them all.
+func Unsupported(b bench.Backend, spec bench.Spec, dt bench.DType) error {
+	for _, op := range spec.Graph().Ops() {
+		if err := b.Supports(op, dt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Prepare allocates every value of spec's graph on b and uploads the
+// inputs and weights that data returns (group is "inputs" or "weights").
+func Prepare(b bench.Backend, spec bench.Spec, dt bench.DType, data func(group, name string) ([]float32, error)) (*Program, error) {
+	g := spec.Graph()
+	if err := g.Validate(spec); err != nil {
+		return nil, fmt.Errorf("%s: %v", spec.Op(), err)
+	}
+	p := &Program{b: b, spec: spec, dtype: dt, vals: map[string]bench.Tensor{}}
+	ok := false
+	defer func() {
+		if !ok {
+			p.Close()
+		}
+	}()
+	alloc := func(a bench.ArraySpec) error {
+		t, err := b.Alloc(a.Shape, dt)
+		if err != nil {
+			return fmt.Errorf("allocating %s %v: %v", a.Name, a.Shape, err)
+		}
+		p.vals[a.Name] = t
+		p.order = append(p.order, a.Name)
+		return nil
+	}
+	for _, grp := range []struct {
+		name   string
+		arrays []bench.ArraySpec
+	}{{"inputs", spec.Inputs()}, {"weights", spec.Weights()}} {
+		for _, a := range grp.arrays {
+			if err := alloc(a); err != nil {
+				return nil, err
+			}
+			host, err := data(grp.name, a.Name)
+			if err != nil {
+				return nil, err
+			}
+			if int64(len(host)) != a.Shape.Elems() {
+				return nil, fmt.Errorf("%s %q: %d values for shape %v", grp.name, a.Name, len(host), a.Shape)
+			}
+			if err := b.Upload(p.vals[a.Name], host); err != nil {
+				return nil, fmt.Errorf("uploading %s: %v", a.Name, err)
+			}
+		}
+	}
+	for _, list := range [][]bench.ArraySpec{g.Temps, spec.Outputs()} {
+		for _, a := range list {
+			if err := alloc(a); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, st := range g.Steps {
+		bs := boundStep{node: st.Node}
+		for _, v := range st.In {
+			bs.in = append(bs.in, p.vals[v])
+		}
+		for _, v := range st.Out {
+			bs.out = append(bs.out, p.vals[v])
+		}
+		p.steps = append(p.steps, bs)
+	}
+	ok = true
+	return p, nil
+}
+
+// Run enqueues every step once. It does not wait for the device.
+func (p *Program) Run() error {
+	for i, st := range p.steps {
+		if err := p.b.Enqueue(st.node, st.in, st.out); err != nil {
+			return fmt.Errorf("step %d (%s): %w", i, st.node.OpName(), err)
+		}
+	}
+	return nil
+}
+
+// Outputs waits for the device and downloads every output.
+func (p *Program) Outputs() (map[string][]float32, error) {
+	if err := p.b.Sync(); err != nil {
+		return nil, err
+	}
+	out := map[string][]float32{}
+	for _, a := range p.spec.Outputs() {
+		host := make([]float32, a.Shape.Elems())
+		if err := p.b.Download(p.vals[a.Name], host); err != nil {
+			return nil, fmt.Errorf("downloading %s: %v", a.Name, err)
+		}
+		out[a.Name] = host
+	}
+	return out, nil
+}
+
+// Close frees every tensor of the program.
+func (p *Program) Close() {
+	for _, name := range p.order {
+		p.b.Free(p.vals[name])
+	}
+	p.vals, p.order = nil, nil
+}

@@ -1,0 +1,248 @@
+package cpu
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"vitbench/bench"
+	"vitbench/bench/ops"
+	"vitbench/impl/cpu/internal/kern"
+)
+
+func init() {
+	bench.RegisterBackend("cpu", func(threads int) (bench.Backend, error) { return New(threads), nil })
+}
+
+// Backend runs graphs on the host CPU.
+type Backend struct {
+	threads int
+	current atomic.Int64
+	peak    atomic.Int64
+}
+
+// New returns a CPU backend using threads worker goroutines (0 = one per
+// logical CPU available to the process).
+func New(threads int) *Backend {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	return &Backend{threads: threads}
+}
+
+// Name implements bench.Backend.
+func (b *Backend) Name() string { return "cpu" }
+
+// Threads is the worker count every kernel splits its work into.
+func (b *Backend) Threads() int { return b.threads }
+
+// ISA is the instruction-set path the kernels dispatch to.
+func ISA() string { return string(kern.Active()) }
+
+// SupportedISAs lists the paths this build can run here, fastest first.
+func SupportedISAs() []string {
+	var out []string
+	for _, p := range kern.Supported() {
+		out = append(out, string(p))
+	}
+	return out
+}
+
+// SetISA forces the kernels onto path isa (for tests and `-isa`).
+func SetISA(isa string) error {
+	for _, p := range kern.Supported() {
+		if string(p) == isa {
+			kern.SetISA(p)
+			return nil
+		}
+	}
+	return fmt.Errorf("ISA path %q is not available here (available: %v)", isa, SupportedISAs())
+}
+
+// Info implements bench.Backend.
+func (b *Backend) Info() bench.Info {
+	return bench.Info{
+		Name: "cpu", Available: true, Device: CPUModel(),
+		Details: map[string]string{
+			"isa":        ISA(),
+			"isa_paths":  strings.Join(SupportedISAs(), ","),
+			"threads":    strconv.Itoa(b.threads),
+			"gomaxprocs": strconv.Itoa(runtime.GOMAXPROCS(0)),
+			"goarch":     runtime.GOARCH,
+		},
+	}
+}
+
+// CPUModel returns the processor's model name from /proc/cpuinfo, or GOARCH.
+func CPUModel() string {
+	raw, err := os.ReadFile("/proc/cpuinfo")
+	if err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return runtime.GOARCH
+}
+
+// Supports implements bench.Backend: float32 for every op this backend has
+// a kernel for.
+func (b *Backend) Supports(op string, dt bench.DType) error {
+	switch op {
+	case "patch_embed", "soft_split":
+	default:
+		return fmt.Errorf("cpu: no kernel for op %q", op)
+	}
+	if dt != bench.Float32 {
+		return fmt.Errorf("cpu: %s runs in float32 only, not %s", op, dt)
+	}
+	return nil
+}
+
+// Alloc implements bench.Backend.
+func (b *Backend) Alloc(shape bench.Shape, dt bench.DType) (bench.Tensor, error) {
+	if dt != bench.Float32 {
+		return nil, fmt.Errorf("cpu: cannot allocate %s tensors", dt)
+	}
+	n := shape.Elems()
+	if n < 0 || n > int64(^uint(0)>>1)/4 {
+		return nil, fmt.Errorf("cpu: shape %v is too large", shape)
+	}
+	t := &tensor{shape: append(bench.Shape(nil), shape...), dtype: dt, data: make([]float32, n)}
+	b.account(n * 4)
+	return t, nil
+}
+
+func (b *Backend) account(delta int64) {
+	cur := b.current.Add(delta)
+	for {
+		p := b.peak.Load()
+		if cur <= p || b.peak.CompareAndSwap(p, cur) {
+			return
+		}
+	}
+}
+
+// Free implements bench.Backend.
+func (b *Backend) Free(t bench.Tensor) {
+	if ct, ok := t.(*tensor); ok && ct.data != nil {
+		b.account(-int64(len(ct.data)) * 4)
+		ct.data = nil
+	}
+}
+
+func (b *Backend) host(t bench.Tensor) (*tensor, error) {
+	ct, ok := t.(*tensor)
+	if !ok || ct == nil {
+		return nil, fmt.Errorf("cpu: tensor %T was not allocated by the cpu backend", t)
+	}
+	if ct.data == nil && ct.shape.Elems() != 0 {
+		return nil, fmt.Errorf("cpu: use of a freed tensor of shape %v", ct.shape)
+	}
+	return ct, nil
+}
+
+// Upload implements bench.Backend.
+func (b *Backend) Upload(t bench.Tensor, src []float32) error {
+	ct, err := b.host(t)
+	if err != nil {
+		return err
+	}
+	if len(src) != len(ct.data) {
+		return fmt.Errorf("cpu: upload of %d values into a tensor of shape %v", len(src), ct.shape)
+	}
+	copy(ct.data, src)
+	return nil
+}
+
+// Download implements bench.Backend.
+func (b *Backend) Download(t bench.Tensor, dst []float32) error {
+	ct, err := b.host(t)
+	if err != nil {
+		return err
+	}
+	if len(dst) != len(ct.data) {
+		return fmt.Errorf("cpu: download of a tensor of shape %v into %d values", ct.shape, len(dst))
+	}
+	copy(dst, ct.data)
+	return nil
+}
+
+// Enqueue implements bench.Backend. The CPU runs each node at once.
+func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
+	hin, err := b.hostAll(in)
+	if err != nil {
+		return err
+	}
+	hout, err := b.hostAll(out)
+	if err != nil {
+		return err
+	}
+	switch n := node.(type) {
+	case ops.PatchEmbed:
+		return b.patchEmbed(n, hin, hout)
+	case ops.Unfold:
+		return b.unfold(n, hin, hout)
+	}
+	return fmt.Errorf("cpu: no kernel for op %q", node.OpName())
+}
+
+func (b *Backend) hostAll(ts []bench.Tensor) ([]*tensor, error) {
+	out := make([]*tensor, len(ts))
+	for i, t := range ts {
+		h, err := b.host(t)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// Sync implements bench.Backend; CPU work is synchronous.
+func (b *Backend) Sync() error { return nil }
+
+// Time implements bench.Backend with the host's monotonic clock, which is
+// the CPU backend's own clock: kernel and end-to-end time coincide.
+func (b *Backend) Time(fn func() error) (bench.Timing, error) {
+	start := time.Now()
+	err := fn()
+	d := time.Since(start)
+	return bench.Timing{Kernel: d, EndToEnd: d}, err
+}
+
+// Memory implements bench.Backend: tensors and kernel scratch buffers.
+func (b *Backend) Memory() bench.MemStats {
+	return bench.MemStats{Current: b.current.Load(), Peak: b.peak.Load()}
+}
+
+// ResetPeak implements bench.Backend.
+func (b *Backend) ResetPeak() { b.peak.Store(b.current.Load()) }
+
+// Close implements bench.Backend.
+func (b *Backend) Close() error { return nil }
+
+// scratch returns an accounted temporary buffer; release must be called.
+func (b *Backend) scratch(n int) (buf []float32, release func()) {
+	b.account(int64(n) * 4)
+	return make([]float32, n), func() { b.account(-int64(n) * 4) }
+}
+
+// checkShapes verifies that the tensors handed to a node have the shapes
+// the node's op kind derives.
+func checkShapes(op string, ts []*tensor, want []bench.Shape) error {
+	if len(ts) != len(want) {
+		return fmt.Errorf("cpu: %s takes %d tensors here, got %d", op, len(want), len(ts))
+	}
+	for i := range ts {
+		if !ts[i].shape.Equal(want[i]) {
+			return fmt.Errorf("cpu: %s tensor %d has shape %v, want %v", op, i, ts[i].shape, want[i])
+		}
+	}
+	return nil
+}

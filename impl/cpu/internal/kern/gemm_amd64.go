@@ -1,0 +1,5 @@
+//go:build !purego
+
+package kern
+
+func sgemmNTSIMD(ISA) sgemmNTFunc { return nil }

@@ -1,0 +1,30 @@
+package cpu
+
+import "sync"
+
+// parallelFor splits [0, n) into at most threads contiguous chunks of at
+// least grain items and runs body on each chunk, one goroutine per chunk,
+// returning when all are done. With one chunk it runs inline.
+func parallelFor(threads, n, grain int, body func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	if grain < 1 {
+		grain = 1
+	}
+	chunks := min(threads, (n+grain-1)/grain)
+	if chunks <= 1 {
+		body(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for c := 0; c < chunks; c++ {
+		lo, hi := c*n/chunks, (c+1)*n/chunks
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body(lo, hi)
+		}()
+	}
+	wg.Wait()
+}
