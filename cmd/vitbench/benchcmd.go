@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"time"
+
+	"vitbench/bench/cases"
+	"vitbench/bench/results"
+	"vitbench/bench/runner"
+)
+
+// benchConfig is what `bench` and `run` share.
+type benchConfig struct {
+	backends      string
+	run           *regexp.Regexp
+	batch         int
+	threads       int
+	count, warmup int
+	minSample     time.Duration
+	seed          uint64
+}
+
+func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlags("bench", stderr)
+	backend := fs.String("backend", "cpu", "backends to time, comma-separated, or all")
+	runRE := fs.String("run", "", "only cases whose name matches this regular expression")
+	batch := fs.Int("batch", 0, "batch size (0 = each case's own)")
+	threads := fs.Int("threads", 0, "CPU threads (0 = all available)")
+	count := fs.Int("count", 10, "timed samples per case (at least 10 for a 95% interval)")
+	warmup := fs.Int("warmup", 3, "untimed runs before the samples")
+	minSample := fs.Duration("min-sample", 0, "repeat each sample's runs until it lasts this long (0 = one run)")
+	seed := fs.Uint64("seed", 1, "seed of the synthesized inputs and weights")
+	isa := fs.String("isa", "", "force the CPU ISA path (avx512, avx2, go)")
+	out := fs.String("o", "", "write the Go benchmark format to this file instead of stdout")
+	jsonOut := fs.String("json", "", "also write JSON rows to this file")
+	if err := parseFlags(fs, args); err != nil {
+		return exitUsage, err
+	}
+	if fs.NArg() > 0 {
+		return exitUsage, usagef("unexpected arguments %v", fs.Args())
+	}
+	if *count < 1 || *warmup < 0 || *batch < 0 || *threads < 0 {
+		return exitUsage, usagef("-count must be ≥ 1 and -warmup, -batch, -threads ≥ 0")
+	}
+	if err := applyISA(*isa); err != nil {
+		return exitUsage, err
+	}
+	re, err := compileRun(*runRE)
+	if err != nil {
+		return exitUsage, err
+	}
+	bf, code, err := runBench(benchConfig{backends: *backend, run: re, batch: *batch, threads: *threads,
+		count: *count, warmup: *warmup, minSample: *minSample, seed: *seed}, stderr)
+	if err != nil && len(bf.Rows) == 0 {
+		return code, err
+	}
+	if werr := writeBench(bf, *out, *jsonOut, stdout); werr != nil {
+		return exitFail, werr
+	}
+	return code, err
+}
+
+// writeBench writes the text format to path (stdout when empty) and JSON
+// to jsonPath when given, each atomically.
+func writeBench(bf results.BenchFile, path, jsonPath string, stdout io.Writer) error {
+	if path == "" {
+		if err := results.WriteBenchText(stdout, bf); err != nil {
+			return err
+		}
+	} else if err := results.WriteFileAtomic(path, func(w io.Writer) error { return results.WriteBenchText(w, bf) }); err != nil {
+		return err
+	}
+	if jsonPath != "" {
+		return results.WriteFileAtomic(jsonPath, func(w io.Writer) error { return results.WriteBenchJSON(w, bf) })
+	}
+	return nil
+}
+
+// runBench times every matching built-in case on every available backend
+// that supports it. A case that fails to run is reported and the others go
+// on; the exit code is then 1.
+func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error) {
+	bf := results.BenchFile{Meta: newMeta(cfg.threads)}
+	list := cases.Match(cfg.run)
+	if len(list) == 0 {
+		return bf, exitUsage, usagef("no built-in case matches -run")
+	}
+	backends, err := openBackends(cfg.backends, cfg.threads)
+	if err != nil {
+		return bf, exitUsage, err
+	}
+	defer closeAll(backends)
+	bf.Meta.Threads = threadsOf(backends[0], cfg.threads)
+	prog := newProgress(stderr)
+	code := exitOK
+	var firstErr error
+	for _, b := range backends {
+		info := b.Info()
+		if !info.Available {
+			fmt.Fprintf(stderr, "%s: unavailable, not timed: %s\n", b.Name(), info.Reason)
+			continue
+		}
+		threads := threadsOf(b, cfg.threads)
+		for _, c := range list {
+			spec, err := c.Spec(cfg.batch)
+			if err != nil {
+				return bf, exitUsage, usageError{err}
+			}
+			batch := spec.Inputs()[0].Shape[0]
+			prog.start(c.Name + " on " + b.Name())
+			if err := runner.Unsupported(b, spec, c.DType); err != nil {
+				prog.done(fmt.Sprintf("%-40s %-5s NS   %s", c.Name, b.Name(), err))
+				continue
+			}
+			row, err := runner.BenchRow(b, c.Name, spec, c.DType, batch, threads,
+				runner.BenchOptions{Count: cfg.count, Warmup: cfg.warmup, MinSampleTime: cfg.minSample, Seed: cfg.seed})
+			if err != nil {
+				prog.done(fmt.Sprintf("%-40s %-5s ERROR %v", c.Name, b.Name(), err))
+				code = exitFail
+				if firstErr == nil {
+					firstErr = fmt.Errorf("%s on %s: %v", c.Name, b.Name(), err)
+				}
+				continue
+			}
+			row.ISA = info.Details["isa"]
+			bf.Rows = append(bf.Rows, row)
+			prog.done(fmt.Sprintf("%-40s %-5s %9.3f ms  p90 %9.3f ms  %7.2f GFLOP/s", c.Name, b.Name(),
+				row.MedianNs/1e6, row.P90Ns/1e6, row.GFLOPs))
+		}
+	}
+	return bf, code, firstErr
+}

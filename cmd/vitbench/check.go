@@ -1,0 +1,175 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"vitbench/bench/fixture"
+	"vitbench/bench/npy"
+	"vitbench/bench/results"
+	"vitbench/bench/runner"
+)
+
+// checkConfig is what `check` and `run` share.
+type checkConfig struct {
+	backends string
+	fixtures string
+	run      *regexp.Regexp
+	threads  int
+	limits   npy.Limits
+	verbose  bool
+}
+
+func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlags("check", stderr)
+	backend := fs.String("backend", "cpu", "backends to check, comma-separated, or all")
+	dir := fs.String("fixtures", "fixtures", "fixture directory (any tree in the format of fixtures/FORMAT.md)")
+	runRE := fs.String("run", "", "only cases whose name matches this regular expression")
+	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
+	threads := fs.Int("threads", 0, "CPU threads (0 = all available)")
+	isa := fs.String("isa", "", "force the CPU ISA path (avx512, avx2, go)")
+	maxBytes := fs.Int64("max-array-bytes", npy.DefaultMaxBytes, "largest array a fixture may declare, in bytes")
+	verbose := fs.Bool("v", false, "print each case's provenance and timing")
+	if err := parseFlags(fs, args); err != nil {
+		return exitUsage, err
+	}
+	if fs.NArg() > 0 {
+		return exitUsage, usagef("unexpected arguments %v", fs.Args())
+	}
+	if err := applyISA(*isa); err != nil {
+		return exitUsage, err
+	}
+	re, err := compileRun(*runRE)
+	if err != nil {
+		return exitUsage, err
+	}
+	cf, code, err := runCheck(checkConfig{backends: *backend, fixtures: *dir, run: re, threads: *threads,
+		limits: npy.Limits{MaxBytes: *maxBytes}, verbose: *verbose}, stdout, stderr)
+	if err != nil {
+		return code, err
+	}
+	if *jsonOut != "" {
+		if err := results.WriteFileAtomic(*jsonOut, func(w io.Writer) error { return results.WriteCheckJSON(w, cf) }); err != nil {
+			return exitFail, err
+		}
+	}
+	return code, nil
+}
+
+// runCheck checks every fixture under cfg.fixtures on every backend,
+// prints the table, and returns the rows and the exit code: 2 when any
+// fixture was unreadable, 1 when any case failed, 0 otherwise.
+func runCheck(cfg checkConfig, stdout, stderr io.Writer) (results.CheckFile, int, error) {
+	cf := results.CheckFile{Meta: newMeta(cfg.threads)}
+	dirs, err := fixture.Discover(cfg.fixtures)
+	if err != nil {
+		return cf, exitUsage, usageError{err}
+	}
+	backends, err := openBackends(cfg.backends, cfg.threads)
+	if err != nil {
+		return cf, exitUsage, err
+	}
+	defer closeAll(backends)
+	cf.Meta.Threads = threadsOf(backends[0], cfg.threads)
+	man, err := fixture.ReadManifest(cfg.fixtures)
+	switch {
+	case errors.Is(err, fixture.ErrNoManifest):
+		man = nil
+	case err != nil:
+		return cf, exitUsage, usageError{err}
+	}
+	opt := runner.CheckOptions{Limits: cfg.limits, Root: cfg.fixtures, Manifest: man}
+	prog := newProgress(stderr)
+	for _, b := range backends {
+		seen := map[string]string{}
+		for _, d := range dirs {
+			if cfg.run != nil {
+				// Filter on the declared name when readable, else the path.
+				name := d
+				if desc, err := fixture.ReadDesc(d); err == nil {
+					name = desc.Name
+				}
+				if !cfg.run.MatchString(name) {
+					continue
+				}
+			}
+			prog.start(d + " on " + b.Name())
+			row := runner.CheckFixture(b, d, opt)
+			if prev, dup := seen[row.Case]; dup && !row.Error {
+				row.Status, row.Error = runner.FAIL, true
+				row.Reason = fmt.Sprintf("duplicate case name %q: also in %s", row.Case, prev)
+			} else if !row.Error {
+				seen[row.Case] = d
+			}
+			prog.done(fmt.Sprintf("%-40s %-5s %-4s %s", row.Case, b.Name(), row.Status, short(row.Reason)))
+			if cfg.verbose {
+				if desc, err := fixture.ReadDesc(d); err == nil {
+					fmt.Fprintf(stderr, "    %s: %v (%.2fs)\n", d, desc.Provenance, row.Seconds)
+				}
+			}
+			cf.Rows = append(cf.Rows, row)
+		}
+	}
+	if len(cf.Rows) == 0 {
+		return cf, exitUsage, usagef("no fixture under %s matches -run", cfg.fixtures)
+	}
+	if err := printCheckTable(stdout, cf.Rows); err != nil {
+		return cf, exitFail, err
+	}
+	return cf, checkExitCode(cf.Rows), nil
+}
+
+func checkExitCode(rows []results.CheckRow) int {
+	code := exitOK
+	for _, r := range rows {
+		switch {
+		case r.Error:
+			return exitUsage
+		case r.Status == runner.FAIL:
+			code = exitFail
+		}
+	}
+	return code
+}
+
+func printCheckTable(w io.Writer, rows []results.CheckRow) error {
+	t := newTable(w, "case", "backend", "dtype", "status", "max abs", "max rel", "NMSE", "tolerance", "reason")
+	counts := map[string]int{}
+	for _, r := range rows {
+		counts[r.Status]++
+		t.Append(r.Case, r.Backend, r.DType, r.Status, sci(r.MaxAbs, r.Status), sci(r.MaxRel, r.Status), sci(r.NMSE, r.Status),
+			tolString(r.Tolerance), short(r.Reason))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%d OK, %d FAIL, %d NS\n", counts[runner.OK], counts[runner.FAIL], counts[runner.NS])
+	return nil
+}
+
+func sci(v float64, status string) string {
+	if status == runner.NS || status == runner.FAIL && v == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2e", v)
+}
+
+func tolString(t results.Tolerance) string {
+	if t.Class == "" {
+		return "—"
+	}
+	return fmt.Sprintf("%s (rtol %.g, atol %.g, NMSE %.g)", t.Class, t.RTol, t.ATol, t.NMSE)
+}
+
+// short keeps table cells on one line and readable.
+func short(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "|", "/")
+	if len(s) > 160 {
+		s = s[:157] + "..."
+	}
+	return s
+}

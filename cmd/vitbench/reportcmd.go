@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"vitbench/bench/cases"
+	"vitbench/bench/report"
+	"vitbench/bench/results"
+)
+
+func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlags("report", stderr)
+	out := fs.String("o", "", "write the report to this file instead of stdout")
+	title := fs.String("title", "vitbench report", "report title")
+	peak := fs.Float64("peak-gflops", 0, "the machine's measured fp32 peak in GFLOP/s, for % of peak (0 = unknown)")
+	if err := parseFlags(fs, args); err != nil {
+		return exitUsage, err
+	}
+	if fs.NArg() == 0 {
+		return exitUsage, usagef("name at least one result file (vitbench bench -o, vitbench check -json, reference/bench_torch.py -o)")
+	}
+	in, err := loadReportInput(fs.Args())
+	if err != nil {
+		return exitUsage, usageError{err}
+	}
+	in.Title, in.PeakGFLOPs = *title, *peak
+	return writeReport(in, *out, stdout)
+}
+
+// loadReportInput reads result files of either kind, sniffing each.
+func loadReportInput(paths []string) (report.Input, error) {
+	in := report.Input{Cases: caseInfos()}
+	for _, p := range paths {
+		b, c, err := results.ReadAny(p)
+		if err != nil {
+			return in, err
+		}
+		if b != nil {
+			in.Bench = append(in.Bench, *b)
+			in.BenchPaths = append(in.BenchPaths, p)
+		}
+		if c != nil {
+			in.Check = append(in.Check, *c)
+			in.CheckPaths = append(in.CheckPaths, p)
+		}
+	}
+	return in, nil
+}
+
+// caseInfos describes every built-in case for the report's tables.
+func caseInfos() map[string]report.CaseInfo {
+	m := map[string]report.CaseInfo{}
+	for _, c := range cases.All() {
+		s, err := c.Spec(0)
+		if err != nil {
+			continue
+		}
+		img := ""
+		if sh := s.Inputs()[0].Shape; len(sh) == 4 {
+			img = fmt.Sprintf("%d×%d", sh[2], sh[3])
+		}
+		m[c.Name] = report.CaseInfo{Name: c.Name, Kind: c.Kind, Op: c.Op, Params: s.Params(), MACs: s.MACs(),
+			Bytes: s.Bytes(), ImgSize: img}
+	}
+	return m
+}
+
+func writeReport(in report.Input, path string, stdout io.Writer) (int, error) {
+	if path == "" {
+		return exitOK, report.Markdown(stdout, in)
+	}
+	if err := results.WriteFileAtomic(path, func(w io.Writer) error { return report.Markdown(w, in) }); err != nil {
+		return exitFail, err
+	}
+	fmt.Fprintf(os.Stderr, "report written to %s\n", path)
+	return exitOK, nil
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"vitbench/bench/npy"
+	"vitbench/bench/results"
+)
+
+func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlags("run", stderr)
+	outDir := fs.String("o", "out", "directory for check.json, bench.txt, bench.json, torch.txt and report.md")
+	dir := fs.String("fixtures", "fixtures", "fixture directory")
+	runRE := fs.String("run", "", "only cases whose name matches this regular expression")
+	threads := fs.Int("threads", 0, "CPU threads for vitbench and PyTorch (0 = all available)")
+	count := fs.Int("count", 10, "timed samples per case")
+	torch := fs.String("torch", "auto", "PyTorch baseline: auto (when python3 with torch is present), on (required) or off")
+	python := fs.String("python", "/usr/bin/python3", "Python interpreter with torch for reference/bench_torch.py")
+	script := fs.String("torch-script", "reference/bench_torch.py", "the PyTorch timing script")
+	if err := parseFlags(fs, args); err != nil {
+		return exitUsage, err
+	}
+	if fs.NArg() > 0 {
+		return exitUsage, usagef("unexpected arguments %v", fs.Args())
+	}
+	if *torch != "auto" && *torch != "on" && *torch != "off" {
+		return exitUsage, usagef("-torch must be auto, on or off")
+	}
+	re, err := compileRun(*runRE)
+	if err != nil {
+		return exitUsage, err
+	}
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		return exitUsage, usageError{err}
+	}
+	files := []string{}
+
+	fmt.Fprintln(stderr, "== conformance (every backend)")
+	cf, checkCode, err := runCheck(checkConfig{backends: "all", fixtures: *dir, run: re, threads: *threads,
+		limits: npy.Limits{MaxBytes: npy.DefaultMaxBytes}}, stdout, stderr)
+	if err != nil {
+		return checkCode, err
+	}
+	checkPath := filepath.Join(*outDir, "check.json")
+	if err := results.WriteFileAtomic(checkPath, func(w io.Writer) error { return results.WriteCheckJSON(w, cf) }); err != nil {
+		return exitFail, err
+	}
+	files = append(files, checkPath)
+
+	fmt.Fprintln(stderr, "== timing (every available backend)")
+	bf, benchCode, benchErr := runBench(benchConfig{backends: "all", run: re, threads: *threads, count: *count,
+		warmup: 3, seed: 1}, stderr)
+	if benchErr != nil {
+		fmt.Fprintf(stderr, "vitbench run: %v\n", benchErr)
+	}
+	benchPath, benchJSON := filepath.Join(*outDir, "bench.txt"), filepath.Join(*outDir, "bench.json")
+	if err := writeBench(bf, benchPath, benchJSON, stdout); err != nil {
+		return exitFail, err
+	}
+	files = append(files, benchPath)
+
+	if *torch != "off" {
+		fmt.Fprintln(stderr, "== PyTorch baseline")
+		torchPath := filepath.Join(*outDir, "torch.txt")
+		err := runTorch(*python, *script, torchPath, *runRE, bf.Meta.Threads, *count, stderr)
+		switch {
+		case err == nil:
+			files = append(files, torchPath)
+		case *torch == "on":
+			return exitFail, fmt.Errorf("PyTorch baseline: %v", err)
+		default:
+			fmt.Fprintf(stderr, "vitbench run: no PyTorch column: %v\n", err)
+		}
+	}
+
+	in, err := loadReportInput(files)
+	if err != nil {
+		return exitFail, err
+	}
+	in.Title = "vitbench report"
+	reportPath := filepath.Join(*outDir, "report.md")
+	if code, err := writeReport(in, reportPath, stdout); err != nil {
+		return code, err
+	}
+	return max(checkCode, benchCode), nil
+}
+
+// runTorch runs reference/bench_torch.py with the same cases, threads and
+// sample count, writing the Go benchmark format to out.
+func runTorch(python, script, out, runRE string, threads, count int, stderr io.Writer) error {
+	if _, err := os.Stat(script); err != nil {
+		return fmt.Errorf("%s not found (run from the repository root or pass -torch-script)", script)
+	}
+	if _, err := exec.LookPath(python); err != nil {
+		return fmt.Errorf("%s not found: %v", python, err)
+	}
+	args := []string{script, "-o", out, "--threads", strconv.Itoa(threads), "--count", strconv.Itoa(count)}
+	if runRE != "" {
+		args = append(args, "--run", runRE)
+	}
+	cmd := exec.Command(python, args...)
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %v", python, script, err)
+	}
+	fmt.Fprintf(stderr, "PyTorch baseline written to %s (%.1fs)\n", out, time.Since(start).Seconds())
+	return nil
+}
