@@ -11,17 +11,17 @@ type BenchRow struct {
 	Threads int
 	DType   string
 
-	N                  int
-	MedianNs, P90Ns    float64
-	CILowNs, CIHighNs  float64 // 95% confidence interval of the median
-	Noisy              bool    // IQR / median > 10%
-	MACs, Bytes        int64   // per run (deterministic)
-	GFLOPs, GBps       float64 // 2·MACs / median, Bytes / median
-	PeakBytes          int64   // peak bytes held by the backend's allocator; 0 = not measured
-	RSSBytes           int64   // process peak RSS; 0 = not measured
-	SamplesNs          []float64
-	E2ESamplesNs       []float64 // host end-to-end time, where the backend measures it separately
-	ISA                string    // ISA path dispatched; "" means Meta.ISA
+	N                 int
+	MedianNs, P90Ns   float64
+	CILowNs, CIHighNs float64 // 95% confidence interval of the median
+	Noisy             bool    // IQR / median > 10%
+	MACs, Bytes       int64   // per run (deterministic)
+	GFLOPs, GBps      float64 // 2·MACs / median, Bytes / median
+	PeakBytes         int64   // peak bytes held by the backend's allocator; 0 = not measured
+	RSSBytes          int64   // process peak RSS; 0 = not measured
+	SamplesNs         []float64
+	E2ESamplesNs      []float64 // host end-to-end time, where the backend measures it separately
+	ISA               string    // ISA path dispatched; "" means Meta.ISA
 }
 
 // BenchFile is a timing result file: its provenance and its rows.

@@ -1,0 +1,222 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"golang.org/x/perf/benchmath"
+
+	"vitbench/bench/results"
+)
+
+// CompareOptions sets how Compare judges a change.
+type CompareOptions struct {
+	// Alpha is the significance level of the Mann–Whitney U test; 0 means 0.05.
+	Alpha float64
+	// Threshold is the smallest relative change that counts (0.05 = 5%); 0 counts any
+	// significant change.
+	Threshold float64
+}
+
+// CompareResult is Compare's verdict.
+type CompareResult struct {
+	// Regressions lists the rows significantly (p < Alpha) worse by more than Threshold.
+	Regressions []string
+	// Improvements lists the rows significantly better by more than Threshold.
+	Improvements []string
+	// DeterministicChanges lists every change of MACs/op or B/peak (including measured vs
+	// not measured); a gate treats them as hard failures.
+	DeterministicChanges []string
+	// Geomean is the geometric mean over the rows present in both files of head median time /
+	// base median time (1.05 = 5% slower overall); NaN when no row is common.
+	Geomean float64
+}
+
+// rowKey identifies a benchmark across files.
+type rowKey struct {
+	caseName, backend, dtype string
+	batch, threads           int
+}
+
+func (k rowKey) String() string {
+	return fmt.Sprintf("%s backend=%s batch=%d threads=%d dtype=%s", k.caseName, k.backend, k.batch, k.threads, k.dtype)
+}
+
+// Compare writes a benchstat-like A/B table of base against head on w: per (case, backend,
+// batch, threads, dtype) the two medians with their 95% intervals, the change of the median,
+// the Mann–Whitney p-value (benchmath.AssumeNothing) and "~" when not significant, then a
+// geomean row over the rows present in both. The metric is time per call (lower is better),
+// or GFLOP/s per sample (higher is better) where MACs/op differ between the files, since
+// then the two runs did different work.
+func Compare(w io.Writer, base, head results.BenchFile, opt CompareOptions) (CompareResult, error) {
+	if opt.Alpha <= 0 {
+		opt.Alpha = 0.05
+	}
+	thr := &benchmath.Thresholds{CompareAlpha: opt.Alpha}
+	b, h := indexRows(base), indexRows(head)
+	keys := unionKeys(b, h)
+
+	res := CompareResult{Geomean: math.NaN()}
+	var cells [][]string
+	var logSum, logBase, logHead float64
+	var common int
+	var onlyBase, onlyHead []string
+	for _, k := range keys {
+		br, inBase := b[k]
+		hr, inHead := h[k]
+		switch {
+		case !inHead:
+			onlyBase = append(onlyBase, k.String())
+			continue
+		case !inBase:
+			onlyHead = append(onlyHead, k.String())
+			continue
+		}
+		if br.MACs != hr.MACs {
+			res.DeterministicChanges = append(res.DeterministicChanges, fmt.Sprintf("%s: MACs/op %d -> %d", k, br.MACs, hr.MACs))
+		}
+		if br.PeakBytes != hr.PeakBytes {
+			res.DeterministicChanges = append(res.DeterministicChanges, fmt.Sprintf("%s: B/peak %d -> %d", k, br.PeakBytes, hr.PeakBytes))
+		}
+
+		if len(br.SamplesNs) == 0 || len(hr.SamplesNs) == 0 {
+			cells = append(cells, []string{k.caseName, k.backend, fmt.Sprint(k.batch), fmt.Sprint(k.threads), k.dtype, "ms",
+				fmtMs(br.MedianNs), fmtMs(hr.MedianNs), dash, "no samples", ""})
+			continue
+		}
+		m := chooseMetric(br, hr)
+		sb := benchmath.NewSample(m.values(br), thr)
+		sh := benchmath.NewSample(m.values(hr), thr)
+		sumB := benchmath.AssumeNothing.Summary(sb, 0.95)
+		sumH := benchmath.AssumeNothing.Summary(sh, 0.95)
+		c := benchmath.AssumeNothing.Compare(sb, sh)
+		change := sumH.Center/sumB.Center - 1
+		significant := c.P < opt.Alpha && finite(change)
+		worseBy := change // positive = worse
+		if m.higherBetter {
+			worseBy = -change
+		}
+		verdict, delta := "", "~"
+		if significant {
+			delta = fmt.Sprintf("%+.2f%%", 100*change)
+			line := fmt.Sprintf("%s: %s %s -> %s (%+.2f%%, %s)", k, m.unit, m.format(sumB.Center), m.format(sumH.Center), 100*change, c)
+			switch {
+			case worseBy > opt.Threshold:
+				verdict = "REGRESSION"
+				res.Regressions = append(res.Regressions, line)
+			case -worseBy > opt.Threshold:
+				verdict = "improvement"
+				res.Improvements = append(res.Improvements, line)
+			}
+		}
+		cells = append(cells, []string{k.caseName, k.backend, fmt.Sprint(k.batch), fmt.Sprint(k.threads), k.dtype, m.unit,
+			m.format(sumB.Center) + " ± " + sumB.PctRangeString(), m.format(sumH.Center) + " ± " + sumH.PctRangeString(),
+			delta, c.String(), verdict})
+
+		if br.MedianNs > 0 && hr.MedianNs > 0 && finite(br.MedianNs) && finite(hr.MedianNs) {
+			logSum += math.Log(hr.MedianNs / br.MedianNs)
+			logBase += math.Log(br.MedianNs)
+			logHead += math.Log(hr.MedianNs)
+			common++
+		}
+	}
+	if common > 0 {
+		n := float64(common)
+		res.Geomean = math.Exp(logSum / n)
+		cells = append(cells, []string{"geomean", "", "", "", "", "ms",
+			fmtMs(math.Exp(logBase / n)), fmtMs(math.Exp(logHead / n)),
+			fmt.Sprintf("%+.2f%%", 100*(res.Geomean-1)), fmt.Sprintf("n=%d rows", common), ""})
+	}
+
+	fmt.Fprintf(w, "Comparison: base %s vs head %s (Mann–Whitney U, alpha %.3g, threshold %.3g%%)\n\n",
+		describe(base.Meta), describe(head.Meta), opt.Alpha, 100*opt.Threshold)
+	if err := writeTable(w, "llrrllrrrll",
+		[]string{"case", "backend", "batch", "threads", "dtype", "unit", "base ± 95% CI", "head ± 95% CI", "change", "p", "verdict"}, cells); err != nil {
+		return res, err
+	}
+	printList(w, "Regressions", res.Regressions)
+	printList(w, "Improvements", res.Improvements)
+	printList(w, "Deterministic changes (hard failures)", res.DeterministicChanges)
+	printList(w, "Only in base", onlyBase)
+	printList(w, "Only in head", onlyHead)
+	return res, nil
+}
+
+// metric is what Compare judges a row by.
+type metric struct {
+	unit         string
+	higherBetter bool
+	values       func(r results.BenchRow) []float64 // a fresh slice (benchmath sorts it)
+	format       func(v float64) string
+}
+
+var timeMetric = metric{
+	unit:   "ms",
+	values: func(r results.BenchRow) []float64 { return slices.Clone(r.SamplesNs) },
+	format: fmtMs,
+}
+
+// chooseMetric returns time, or GFLOP/s when both rows count MACs and the counts differ.
+func chooseMetric(b, h results.BenchRow) metric {
+	if b.MACs == h.MACs || b.MACs <= 0 || h.MACs <= 0 {
+		return timeMetric
+	}
+	return metric{
+		unit:         "GFLOP/s",
+		higherBetter: true,
+		values: func(r results.BenchRow) []float64 {
+			v := make([]float64, len(r.SamplesNs))
+			for i, ns := range r.SamplesNs {
+				v[i] = 2 * float64(r.MACs) / ns
+			}
+			return v
+		},
+		format: func(v float64) string { return fmt.Sprintf("%.4g", v) },
+	}
+}
+
+// indexRows maps each row to its key; rows with the same key are merged (samples appended).
+func indexRows(f results.BenchFile) map[rowKey]results.BenchRow {
+	m := map[rowKey]results.BenchRow{}
+	for _, r := range f.Rows {
+		k := rowKey{r.Case, r.Backend, r.DType, r.Batch, r.Threads}
+		if old, ok := m[k]; ok {
+			old.SamplesNs = append(slices.Clone(old.SamplesNs), r.SamplesNs...)
+			old.MedianNs = results.Summarize(old.SamplesNs).Median
+			r = old
+		}
+		m[k] = r
+	}
+	return m
+}
+
+// unionKeys returns the keys of a and b sorted by case, backend, dtype, batch, threads.
+func unionKeys(a, b map[rowKey]results.BenchRow) []rowKey {
+	var keys []rowKey
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(x, y rowKey) int {
+		return cmp.Or(cmp.Compare(x.caseName, y.caseName), cmp.Compare(x.backend, y.backend),
+			cmp.Compare(x.dtype, y.dtype), cmp.Compare(x.batch, y.batch), cmp.Compare(x.threads, y.threads))
+	})
+	return keys
+}
+
+func printList(w io.Writer, title string, items []string) {
+	if len(items) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s (%d):\n", title, len(items))
+	for _, it := range items {
+		fmt.Fprintf(w, "- %s\n", it)
+	}
+}

@@ -1,0 +1,79 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// writeComponents writes one row per bench row of a component case (or a case of unknown
+// kind) measured by a backend other than PyTorch: median latency with its 95% interval, p90,
+// GFLOP/s, GB/s, % of the backend's peak (Input.peak), allocator peak memory, the PyTorch median measured on the
+// same machine for the same case, batch and threads, the speed-up over it (PyTorch median /
+// ours), the conformance status and the noisy flag (IQR/median > 10%).
+func writeComponents(w io.Writer, in Input, es []entry) error {
+	multi := machineCount(es) > 1
+	var cells [][]string
+	for _, e := range es {
+		if e.Backend == TorchBackend || in.kind(e.Case) != KindComponent {
+			continue
+		}
+		torchMs, speedup := dash, dash
+		if t, ok := torchFor(es, e); ok {
+			torchMs = fmtMs(t.MedianNs)
+			speedup = fmtSpeedup(t.MedianNs, e.MedianNs)
+		}
+		noisy := ""
+		if e.Noisy {
+			noisy = "noisy"
+		}
+		row := []string{e.Case, e.Backend, e.DType, fmt.Sprint(e.Batch), fmt.Sprint(e.Threads),
+			in.checkStatus(e.Case, e.Backend, e.DType),
+			fmtMsCI(e.MedianNs, e.CILowNs, e.CIHighNs), fmtMs(e.P90Ns),
+			fmtRate(e.GFLOPs), fmtRate(e.GBps), pctOfPeak(e.GFLOPs, in.peak(e.Backend)), fmtMiB(e.PeakBytes),
+			torchMs, speedup, noisy}
+		if multi {
+			row = append([]string{e.machine}, row...)
+		}
+		cells = append(cells, row)
+	}
+	if len(cells) == 0 {
+		return nil
+	}
+	header := []string{"case", "backend", "dtype", "batch", "threads", "check", "median ms [95% CI]", "p90 ms",
+		"GFLOP/s", "GB/s", "% of peak", "peak MiB", "PyTorch ms", "vs PyTorch", "spread"}
+	align := "lllrrlrrrrrrrrl"
+	if multi {
+		header = append([]string{"machine"}, header...)
+		align = "l" + align
+	}
+	note := "Latency per call; GFLOP/s = 2·MACs / median; speed-up = PyTorch median / ours (same machine, batch and threads)."
+	if in.PeakGFLOPs > 0 {
+		note += fmt.Sprintf(" %% of peak is of %.0f GFLOP/s", in.PeakGFLOPs)
+		if len(in.PeakByBackend) > 0 {
+			note += " (other peaks for " + strings.Join(slices.Sorted(maps.Keys(in.PeakByBackend)), ", ") + ")"
+		}
+		note += "."
+	}
+	section(w, "Components", note)
+	return writeTable(w, align, header, cells)
+}
+
+// pctOfPeak formats gflops as a percentage of peak; dash when either is unknown.
+func pctOfPeak(gflops, peak float64) string {
+	if peak <= 0 || !finite(gflops) || gflops <= 0 {
+		return dash
+	}
+	return fmt.Sprintf("%.1f%%", 100*gflops/peak)
+}
+
+// machineCount counts the distinct machines among es.
+func machineCount(es []entry) int {
+	seen := map[string]bool{}
+	for _, e := range es {
+		seen[e.machine] = true
+	}
+	return len(seen)
+}

@@ -1,0 +1,66 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+
+	"vitbench/bench/results"
+)
+
+// writeConformance writes one row per check result (case, backend, dtype, status, error
+// figures, tolerance, reason), sorted by case then backend then dtype, and the totals line
+// "N OK, N FAIL, N NS". Every row is listed, FAIL rows included.
+func writeConformance(w io.Writer, in Input, _ []entry) error {
+	var rows []results.CheckRow
+	for _, f := range in.Check {
+		rows = append(rows, f.Rows...)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(rows, func(a, b results.CheckRow) int {
+		return cmp.Or(cmp.Compare(a.Case, b.Case), cmp.Compare(a.Backend, b.Backend), cmp.Compare(a.DType, b.DType))
+	})
+	counts := map[string]int{}
+	var cells [][]string
+	for _, r := range rows {
+		counts[r.Status]++
+		reason := r.Reason
+		if r.Error {
+			reason = "error: " + reason
+		}
+		measured := r.Status != results.StatusNS
+		cells = append(cells, []string{
+			r.Case, r.Backend, r.DType, r.Status,
+			ifMeasured(measured, fmtSci(r.MaxAbs)), ifMeasured(measured, fmtSci(r.MaxRel)),
+			ifMeasured(measured, fmtSci(r.NMSE)), fmtTolerance(r.Tolerance), reason,
+		})
+	}
+	section(w, "Conformance", "Error of the worst output against the reference; a case passes when it is within its tolerance class.")
+	if err := writeTable(w, "llllrrrll",
+		[]string{"case", "backend", "dtype", "status", "max abs", "max rel", "NMSE", "tolerance", "reason"}, cells); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%d OK, %d FAIL, %d NS\n", counts[results.StatusOK], counts[results.StatusFail], counts[results.StatusNS])
+	if other := len(rows) - counts[results.StatusOK] - counts[results.StatusFail] - counts[results.StatusNS]; other > 0 {
+		fmt.Fprintf(w, "%d with an unknown status\n", other)
+	}
+	return nil
+}
+
+func ifMeasured(ok bool, s string) string {
+	if !ok {
+		return dash
+	}
+	return s
+}
+
+// fmtTolerance formats "class (rtol 1.00e-03, atol 1.00e-03, nmse 5.00e-04)".
+func fmtTolerance(t results.Tolerance) string {
+	if t == (results.Tolerance{}) {
+		return dash
+	}
+	return fmt.Sprintf("%s (rtol %s, atol %s, nmse %s)", cmp.Or(t.Class, "?"), fmtSci(t.RTol), fmtSci(t.ATol), fmtSci(t.NMSE))
+}

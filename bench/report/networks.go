@@ -1,0 +1,118 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// netGroup gathers the rows of one network on one backend at every batch size measured.
+type netGroup struct {
+	first entry   // identifies the group
+	rows  []entry // ascending batch
+}
+
+// writeNetworks writes the papers' table for network cases: model, image size, params (M),
+// GMACs per image, backend, batch-1 latency (median [95% CI] and p90), throughput in img/s at
+// each batch measured (batch / median), allocator peak memory (largest over batches), and the
+// PyTorch figures measured on the same machine beside them.
+func writeNetworks(w io.Writer, in Input, es []entry) error {
+	var groups []*netGroup
+	index := map[string]*netGroup{}
+	for _, e := range es {
+		if e.Backend == TorchBackend || in.kind(e.Case) != KindNetwork {
+			continue
+		}
+		key := fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s", e.Case, e.Backend, e.DType, e.Threads, e.machine)
+		g := index[key]
+		if g == nil {
+			g = &netGroup{first: e}
+			index[key] = g
+			groups = append(groups, g)
+		}
+		g.rows = append(g.rows, e)
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	multi := machineCount(es) > 1
+	var cells [][]string
+	for _, g := range groups {
+		info := in.Cases[g.first.Case]
+		var b1, tb1 *entry
+		var peak int64
+		var thr, tthr []string
+		for i := range g.rows {
+			e := &g.rows[i]
+			peak = max(peak, e.PeakBytes)
+			thr = append(thr, fmt.Sprintf("%d: %s", e.Batch, imgPerSec(e.Batch, e.MedianNs)))
+			t, ok := torchFor(es, *e)
+			if ok {
+				tthr = append(tthr, fmt.Sprintf("%d: %s", e.Batch, imgPerSec(t.Batch, t.MedianNs)))
+			}
+			if e.Batch == 1 {
+				b1 = e
+				if ok {
+					tb1 = &t
+				}
+			}
+		}
+		gmacs := info.MACs
+		if gmacs == 0 && b1 != nil {
+			gmacs = b1.MACs
+		}
+		lat, p90, torchLat := dash, dash, dash
+		if b1 != nil {
+			lat, p90 = fmtMsCI(b1.MedianNs, b1.CILowNs, b1.CIHighNs), fmtMs(b1.P90Ns)
+		}
+		if tb1 != nil {
+			torchLat = fmtMs(tb1.MedianNs)
+		}
+		row := []string{g.first.Case, orDash(info.ImgSize), millions(info.Params), billions(gmacs),
+			g.first.Backend, g.first.DType, fmt.Sprint(g.first.Threads),
+			in.checkStatus(g.first.Case, g.first.Backend, g.first.DType),
+			lat, p90, strings.Join(thr, "; "), fmtMiB(peak), torchLat, orDash(strings.Join(tthr, "; "))}
+		if multi {
+			row = append([]string{g.first.machine}, row...)
+		}
+		cells = append(cells, row)
+	}
+	header := []string{"model", "image size", "params (M)", "GMACs", "backend", "dtype", "threads", "check",
+		"batch-1 ms [95% CI]", "batch-1 p90 ms", "img/s (batch: rate)", "peak MiB", "PyTorch batch-1 ms", "PyTorch img/s"}
+	align := "lrrrllrlrrlrrl"
+	if multi {
+		header = append([]string{"machine"}, header...)
+		align = "l" + align
+	}
+	section(w, "Networks", "Throughput is batch / median latency at each batch size measured; PyTorch figures are from the same machine.")
+	return writeTable(w, align, header, cells)
+}
+
+// imgPerSec formats batch images per median latency.
+func imgPerSec(batch int, medianNs float64) string {
+	if batch <= 0 || !finite(medianNs) || medianNs <= 0 {
+		return dash
+	}
+	return fmtRate(float64(batch) * 1e9 / medianNs)
+}
+
+func millions(n int64) string {
+	if n <= 0 {
+		return dash
+	}
+	return fmt.Sprintf("%.1f", float64(n)/1e6)
+}
+
+func billions(n int64) string {
+	if n <= 0 {
+		return dash
+	}
+	return fmt.Sprintf("%.2f", float64(n)/1e9)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return dash
+	}
+	return s
+}
