@@ -2,11 +2,12 @@
 """Time the built-in vitbench cases in PyTorch and write Go benchmark format (bench/results/FORMAT.md).
 
     /usr/bin/python3 reference/bench_torch.py -o FILE [--run REGEX] [--batch N] [--threads 2]
-                                              [--count 10] [--warmup 3] [--seed 1]
+                                              [--count 10] [--warmup 3] [--min-sample-ms 0] [--seed 1]
 
 Each case is built exactly as the fixture exporter builds it (same modules, same synthesized
 inputs and weights), then run under ``torch.inference_mode()`` with ``torch.set_num_threads(T)``:
-``--warmup`` untimed runs, then ``--count`` timed runs, one result line per run (iteration count 1),
+``--warmup`` untimed runs, then ``--count`` timed samples, one result line per sample (a sample
+repeats the call until ``--min-sample-ms`` has passed and records the mean; the iteration count says how many),
 so the file keeps the whole distribution for benchstat / ``vitbench report``.
 
 Per line: ns/op (``time.perf_counter_ns`` around one forward call), GFLOP/s = 2*MACs/ns (omitted
@@ -81,8 +82,12 @@ def numel(shapes):
     return sum(int(np.prod(s, dtype=np.int64)) for s in shapes.values())
 
 
-def bench_case(case, seed, count, warmup):
-    """Time one normalised case; return (samples in ns, MACs, bytes)."""
+def bench_case(case, seed, count, warmup, min_sample_ns=0):
+    """Time one normalised case; return (samples as (runs, mean ns per run), MACs, bytes).
+
+    A sample repeats the forward call until it has lasted min_sample_ns (at least once) and
+    records the mean, exactly as ``vitbench bench -min-sample`` does, so short cases are not
+    dominated by timer and scheduler noise."""
     module, inputs, weights, (ins, ws, outs), _ = materialize(case, seed)
     x = torch.from_numpy(inputs["x"])
     samples = []
@@ -90,16 +95,21 @@ def bench_case(case, seed, count, warmup):
         for _ in range(warmup):
             module(x)
         for _ in range(count):
-            t0 = time.perf_counter_ns()
-            module(x)
-            samples.append(time.perf_counter_ns() - t0)
+            runs, t0 = 0, time.perf_counter_ns()
+            while True:
+                module(x)
+                runs += 1
+                elapsed = time.perf_counter_ns() - t0
+                if elapsed >= min_sample_ns:
+                    break
+            samples.append((runs, elapsed / runs))
     macs = C.macs(case["op"], case["params"], case["batch"])
     nbytes = 4 * (numel(ins) + numel(ws) + numel(outs))
     return samples, macs, nbytes
 
 
-def result_line(case, threads, ns, macs, nbytes):
-    """One Go benchmark result line for a single timed run."""
+def result_line(case, threads, runs, ns, macs, nbytes):
+    """One Go benchmark result line for one sample: runs calls averaging ns each."""
     name = "Benchmark_%s/backend=torch/batch=%d/threads=%d/dtype=float32" % (case["name"], case["batch"], threads)
     ns = max(int(ns), 1)
     fields = ["%d ns/op" % ns]
@@ -107,7 +117,7 @@ def result_line(case, threads, ns, macs, nbytes):
         fields.append("%s GFLOP/s" % fmt(2.0 * macs / ns))
     fields.append("%s GB/s" % fmt(nbytes / ns))
     fields.append("%d MACs/op" % macs)
-    return name + " \t1\t" + "\t".join(fields)
+    return name + " \t%d\t" % runs + "\t".join(fields)
 
 
 def main(argv=None):
@@ -120,6 +130,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
     ap.add_argument("--count", type=int, default=10, help="timed runs per case, one line each (default 10)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed runs per case first (default 3)")
+    ap.add_argument("--min-sample-ms", type=float, default=0.0,
+                    help="repeat calls within a sample until it lasts this long, record the mean (default 0: one call)")
     ap.add_argument("--seed", type=int, default=1, help="generator seed for inputs and weights (default 1)")
     args = ap.parse_args(argv)
     if args.threads < 1 or args.count < 1 or args.warmup < 0 or (args.batch is not None and args.batch < 1):
@@ -146,9 +158,10 @@ def main(argv=None):
     for case in todo:
         if args.batch is not None:
             case = dict(case, batch=args.batch)
-        samples, macs, nbytes = bench_case(case, args.seed, args.count, args.warmup)
-        lines.extend(result_line(case, args.threads, ns, macs, nbytes) for ns in samples)
-        med = sorted(samples)[len(samples) // 2]
+        samples, macs, nbytes = bench_case(case, args.seed, args.count, args.warmup,
+                                           int(args.min_sample_ms * 1e6))
+        lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes) for runs, ns in samples)
+        med = sorted(ns for _, ns in samples)[len(samples) // 2]
         print("%-32s batch=%d threads=%d  median %.3f ms  (%d runs)" % (
             case["name"], case["batch"], args.threads, med / 1e6, len(samples)), file=sys.stderr)
 

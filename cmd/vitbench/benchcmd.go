@@ -30,7 +30,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	threads := fs.Int("threads", 0, "CPU threads (0 = all available)")
 	count := fs.Int("count", 10, "timed samples per case (at least 10 for a 95% interval)")
 	warmup := fs.Int("warmup", 3, "untimed runs before the samples")
-	minSample := fs.Duration("min-sample", 0, "repeat each sample's runs until it lasts this long (0 = one run)")
+	minSample := fs.Duration("min-sample", 10*time.Millisecond, "repeat runs within a sample until it lasts this long and record the mean (0 = one run per sample)")
 	seed := fs.Uint64("seed", 1, "seed of the synthesized inputs and weights")
 	isa := fs.String("isa", "", "force the CPU ISA path (avx512, avx2, go)")
 	out := fs.String("o", "", "write the Go benchmark format to this file instead of stdout")

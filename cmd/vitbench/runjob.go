@@ -20,6 +20,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	runRE := fs.String("run", "", "only cases whose name matches this regular expression")
 	threads := fs.Int("threads", 0, "CPU threads for vitbench and PyTorch (0 = all available)")
 	count := fs.Int("count", 10, "timed samples per case")
+	minSample := fs.Duration("min-sample", 10*time.Millisecond, "repeat runs within a sample until it lasts this long (vitbench and PyTorch alike)")
 	torch := fs.String("torch", "auto", "PyTorch baseline: auto (when python3 with torch is present), on (required) or off")
 	python := fs.String("python", "/usr/bin/python3", "Python interpreter with torch for reference/bench_torch.py")
 	script := fs.String("torch-script", "reference/bench_torch.py", "the PyTorch timing script")
@@ -55,7 +56,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 
 	fmt.Fprintln(stderr, "== timing (every available backend)")
 	bf, benchCode, benchErr := runBench(benchConfig{backends: "all", run: re, threads: *threads, count: *count,
-		warmup: 3, seed: 1}, stderr)
+		warmup: 3, minSample: *minSample, seed: 1}, stderr)
 	if benchErr != nil {
 		fmt.Fprintf(stderr, "vitbench run: %v\n", benchErr)
 	}
@@ -68,7 +69,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if *torch != "off" {
 		fmt.Fprintln(stderr, "== PyTorch baseline")
 		torchPath := filepath.Join(*outDir, "torch.txt")
-		err := runTorch(*python, *script, torchPath, *runRE, bf.Meta.Threads, *count, stderr)
+		err := runTorch(*python, *script, torchPath, *runRE, bf.Meta.Threads, *count, *minSample, stderr)
 		switch {
 		case err == nil:
 			files = append(files, torchPath)
@@ -93,14 +94,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 
 // runTorch runs reference/bench_torch.py with the same cases, threads and
 // sample count, writing the Go benchmark format to out.
-func runTorch(python, script, out, runRE string, threads, count int, stderr io.Writer) error {
+func runTorch(python, script, out, runRE string, threads, count int, minSample time.Duration, stderr io.Writer) error {
 	if _, err := os.Stat(script); err != nil {
 		return fmt.Errorf("%s not found (run from the repository root or pass -torch-script)", script)
 	}
 	if _, err := exec.LookPath(python); err != nil {
 		return fmt.Errorf("%s not found: %v", python, err)
 	}
-	args := []string{script, "-o", out, "--threads", strconv.Itoa(threads), "--count", strconv.Itoa(count)}
+	args := []string{script, "-o", out, "--threads", strconv.Itoa(threads), "--count", strconv.Itoa(count),
+		"--min-sample-ms", strconv.FormatFloat(float64(minSample)/1e6, 'f', -1, 64)}
 	if runRE != "" {
 		args = append(args, "--run", runRE)
 	}

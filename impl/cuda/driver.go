@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/ebitengine/purego"
@@ -50,7 +49,9 @@ func openLibrary(names []string) (uintptr, string, error) {
 		}
 		tried = append(tried, err.Error())
 	}
-	return 0, "", errors.New(strings.Join(tried, "; "))
+	// The first failure names the library every driver install provides;
+	// the others add nothing a reader needs.
+	return 0, "", errors.New(tried[len(tried)-len(names)])
 }
 
 // loadDriver opens libcuda once and binds the entry points this package uses.
@@ -58,7 +59,7 @@ func loadDriver() (*driver, error) {
 	loadOnce.Do(func() {
 		h, _, err := openLibrary(driverNames)
 		if err != nil {
-			loadError = fmt.Errorf("libcuda not found (no NVIDIA driver): %v", err)
+			loadError = fmt.Errorf("no NVIDIA driver: %v", err)
 			return
 		}
 		d := &driver{}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what vitbench's tests and main job need on a fresh Debian 12
+# machine: PyTorch, torchvision and NumPy from Debian (run with
+# /usr/bin/python3), and OpenBLAS on the OpenMP runtime as the system BLAS
+# (see ../shared/anchors/cpu-baselines.md: with the reference BLAS or the
+# pthreads OpenBLAS, PyTorch is not a fair baseline). Idempotent.
+set -euo pipefail
+
+pkgs=(python3-torch python3-torchvision python3-numpy libopenblas0-openmp)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: need root to install ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Point libblas/liblapack at OpenBLAS-openmp when it is installed but not chosen.
+arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+for lib in libblas.so.3 liblapack.so.3; do
+  target=/usr/lib/$arch/openblas-openmp/$lib
+  if [ -e "$target" ] && [ "$(id -u)" -eq 0 ]; then
+    update-alternatives --set "$lib-$arch" "$target" >/dev/null 2>&1 || true
+  fi
+done
+
+/usr/bin/python3 - <<'PY'
+import numpy, torch, torchvision
+print("install-deps: torch %s, torchvision %s, numpy %s" % (torch.__version__, torchvision.__version__, numpy.__version__))
+PY
+if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
+  echo "install-deps: Go 1.26 is required (https://go.dev/dl); not found on PATH or in /usr/local/go" >&2
+  exit 1
+fi

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The test command of the README: installs what is missing, then runs every
+# check vitbench has on the CPU. Exit status 0 only when all pass.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+ci/install-deps.sh
+
+step() { echo; echo "=== $*"; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+step "gofmt and go vet (SIMD and purego builds)"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
+go vet ./...
+go vet -tags purego ./...
+
+step "generated assembly is up to date (avo)"
+( cd impl/cpu/internal/kern && go generate ./... )
+git diff --exit-code -- impl/cpu/internal/kern || { echo "regenerating the assembly changed it: commit the generator's output"; exit 1; }
+
+step "Go tests, SIMD paths (every ISA this CPU has is exercised)"
+go test -count=1 ./...
+
+step "Go tests, pure-Go path forced (-tags purego)"
+go test -count=1 -tags purego ./...
+
+step "Python reference tests"
+( cd reference && /usr/bin/python3 -m unittest discover -s tests )
+
+step "vitbench check: committed fixtures, SIMD path and Go path"
+go build -o "$tmp/vitbench" ./cmd/vitbench
+"$tmp/vitbench" info
+"$tmp/vitbench" check -fixtures fixtures
+"$tmp/vitbench" check -fixtures fixtures -isa go -json "$tmp/check-go.json" >/dev/null
+
+step "fixtures exported outside the repository are checked with -fixtures"
+/usr/bin/python3 reference/export.py --out "$tmp/exported" -q
+/usr/bin/python3 reference/export.py --out "$tmp/custom" --case-json ci/custom_cases/patch_embed_c7_e50_p5.json -q
+/usr/bin/python3 reference/export.py --out "$tmp/custom" --case-json ci/custom_cases/soft_split_c2_k4_s3_p2_d2.json -q
+"$tmp/vitbench" check -fixtures "$tmp/exported"
+"$tmp/vitbench" check -fixtures "$tmp/custom"
+
+step "the main job end to end (short), report with the PyTorch column"
+"$tmp/vitbench" run -o "$tmp/run" -count 3 -min-sample 2ms -torch on -run 'vit_s16|t2t_ss2' >/dev/null
+grep -q "PyTorch ms" "$tmp/run/report.md"
+grep -q "patch_embed/vit_s16" "$tmp/run/report.md"
+"$tmp/vitbench" compare "$tmp/run/bench.txt" "$tmp/run/bench.txt" >/dev/null
+
+echo
+echo "ci/test.sh: all checks passed"
