@@ -250,3 +250,34 @@ func TestListAndInfo(t *testing.T) {
 		t.Errorf("info exit %d:\n%s", code, out)
 	}
 }
+
+// TestCompareGatesRegression: a 20% slowdown over 10 samples exits 1, a
+// MACs change exits 1, identical files exit 0.
+func TestCompareGatesRegression(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, scale float64, macs int64) string {
+		var samples []float64
+		for i := 0; i < 10; i++ {
+			samples = append(samples, scale*(1e6+float64(i%5)*1e4))
+		}
+		bf := results.BenchFile{Meta: results.Meta{Tool: "vitbench"}, Rows: []results.BenchRow{
+			results.NewBenchRow("patch_embed/vit_b16", "cpu", 1, 2, "float32", macs, 1000, 0, 0, samples, nil)}}
+		p := filepath.Join(dir, name)
+		f, _ := os.Create(p)
+		defer f.Close()
+		if err := results.WriteBenchText(f, bf); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base, slow, macs := write("base.txt", 1, 100), write("slow.txt", 1.2, 100), write("macs.txt", 1, 101)
+	if code, out, _ := vitbench(t, "compare", base, slow); code != 1 {
+		t.Errorf("20%% slowdown: exit %d\n%s", code, out)
+	}
+	if code, _, _ := vitbench(t, "compare", base, macs); code != 1 {
+		t.Errorf("MACs change: exit %d", code)
+	}
+	if code, _, _ := vitbench(t, "compare", "-threshold", "0.5", base, slow); code != 0 {
+		t.Errorf("slowdown under the threshold: exit %d", code)
+	}
+}

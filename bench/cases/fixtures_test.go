@@ -1,0 +1,57 @@
+package cases
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"vitbench/bench/fixture"
+)
+
+// TestBuiltinCasesMatchCommittedFixtures keeps the Go case list and the
+// fixtures written by reference/export.py in agreement: same case names,
+// op kinds, batch, tolerance class and array shapes.
+func TestBuiltinCasesMatchCommittedFixtures(t *testing.T) {
+	root := "../../fixtures"
+	dirs, err := fixture.Discover(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		desc, err := fixture.ReadDesc(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[desc.Name] = true
+		if rel, _ := filepath.Rel(root, d); filepath.ToSlash(rel) != desc.Name {
+			t.Errorf("%s holds case %q: directory and name differ", d, desc.Name)
+		}
+		c, ok := Lookup(desc.Name)
+		if !ok {
+			t.Errorf("fixture %s has no built-in case", desc.Name)
+			continue
+		}
+		if c.Op != desc.Op || c.Batch != desc.Batch || c.Tolerance != desc.Tolerance || c.Kind != desc.Kind {
+			t.Errorf("%s: built-in (%s, batch %d, %s, %s) vs fixture (%s, batch %d, %s, %s)", c.Name,
+				c.Op, c.Batch, c.Tolerance, c.Kind, desc.Op, desc.Batch, desc.Tolerance, desc.Kind)
+		}
+		want, err := c.Spec(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := desc.Spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(want.Inputs(), got.Inputs()) || !reflect.DeepEqual(want.Weights(), got.Weights()) ||
+			!reflect.DeepEqual(want.Outputs(), got.Outputs()) || want.MACs() != got.MACs() {
+			t.Errorf("%s: built-in and fixture specs differ", c.Name)
+		}
+	}
+	for _, c := range All() {
+		if !seen[c.Name] {
+			t.Errorf("built-in case %s has no committed fixture", c.Name)
+		}
+	}
+}
