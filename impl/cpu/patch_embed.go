@@ -32,16 +32,17 @@ func (b *Backend) patchEmbed(n ops.PatchEmbed, in, out []*tensor) error {
 	defer release()
 	geom := kern.UnfoldGeom{C: n.InChans, H: n.Height, W: n.Width, KH: n.PatchH, KW: n.PatchW,
 		SH: n.PatchH, SW: n.PatchW, DH: 1, DW: 1, OH: gh, OW: gw}
-	// Rows are (image, token) pairs; each worker gathers then multiplies
-	// its own rows, so the patches it wrote are still in its cache.
-	parallelFor(b.threads, rows, 4, func(lo, hi int) {
+	parallelFor(b.threads, rows, 16, func(lo, hi int) {
 		for r := lo; r < hi; {
 			img, tok := r/tokens, r%tokens
 			end := min(hi, (img+1)*tokens)
 			kern.UnfoldRows(geom, x[img*n.InChans*n.Height*n.Width:], patches[r*k:], tok, tok+end-r)
 			r = end
 		}
-		kern.SgemmNT(hi-lo, n.EmbedDim, k, patches[lo*k:], k, w, k, y[lo*n.EmbedDim:], n.EmbedDim, bias)
 	})
+	// Split the GEMM by output channels: each worker streams its own half
+	// of the weight through its cache once and reuses all patches, instead
+	// of every worker reading the whole weight.
+	gemmParallel(b.threads, rows, n.EmbedDim, k, patches, k, w, k, y, n.EmbedDim, bias)
 	return nil
 }

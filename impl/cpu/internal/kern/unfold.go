@@ -20,24 +20,63 @@ func UnfoldRows(g UnfoldGeom, x []float32, out []float32, lo, hi int) {
 		oy, ox := l/g.OW, l%g.OW
 		row := out[(l-lo)*cols : (l-lo+1)*cols]
 		y0, x0 := oy*g.SH-g.PH, ox*g.SW-g.PW
-		// The columns of this window that fall inside the image; they are
-		// the same for every channel and kernel row.
+		// The taps of this window that fall inside the image; the same for
+		// every channel.
+		kyLo, kyHi := clampTaps(y0, g.DH, g.KH, g.H)
 		kxLo, kxHi := clampTaps(x0, g.DW, g.KW, g.W)
-		for c := 0; c < g.C; c++ {
-			plane := x[c*g.H*g.W : (c+1)*g.H*g.W]
-			for ky := 0; ky < g.KH; ky++ {
-				dst := row[(c*g.KH+ky)*g.KW : (c*g.KH+ky+1)*g.KW]
-				yy := y0 + ky*g.DH
-				if yy < 0 || yy >= g.H || kxLo >= kxHi {
-					clear(dst)
-					continue
+		if kyLo == 0 && kyHi == g.KH && kxLo == 0 && kxHi == g.KW && g.DW == 1 {
+			unfoldInterior(g, x, row, y0, x0)
+			continue
+		}
+		unfoldEdge(g, x, row, y0, x0, kyLo, kyHi, kxLo, kxHi)
+	}
+}
+
+// unfoldInterior gathers one window that lies wholly inside the image with
+// unit column dilation: every kernel row is a contiguous run of KW values.
+func unfoldInterior(g UnfoldGeom, x, row []float32, y0, x0 int) {
+	kw, plane := g.KW, g.H*g.W
+	d := 0
+	for c := 0; c < g.C; c++ {
+		s := c*plane + y0*g.W + x0
+		for ky := 0; ky < g.KH; ky++ {
+			dst := row[d : d+kw]
+			src := x[s : s+kw]
+			if kw >= 8 {
+				copy(dst, src)
+			} else {
+				for i := range dst {
+					dst[i] = src[i]
 				}
-				clear(dst[:kxLo])
-				src := plane[yy*g.W:]
-				for kx := kxLo; kx < kxHi; kx++ {
-					dst[kx] = src[x0+kx*g.DW]
+			}
+			d += kw
+			s += g.DH * g.W
+		}
+	}
+}
+
+// unfoldEdge gathers one window that overlaps the padding (or uses column
+// dilation): taps outside [kyLo, kyHi) × [kxLo, kxHi) are zero.
+func unfoldEdge(g UnfoldGeom, x, row []float32, y0, x0, kyLo, kyHi, kxLo, kxHi int) {
+	kw, plane := g.KW, g.H*g.W
+	for c := 0; c < g.C; c++ {
+		for ky := 0; ky < g.KH; ky++ {
+			dst := row[(c*g.KH+ky)*kw : (c*g.KH+ky+1)*kw]
+			if ky < kyLo || ky >= kyHi || kxLo >= kxHi {
+				for i := range dst {
+					dst[i] = 0
 				}
-				clear(dst[kxHi:])
+				continue
+			}
+			src := x[c*plane+(y0+ky*g.DH)*g.W:]
+			for kx := 0; kx < kxLo; kx++ {
+				dst[kx] = 0
+			}
+			for kx := kxLo; kx < kxHi; kx++ {
+				dst[kx] = src[x0+kx*g.DW]
+			}
+			for kx := kxHi; kx < kw; kx++ {
+				dst[kx] = 0
 			}
 		}
 	}

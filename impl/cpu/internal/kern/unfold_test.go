@@ -43,3 +43,20 @@ func TestUnfoldRowsMatchesOracle(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkUnfoldRows(b *testing.B) {
+	for _, g := range []UnfoldGeom{
+		{C: 3, H: 224, W: 224, KH: 16, KW: 16, SH: 16, SW: 16, DH: 1, DW: 1, OH: 14, OW: 14},
+		{C: 3, H: 224, W: 224, KH: 7, KW: 7, SH: 4, SW: 4, PH: 2, PW: 2, DH: 1, DW: 1, OH: 56, OW: 56},
+		{C: 64, H: 56, W: 56, KH: 3, KW: 3, SH: 2, SW: 2, PH: 1, PW: 1, DH: 1, DW: 1, OH: 28, OW: 28},
+	} {
+		x := make([]float32, g.C*g.H*g.W)
+		out := make([]float32, g.OH*g.OW*g.C*g.KH*g.KW)
+		b.Run(fmt.Sprintf("c%d_k%d_s%d", g.C, g.KH, g.SH), func(b *testing.B) {
+			for b.Loop() {
+				UnfoldRows(g, x, out, 0, g.OH*g.OW)
+			}
+			b.ReportMetric(float64(4*len(out))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
