@@ -135,6 +135,7 @@ func (b *Backend) account(delta int64) {
 func (b *Backend) Free(t bench.Tensor) {
 	if ct, ok := t.(*tensor); ok && ct.data != nil {
 		b.account(-int64(len(ct.data)) * 4)
+		b.dropPacked(ct)
 		ct.data = nil
 	}
 }
@@ -160,7 +161,28 @@ func (b *Backend) Upload(t bench.Tensor, src []float32) error {
 		return fmt.Errorf("cpu: upload of %d values into a tensor of shape %v", len(src), ct.shape)
 	}
 	copy(ct.data, src)
+	b.dropPacked(ct)
 	return nil
+}
+
+// packedWeight returns t, a weight [n, k], packed for the GEMM kernels of
+// the active ISA path; the packed copy is made once and reused until the
+// tensor is uploaded again or freed, as inference engines do with weights.
+// Its bytes count toward Memory.
+func (b *Backend) packedWeight(t *tensor, n, k int) *kern.PackedB {
+	if t.packed == nil || !t.packed.Current() || t.packed.N != n || t.packed.K != k {
+		b.dropPacked(t)
+		t.packed = kern.PackBT(n, k, t.data, k)
+		b.account(t.packed.Bytes())
+	}
+	return t.packed
+}
+
+func (b *Backend) dropPacked(t *tensor) {
+	if t.packed != nil {
+		b.account(-t.packed.Bytes())
+		t.packed = nil
+	}
 }
 
 // Download implements bench.Backend.

@@ -2,25 +2,16 @@ package cpu
 
 import "vitbench/impl/cpu/internal/kern"
 
-// gemmParallel computes C[m, n] = A[m, k]·B[n, k]ᵀ (+ bias) on threads
-// workers. It splits the n columns (rows of B, the weights) into one
-// contiguous block per worker, aligned to 16, when there are enough of
-// them, so each worker reads a disjoint part of B and all of A; otherwise
-// it splits the rows of A.
-func gemmParallel(threads, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, bias []float32) {
-	if n >= 32*threads {
-		blocks := (n + 15) / 16
-		parallelFor(threads, blocks, 1, func(lo, hi int) {
-			j0, j1 := lo*16, min(hi*16, n)
-			var bb []float32
-			if bias != nil {
-				bb = bias[j0:j1]
-			}
-			kern.SgemmNT(m, j1-j0, k, a, lda, b[j0*ldb:], ldb, c[j0:], ldc, bb)
-		})
-		return
-	}
-	parallelFor(threads, m, 4, func(lo, hi int) {
-		kern.SgemmNT(hi-lo, n, k, a[lo*lda:], lda, b, ldb, c[lo*ldc:], ldc, bias)
+// gemmParallel computes C[m, n] = A[m, k]·op(B)ᵀ (+ bias) with op(B)
+// prepacked in pb, on threads workers. Each worker takes a contiguous run
+// of column panels, so it reads a disjoint part of B (the weights) and all
+// of A; with too few panels for every worker, it falls back to fewer.
+func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []float32, ldc int, bias []float32) {
+	w := pb.PanelWidth()
+	panels := pb.Panels()
+	// At least two 32-wide panels' worth of columns per worker.
+	grain := max(1, 64/w)
+	parallelFor(threads, panels, grain, func(lo, hi int) {
+		kern.SgemmPacked(m, a, lda, pb, c, ldc, bias, lo*w, min(hi*w, pb.N))
 	})
 }

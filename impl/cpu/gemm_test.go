@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"vitbench/impl/cpu/internal/kern"
 )
 
 // BenchmarkGemmParallel shows how the GEMM scales from one worker to two
@@ -18,10 +20,11 @@ func BenchmarkGemmParallel(b *testing.B) {
 	for i := range w {
 		w[i] = rng.Float32()
 	}
+	pb := kern.PackBT(n, k, w, k)
 	for _, threads := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
 			for b.Loop() {
-				gemmParallel(threads, m, n, k, a, k, w, k, c, n, nil)
+				gemmParallel(threads, m, a, k, pb, c, n, nil)
 			}
 			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

@@ -22,7 +22,7 @@ func (b *Backend) patchEmbed(n ops.PatchEmbed, in, out []*tensor) error {
 	if err := checkShapes("patch_embed", out, []bench.Shape{{n.Batch, tokens, n.EmbedDim}}); err != nil {
 		return err
 	}
-	x, w, y := in[0].data, in[1].data, out[0].data
+	x, y := in[0].data, out[0].data
 	var bias []float32
 	if n.Bias {
 		bias = in[2].data
@@ -43,6 +43,6 @@ func (b *Backend) patchEmbed(n ops.PatchEmbed, in, out []*tensor) error {
 	// Split the GEMM by output channels: each worker streams its own half
 	// of the weight through its cache once and reuses all patches, instead
 	// of every worker reading the whole weight.
-	gemmParallel(b.threads, rows, n.EmbedDim, k, patches, k, w, k, y, n.EmbedDim, bias)
+	gemmParallel(b.threads, rows, patches, k, b.packedWeight(in[1], n.EmbedDim, k), y, n.EmbedDim, bias)
 	return nil
 }

@@ -2,4 +2,4 @@
 
 package kern
 
-func sgemmNTSIMD(ISA) sgemmNTFunc { return nil }
+func microKernelFor(ISA) (microKernel, bool) { return microKernel{}, false }

@@ -57,11 +57,47 @@ func BenchmarkSgemmNT(b *testing.B) {
 			b.Run(fmt.Sprintf("isa=%s/m=%d/n=%d/k=%d", p, m, n, k), func(b *testing.B) {
 				prev := SetISA(p)
 				defer SetISA(prev)
+				pb := PackBT(n, k, w, k) // weights are packed once, at upload
 				for b.Loop() {
-					SgemmNT(m, n, k, a, k, w, k, c, n, nil)
+					SgemmPacked(m, a, k, pb, c, n, nil, 0, n)
 				}
 				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
 	}
+}
+
+// TestSgemmPackedColumnRanges: workers that each compute a panel-aligned
+// range of columns from one PackedB together produce the whole product,
+// and no worker writes outside its columns.
+func TestSgemmPackedColumnRanges(t *testing.T) {
+	forEachISA(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		for _, s := range [][3]int{{13, 70, 300}, {196, 97, 513}, {1, 33, 17}, {25, 64, 256}} {
+			m, n, k := s[0], s[1], s[2]
+			a, _ := guarded(rng, m*k, true)
+			b, _ := guarded(rng, n*k, true)
+			bias, _ := guarded(rng, n, true)
+			want := make([]float32, m*n)
+			sgemmNTRef(m, n, k, a, k, b, k, want, n, bias)
+			pb := PackBT(n, k, b, k)
+			c, cf := guarded(rng, m*n, false)
+			w := pb.PanelWidth()
+			for j0 := 0; j0 < n; j0 += 2 * w {
+				j1 := min(n, j0+2*w)
+				for i := range c {
+					if j := i % n; j >= j0 && j < j1 {
+						c[i] = float32(math.NaN()) // must be overwritten
+					}
+				}
+				SgemmPacked(m, a, k, pb, c, n, bias, j0, j1)
+			}
+			checkGuards(t, fmt.Sprintf("m%d n%d k%d", m, n, k), cf)
+			for i := range want {
+				if d := math.Abs(float64(c[i] - want[i])); !(d <= 1e-5*math.Sqrt(float64(k))+1e-6) {
+					t.Fatalf("m%d n%d k%d: C[%d] = %g, oracle %g", m, n, k, i, c[i], want[i])
+				}
+			}
+		}
+	})
 }

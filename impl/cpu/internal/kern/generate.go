@@ -1,3 +1,3 @@
 package kern
 
-//go:generate sh -c "cd asm && go run . -out ../dot_amd64.s -stubs ../dot_stub_amd64.go -pkg kern"
+//go:generate sh -c "cd asm && go run . -out ../simd_amd64.s -stubs ../simd_stub_amd64.go -pkg kern"

@@ -4,7 +4,7 @@
 //
 // which runs, in this directory,
 //
-//	go run . -out ../dot_amd64.s -stubs ../dot_stub_amd64.go -pkg kern
+//	go run . -out ../simd_amd64.s -stubs ../simd_stub_amd64.go -pkg kern
 package main
 
 import (
@@ -17,100 +17,96 @@ import (
 
 func main() {
 	ConstraintExpr("!purego")
-	dotTile("dot4x4AVX512", 4, 4, []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23}, 64)
-	dotTile("dot4x2AVX2", 4, 2, []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13}, 32)
+	zmm := []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
+		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
+	ymm := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
+	gemmKernel("gemm12x32AVX512", 12, 2, zmm, 64)
+	gemmKernel("gemm6x16AVX2", 6, 2, ymm, 32)
 	Generate()
 }
 
-// dotTile emits
+// gemmKernel emits
 //
-//	func NAME(k int, a *float32, lda int, b *float32, ldb int, out *[MR*NR]float32)
+//	func NAME(kc int, a, b, c *float32, ldc int, accumulate int)
 //
-// computing out[r·NR+j] = Σ_{p<k} a[r·lda+p] · b[j·ldb+p] for r < MR, j < NR,
-// with k a positive multiple of the vector width. vecs holds MR·NR
-// accumulators, then MR registers for rows of a, then NR for rows of b.
-func dotTile(name string, mr, nr int, vecs []VecPhysical, width int) {
-	TEXT(name, NOSPLIT, fmt.Sprintf("func(k int, a *float32, lda int, b *float32, ldb int, out *[%d]float32)", mr*nr))
+// the register-blocked microkernel of the packed GEMM: with a the packed
+// panel of MR rows (a[p·MR + r]) and b the packed panel of NR = nv·lanes
+// columns (b[p·NR + j]), it computes for r < MR, j < NR
+//
+//	s := Σ_{p<kc} a[p·MR+r] · b[p·NR+j]
+//	c[r·ldc+j] = s, or c[r·ldc+j] += s when accumulate != 0
+//
+// Each step loads nv vectors of b, broadcasts each of the MR values of a
+// and issues MR·nv FMAs into the accumulators, which stay in registers for
+// the whole panel. kc must be positive.
+func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int) {
+	lanes := width / 4
+	TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, accumulate int)")
 	Pragma("noescape")
-	Doc(fmt.Sprintf("%s computes out[r·%d+j] = Σ_{p<k} a[r·lda+p]·b[j·ldb+p] for r < %d, j < %d; k must be a positive multiple of %d.",
-		name, nr, mr, nr, width/4))
-	acc := vecs[:mr*nr]
-	va := vecs[mr*nr : mr*nr+mr]
-	vb := vecs[mr*nr+mr : mr*nr+mr+nr]
+	Doc(fmt.Sprintf("%s computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·%d+r]·b[p·%d+j] for r < %d, j < %d (packed panels); it adds to c when accumulate != 0.",
+		name, mr, nv*lanes, mr, nv*lanes))
+	acc := vecs[:mr*nv]
+	vb := vecs[mr*nv : mr*nv+nv]
+	bcast := vecs[mr*nv+nv]
 
-	k := Load(Param("k"), GP64())
-	SHLQ(Imm(2), k) // bytes
-	lda := Load(Param("lda"), GP64())
-	SHLQ(Imm(2), lda)
-	ldb := Load(Param("ldb"), GP64())
-	SHLQ(Imm(2), ldb)
-
-	// Row pointers of a and b.
-	rowPtrs := func(param string, n int, ld Register) []Register {
-		ptrs := []Register{Load(Param(param), GP64())}
-		for i := 1; i < n; i++ {
-			p := GP64()
-			MOVQ(ptrs[i-1], p)
-			ADDQ(ld, p)
-			ptrs = append(ptrs, p)
-		}
-		return ptrs
-	}
-	pa := rowPtrs("a", mr, lda)
-	pb := rowPtrs("b", nr, ldb)
+	kc := Load(Param("kc"), GP64())
+	pa := Load(Param("a"), GP64())
+	pb := Load(Param("b"), GP64())
 
 	Comment("acc = 0")
 	for _, v := range acc {
 		if width == 64 {
-			VPXORD(v, v, v) // VXORPS on zmm would need AVX512DQ
+			VPXORD(v, v, v)
 		} else {
 			VXORPS(v, v, v)
 		}
 	}
-	off := GP64()
-	XORQ(off, off)
 	Label(name + "_loop")
-	Comment("load one vector of each row of a and b at offset off")
-	for r := 0; r < mr; r++ {
-		VMOVUPS(Mem{Base: pa[r], Index: off, Scale: 1}, va[r])
+	Comment("b_v = b[p·NR + v·lanes : ...]")
+	for v := 0; v < nv; v++ {
+		VMOVUPS(Mem{Base: pb, Disp: v * width}, vb[v])
 	}
-	for j := 0; j < nr; j++ {
-		VMOVUPS(Mem{Base: pb[j], Index: off, Scale: 1}, vb[j])
-	}
-	Comment("acc[r][j] += a_r · b_j")
+	Comment("acc[r][v] += broadcast(a[p·MR + r]) · b_v")
 	for r := 0; r < mr; r++ {
-		for j := 0; j < nr; j++ {
-			VFMADD231PS(vb[j], va[r], acc[r*nr+j])
+		VBROADCASTSS(Mem{Base: pa, Disp: 4 * r}, bcast)
+		for v := 0; v < nv; v++ {
+			VFMADD231PS(vb[v], bcast, acc[r*nv+v])
 		}
 	}
-	ADDQ(Imm(uint64(width)), off)
-	CMPQ(off, k)
-	JB(LabelRef(name + "_loop"))
+	ADDQ(Imm(uint64(4*mr)), pa)
+	ADDQ(Imm(uint64(nv*width)), pb)
+	DECQ(kc)
+	JNZ(LabelRef(name + "_loop"))
 
-	Comment("reduce every accumulator to 128 bits: x = lo + hi")
-	x := make([]VecPhysical, len(acc))
-	for i, v := range acc {
-		if width == 64 {
-			VEXTRACTF64X4(Imm(1), v, va[0].AsY())
-			VADDPS(va[0].AsY(), v.AsY(), v.AsY())
+	pc := Load(Param("c"), GP64())
+	ldc := Load(Param("ldc"), GP64())
+	SHLQ(Imm(2), ldc)
+	flag := Load(Param("accumulate"), GP64())
+	TESTQ(flag, flag)
+	JZ(LabelRef(name + "_store"))
+	Comment("c += acc, row by row")
+	row := GP64()
+	MOVQ(pc, row)
+	for r := 0; r < mr; r++ {
+		for v := 0; v < nv; v++ {
+			VADDPS(Mem{Base: row, Disp: v * width}, acc[r*nv+v], acc[r*nv+v])
+			VMOVUPS(acc[r*nv+v], Mem{Base: row, Disp: v * width})
 		}
-		if width == 64 {
-			// The temporary is Z16 or above: only EVEX encodings reach it.
-			VEXTRACTF32X4(Imm(1), v.AsY(), va[0].AsX())
-		} else {
-			VEXTRACTF128(Imm(1), v.AsY(), va[0].AsX())
+		if r < mr-1 {
+			ADDQ(ldc, row)
 		}
-		VADDPS(va[0].AsX(), v.AsX(), v.AsX())
-		x[i] = v.AsX().(VecPhysical)
 	}
-	outp := Load(Param("out"), GP64())
-	Comment("horizontal sums, four outputs per store")
-	// Sums of four consecutive accumulators land in one register, in order.
-	for q := 0; q < len(x); q += 4 {
-		VHADDPS(x[q+1], x[q], x[q])
-		VHADDPS(x[q+3], x[q+2], x[q+2])
-		VHADDPS(x[q+2], x[q], x[q])
-		VMOVUPS(x[q], Mem{Base: outp, Disp: q * 4})
+	VZEROUPPER()
+	RET()
+	Label(name + "_store")
+	Comment("c = acc, row by row")
+	for r := 0; r < mr; r++ {
+		for v := 0; v < nv; v++ {
+			VMOVUPS(acc[r*nv+v], Mem{Base: pc, Disp: v * width})
+		}
+		if r < mr-1 {
+			ADDQ(ldc, pc)
+		}
 	}
 	VZEROUPPER()
 	RET()

@@ -1,0 +1,211 @@
+package kern
+
+import "sync"
+
+// microKernel is a register-blocked GEMM kernel over packed panels:
+// fn(kc, a, b, c, ldc, accumulate) computes the mr×nr tile
+// c[r·ldc+j] (+)= Σ_{p<kc} a[p·mr+r]·b[p·nr+j].
+type microKernel struct {
+	mr, nr int
+	fn     func(kc int, a, b, c *float32, ldc int, accumulate int)
+}
+
+// Cache blocking of the packed GEMM: a kcBlock-deep slice of B (packed in
+// nr-wide panels) is shared by all row blocks; an mcBlock×kcBlock block of
+// A stays in L2 while the kernel walks the panels of B, each of which
+// (kcBlock×nr) stays in L1 across the tiles of that block of A.
+const (
+	kcBlock = 256
+	mcBlock = 96 // a multiple of every mr
+)
+
+// workspace holds packing buffers between calls, so the hot loop does not
+// allocate.
+var workspace = sync.Pool{New: func() any { return new([]float32) }}
+
+func grow(buf *[]float32, n int) []float32 {
+	if cap(*buf) < n {
+		*buf = make([]float32, n)
+	}
+	return (*buf)[:n]
+}
+
+// PackedB is the right-hand operand of a GEMM, op(B) of shape [k, n],
+// packed once for the microkernel of one ISA path so that it can be reused
+// by every call (weights are packed when they are uploaded, not per run).
+type PackedB struct {
+	N, K int
+	isa  ISA
+	mk   microKernel
+	data []float32 // kc blocks in order; in each, ceil(N/nr) panels of kb×nr
+	// raw and ldb keep the unpacked operand for the Go path.
+	raw []float32
+	ldb int
+}
+
+// Panels is the number of nr-wide column panels; PanelWidth is nr.
+func (p *PackedB) Panels() int { return (p.N + p.PanelWidth() - 1) / p.PanelWidth() }
+
+// PanelWidth is the number of columns of one panel (1 on the Go path).
+func (p *PackedB) PanelWidth() int {
+	if p.mk.fn == nil {
+		return 1
+	}
+	return p.mk.nr
+}
+
+// Bytes is the memory the packed copy holds.
+func (p *PackedB) Bytes() int64 { return int64(len(p.data)) * 4 }
+
+// PackBT packs Bᵀ for B [n, k] (row stride ldb): the layout of a Linear or
+// conv weight [out, in]. On the Go path it keeps a reference to b.
+func PackBT(n, k int, b []float32, ldb int) *PackedB {
+	p := &PackedB{N: n, K: k, isa: active}
+	mk, ok := microKernelFor(active)
+	if !ok {
+		p.raw, p.ldb = b, ldb
+		return p
+	}
+	p.mk = mk
+	panels := (n + mk.nr - 1) / mk.nr
+	p.data = make([]float32, panels*mk.nr*k)
+	for pc := 0; pc < k; pc += kcBlock {
+		kb := min(kcBlock, k-pc)
+		packB(p.data[panels*mk.nr*pc:], b, ldb, true, n, mk.nr, pc, kb)
+	}
+	return p
+}
+
+// SgemmPacked computes columns [j0, j1) of C = A·op(B) + bias, with A
+// [m, k] (row stride lda) and op(B) packed in pb; j0 and j1 must be
+// multiples of pb.PanelWidth() (or j1 = N). Workers split the columns by
+// panels so each reads a disjoint part of B:
+//
+//	for i < m, j0 ≤ j < j1: C[i·ldc+j] = bias[j] + Σ_p A[i·lda+p]·op(B)[p, j]
+func SgemmPacked(m int, a []float32, lda int, pb *PackedB, c []float32, ldc int, bias []float32, j0, j1 int) {
+	if m == 0 || j1 <= j0 {
+		return
+	}
+	if pb.isa != active {
+		panic("kern: PackedB packed for ISA " + string(pb.isa) + ", active is " + string(active))
+	}
+	_ = a[(m-1)*lda+pb.K-1]
+	_ = c[(m-1)*ldc+j1-1]
+	var bb []float32
+	if bias != nil {
+		bb = bias[j0:j1]
+	}
+	if pb.mk.fn == nil {
+		sgemmNTGo(m, j1-j0, pb.K, a, lda, pb.raw[j0*pb.ldb:], pb.ldb, c[j0:], ldc, bb)
+		return
+	}
+	sgemmPanels(pb.mk, m, a, lda, pb, c, ldc, bb, j0, j1)
+}
+
+// sgemmPanels is the blocked loop nest over packed panels.
+func sgemmPanels(mk microKernel, m int, a []float32, lda int, pb *PackedB, c []float32, ldc int, bias []float32, j0, j1 int) {
+	mr, nr, k := mk.mr, mk.nr, pb.K
+	panels := pb.Panels()
+	kc := min(k, kcBlock)
+	wsp := workspace.Get().(*[]float32)
+	defer workspace.Put(wsp)
+	ws := grow(wsp, mcBlock*kc+mr*nr)
+	pa, tile := ws[:mcBlock*kc], ws[mcBlock*kc:]
+
+	for pc := 0; pc < k; pc += kcBlock {
+		kb := min(kcBlock, k-pc)
+		block := pb.data[panels*nr*pc:]
+		acc := 0
+		if pc > 0 {
+			acc = 1
+		}
+		for ic := 0; ic < m; ic += mcBlock {
+			mb := min(mcBlock, m-ic)
+			packA(pa, a, lda, ic, mb, mr, pc, kb)
+			for jr := j0; jr < j1; jr += nr {
+				bp := &block[jr*kb]
+				nw := min(nr, j1-jr)
+				for ir := 0; ir < mb; ir += mr {
+					ap := &pa[ir*kb]
+					mh := min(mr, mb-ir)
+					cp := (ic+ir)*ldc + jr
+					if mh == mr && nw == nr {
+						mk.fn(kb, ap, bp, &c[cp], ldc, acc)
+						continue
+					}
+					// Edge tile: run the kernel on the scratch tile and
+					// copy the valid part in and out.
+					if acc != 0 {
+						for r := 0; r < mh; r++ {
+							copy(tile[r*nr:r*nr+nw], c[cp+r*ldc:cp+r*ldc+nw])
+						}
+					}
+					mk.fn(kb, ap, bp, &tile[0], nr, acc)
+					for r := 0; r < mh; r++ {
+						copy(c[cp+r*ldc:cp+r*ldc+nw], tile[r*nr:r*nr+nw])
+					}
+				}
+			}
+		}
+	}
+	if bias != nil {
+		for i := 0; i < m; i++ {
+			row := c[i*ldc+j0 : i*ldc+j1]
+			for j, v := range bias {
+				row[j] += v
+			}
+		}
+	}
+}
+
+// packA copies rows [ic, ic+mb) and columns [pc, pc+kb) of A into panels
+// of mr rows: pa[(ir/mr)·kb·mr + p·mr + r] = A[ic+ir+r, pc+p], zero past mb.
+func packA(pa, a []float32, lda, ic, mb, mr, pc, kb int) {
+	for ir := 0; ir < mb; ir += mr {
+		panel := pa[ir*kb : ir*kb+mr*kb]
+		for r := 0; r < mr; r++ {
+			if ir+r >= mb {
+				for p := 0; p < kb; p++ {
+					panel[p*mr+r] = 0
+				}
+				continue
+			}
+			src := a[(ic+ir+r)*lda+pc : (ic+ir+r)*lda+pc+kb]
+			for p, v := range src {
+				panel[p*mr+r] = v
+			}
+		}
+	}
+}
+
+// packB copies columns of op(B) into panels of nr: pb[(j/nr)·kb·nr + p·nr +
+// (j mod nr)] = op(B)[pc+p, j], zero past n. op(B) = Bᵀ when bTrans.
+func packB(pb, b []float32, ldb int, bTrans bool, n, nr, pc, kb int) {
+	for jr := 0; jr < n; jr += nr {
+		panel := pb[jr*kb : jr*kb+nr*kb]
+		nw := min(nr, n-jr)
+		if bTrans {
+			for j := 0; j < nr; j++ {
+				if j >= nw {
+					for p := 0; p < kb; p++ {
+						panel[p*nr+j] = 0
+					}
+					continue
+				}
+				src := b[(jr+j)*ldb+pc : (jr+j)*ldb+pc+kb]
+				for p, v := range src {
+					panel[p*nr+j] = v
+				}
+			}
+			continue
+		}
+		for p := 0; p < kb; p++ {
+			dst := panel[p*nr : p*nr+nr]
+			copy(dst, b[(pc+p)*ldb+jr:(pc+p)*ldb+jr+nw])
+			clear(dst[nw:])
+		}
+	}
+}
+
+// Current reports whether p was packed for the ISA path now active.
+func (p *PackedB) Current() bool { return p.isa == active }
