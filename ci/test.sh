@@ -16,8 +16,10 @@ go vet ./...
 go vet -tags purego ./...
 
 step "generated assembly is up to date (avo)"
-( cd impl/cpu/internal/kern && go generate ./... )
-git diff --exit-code -- impl/cpu/internal/kern || { echo "regenerating the assembly changed it: commit the generator's output"; exit 1; }
+for pkg in impl/cpu/internal/kern impl/cpu/internal/peak; do
+  ( cd "$pkg" && go generate ./... )
+done
+git diff --exit-code -- impl/cpu/internal || { echo "regenerating the assembly changed it: commit the generator's output"; exit 1; }
 
 step "Go tests, SIMD paths (every ISA this CPU has is exercised)"
 go test -count=1 ./...

@@ -50,6 +50,7 @@ var commands = map[string]command{
 	"bench":   {"timing of built-in cases in Go benchmark format", cmdBench},
 	"report":  {"paper-style Markdown from result files", cmdReport},
 	"compare": {"A/B comparison of two timing files, gating regressions", cmdCompare},
+	"peak":    {"fp32 FMA GFLOP/s and memory GB/s ceilings, 1 thread and all", cmdPeak},
 	"run":     {"the main job: check, bench (with PyTorch) and report", cmdRun},
 }
 

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestPeakJSON(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"peak", "-json", "-duration", "50ms"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	var r map[string]any
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, k := range []string{"cpu", "isa"} {
+		if s, _ := r[k].(string); s == "" {
+			t.Errorf("%s = %v, want a name", k, r[k])
+		}
+	}
+	for _, k := range []string{"threads", "fma_gflops_per_core", "fma_gflops_total", "fma_gflops_per_core_median",
+		"fma_gflops_total_median", "bandwidth_gbps_1t", "bandwidth_gbps_total"} {
+		if v, ok := r[k].(float64); !ok || !(v > 0) || math.IsInf(v, 0) {
+			t.Errorf("%s = %v, want a positive finite number", k, r[k])
+		}
+	}
+	if r["duration_s"] != 0.05 {
+		t.Errorf("duration_s = %v, want 0.05", r["duration_s"])
+	}
+}
+
+func TestPeakTable(t *testing.T) {
+	code, out, stderr := vitbench(t, "peak", "-isa", "go", "-threads", "1", "-duration", "5ms", "-count", "2", "-mem-mib", "6")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{"FMA path go", "fp32 FMA peak (best)", "1 thread (all)", "GFLOP/s", "GB/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+}
+
+func TestPeakBadUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"peak", "-isa", "sse1"},
+		{"peak", "-threads", "-1"},
+		{"peak", "-duration", "0s"},
+		{"peak", "extra"},
+	} {
+		if code, _, _ := vitbench(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build purego || !amd64
+
+package peak
+
+func simdKernel(ISA) (fmaKernel, bool) { return fmaKernel{}, false }

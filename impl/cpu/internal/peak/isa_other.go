@@ -1,0 +1,5 @@
+//go:build purego || !amd64
+
+package peak
+
+func supportedISAs() []ISA { return []ISA{ISAGo} }

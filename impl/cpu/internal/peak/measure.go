@@ -1,0 +1,201 @@
+package peak
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Options configures Measure. Zero fields take the defaults.
+type Options struct {
+	// ISA forces the FMA path; "" takes the fastest this machine supports.
+	ISA ISA
+	// Threads is the goroutine count of the "total" figures (default
+	// GOMAXPROCS). At most GOMAXPROCS of them run at once.
+	Threads int
+	// Duration is the length of each timed FMA run (default 100ms).
+	Duration time.Duration
+	// Count is the number of timed runs per figure (default 7); figures
+	// are the best run and the median run.
+	Count int
+	// BandwidthBytes is the total size of the three bandwidth arrays
+	// (default 256 MiB); it must be far larger than the last-level cache.
+	BandwidthBytes int64
+}
+
+// Defaults of Options.
+const (
+	DefaultDuration       = 100 * time.Millisecond
+	DefaultCount          = 7
+	DefaultBandwidthBytes = 256 << 20
+)
+
+// Result is what Measure found; its JSON form is the output of
+// `vitbench peak -json`.
+type Result struct {
+	CPU     string `json:"cpu"`
+	ISA     ISA    `json:"isa"` // path of the FMA loop
+	Threads int    `json:"threads"`
+	// FMA throughput, GFLOP/s (a multiply-add is 2 flops), best and median
+	// run: one thread, and Threads threads running together.
+	FMAPerCore       float64 `json:"fma_gflops_per_core"`
+	FMATotal         float64 `json:"fma_gflops_total"`
+	FMAPerCoreMedian float64 `json:"fma_gflops_per_core_median"`
+	FMATotalMedian   float64 `json:"fma_gflops_total_median"`
+	// Memory bandwidth, GB/s (bytes read + written / time, 1e9 bytes),
+	// best run of the better of triad and copy: one thread, Threads threads.
+	Bandwidth1T    float64 `json:"bandwidth_gbps_1t"`
+	BandwidthTotal float64 `json:"bandwidth_gbps_total"`
+	// Every kernel's best GB/s, keyed "triad", "copy".
+	BandwidthKernels1T    map[string]float64 `json:"bandwidth_kernels_gbps_1t"`
+	BandwidthKernelsTotal map[string]float64 `json:"bandwidth_kernels_gbps_total"`
+	// The options used.
+	Duration       float64 `json:"duration_s"` // each timed FMA run
+	Count          int     `json:"count"`
+	BandwidthBytes int64   `json:"bandwidth_bytes"`
+	// FMA loop shape: chains independent chains of lanes-wide FMAs.
+	FMAChains int `json:"fma_chains"`
+	FMALanes  int `json:"fma_lanes"`
+}
+
+// fmaX and fmaY are the loop's constants: acc = acc·0.5 + 1 converges to 2
+// from any start, so long runs stay clear of overflow and subnormals, and
+// the product is exact, so every path gives bit-identical results.
+const fmaX, fmaY = 0.5, 1
+
+// Measure times the FMA loop (one thread, then Threads together) and the
+// bandwidth kernels (one thread, then Threads together). It takes about
+// 2·(Count+2)·Duration plus the bandwidth passes.
+func Measure(opt Options) (Result, error) {
+	o, err := opt.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	k, ok := kernelFor(o.ISA)
+	if !ok {
+		return Result{}, fmt.Errorf("peak: ISA %q not supported on this machine/build (have %v)", o.ISA, Supported())
+	}
+	r := Result{
+		CPU: cpuModel(), ISA: k.isa, Threads: o.Threads,
+		Duration: o.Duration.Seconds(), Count: o.Count, BandwidthBytes: o.BandwidthBytes,
+		FMAChains: k.chains, FMALanes: k.lanes,
+	}
+	n := calibrate(k, o.Duration)
+	one := fmaRuns(k, n, 1, o.Count)
+	all := one
+	if o.Threads > 1 {
+		all = fmaRuns(k, n, o.Threads, o.Count)
+	}
+	r.FMAPerCore, r.FMAPerCoreMedian = slices.Max(one), median(one)
+	r.FMATotal, r.FMATotalMedian = slices.Max(all), median(all)
+
+	bw := measureBandwidth(o.BandwidthBytes, o.Threads, o.Count)
+	r.BandwidthKernels1T, r.BandwidthKernelsTotal = bw.one, bw.all
+	for _, v := range bw.one {
+		r.Bandwidth1T = max(r.Bandwidth1T, v)
+	}
+	for _, v := range bw.all {
+		r.BandwidthTotal = max(r.BandwidthTotal, v)
+	}
+	return r, nil
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.ISA == "" {
+		o.ISA = Best()
+	}
+	if o.Threads == 0 {
+		o.Threads = runtime.GOMAXPROCS(0)
+	}
+	if o.Duration == 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.Count == 0 {
+		o.Count = DefaultCount
+	}
+	if o.BandwidthBytes == 0 {
+		o.BandwidthBytes = DefaultBandwidthBytes
+	}
+	switch {
+	case o.Threads < 0:
+		return o, fmt.Errorf("peak: threads %d < 0", o.Threads)
+	case o.Duration < 0:
+		return o, fmt.Errorf("peak: duration %v < 0", o.Duration)
+	case o.Count < 0:
+		return o, fmt.Errorf("peak: count %d < 0", o.Count)
+	case o.BandwidthBytes < 24*64*int64(o.Threads):
+		return o, fmt.Errorf("peak: bandwidth buffers of %d bytes are too small for %d threads", o.BandwidthBytes, o.Threads)
+	}
+	return o, nil
+}
+
+// calibrate returns the iteration count for which one run of k takes about
+// d, doubling from a short run until a run takes d/16 (timer noise is then
+// far below 1%).
+func calibrate(k fmaKernel, d time.Duration) int {
+	acc := initAcc(k)
+	n := 1 << 10
+	for {
+		t := runTogether(1, func(int) { k.loop(n, fmaX, fmaY, acc) })
+		if t >= d/16 || n >= 1<<40 {
+			return max(1, int(float64(n)*d.Seconds()/t.Seconds()))
+		}
+		n *= 2
+	}
+}
+
+// fmaRuns times count runs of n iterations on threads threads together,
+// after one untimed warm-up run, and returns each run's GFLOP/s.
+func fmaRuns(k fmaKernel, n, threads, count int) []float64 {
+	accs := make([][]float32, threads)
+	for t := range accs {
+		accs[t] = initAcc(k)
+	}
+	run := func(t int) { k.loop(n, fmaX, fmaY, accs[t]) }
+	runTogether(threads, run)
+	out := make([]float64, count)
+	for i := range out {
+		d := runTogether(threads, run)
+		out[i] = float64(threads) * k.flops(n) / d.Seconds() / 1e9
+	}
+	return out
+}
+
+// initAcc returns accumulators with a different start value in every lane
+// of every chain.
+func initAcc(k fmaKernel) []float32 {
+	acc := make([]float32, k.lanes*k.chains)
+	for i := range acc {
+		acc[i] = float32(i) / 8
+	}
+	return acc
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	m := len(s) / 2
+	if len(s)%2 == 0 {
+		return (s[m-1] + s[m]) / 2
+	}
+	return s[m]
+}
+
+// cpuModel returns the processor's model name from /proc/cpuinfo, or GOARCH
+// (as impl/cpu.CPUModel, which this package cannot import: impl/cpu
+// imports it).
+func cpuModel() string {
+	raw, err := os.ReadFile("/proc/cpuinfo")
+	if err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return runtime.GOARCH
+}
