@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"vitbench/bench/npy"
 	"vitbench/bench/results"
+	vcpu "vitbench/impl/cpu"
 )
 
 func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
@@ -41,6 +43,23 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{err}
 	}
 	files := []string{}
+
+	fmt.Fprintln(stderr, "== machine peak (fp32 FMA, memory bandwidth)")
+	pk, err := vcpu.MeasurePeak(vcpu.PeakOptions{Threads: *threads, Duration: 50 * time.Millisecond, Count: 5,
+		BandwidthBytes: 128 << 20})
+	if err != nil {
+		return exitFail, fmt.Errorf("peak: %v", err)
+	}
+	peakPath := filepath.Join(*outDir, "peak.json")
+	if err := results.WriteFileAtomic(peakPath, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(pk)
+	}); err != nil {
+		return exitFail, err
+	}
+	fmt.Fprintf(stderr, "fp32 FMA peak %.0f GFLOP/s on 1 thread, %.0f on %d; bandwidth %.1f / %.1f GB/s\n",
+		pk.FMAPerCore, pk.FMATotal, pk.Threads, pk.Bandwidth1T, pk.BandwidthTotal)
 
 	fmt.Fprintln(stderr, "== conformance (every backend)")
 	cf, checkCode, err := runCheck(checkConfig{backends: "all", fixtures: *dir, run: re, threads: *threads,
@@ -85,6 +104,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitFail, err
 	}
 	in.Title = "vitbench report"
+	// The CPU rows ran on bf.Meta.Threads threads: read them against the
+	// peak of that many threads.
+	in.PeakByBackend = map[string]float64{"cpu": pk.FMATotal}
+	if bf.Meta.Threads == 1 {
+		in.PeakByBackend["cpu"] = pk.FMAPerCore
+	}
 	reportPath := filepath.Join(*outDir, "report.md")
 	if code, err := writeReport(in, reportPath, stdout); err != nil {
 		return code, err

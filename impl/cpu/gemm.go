@@ -2,16 +2,33 @@ package cpu
 
 import "vitbench/impl/cpu/internal/kern"
 
-// gemmParallel computes C[m, n] = A[m, k]·op(B)ᵀ (+ bias) with op(B)
-// prepacked in pb, on threads workers. Each worker takes a contiguous run
-// of column panels, so it reads a disjoint part of B (the weights) and all
-// of A; with too few panels for every worker, it falls back to fewer.
+// gemmParallel computes C[m, n] = A[m, k]·op(B) (+ bias) with op(B)
+// prepacked in pb, on threads workers. With enough rows, each worker takes
+// a run of whole row tiles: it packs only its own rows of A and shares the
+// read-only packed B. With few rows (one token, a small batch), workers
+// split the column panels instead.
 func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []float32, ldc int, bias []float32) {
+	forRowTiles(threads, m, pb, nil, a, lda, c, ldc, bias)
+}
+
+// forRowTiles runs the GEMM of gemmParallel, first calling produce(r0, r1)
+// in each worker for the rows of A it is about to use (nil: A is ready),
+// so that producing A and multiplying it share one parallel region.
+func forRowTiles(threads, m int, pb *kern.PackedB, produce func(r0, r1 int), a []float32, lda int, c []float32, ldc int, bias []float32) {
+	if mr := pb.RowTile(); m >= 2*mr*threads || produce != nil {
+		tiles := (m + mr - 1) / mr
+		parallelFor(threads, tiles, 1, func(lo, hi int) {
+			r0, r1 := lo*mr, min(hi*mr, m)
+			if produce != nil {
+				produce(r0, r1)
+			}
+			kern.SgemmPacked(r1-r0, a[r0*lda:], lda, pb, c[r0*ldc:], ldc, bias, 0, pb.N)
+		})
+		return
+	}
 	w := pb.PanelWidth()
-	panels := pb.Panels()
-	// At least two 32-wide panels' worth of columns per worker.
-	grain := max(1, 64/w)
-	parallelFor(threads, panels, grain, func(lo, hi int) {
+	grain := max(1, 64/w) // at least 64 columns per worker
+	parallelFor(threads, pb.Panels(), grain, func(lo, hi int) {
 		kern.SgemmPacked(m, a, lda, pb, c, ldc, bias, lo*w, min(hi*w, pb.N))
 	})
 }

@@ -32,17 +32,16 @@ func (b *Backend) patchEmbed(n ops.PatchEmbed, in, out []*tensor) error {
 	defer release()
 	geom := kern.UnfoldGeom{C: n.InChans, H: n.Height, W: n.Width, KH: n.PatchH, KW: n.PatchW,
 		SH: n.PatchH, SW: n.PatchW, DH: 1, DW: 1, OH: gh, OW: gw}
-	parallelFor(b.threads, rows, 16, func(lo, hi int) {
-		for r := lo; r < hi; {
+	pb := b.packedWeight(in[1], n.EmbedDim, k)
+	// One parallel region: each worker gathers its own rows of patches and
+	// multiplies them while they are still in its cache.
+	forRowTiles(b.threads, rows, pb, func(r0, r1 int) {
+		for r := r0; r < r1; {
 			img, tok := r/tokens, r%tokens
-			end := min(hi, (img+1)*tokens)
+			end := min(r1, (img+1)*tokens)
 			kern.UnfoldRows(geom, x[img*n.InChans*n.Height*n.Width:], patches[r*k:], tok, tok+end-r)
 			r = end
 		}
-	})
-	// Split the GEMM by output channels: each worker streams its own half
-	// of the weight through its cache once and reuses all patches, instead
-	// of every worker reading the whole weight.
-	gemmParallel(b.threads, rows, patches, k, b.packedWeight(in[1], n.EmbedDim, k), y, n.EmbedDim, bias)
+	}, patches, k, y, n.EmbedDim, bias)
 	return nil
 }

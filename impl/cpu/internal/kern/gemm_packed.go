@@ -163,6 +163,10 @@ func sgemmPanels(mk microKernel, m int, a []float32, lda int, pb *PackedB, c []f
 func packA(pa, a []float32, lda, ic, mb, mr, pc, kb int) {
 	for ir := 0; ir < mb; ir += mr {
 		panel := pa[ir*kb : ir*kb+mr*kb]
+		if ir+mr <= mb && mr == 12 {
+			packA12(panel, a, lda, ic+ir, pc, kb)
+			continue
+		}
 		for r := 0; r < mr; r++ {
 			if ir+r >= mb {
 				for p := 0; p < kb; p++ {
@@ -175,6 +179,19 @@ func packA(pa, a []float32, lda, ic, mb, mr, pc, kb int) {
 				panel[p*mr+r] = v
 			}
 		}
+	}
+}
+
+// packA12 is packA for one full panel of 12 rows starting at row i: it
+// writes the panel sequentially, twelve values per column of A.
+func packA12(panel, a []float32, lda, i, pc, kb int) {
+	row := func(r int) []float32 { return a[(i+r)*lda+pc : (i+r)*lda+pc+kb] }
+	r0, r1, r2, r3, r4, r5 := row(0), row(1), row(2), row(3), row(4), row(5)
+	r6, r7, r8, r9, r10, r11 := row(6), row(7), row(8), row(9), row(10), row(11)
+	for p := range r0 {
+		d := panel[p*12 : p*12+12 : p*12+12]
+		d[0], d[1], d[2], d[3], d[4], d[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
+		d[6], d[7], d[8], d[9], d[10], d[11] = r6[p], r7[p], r8[p], r9[p], r10[p], r11[p]
 	}
 }
 
@@ -209,3 +226,12 @@ func packB(pb, b []float32, ldb int, bTrans bool, n, nr, pc, kb int) {
 
 // Current reports whether p was packed for the ISA path now active.
 func (p *PackedB) Current() bool { return p.isa == active }
+
+// RowTile is the number of rows of A the microkernel computes at once (a
+// good unit for splitting rows between workers).
+func (p *PackedB) RowTile() int {
+	if p.mk.fn == nil {
+		return 4
+	}
+	return p.mk.mr
+}
