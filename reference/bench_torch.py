@@ -69,6 +69,23 @@ def blas_library():
     return "unknown"
 
 
+def openblas():
+    """The OpenBLAS loaded as the system BLAS, through ctypes: (core name, handle) or ("", None).
+
+    The core name says which kernels OpenBLAS dispatched to (SkylakeX = AVX-512, Haswell = AVX2):
+    an environment that forces OPENBLAS_CORETYPE changes it, and with it the baseline."""
+    import ctypes
+    path = blas_library()
+    if path == "unknown":
+        path = "libblas.so.3"
+    try:
+        lib = ctypes.CDLL(path)
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        return lib.openblas_get_corename().decode(), lib
+    except (OSError, AttributeError):
+        return "", None
+
+
 def fmt(x):
     """A positive metric with 4 significant digits, never in exponent notation (benchfmt-friendly)."""
     if x <= 0 or not math.isfinite(x):
@@ -108,9 +125,38 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0):
     return samples, macs, nbytes
 
 
-def result_line(case, threads, runs, ns, macs, nbytes):
+def bench_numpy(case, seed, count, warmup, min_sample_ns=0):
+    """Time a gemm case as NumPy computes it (x @ W.T + b on the system BLAS): the BLAS column.
+    Same sampling as bench_case."""
+    _, inputs, weights, _, _ = materialize(case, seed)
+    x, w, b = inputs["x"], weights["weight"], weights.get("bias")
+    wt = w.T if case["params"]["trans_b"] else w
+
+    def call():
+        out = x @ wt
+        if b is not None:
+            out += b
+        return out
+
+    for _ in range(warmup):
+        call()
+    samples = []
+    for _ in range(count):
+        runs, t0 = 0, time.perf_counter_ns()
+        while True:
+            call()
+            runs += 1
+            elapsed = time.perf_counter_ns() - t0
+            if elapsed >= min_sample_ns:
+                break
+        samples.append((runs, elapsed / runs))
+    return samples
+
+
+def result_line(case, threads, runs, ns, macs, nbytes, backend="torch"):
     """One Go benchmark result line for one sample: runs calls averaging ns each."""
-    name = "Benchmark_%s/backend=torch/batch=%d/threads=%d/dtype=float32" % (case["name"], case["batch"], threads)
+    name = "Benchmark_%s/backend=%s/batch=%d/threads=%d/dtype=float32" % (
+        case["name"], backend, case["batch"], threads)
     ns = max(int(ns), 1)
     fields = ["%d ns/op" % ns]
     if macs:
@@ -144,6 +190,7 @@ def main(argv=None):
         print("bench_torch: no case matches %r" % args.run, file=sys.stderr)
         return 1
     torch.set_num_threads(args.threads)
+    core, _ = openblas()
 
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     lines = [
@@ -153,6 +200,8 @@ def main(argv=None):
         "torch-version: %s" % torch.__version__,
         "numpy-version: %s" % np.__version__,
         "blas: %s" % blas_library(),
+        "openblas-core: %s" % (core or "unknown"),
+        "openblas-coretype-env: %s" % (os.environ.get("OPENBLAS_CORETYPE") or "unset"),
         "date: %s" % now,
     ] + UNITS
     for case in todo:
@@ -164,6 +213,10 @@ def main(argv=None):
         med = sorted(ns for _, ns in samples)[len(samples) // 2]
         print("%-32s batch=%d threads=%d  median %.3f ms  (%d runs)" % (
             case["name"], case["batch"], args.threads, med / 1e6, len(samples)), file=sys.stderr)
+        if case["op"] == "gemm":
+            np_samples = bench_numpy(case, args.seed, args.count, args.warmup, int(args.min_sample_ms * 1e6))
+            lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes, backend="numpy")
+                         for runs, ns in np_samples)
 
     out = os.path.abspath(args.out)
     os.makedirs(os.path.dirname(out), exist_ok=True)

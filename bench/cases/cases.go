@@ -6,6 +6,8 @@
 package cases
 
 import (
+	"bytes"
+	_ "embed" // builtin.json
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -23,6 +25,8 @@ type Case struct {
 	Batch     int             `json:"batch"`
 	DType     bench.DType     `json:"dtype"`
 	Tolerance string          `json:"tolerance"`
+	// Fixture says whether fixtures/ holds a reference output for the case.
+	Fixture bool `json:"fixture"`
 }
 
 // Spec resolves the case's op kind and hyper-parameters at the given batch
@@ -42,26 +46,40 @@ func (c Case) Spec(batch int) (bench.Spec, error) {
 	return s, nil
 }
 
-func component(name, op, tol string, batch int, params string) Case {
-	return Case{Name: name, Kind: "component", Op: op, Params: json.RawMessage(params),
-		Batch: batch, DType: bench.Float32, Tolerance: tol}
+//go:embed builtin.json
+var builtinJSON []byte
+
+// builtin is the case list, read from builtin.json: the single list that
+// `vitbench list` shows, `vitbench bench` times and reference/export.py
+// writes fixtures for (reference/vitbench_ref/cases.py reads the same file).
+var builtin = mustParse(builtinJSON)
+
+// entry is one line of builtin.json.
+type entry struct {
+	Name      string          `json:"name"`
+	Kind      string          `json:"kind"`
+	Op        string          `json:"op"`
+	Batch     int             `json:"batch"`
+	Tolerance string          `json:"tolerance"`
+	Params    json.RawMessage `json:"params"`
+	// Fixture false marks a timing-only case: too large to commit its
+	// reference output; smaller cases of the same op kind check it.
+	Fixture *bool `json:"fixture,omitempty"`
 }
 
-// builtin is the case list, one line per case. Names are component/config.
-var builtin = []Case{
-	component("patch_embed/vit_b16", "patch_embed", "gemm", 1, `{"in_chans": 3, "embed_dim": 768, "patch_size": 16, "img_size": 224}`),
-	component("patch_embed/vit_s16", "patch_embed", "gemm", 1, `{"in_chans": 3, "embed_dim": 384, "patch_size": 16, "img_size": 224}`),
-	component("patch_embed/vit_b16_384", "patch_embed", "gemm", 1, `{"in_chans": 3, "embed_dim": 768, "patch_size": 16, "img_size": 384}`),
-	component("patch_embed/vit_ti16_b2", "patch_embed", "gemm", 2, `{"in_chans": 3, "embed_dim": 192, "patch_size": 16, "img_size": 224}`),
-	component("patch_embed/odd_c5_e37_p7", "patch_embed", "gemm", 1, `{"in_chans": 5, "embed_dim": 37, "patch_size": 7, "img_size": [31, 45]}`),
-	component("patch_embed/rect_p8x4", "patch_embed", "gemm", 1, `{"in_chans": 3, "embed_dim": 20, "patch_size": [8, 4], "img_size": [40, 36], "bias": false}`),
-	component("soft_split/t2t_ss0", "soft_split", "exact", 1, `{"in_chans": 3, "img_size": 224, "kernel_size": 7, "stride": 4, "padding": 2}`),
-	component("soft_split/t2t_ss1", "soft_split", "exact", 1, `{"in_chans": 64, "img_size": 56, "kernel_size": 3, "stride": 2, "padding": 1}`),
-	component("soft_split/t2t_ss2", "soft_split", "exact", 1, `{"in_chans": 64, "img_size": 28, "kernel_size": 3, "stride": 2, "padding": 1}`),
-	component("soft_split/t2t_ss1_b2", "soft_split", "exact", 2, `{"in_chans": 64, "img_size": 56, "kernel_size": 3, "stride": 2, "padding": 1}`),
-	component("soft_split/odd_c5_k3_s2_p1", "soft_split", "exact", 1, `{"in_chans": 5, "img_size": [29, 23], "kernel_size": 3, "stride": 2, "padding": 1}`),
-	component("soft_split/dil2_k3", "soft_split", "exact", 1, `{"in_chans": 3, "img_size": [17, 19], "kernel_size": 3, "stride": 1, "padding": 2, "dilation": 2}`),
-	component("soft_split/rect_k5x3_s3x2", "soft_split", "exact", 1, `{"in_chans": 4, "img_size": [21, 16], "kernel_size": [5, 3], "stride": [3, 2], "padding": [2, 1]}`),
+func mustParse(raw []byte) []Case {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var entries []entry
+	if err := dec.Decode(&entries); err != nil {
+		panic("cases: builtin.json: " + err.Error())
+	}
+	out := make([]Case, len(entries))
+	for i, e := range entries {
+		out[i] = Case{Name: e.Name, Kind: e.Kind, Op: e.Op, Params: e.Params, Batch: e.Batch,
+			DType: bench.Float32, Tolerance: e.Tolerance, Fixture: e.Fixture == nil || *e.Fixture}
+	}
+	return out
 }
 
 // All returns the built-in cases in their listed order.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"vitbench/bench/npy"
@@ -133,6 +134,16 @@ func runTorch(python, script, out, runRE string, threads, count int, minSample t
 	}
 	cmd := exec.Command(python, args...)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
+	// Some machines force OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) for the
+	// sake of old OpenBLAS builds; on a CPU with AVX-512 that pins
+	// OpenBLAS 0.3.21 to its AVX2 kernels and halves the baseline. The
+	// baseline runs with OpenBLAS's own detection; torch.txt records the
+	// core it chose.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENBLAS_CORETYPE=") && !strings.HasPrefix(kv, "OPENBLAS_L2_SIZE=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s %s: %v", python, script, err)

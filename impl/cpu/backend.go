@@ -97,7 +97,7 @@ func CPUModel() string {
 // a kernel for.
 func (b *Backend) Supports(op string, dt bench.DType) error {
 	switch op {
-	case "patch_embed", "soft_split":
+	case "patch_embed", "soft_split", "gemm":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
 	}
@@ -165,17 +165,25 @@ func (b *Backend) Upload(t bench.Tensor, src []float32) error {
 	return nil
 }
 
-// packedWeight returns t, a weight [n, k], packed for the GEMM kernels of
-// the active ISA path; the packed copy is made once and reused until the
-// tensor is uploaded again or freed, as inference engines do with weights.
-// Its bytes count toward Memory.
-func (b *Backend) packedWeight(t *tensor, n, k int) *kern.PackedB {
-	if t.packed == nil || !t.packed.Current() || t.packed.N != n || t.packed.K != k {
+// packedWeight returns t packed as the right-hand GEMM operand for the
+// kernels of the active ISA path: t is a weight [n, k] used as tᵀ when
+// transB (nn.Linear, conv) and [k, n] used as it is otherwise. The packed
+// copy is made once and reused until the tensor is uploaded again or
+// freed, as inference engines do with weights. Its bytes count toward
+// Memory.
+func (b *Backend) packedWeight(t *tensor, n, k int, transB bool) *kern.PackedB {
+	p := t.packed
+	if p == nil || !p.Current() || p.N != n || p.K != k || p.TransB() != transB {
 		b.dropPacked(t)
-		t.packed = kern.PackBT(n, k, t.data, k)
-		b.account(t.packed.Bytes())
+		if transB {
+			p = kern.PackBT(n, k, t.data, k)
+		} else {
+			p = kern.PackBN(n, k, t.data, n)
+		}
+		t.packed = p
+		b.account(p.Bytes())
 	}
-	return t.packed
+	return p
 }
 
 func (b *Backend) dropPacked(t *tensor) {
@@ -213,6 +221,8 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.patchEmbed(n, hin, hout)
 	case ops.Unfold:
 		return b.unfold(n, hin, hout)
+	case ops.Gemm:
+		return b.gemm(n, hin, hout)
 	}
 	return fmt.Errorf("cpu: no kernel for op %q", node.OpName())
 }

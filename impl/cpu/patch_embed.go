@@ -32,7 +32,7 @@ func (b *Backend) patchEmbed(n ops.PatchEmbed, in, out []*tensor) error {
 	defer release()
 	geom := kern.UnfoldGeom{C: n.InChans, H: n.Height, W: n.Width, KH: n.PatchH, KW: n.PatchW,
 		SH: n.PatchH, SW: n.PatchW, DH: 1, DW: 1, OH: gh, OW: gw}
-	pb := b.packedWeight(in[1], n.EmbedDim, k)
+	pb := b.packedWeight(in[1], n.EmbedDim, k, true)
 	// One parallel region: each worker gathers its own rows of patches and
 	// multiplies them while they are still in its cache.
 	forRowTiles(b.threads, rows, pb, func(r0, r1 int) {

@@ -1,52 +1,35 @@
 """Built-in fixture cases (as data) and the per-op-kind rules of fixtures/FORMAT.md:
 parameter normalisation, array shapes, module construction, tolerance class and MAC count."""
 
+import json
+import os
 import re
 
 from . import modules
 
-# name, op, params, batch.  Pairs may be ints or [h, w]; normalize_params() expands them.
-CASES = [
-    {"name": "patch_embed/vit_b16", "op": "patch_embed", "batch": 1,
-     "params": {"in_chans": 3, "embed_dim": 768, "patch_size": 16, "img_size": 224}},
-    {"name": "patch_embed/vit_s16", "op": "patch_embed", "batch": 1,
-     "params": {"in_chans": 3, "embed_dim": 384, "patch_size": 16, "img_size": 224}},
-    {"name": "patch_embed/vit_b16_384", "op": "patch_embed", "batch": 1,
-     "params": {"in_chans": 3, "embed_dim": 768, "patch_size": 16, "img_size": 384}},
-    {"name": "patch_embed/odd_c5_e37_p7", "op": "patch_embed", "batch": 1,
-     "params": {"in_chans": 5, "embed_dim": 37, "patch_size": 7, "img_size": [31, 45]}},
-    {"name": "patch_embed/vit_ti16_b2", "op": "patch_embed", "batch": 2,
-     "params": {"in_chans": 3, "embed_dim": 192, "patch_size": 16, "img_size": 224}},
-    {"name": "patch_embed/rect_p8x4", "op": "patch_embed", "batch": 1,
-     "params": {"in_chans": 3, "embed_dim": 20, "patch_size": [8, 4], "img_size": [40, 36], "bias": False}},
-    {"name": "soft_split/t2t_ss0", "op": "soft_split", "batch": 1,
-     "params": {"in_chans": 3, "img_size": 224, "kernel_size": 7, "stride": 4, "padding": 2}},
-    {"name": "soft_split/t2t_ss1", "op": "soft_split", "batch": 1,
-     "params": {"in_chans": 64, "img_size": 56, "kernel_size": 3, "stride": 2, "padding": 1}},
-    {"name": "soft_split/t2t_ss2", "op": "soft_split", "batch": 1,
-     "params": {"in_chans": 64, "img_size": 28, "kernel_size": 3, "stride": 2, "padding": 1}},
-    {"name": "soft_split/odd_c5_k3_s2_p1", "op": "soft_split", "batch": 1,
-     "params": {"in_chans": 5, "img_size": [29, 23], "kernel_size": 3, "stride": 2, "padding": 1}},
-    {"name": "soft_split/t2t_ss1_b2", "op": "soft_split", "batch": 2,
-     "params": {"in_chans": 64, "img_size": 56, "kernel_size": 3, "stride": 2, "padding": 1}},
-    {"name": "soft_split/dil2_k3", "op": "soft_split", "batch": 1,
-     "params": {"in_chans": 3, "img_size": [17, 19], "kernel_size": 3, "stride": 1, "padding": 2,
-                "dilation": 2}},
-    {"name": "soft_split/rect_k5x3_s3x2", "op": "soft_split", "batch": 1,
-     "params": {"in_chans": 4, "img_size": [21, 16], "kernel_size": [5, 3], "stride": [3, 2],
-                "padding": [2, 1]}},
-]
+# The built-in cases live in one file shared with the Go side (bench/cases/builtin.json): name,
+# kind, op, batch, tolerance class, params, and "fixture": false for timing-only cases whose
+# reference output is too large to commit.
+BUILTIN_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "cases",
+                            "builtin.json")
+with open(BUILTIN_JSON, encoding="utf-8") as _f:
+    BUILTIN = json.load(_f)
+CASES = [{k: c[k] for k in ("name", "op", "params", "batch")} for c in BUILTIN]
+FIXTURE = {c["name"]: c.get("fixture", True) for c in BUILTIN}
 
 # op kind -> {param: default}; None marks a required parameter.  Pair-valued params are listed in PAIRS.
 PARAMS = {
     "patch_embed": {"in_chans": None, "embed_dim": None, "patch_size": None, "img_size": None, "bias": True},
     "soft_split": {"in_chans": None, "img_size": None, "kernel_size": None, "stride": 1, "padding": 0,
                    "dilation": 1},
+    "gemm": {"m": None, "n": None, "k": None, "trans_b": True, "bias": True},
 }
 PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation"}
-TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact"}
+TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm"}
 MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
-               "soft_split": "reference.vitbench_ref.modules.SoftSplit"}
+               "soft_split": "reference.vitbench_ref.modules.SoftSplit",
+               "gemm": "reference.vitbench_ref.modules.Gemm"}
+BOOLS = {"bias", "trans_b"}
 
 
 def _as_int(v, what):
@@ -83,9 +66,9 @@ def normalize_params(op, params):
             low = 0 if key == "padding" else 1
             if min(v) < low:
                 raise ValueError("%s: %s out of range: %r" % (op, key, v))
-        elif key == "bias":
+        elif key in BOOLS:
             if not isinstance(v, bool):
-                raise ValueError("%s: bias must be true or false" % op)
+                raise ValueError("%s: %s must be true or false" % (op, key))
         else:
             v = _as_int(v, key)
             if v < 1:
@@ -116,6 +99,12 @@ def shapes(op, p, batch):
             raise ValueError("soft_split: no complete window (Ho=%d, Wo=%d)" % (ho, wo))
         c = p["in_chans"]
         return ({"x": [b, c, h, w]}, {}, {"out": [b, ho * wo, c * kh * kw]})
+    if op == "gemm":
+        m, n, k = p["m"], p["n"], p["k"]
+        weights = {"weight": [n, k] if p["trans_b"] else [k, n]}
+        if p["bias"]:
+            weights["bias"] = [n]
+        return ({"x": [b, m, k]}, weights, {"out": [b, m, n]})
     raise ValueError("unknown op kind %r" % op)
 
 
@@ -125,16 +114,21 @@ def build_module(op, p):
         return modules.PatchEmbed(p["in_chans"], p["embed_dim"], p["patch_size"], p["img_size"], p["bias"])
     if op == "soft_split":
         return modules.SoftSplit(p["kernel_size"], p["stride"], p["padding"], p["dilation"])
+    if op == "gemm":
+        return modules.Gemm(p["k"], p["n"], p["trans_b"], p["bias"])
     raise ValueError("unknown op kind %r" % op)
 
 
 def macs(op, p, batch):
-    """Multiply-accumulates of one forward pass: patch_embed B*N*E*C*ph*pw; soft_split 0."""
+    """Multiply-accumulates of one forward pass: patch_embed B*N*E*C*ph*pw; soft_split 0;
+    gemm B*M*N*K."""
     if op == "patch_embed":
         _, _, out = shapes(op, p, batch)
         b, n, e = out["out"]
         ph, pw = p["patch_size"]
         return b * n * e * p["in_chans"] * ph * pw
+    if op == "gemm":
+        return batch * p["m"] * p["n"] * p["k"]
     return 0
 
 
@@ -157,7 +151,9 @@ def check_case(case):
             "batch": batch}
 
 
-def select(regex=None):
-    """Return the built-in cases (normalised) whose name matches ``regex`` (re.search)."""
+def select(regex=None, fixtures_only=False):
+    """Return the built-in cases (normalised) whose name matches ``regex`` (re.search); with
+    ``fixtures_only``, only those that have a committed fixture."""
     pat = re.compile(regex) if regex else None
-    return [check_case(c) for c in CASES if pat is None or pat.search(c["name"])]
+    return [check_case(c) for c in CASES if (pat is None or pat.search(c["name"]))
+            and (FIXTURE[c["name"]] or not fixtures_only)]

@@ -68,6 +68,28 @@ class SoftSplit(nn.Module):
         return self.unfold(x).transpose(1, 2)
 
 
+class Gemm(nn.Module):
+    """A Linear layer over a batch of token matrices: ``x [B, M, K] -> out [B, M, N]``.
+
+    With ``trans_b`` (nn.Linear's layout) ``out = x @ weight.T + bias`` for ``weight [N, K]``;
+    otherwise ``out = x @ weight + bias`` for ``weight [K, N]``.  State dict: ``weight`` and,
+    when ``bias``, ``bias [N]``.
+    """
+
+    def __init__(self, k, n, trans_b=True, bias=True):
+        super().__init__()
+        self.trans_b = bool(trans_b)
+        shape = (n, k) if self.trans_b else (k, n)
+        self.weight = nn.Parameter(torch.empty(*shape))
+        self.bias = nn.Parameter(torch.empty(n)) if bias else None
+
+    def forward(self, x):
+        if self.trans_b:
+            return F.linear(x, self.weight, self.bias)
+        out = torch.matmul(x, self.weight)
+        return out if self.bias is None else out + self.bias
+
+
 def patch_embed_gemm(x, weight, bias, patch_size):
     """Independent PatchEmbed: cut non-overlapping patches with reshapes, then one matmul.
 

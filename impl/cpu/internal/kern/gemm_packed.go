@@ -34,10 +34,11 @@ func grow(buf *[]float32, n int) []float32 {
 // packed once for the microkernel of one ISA path so that it can be reused
 // by every call (weights are packed when they are uploaded, not per run).
 type PackedB struct {
-	N, K int
-	isa  ISA
-	mk   microKernel
-	data []float32 // kc blocks in order; in each, ceil(N/nr) panels of kb×nr
+	N, K   int
+	transB bool // packed from B [n, k] (true) or [k, n]
+	isa    ISA
+	mk     microKernel
+	data   []float32 // kc blocks in order; in each, ceil(N/nr) panels of kb×nr
 	// raw and ldb keep the unpacked operand for the Go path.
 	raw []float32
 	ldb int
@@ -60,7 +61,7 @@ func (p *PackedB) Bytes() int64 { return int64(len(p.data)) * 4 }
 // PackBT packs Bᵀ for B [n, k] (row stride ldb): the layout of a Linear or
 // conv weight [out, in]. On the Go path it keeps a reference to b.
 func PackBT(n, k int, b []float32, ldb int) *PackedB {
-	p := &PackedB{N: n, K: k, isa: active}
+	p := &PackedB{N: n, K: k, isa: active, transB: true}
 	mk, ok := microKernelFor(active)
 	if !ok {
 		p.raw, p.ldb = b, ldb
@@ -72,6 +73,31 @@ func PackBT(n, k int, b []float32, ldb int) *PackedB {
 	for pc := 0; pc < k; pc += kcBlock {
 		kb := min(kcBlock, k-pc)
 		packB(p.data[panels*mk.nr*pc:], b, ldb, true, n, mk.nr, pc, kb)
+	}
+	return p
+}
+
+// PackBN packs B [k, n] (row stride ldb) as the right-hand operand as it
+// is (x @ B). On the Go path it keeps a transposed copy.
+func PackBN(n, k int, b []float32, ldb int) *PackedB {
+	p := &PackedB{N: n, K: k, isa: active, transB: false}
+	mk, ok := microKernelFor(active)
+	if !ok {
+		t := make([]float32, n*k)
+		for p := 0; p < k; p++ {
+			for j, v := range b[p*ldb : p*ldb+n] {
+				t[j*k+p] = v
+			}
+		}
+		p.data, p.raw, p.ldb = t, t, k
+		return p
+	}
+	p.mk = mk
+	panels := (n + mk.nr - 1) / mk.nr
+	p.data = make([]float32, panels*mk.nr*k)
+	for pc := 0; pc < k; pc += kcBlock {
+		kb := min(kcBlock, k-pc)
+		packB(p.data[panels*mk.nr*pc:], b, ldb, false, n, mk.nr, pc, kb)
 	}
 	return p
 }
@@ -226,6 +252,9 @@ func packB(pb, b []float32, ldb int, bTrans bool, n, nr, pc, kb int) {
 
 // Current reports whether p was packed for the ISA path now active.
 func (p *PackedB) Current() bool { return p.isa == active }
+
+// TransB reports whether p was packed from B [n, k] (PackBT).
+func (p *PackedB) TransB() bool { return p.transB }
 
 // RowTile is the number of rows of A the microkernel computes at once (a
 // good unit for splitting rows between workers).

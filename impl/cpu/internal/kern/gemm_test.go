@@ -101,3 +101,33 @@ func TestSgemmPackedColumnRanges(t *testing.T) {
 		}
 	})
 }
+
+// TestPackBNMatchesOracle: x @ B with B [k, n] packed as it is equals the
+// oracle on the transposed operand, on every path.
+func TestPackBNMatchesOracle(t *testing.T) {
+	forEachISA(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		for _, s := range [][3]int{{33, 65, 17}, {5, 3, 2}, {100, 130, 600}} {
+			m, n, k := s[0], s[1], s[2]
+			a, _ := guarded(rng, m*k, true)
+			b, bf := guarded(rng, k*n, true)
+			bt := make([]float32, n*k)
+			for p := 0; p < k; p++ {
+				for j := 0; j < n; j++ {
+					bt[j*k+p] = b[p*n+j]
+				}
+			}
+			want := make([]float32, m*n)
+			sgemmNTRef(m, n, k, a, k, bt, k, want, n, nil)
+			c, cf := guarded(rng, m*n, false)
+			SgemmPacked(m, a, k, PackBN(n, k, b, n), c, n, nil, 0, n)
+			checkGuards(t, "C", cf)
+			checkGuards(t, "B", bf)
+			for i := range want {
+				if d := math.Abs(float64(c[i] - want[i])); !(d <= 1e-5*math.Sqrt(float64(k))+1e-6) {
+					t.Fatalf("m%d n%d k%d: C[%d] = %g, oracle %g", m, n, k, i, c[i], want[i])
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,32 @@
+package cpu
+
+import (
+	"vitbench/bench"
+	"vitbench/bench/ops"
+)
+
+// gemm runs the gemm op: out[b] = x[b]·op(W) + bias for every batch item,
+// as one GEMM over B·M rows, since the weight is shared.
+func (b *Backend) gemm(g ops.Gemm, in, out []*tensor) error {
+	w := bench.Shape{g.K, g.N}
+	if g.TransB {
+		w = bench.Shape{g.N, g.K}
+	}
+	want := []bench.Shape{{g.Batch, g.M, g.K}, w}
+	if g.Bias {
+		want = append(want, bench.Shape{g.N})
+	}
+	if err := checkShapes("gemm", in, want); err != nil {
+		return err
+	}
+	if err := checkShapes("gemm", out, []bench.Shape{{g.Batch, g.M, g.N}}); err != nil {
+		return err
+	}
+	var bias []float32
+	if g.Bias {
+		bias = in[2].data
+	}
+	pb := b.packedWeight(in[1], g.N, g.K, g.TransB)
+	gemmParallel(b.threads, g.Batch*g.M, in[0].data, g.K, pb, out[0].data, g.N, bias)
+	return nil
+}
