@@ -60,46 +60,96 @@ func (p *PackedB) Bytes() int64 { return int64(len(p.data)) * 4 }
 
 // PackBT packs Bᵀ for B [n, k] (row stride ldb): the layout of a Linear or
 // conv weight [out, in]. On the Go path it keeps a reference to b.
-func PackBT(n, k int, b []float32, ldb int) *PackedB {
-	p := &PackedB{N: n, K: k, isa: active, transB: true}
-	mk, ok := microKernelFor(active)
-	if !ok {
-		p.raw, p.ldb = b, ldb
-		return p
-	}
-	p.mk = mk
-	panels := (n + mk.nr - 1) / mk.nr
-	p.data = make([]float32, panels*mk.nr*k)
-	for pc := 0; pc < k; pc += kcBlock {
-		kb := min(kcBlock, k-pc)
-		packB(p.data[panels*mk.nr*pc:], b, ldb, true, n, mk.nr, pc, kb)
-	}
-	return p
-}
+func PackBT(n, k int, b []float32, ldb int) *PackedB { return packNew(n, k, b, ldb, true) }
 
 // PackBN packs B [k, n] (row stride ldb) as the right-hand operand as it
 // is (x @ B). On the Go path it keeps a transposed copy.
-func PackBN(n, k int, b []float32, ldb int) *PackedB {
-	p := &PackedB{N: n, K: k, isa: active, transB: false}
+func PackBN(n, k int, b []float32, ldb int) *PackedB { return packNew(n, k, b, ldb, false) }
+
+func packNew(n, k int, b []float32, ldb int, transB bool) *PackedB {
+	p := &PackedB{}
+	packInto(p, n, k, b, ldb, transB, nil)
+	return p
+}
+
+// packedLen is the length of the packed data of an n×k operand for mk.
+func packedLen(mk microKernel, n, k int) int { return (n + mk.nr - 1) / mk.nr * mk.nr * k }
+
+// packInto fills p with op(B) packed for the active path, using buf for
+// the packed data when it is large enough (else allocating).
+func packInto(p *PackedB, n, k int, b []float32, ldb int, transB bool, buf []float32) {
+	*p = PackedB{N: n, K: k, isa: active, transB: transB}
 	mk, ok := microKernelFor(active)
 	if !ok {
-		t := make([]float32, n*k)
-		for p := 0; p < k; p++ {
-			for j, v := range b[p*ldb : p*ldb+n] {
-				t[j*k+p] = v
+		if transB {
+			p.raw, p.ldb = b, ldb
+			return
+		}
+		t := buf
+		if len(t) < n*k {
+			t = make([]float32, n*k)
+		}
+		t = t[:n*k]
+		for q := 0; q < k; q++ {
+			for j, v := range b[q*ldb : q*ldb+n] {
+				t[j*k+q] = v
 			}
 		}
 		p.data, p.raw, p.ldb = t, t, k
-		return p
+		return
 	}
 	p.mk = mk
+	size := packedLen(mk, n, k)
+	if len(buf) >= size {
+		p.data = buf[:size]
+	} else {
+		p.data = make([]float32, size)
+	}
 	panels := (n + mk.nr - 1) / mk.nr
-	p.data = make([]float32, panels*mk.nr*k)
 	for pc := 0; pc < k; pc += kcBlock {
 		kb := min(kcBlock, k-pc)
-		packB(p.data[panels*mk.nr*pc:], b, ldb, false, n, mk.nr, pc, kb)
+		packB(p.data[panels*mk.nr*pc:], b, ldb, transB, n, mk.nr, pc, kb)
 	}
-	return p
+}
+
+// Sgemm computes C = A·op(B) for operands that change every call (the
+// attention products QKᵀ and PV of one head): A [m, k] (row stride lda),
+// op(B) = Bᵀ for B [n, k] when transB, else B [k, n] (row stride ldb), C
+// [m, n] (row stride ldc). B is packed into a pooled buffer, so the call
+// does not allocate in steady state. Single-threaded; callers split heads.
+//
+//	for i < m, j < n: C[i·ldc+j] = Σ_p A[i·lda+p] · op(B)[p, j]
+func Sgemm(m, n, k int, a []float32, lda int, b []float32, ldb int, transB bool, c []float32, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	_ = a[(m-1)*lda+k-1]
+	_ = c[(m-1)*ldc+n-1]
+	if transB {
+		_ = b[(n-1)*ldb+k-1]
+	} else {
+		_ = b[(k-1)*ldb+n-1]
+	}
+	if k == 0 {
+		for i := 0; i < m; i++ {
+			clear(c[i*ldc : i*ldc+n])
+		}
+		return
+	}
+	mk, ok := microKernelFor(active)
+	if !ok && transB {
+		sgemmNTGo(m, n, k, a, lda, b, ldb, c, ldc, nil)
+		return
+	}
+	wsp := workspace.Get().(*[]float32)
+	defer workspace.Put(wsp)
+	size := n * k
+	if ok {
+		size = packedLen(mk, n, k)
+	}
+	var p PackedB
+	packInto(&p, n, k, b, ldb, transB, grow(wsp, size))
+	SgemmPacked(m, a, lda, &p, c, ldc, nil, 0, n)
 }
 
 // SgemmPacked computes columns [j0, j1) of C = A·op(B) + bias, with A

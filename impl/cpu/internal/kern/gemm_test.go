@@ -131,3 +131,48 @@ func TestPackBNMatchesOracle(t *testing.T) {
 		}
 	})
 }
+
+// TestSgemmStridedHeads: per-head products on strided views of a fused qkv
+// tensor [N, 3, H, d] (QKᵀ as NT, then P·V as NN) match the oracle, on
+// every path, and reuse pooled buffers.
+func TestSgemmStridedHeads(t *testing.T) {
+	forEachISA(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(9, 10))
+		for _, s := range [][3]int{{197, 3, 64}, {50, 2, 30}, {7, 1, 71}} {
+			n, heads, d := s[0], s[1], s[2]
+			e := heads * d
+			qkv, qf := guarded(rng, n*3*e, true)
+			for h := 0; h < heads; h++ {
+				q, k, v := qkv[h*d:], qkv[e+h*d:], qkv[2*e+h*d:]
+				scores, sf := guarded(rng, n*n, false)
+				Sgemm(n, n, d, q, 3*e, k, 3*e, true, scores, n)
+				want := make([]float32, n*n)
+				sgemmNTRef(n, n, d, q, 3*e, k, 3*e, want, n, nil)
+				closeTo(t, "QKᵀ", scores, want, d)
+				out, of := guarded(rng, n*d, false)
+				Sgemm(n, d, n, scores, n, v, 3*e, false, out, d)
+				vt := make([]float32, d*n)
+				for p := 0; p < n; p++ {
+					for j := 0; j < d; j++ {
+						vt[j*n+p] = v[p*3*e+j]
+					}
+				}
+				wantO := make([]float32, n*d)
+				sgemmNTRef(n, d, n, scores, n, vt, n, wantO, d, nil)
+				closeTo(t, "PV", out, wantO, n)
+				checkGuards(t, "scores", sf)
+				checkGuards(t, "out", of)
+			}
+			checkGuards(t, "qkv", qf)
+		}
+	})
+}
+
+func closeTo(t *testing.T, what string, got, want []float32, k int) {
+	t.Helper()
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); !(d <= 1e-5*math.Sqrt(float64(k))*(1+math.Abs(float64(want[i])))+1e-6) {
+			t.Fatalf("%s: [%d] = %g, oracle %g", what, i, got[i], want[i])
+		}
+	}
+}
