@@ -15,6 +15,11 @@ func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []fl
 // in each worker for the rows of A it is about to use (nil: A is ready),
 // so that producing A and multiplying it share one parallel region.
 func forRowTiles(threads, m int, pb *kern.PackedB, produce func(r0, r1 int), a []float32, lda int, c []float32, ldc int, bias []float32) {
+	// Below about a quarter of a million multiply-adds (tens of
+	// microseconds), waking a second worker costs more than it saves.
+	if int64(m)*int64(pb.N)*int64(pb.K) < 1<<18 {
+		threads = 1
+	}
 	if mr := pb.RowTile(); m >= 2*mr*threads || produce != nil {
 		tiles := (m + mr - 1) / mr
 		parallelFor(threads, tiles, 1, func(lo, hi int) {

@@ -20,7 +20,12 @@ func (b *Backend) unfold(u ops.Unfold, in, out []*tensor) error {
 		OH: u.OutH(), OW: u.OutW()}
 	x, y := in[0].data, out[0].data
 	plane := u.InChans * u.Height * u.Width
-	parallelFor(b.threads, u.Batch*windows, 16, func(lo, hi int) {
+	// Small images are copied on one worker: waking another costs more.
+	threads := b.threads
+	if u.Batch*windows*cols < 1<<16 {
+		threads = 1
+	}
+	parallelFor(threads, u.Batch*windows, 16, func(lo, hi int) {
 		for r := lo; r < hi; {
 			img, l := r/windows, r%windows
 			end := min(hi, (img+1)*windows)
