@@ -159,6 +159,14 @@ func Sgemm(m, n, k int, a []float32, lda int, b []float32, ldb int, transB bool,
 //
 //	for i < m, j0 ≤ j < j1: C[i·ldc+j] = bias[j] + Σ_p A[i·lda+p]·op(B)[p, j]
 func SgemmPacked(m int, a []float32, lda int, pb *PackedB, c []float32, ldc int, bias []float32, j0, j1 int) {
+	SgemmPackedEpi(m, a, lda, pb, c, ldc, Epilogue{Bias: bias}, j0, j1)
+}
+
+// SgemmPackedEpi is SgemmPacked with a fused epilogue, applied to each
+// tile of C while it is in cache:
+//
+//	C[i·ldc+j] = act(bias[j] + Σ_p A[i·lda+p]·op(B)[p, j]) + residual[i·ldr+j]
+func SgemmPackedEpi(m int, a []float32, lda int, pb *PackedB, c []float32, ldc int, epi Epilogue, j0, j1 int) {
 	if m == 0 || j1 <= j0 {
 		return
 	}
@@ -167,19 +175,29 @@ func SgemmPacked(m int, a []float32, lda int, pb *PackedB, c []float32, ldc int,
 	}
 	_ = a[(m-1)*lda+pb.K-1]
 	_ = c[(m-1)*ldc+j1-1]
-	var bb []float32
-	if bias != nil {
-		bb = bias[j0:j1]
+	if epi.Bias != nil {
+		_ = epi.Bias[j1-1]
+	}
+	if epi.Residual != nil {
+		_ = epi.Residual[(m-1)*epi.LdR+j1-1]
 	}
 	if pb.mk.fn == nil {
+		var bb []float32
+		if epi.Bias != nil {
+			bb = epi.Bias[j0:j1]
+		}
 		sgemmNTGo(m, j1-j0, pb.K, a, lda, pb.raw[j0*pb.ldb:], pb.ldb, c[j0:], ldc, bb)
+		rest := Epilogue{Act: epi.Act, Residual: epi.Residual, LdR: epi.LdR}
+		for i := 0; i < m; i++ {
+			rest.apply(c[i*ldc+j0:i*ldc+j1], i, j0)
+		}
 		return
 	}
-	sgemmPanels(pb.mk, m, a, lda, pb, c, ldc, bb, j0, j1)
+	sgemmPanels(pb.mk, m, a, lda, pb, c, ldc, epi, j0, j1)
 }
 
 // sgemmPanels is the blocked loop nest over packed panels.
-func sgemmPanels(mk microKernel, m int, a []float32, lda int, pb *PackedB, c []float32, ldc int, bias []float32, j0, j1 int) {
+func sgemmPanels(mk microKernel, m int, a []float32, lda int, pb *PackedB, c []float32, ldc int, epi Epilogue, j0, j1 int) {
 	mr, nr, k := mk.mr, mk.nr, pb.K
 	panels := pb.Panels()
 	kc := min(k, kcBlock)
@@ -195,6 +213,7 @@ func sgemmPanels(mk microKernel, m int, a []float32, lda int, pb *PackedB, c []f
 		if pc > 0 {
 			acc = 1
 		}
+		last := pc+kcBlock >= k
 		for ic := 0; ic < m; ic += mcBlock {
 			mb := min(mcBlock, m-ic)
 			packA(pa, a, lda, ic, mb, mr, pc, kb)
@@ -207,6 +226,11 @@ func sgemmPanels(mk microKernel, m int, a []float32, lda int, pb *PackedB, c []f
 					cp := (ic+ir)*ldc + jr
 					if mh == mr && nw == nr {
 						mk.fn(kb, ap, bp, &c[cp], ldc, acc)
+						if last && epi.active() {
+							for r := 0; r < mr; r++ {
+								epi.apply(c[cp+r*ldc:cp+r*ldc+nr], ic+ir+r, jr)
+							}
+						}
 						continue
 					}
 					// Edge tile: run the kernel on the scratch tile and
@@ -218,20 +242,17 @@ func sgemmPanels(mk microKernel, m int, a []float32, lda int, pb *PackedB, c []f
 					}
 					mk.fn(kb, ap, bp, &tile[0], nr, acc)
 					for r := 0; r < mh; r++ {
-						copy(c[cp+r*ldc:cp+r*ldc+nw], tile[r*nr:r*nr+nw])
+						row := c[cp+r*ldc : cp+r*ldc+nw]
+						copy(row, tile[r*nr:r*nr+nw])
+						if last {
+							epi.apply(row, ic+ir+r, jr)
+						}
 					}
 				}
 			}
 		}
 	}
-	if bias != nil {
-		for i := 0; i < m; i++ {
-			row := c[i*ldc+j0 : i*ldc+j1]
-			for j, v := range bias {
-				row[j] += v
-			}
-		}
-	}
+
 }
 
 // packA copies rows [ic, ic+mb) and columns [pc, pc+kb) of A into panels
