@@ -63,28 +63,39 @@ func (softSplitKind) Parse(raw json.RawMessage, batch int) (bench.Spec, error) {
 	if err := decodeStrict("soft_split", raw, &p); err != nil {
 		return nil, err
 	}
-	stride, pad, dil := orPair(p.Stride, 1), orPair(p.Padding, 0), orPair(p.Dilation, 1)
-	if err := positive("soft_split", "batch", batch, "in_chans", p.InChans, "img_size", p.ImgSize,
-		"kernel_size", p.KernelSize, "stride", stride, "dilation", dil); err != nil {
+	u, err := parseWindows("soft_split", batch, p.InChans, p.ImgSize, p.KernelSize, p.Stride, p.Padding, p.Dilation)
+	if err != nil {
 		return nil, err
+	}
+	return &softSplitSpec{node: u}, nil
+}
+
+// parseWindows validates the window hyper-parameters shared by unfold and
+// convolution (PyTorch defaults: stride 1, padding 0, dilation 1) and
+// returns the geometry.
+func parseWindows(op string, batch, inChans int, img, kernel Pair, strideP, padP, dilP *Pair) (Unfold, error) {
+	stride, pad, dil := orPair(strideP, 1), orPair(padP, 0), orPair(dilP, 1)
+	if err := positive(op, "batch", batch, "in_chans", inChans, "img_size", img,
+		"kernel_size", kernel, "stride", stride, "dilation", dil); err != nil {
+		return Unfold{}, err
 	}
 	if pad[0] < 0 || pad[1] < 0 {
-		return nil, fmt.Errorf("soft_split params: padding must not be negative, got %v", pad)
+		return Unfold{}, fmt.Errorf("%s params: padding must not be negative, got %v", op, pad)
 	}
-	if err := checkDims("soft_split", "batch", batch, "in_chans", p.InChans, "img_size", p.ImgSize,
-		"kernel_size", p.KernelSize, "stride", stride, "padding", pad, "dilation", dil); err != nil {
-		return nil, err
+	if err := checkDims(op, "batch", batch, "in_chans", inChans, "img_size", img,
+		"kernel_size", kernel, "stride", stride, "padding", pad, "dilation", dil); err != nil {
+		return Unfold{}, err
 	}
 	u := Unfold{
-		Batch: batch, InChans: p.InChans, Height: p.ImgSize[0], Width: p.ImgSize[1],
-		KernelH: p.KernelSize[0], KernelW: p.KernelSize[1], StrideH: stride[0], StrideW: stride[1],
+		Batch: batch, InChans: inChans, Height: img[0], Width: img[1],
+		KernelH: kernel[0], KernelW: kernel[1], StrideH: stride[0], StrideW: stride[1],
 		PadH: pad[0], PadW: pad[1], DilationH: dil[0], DilationW: dil[1],
 	}
 	if u.Height+2*u.PadH-u.DilationH*(u.KernelH-1)-1 < 0 || u.Width+2*u.PadW-u.DilationW*(u.KernelW-1)-1 < 0 {
-		return nil, fmt.Errorf("soft_split params: the dilated kernel %v (dilation %v) does not fit the padded image %v (padding %v)",
-			p.KernelSize, dil, p.ImgSize, pad)
+		return Unfold{}, fmt.Errorf("%s params: the dilated kernel %v (dilation %v) does not fit the padded image %v (padding %v)",
+			op, kernel, dil, img, pad)
 	}
-	return &softSplitSpec{node: u}, nil
+	return u, nil
 }
 
 type softSplitSpec struct{ node Unfold }

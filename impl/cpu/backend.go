@@ -97,7 +97,7 @@ func CPUModel() string {
 // a kernel for.
 func (b *Backend) Supports(op string, dt bench.DType) error {
 	switch op {
-	case "patch_embed", "soft_split", "gemm":
+	case "patch_embed", "soft_split", "gemm", "conv2d":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
 	}
@@ -161,6 +161,7 @@ func (b *Backend) Upload(t bench.Tensor, src []float32) error {
 		return fmt.Errorf("cpu: upload of %d values into a tensor of shape %v", len(src), ct.shape)
 	}
 	copy(ct.data, src)
+	ct.version++
 	b.dropPacked(ct)
 	return nil
 }
@@ -190,6 +191,10 @@ func (b *Backend) dropPacked(t *tensor) {
 	if t.packed != nil {
 		b.account(-t.packed.Bytes())
 		t.packed = nil
+	}
+	if t.folded != nil {
+		b.account(-t.folded.bytes())
+		t.folded = nil
 	}
 }
 
@@ -223,6 +228,8 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.unfold(n, hin, hout)
 	case ops.Gemm:
 		return b.gemm(n, hin, hout)
+	case ops.Conv2d:
+		return b.conv2d(n, hin, hout)
 	}
 	return fmt.Errorf("cpu: no kernel for op %q", node.OpName())
 }

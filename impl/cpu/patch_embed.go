@@ -42,6 +42,6 @@ func (b *Backend) patchEmbed(n ops.PatchEmbed, in, out []*tensor) error {
 			kern.UnfoldRows(geom, x[img*n.InChans*n.Height*n.Width:], patches[r*k:], tok, tok+end-r)
 			r = end
 		}
-	}, patches, k, y, n.EmbedDim, bias)
+	}, patches, k, y, n.EmbedDim, kern.Epilogue{Bias: bias})
 	return nil
 }

@@ -13,6 +13,12 @@ type tensor struct {
 	// packed caches the tensor packed as the right-hand operand of a GEMM
 	// (a weight [out, in] as Bᵀ) for the ISA path in use; Upload drops it.
 	packed *kern.PackedB
+	// version counts uploads, so caches derived from several tensors (a
+	// conv weight with BatchNorm folded in) know when to rebuild.
+	version uint64
+	// folded caches the weight with other tensors folded in, with the
+	// versions it was built from.
+	folded *foldedWeight
 }
 
 func (t *tensor) Shape() bench.Shape { return t.shape }

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from vitbench_ref import cases as C
 from vitbench_ref import export as E
-from vitbench_ref.modules import patch_embed_gemm, soft_split_loops
+from vitbench_ref.modules import conv_bn_act_float64, patch_embed_gemm, soft_split_loops
 from vitbench_ref.synth import synth
 
 torch.set_num_threads(2)
@@ -44,6 +44,17 @@ def recompute(doc):
         w, b = arrays["proj.weight"], arrays.get("proj.bias")
         return (patch_embed_gemm(x, w, b, p["patch_size"]),
                 F.conv2d(x, w, b, stride=p["patch_size"]).flatten(2).transpose(1, 2))
+    if doc["op"] == "conv2d":
+        np_weights = {k: v.numpy() for k, v in arrays.items() if k != "x"}
+        loops = torch.from_numpy(conv_bn_act_float64(x.numpy(), np_weights, p))
+        w, b = arrays["conv.weight"], arrays.get("conv.bias")
+        y = F.conv2d(x, w, b, p["stride"], p["padding"], p["dilation"])
+        if p["bn"]:
+            y = F.batch_norm(y, arrays["bn.running_mean"], arrays["bn.running_var"], arrays["bn.weight"],
+                             arrays["bn.bias"], False, 0.0, p["bn_eps"])
+        if p["relu"]:
+            y = F.relu(y)
+        return loops, y.double()
     if doc["op"] == "gemm":
         w, b = arrays["weight"].double(), arrays.get("bias")
         wt = w.T if p["trans_b"] else w

@@ -23,13 +23,18 @@ PARAMS = {
     "soft_split": {"in_chans": None, "img_size": None, "kernel_size": None, "stride": 1, "padding": 0,
                    "dilation": 1},
     "gemm": {"m": None, "n": None, "k": None, "trans_b": True, "bias": True},
+    # bias defaults to "not bn" (a conv before BatchNorm has none); bn_eps is kept only with bn.
+    "conv2d": {"in_chans": None, "out_chans": None, "img_size": None, "kernel_size": None, "stride": 1,
+               "padding": 0, "dilation": 1, "bias": "auto", "bn": False, "bn_eps": 1e-5, "relu": False},
 }
 PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation"}
-TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm"}
+TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv2d": "gemm"}
 MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "soft_split": "reference.vitbench_ref.modules.SoftSplit",
-               "gemm": "reference.vitbench_ref.modules.Gemm"}
-BOOLS = {"bias", "trans_b"}
+               "gemm": "reference.vitbench_ref.modules.Gemm",
+               "conv2d": "reference.vitbench_ref.modules.ConvBNAct"}
+BOOLS = {"bias", "trans_b", "bn", "relu"}
+FLOATS = {"bn_eps"}
 
 
 def _as_int(v, what):
@@ -66,6 +71,12 @@ def normalize_params(op, params):
             low = 0 if key == "padding" else 1
             if min(v) < low:
                 raise ValueError("%s: %s out of range: %r" % (op, key, v))
+        elif key == "bias" and v == "auto":
+            v = not params.get("bn", False)
+        elif key in FLOATS:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise ValueError("%s: %s must be a positive number" % (op, key))
+            v = float(v)
         elif key in BOOLS:
             if not isinstance(v, bool):
                 raise ValueError("%s: %s must be true or false" % (op, key))
@@ -74,6 +85,10 @@ def normalize_params(op, params):
             if v < 1:
                 raise ValueError("%s: %s must be >= 1" % (op, key))
         out[key] = v
+    if op == "conv2d" and not out["bn"]:
+        if "bn_eps" in params:
+            raise ValueError("conv2d: bn_eps needs bn")
+        del out["bn_eps"]
     return out
 
 
@@ -99,6 +114,21 @@ def shapes(op, p, batch):
             raise ValueError("soft_split: no complete window (Ho=%d, Wo=%d)" % (ho, wo))
         c = p["in_chans"]
         return ({"x": [b, c, h, w]}, {}, {"out": [b, ho * wo, c * kh * kw]})
+    if op == "conv2d":
+        (h, w), (kh, kw) = p["img_size"], p["kernel_size"]
+        (sh, sw), (ph, pw), (dh, dw) = p["stride"], p["padding"], p["dilation"]
+        ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+        wo = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+        if ho < 1 or wo < 1:
+            raise ValueError("conv2d: no complete window (Ho=%d, Wo=%d)" % (ho, wo))
+        o = p["out_chans"]
+        weights = {"conv.weight": [o, p["in_chans"], kh, kw]}
+        if p["bias"]:
+            weights["conv.bias"] = [o]
+        if p["bn"]:
+            for name in ("bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"):
+                weights[name] = [o]
+        return ({"x": [b, p["in_chans"], h, w]}, weights, {"out": [b, o, ho, wo]})
     if op == "gemm":
         m, n, k = p["m"], p["n"], p["k"]
         weights = {"weight": [n, k] if p["trans_b"] else [k, n]}
@@ -116,6 +146,9 @@ def build_module(op, p):
         return modules.SoftSplit(p["kernel_size"], p["stride"], p["padding"], p["dilation"])
     if op == "gemm":
         return modules.Gemm(p["k"], p["n"], p["trans_b"], p["bias"])
+    if op == "conv2d":
+        return modules.ConvBNAct(p["in_chans"], p["out_chans"], p["kernel_size"], p["stride"], p["padding"],
+                                 p["dilation"], p["bias"], p["bn"], p.get("bn_eps", 1e-5), p["relu"])
     raise ValueError("unknown op kind %r" % op)
 
 
@@ -129,6 +162,11 @@ def macs(op, p, batch):
         return b * n * e * p["in_chans"] * ph * pw
     if op == "gemm":
         return batch * p["m"] * p["n"] * p["k"]
+    if op == "conv2d":
+        _, _, out = shapes(op, p, batch)
+        b, o, ho, wo = out["out"]
+        kh, kw = p["kernel_size"]
+        return b * o * ho * wo * p["in_chans"] * kh * kw
     return 0
 
 

@@ -46,7 +46,10 @@ def materialize(case, seed):
     op, p, batch = case["op"], case["params"], case["batch"]
     in_shapes, w_shapes, out_shapes = C.shapes(op, p, batch)
     module = C.build_module(op, p)
-    sd_keys = sorted(module.state_dict().keys())
+    # Integer buffers that eval mode does not read (BatchNorm's num_batches_tracked) are not
+    # fixture arrays.
+    skipped = [k for k in module.state_dict() if k.endswith("num_batches_tracked")]
+    sd_keys = sorted(k for k in module.state_dict() if k not in skipped)
     if sd_keys != sorted(w_shapes):
         raise AssertionError("%s: state_dict keys %s != format weights %s" % (case["name"], sd_keys, sorted(w_shapes)))
     record, inputs, weights = {}, {}, {}
@@ -59,7 +62,9 @@ def materialize(case, seed):
         record[name] = {"center": c, "scale": s}
         weights[name] = synth(seed, name, shape, c, s)
     if weights:
-        module.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=True)
+        state = {k: torch.from_numpy(v) for k, v in weights.items()}
+        state.update({k: module.state_dict()[k] for k in skipped})
+        module.load_state_dict(state, strict=True)
     module.eval()
     return module, inputs, weights, (in_shapes, w_shapes, out_shapes), record
 
@@ -84,6 +89,8 @@ def independent_check(case, inputs, weights, outputs):
             b = weights.get("proj.bias")
             ref = modules.patch_embed_gemm(x, torch.from_numpy(weights["proj.weight"]),
                                            None if b is None else torch.from_numpy(b), p["patch_size"])
+        elif case["op"] == "conv2d":
+            ref = torch.from_numpy(modules.conv_bn_act_float64(x.numpy(), weights, p).astype(np.float32))
         elif case["op"] == "gemm":
             # float64 NumPy, independent of torch's BLAS call.
             w = weights["weight"].astype(np.float64)

@@ -90,6 +90,27 @@ class Gemm(nn.Module):
         return out if self.bias is None else out + self.bias
 
 
+class ConvBNAct(nn.Module):
+    """nn.Conv2d (one group), optionally BatchNorm2d in eval mode, optionally ReLU: the VOLO stem's
+    conv-BN-ReLU.  ``x [B, C, H, W] -> out [B, O, Ho, Wo]``.  State dict: ``conv.weight``,
+    ``conv.bias`` (when bias), ``bn.weight``, ``bn.bias``, ``bn.running_mean``, ``bn.running_var``
+    (and PyTorch's ``bn.num_batches_tracked``, which eval mode does not read)."""
+
+    def __init__(self, in_chans, out_chans, kernel_size, stride=1, padding=0, dilation=1, bias=True,
+                 bn=False, bn_eps=1e-5, relu=False):
+        super().__init__()
+        self.conv = nn.Conv2d(in_chans, out_chans, pair(kernel_size), pair(stride), pair(padding),
+                              pair(dilation), bias=bool(bias))
+        self.bn = nn.BatchNorm2d(out_chans, eps=bn_eps) if bn else None
+        self.relu = bool(relu)
+
+    def forward(self, x):
+        x = self.conv(x)
+        if self.bn is not None:
+            x = self.bn(x)
+        return F.relu(x) if self.relu else x
+
+
 def patch_embed_gemm(x, weight, bias, patch_size):
     """Independent PatchEmbed: cut non-overlapping patches with reshapes, then one matmul.
 
@@ -128,4 +149,35 @@ def soft_split_loops(x, kernel_size, stride=1, padding=0, dilation=1):
             y0, x0 = ky * dh, kx * dw
             win = xp[:, :, y0: y0 + sh * (ho - 1) + 1: sh, x0: x0 + sw * (wo - 1) + 1: sw]  # [B,C,Ho,Wo]
             out[:, :, ky * kw + kx:: kh * kw] = win.reshape(b, c, ho * wo).transpose(1, 2)
+    return out
+
+
+def conv_bn_act_float64(x, weights, p):
+    """ConvBNAct recomputed in float64 NumPy from explicit windows (an independent check):
+    every output is the dot product of its zero-padded, dilated window with the filter, then
+    BatchNorm with the running statistics, then ReLU."""
+    import numpy as np
+    x = x.astype(np.float64)
+    w = weights["conv.weight"].astype(np.float64)
+    o, c, kh, kw = w.shape
+    (sh, sw), (ph, pw), (dh, dw) = p["stride"], p["padding"], p["dilation"]
+    b, _, h, wd = x.shape
+    xp = np.zeros((b, c, h + 2 * ph, wd + 2 * pw))
+    xp[:, :, ph:ph + h, pw:pw + wd] = x
+    ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    wo = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((b, o, ho, wo))
+    for ky in range(kh):
+        for kx in range(kw):
+            win = xp[:, :, ky * dh: ky * dh + sh * (ho - 1) + 1: sh, kx * dw: kx * dw + sw * (wo - 1) + 1: sw]
+            out += np.einsum("bchw,oc->bohw", win, w[:, :, ky, kx])
+    if "conv.bias" in weights:
+        out += weights["conv.bias"].astype(np.float64)[None, :, None, None]
+    if p["bn"]:
+        g, beta = weights["bn.weight"].astype(np.float64), weights["bn.bias"].astype(np.float64)
+        mean, var = weights["bn.running_mean"].astype(np.float64), weights["bn.running_var"].astype(np.float64)
+        out = (out - mean[None, :, None, None]) / np.sqrt(var + p["bn_eps"])[None, :, None, None] \
+            * g[None, :, None, None] + beta[None, :, None, None]
+    if p["relu"]:
+        out = np.maximum(out, 0)
     return out

@@ -112,7 +112,8 @@ def default_role(name, shape, is_input):
       fan_in = product of all dims but the first
     - name ends in ``weight`` with 1 dim (norm scale): (1, 0.1)
     - name ends in ``bias``: (0, 0.02)
-    - anything else (tokens, embeddings): (0, 0.02)
+    - name ends in ``running_var`` (BatchNorm variance, must stay positive): (1, 0.1)
+    - anything else (tokens, embeddings, running means): (0, 0.02)
     """
     if is_input:
         return 0.0, 1.0
@@ -126,4 +127,6 @@ def default_role(name, shape, is_input):
             return 1.0, 0.1
     if name.endswith("bias"):
         return 0.0, 0.02
+    if name.endswith("running_var"):
+        return 1.0, 0.1
     return 0.0, 0.02

@@ -1,5 +1,714 @@
 package main
 
+import (
+	"fmt"
+	"math"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
 // vectorKernels emits the elementwise and row kernels (LayerNorm, softmax,
-// GELU, add/scale). Each is a function of its own below.
-func vectorKernels() {}
+// GELU, add/scale), each once per path: AVX-512 (16 lanes, masked tail)
+// and AVX2+FMA (8 lanes, VMASKMOVPS tail). The Go drivers in package kern
+// call them with n ≥ 1; every kernel handles any n, the tail included.
+func vectorKernels() {
+	declareConsts()
+	for _, s := range []vecISA{
+		{suffix: "AVX512", avx512: true, lanes: 16, bytes: 64, unroll: 4, v: []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
+			Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}},
+		{suffix: "AVX2", lanes: 8, bytes: 32, unroll: 2, v: []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}},
+	} {
+		s.add()
+		s.scale()
+		s.addScaled()
+		s.gelu()
+		s.erfKernel()
+		s.expKernel()
+		s.softmaxRow()
+		s.layerNormRow()
+	}
+}
+
+// vecISA is one SIMD path of the vector kernels.
+type vecISA struct {
+	suffix string // appended to every function name
+	avx512 bool   // EVEX encodings, K1 tail mask, VSCALEFPS
+	lanes  int    // float32 lanes per vector
+	bytes  int    // bytes per vector
+	unroll int    // vectors per main-loop iteration
+	v      []VecPhysical
+}
+
+// mask is the AVX2 tail mask (all ones in the lanes < n); AVX-512 keeps
+// its tail mask in K1.
+func (s vecISA) mask() VecPhysical { return s.v[len(s.v)-1] }
+
+// Polynomial coefficients, lowest degree first. They were fitted once in
+// float64 (weighted minimax by Lawson's iteration on least squares over
+// Chebyshev nodes; Trefethen, Approximation Theory and Approximation
+// Practice, ch. 10 and 16) and are rounded to float32 here. The Go path
+// (softmax_generic.go, gelu_generic.go) holds the same values: keep them in
+// sync (the tests compare the paths).
+var (
+	// exp(r) = 1 + r·(1 + r·(c0 + r·(c1 + … + r·c4))) on |r| ≤ ln2/2,
+	// max relative error 3.1e-9 before float32 rounding.
+	expCoef = []float32{0.499999935, 0.166665207, 0.0416683874, 0.00836870982, 0.00138146132}
+	// erf(a) = a·P(a²) on 0 ≤ a < 1, max relative error 1.2e-9.
+	erfSmall = []float32{1.12837917, -0.376126258, 0.112835852, -0.026853812, 0.00518832787, -0.00080101951, 7.85386584e-05}
+	// erfc(a) = Q(a − 2.5) on 1 ≤ a ≤ 4, max absolute error 4.4e-8
+	// (erf(a) = 1 − Q; beyond a = 4, erfc < 1.6e-8 and erf rounds to 1).
+	erfLarge = []float32{0.000406917844, -0.00217802109, 0.00544718697, -0.00835390433, 0.00861204221, -0.00610118588,
+		0.00282538871, -0.000572914609, -0.000293591546, 0.000280253852, -5.87135931e-05, -2.12991996e-05, 8.59575358e-06}
+)
+
+// consts maps a name to its table: 16 copies of one 32-bit value (64
+// bytes), read as a vector operand by both paths.
+var consts = map[string]Mem{}
+
+func declareConsts() {
+	f := func(name string, v float32) { constU32(name, math.Float32bits(v)) }
+	f("one", 1)
+	f("half", 0.5)
+	f("zero", 0)
+	f("negmax", -math.MaxFloat32)
+	f("four", 4)
+	f("c25", 2.5)
+	f("rsqrt2", float32(1/math.Sqrt2))
+	f("log2e", float32(math.Log2E))
+	// ln 2 split in a high part with 12 significant bits (so n·ln2hi is
+	// exact for |n| < 2¹²) and the float32 remainder: Cody and Waite's
+	// argument reduction (Cody & Waite, Software Manual for the
+	// Elementary Functions, 1980).
+	f("ln2hi", 0.693145751953125)
+	f("ln2lo", float32(math.Ln2-0.693145751953125))
+	f("explo", -104) // exp(−104) < 2⁻¹⁴⁹/2: rounds to 0
+	constU32("absmask", 0x7fffffff)
+	constU32("signmask", 0x80000000)
+	constU32("neginf", 0xff800000)
+	constU32("bias127", 127)
+	for i, c := range expCoef {
+		f(fmt.Sprintf("expc%d", i), c)
+	}
+	for i, c := range erfSmall {
+		f(fmt.Sprintf("erfs%d", i), c)
+	}
+	// Q's coefficients negated: Horner then yields −Q and erf = −Q + 1.
+	for i, c := range erfLarge {
+		f(fmt.Sprintf("erfl%d", i), -c)
+	}
+	iota := GLOBL("vk_iota", RODATA|NOPTR)
+	for i := 0; i < 8; i++ {
+		DATA(4*i, U32(uint32(i)))
+	}
+	consts["iota"] = iota
+}
+
+func constU32(name string, v uint32) {
+	m := GLOBL("vk_"+name, RODATA|NOPTR)
+	for i := 0; i < 16; i++ {
+		DATA(4*i, U32(v))
+	}
+	consts[name] = m
+}
+
+func k(name string) Mem {
+	m, ok := consts[name]
+	if !ok {
+		panic("no constant " + name)
+	}
+	return m
+}
+
+// ld loads one vector (the lanes < n only, others zero, when tail).
+func (s vecISA) ld(m Mem, dst VecPhysical, tail bool) {
+	switch {
+	case !tail:
+		VMOVUPS(m, dst)
+	case s.avx512:
+		VMOVUPS_Z(m, K1, dst)
+	default:
+		VMASKMOVPS(m, s.mask(), dst)
+	}
+}
+
+// st stores one vector (the lanes < n only when tail).
+func (s vecISA) st(src VecPhysical, m Mem, tail bool) {
+	switch {
+	case !tail:
+		VMOVUPS(src, m)
+	case s.avx512:
+		VMOVUPS(src, K1, m)
+	default:
+		VMASKMOVPS(src, s.mask(), m)
+	}
+}
+
+// setMask makes the tail mask from the count 1 ≤ n < lanes in CX.
+func (s vecISA) setMask() {
+	if s.avx512 {
+		Comment("K1 = lanes < n")
+		MOVL(U32(1), EAX)
+		SHLL(CL, EAX)
+		DECL(EAX)
+		KMOVW(EAX, K1)
+		return
+	}
+	Comment("mask = lanes < n: broadcast(n) > [0 1 … 7]")
+	m := s.mask()
+	VMOVD(ECX, m.AsX())
+	VPBROADCASTD(m.AsX(), m)
+	VPCMPGTD(k("iota"), m, m)
+}
+
+// stream emits the loop that walks n (in CX) floats of the arrays whose
+// pointers are ptrs, unroll vectors at a time, then one, then a masked
+// tail. body(u, tail, at) emits the work on u vectors, where at(p, j) is
+// vector j of array p. CX and ptrs are consumed.
+func (s vecISA) stream(label string, ptrs []Register, body func(u int, tail bool, at func(p, j int) Mem)) {
+	at := func(p, j int) Mem { return Mem{Base: ptrs[p], Disp: j * s.bytes} }
+	step := func(u int) {
+		for _, p := range ptrs {
+			ADDQ(U32(u*s.bytes), p)
+		}
+		SUBQ(U32(u*s.lanes), RCX)
+	}
+	Label(label + "_blocks")
+	CMPQ(RCX, U32(s.unroll*s.lanes))
+	JB(LabelRef(label + "_vectors"))
+	body(s.unroll, false, at)
+	step(s.unroll)
+	JMP(LabelRef(label + "_blocks"))
+	Label(label + "_vectors")
+	CMPQ(RCX, U32(s.lanes))
+	JB(LabelRef(label + "_tail"))
+	body(1, false, at)
+	step(1)
+	JMP(LabelRef(label + "_vectors"))
+	Label(label + "_tail")
+	TESTQ(RCX, RCX)
+	JZ(LabelRef(label + "_done"))
+	s.setMask()
+	body(1, true, at)
+	Label(label + "_done")
+}
+
+// reduce folds the vectors acc into the scalar acc[0].AsX() with op
+// (VADDPS or VMAXPS), using tmp.
+func (s vecISA) reduce(op func(...Op), acc []VecPhysical, tmp VecPhysical) {
+	for w := 1; w < len(acc); w *= 2 {
+		for i := 0; i+w < len(acc); i += 2 * w {
+			op(acc[i+w], acc[i], acc[i])
+		}
+	}
+	a := acc[0]
+	if s.avx512 {
+		VEXTRACTF64X4(U8(1), a, tmp.AsY())
+		op(tmp.AsY(), a.AsY(), a.AsY())
+	}
+	VEXTRACTF128(U8(1), a.AsY(), tmp.AsX())
+	op(tmp.AsX(), a.AsX(), a.AsX())
+	VMOVHLPS(a.AsX(), a.AsX(), tmp.AsX())
+	op(tmp.AsX(), a.AsX(), a.AsX())
+	VMOVSHDUP(a.AsX(), tmp.AsX())
+	op(tmp.AsX(), a.AsX(), a.AsX())
+}
+
+func (s vecISA) bcast(x, dst VecPhysical) { VBROADCASTSS(x.AsX(), dst) }
+
+func (s vecISA) end() {
+	VZEROUPPER()
+	RET()
+}
+
+// add emits out[i] = x[i] + y[i] for i < n.
+func (s vecISA) add() {
+	name := "add" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, x, y, out *float32)")
+	Pragma("noescape")
+	Doc(name + " sets out[i] = x[i] + y[i] for i < n.")
+	Load(Param("n"), RCX)
+	Load(Param("x"), RSI)
+	Load(Param("y"), RDX)
+	Load(Param("out"), RDI)
+	a, b := s.v[:s.unroll], s.v[s.unroll:2*s.unroll]
+	s.stream(name, []Register{RSI, RDX, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+		Comment("out = x + y")
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), a[j], tail)
+			s.ld(at(1, j), b[j], tail)
+		}
+		for j := 0; j < u; j++ {
+			VADDPS(b[j], a[j], a[j])
+			s.st(a[j], at(2, j), tail)
+		}
+	})
+	s.end()
+}
+
+// scale emits out[i] = alpha·x[i] for i < n.
+func (s vecISA) scale() {
+	name := "scale" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, alpha float32, x, out *float32)")
+	Pragma("noescape")
+	Doc(name + " sets out[i] = alpha·x[i] for i < n.")
+	Load(Param("n"), RCX)
+	Load(Param("x"), RSI)
+	Load(Param("out"), RDI)
+	alpha := s.v[2*s.unroll]
+	Comment("alpha in every lane")
+	Load(Param("alpha"), alpha.AsX())
+	s.bcast(alpha, alpha)
+	a := s.v[:s.unroll]
+	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+		Comment("out = alpha·x")
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), a[j], tail)
+		}
+		for j := 0; j < u; j++ {
+			VMULPS(alpha, a[j], a[j])
+			s.st(a[j], at(1, j), tail)
+		}
+	})
+	s.end()
+}
+
+// addScaled emits out[i] = x[i] + alpha·y[i] (one fused multiply-add).
+func (s vecISA) addScaled() {
+	name := "addScaled" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, alpha float32, x, y, out *float32)")
+	Pragma("noescape")
+	Doc(name + " sets out[i] = x[i] + alpha·y[i] for i < n, with one rounding (fused multiply-add).")
+	Load(Param("n"), RCX)
+	Load(Param("x"), RSI)
+	Load(Param("y"), RDX)
+	Load(Param("out"), RDI)
+	alpha := s.v[2*s.unroll]
+	Comment("alpha in every lane")
+	Load(Param("alpha"), alpha.AsX())
+	s.bcast(alpha, alpha)
+	a, b := s.v[:s.unroll], s.v[s.unroll:2*s.unroll]
+	s.stream(name, []Register{RSI, RDX, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+		Comment("out = alpha·y + x")
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), a[j], tail)
+			s.ld(at(1, j), b[j], tail)
+		}
+		for j := 0; j < u; j++ {
+			VFMADD213PS(a[j], alpha, b[j])
+			s.st(b[j], at(2, j), tail)
+		}
+	})
+	s.end()
+}
+
+// erfRegs are the registers of one vector's erf: u the argument (kept),
+// the result in q; a, z, p are scratch.
+type erfRegs struct{ u, a, z, p, q VecPhysical }
+
+// four is a register holding 4 in every lane (for a NaN-preserving min).
+//
+// erf emits q = erf(u) on the vectors of rs, interleaved. Two branch-free
+// pieces, selected per lane: a·P(a²) for a = |u| < 1 and 1 − Q(min(a, 4)
+// − 2.5) above; the sign of u is then copied onto the result. A NaN
+// argument gives NaN (min keeps it); ±Inf gives ±1.
+func (s vecISA) erf(rs []erfRegs, four VecPhysical) {
+	Comment("a = |u|, z = a²")
+	for _, r := range rs {
+		if s.avx512 {
+			VPANDD(k("absmask"), r.u, r.a)
+		} else {
+			VANDPS(k("absmask"), r.u, r.a)
+		}
+		VMULPS(r.a, r.a, r.z)
+	}
+	Comment("p = a·P(a²): erf on a < 1")
+	for _, r := range rs {
+		VMOVUPS(k(fmt.Sprintf("erfs%d", len(erfSmall)-1)), r.p)
+	}
+	for i := len(erfSmall) - 2; i >= 0; i-- {
+		for _, r := range rs {
+			VFMADD213PS(k(fmt.Sprintf("erfs%d", i)), r.z, r.p)
+		}
+	}
+	for _, r := range rs {
+		VMULPS(r.a, r.p, r.p)
+	}
+	Comment("z = min(a, 4) − 2.5 (NaN stays NaN); q = −Q(z)")
+	for _, r := range rs {
+		VMINPS(r.a, four, r.z)
+		VSUBPS(k("c25"), r.z, r.z)
+		VMOVUPS(k(fmt.Sprintf("erfl%d", len(erfLarge)-1)), r.q)
+	}
+	for i := len(erfLarge) - 2; i >= 0; i-- {
+		for _, r := range rs {
+			VFMADD213PS(k(fmt.Sprintf("erfl%d", i)), r.z, r.q)
+		}
+	}
+	Comment("q = 1 − Q: erf on a ≥ 1; where a < 1, q = p")
+	for _, r := range rs {
+		VADDPS(k("one"), r.q, r.q)
+		if s.avx512 {
+			VCMPPS(U8(1), k("one"), r.a, K2) // a < 1, ordered
+			VMOVAPS(r.p, K2, r.q)
+		} else {
+			VCMPPS(U8(1), k("one"), r.a, r.z)
+			VBLENDVPS(r.z, r.p, r.q, r.q)
+		}
+	}
+	Comment("q |= sign(u)")
+	for _, r := range rs {
+		if s.avx512 {
+			VPANDD(k("signmask"), r.u, r.z)
+			VPORD(r.z, r.q, r.q)
+		} else {
+			VANDPS(k("signmask"), r.u, r.z)
+			VORPS(r.z, r.q, r.q)
+		}
+	}
+}
+
+// erfRegSet hands out per-vector registers after the fixed ones.
+func (s vecISA) erfRegSet(u int, first int) []erfRegs {
+	rs := make([]erfRegs, u)
+	for j := range rs {
+		b := first + 5*j
+		rs[j] = erfRegs{s.v[b], s.v[b+1], s.v[b+2], s.v[b+3], s.v[b+4]}
+	}
+	return rs
+}
+
+// gelu emits y = (x·0.5)·(1 + erf(x·(1/√2))), PyTorch's exact GELU.
+func (s vecISA) gelu() {
+	name := "gelu" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, x, y *float32)")
+	Pragma("noescape")
+	Doc(name + " sets y[i] = (x[i]·0.5)·(1 + erf(x[i]·(1/√2))) for i < n, with gelu(−Inf) = 0 and −0 results as +0.")
+	Load(Param("n"), RCX)
+	Load(Param("x"), RSI)
+	Load(Param("y"), RDI)
+	four, negmax := s.v[0], s.v[1]
+	Comment("constants kept in registers: operands whose NaN must win in min/max")
+	VMOVUPS(k("four"), four)
+	VMOVUPS(k("negmax"), negmax)
+	xs := s.v[2 : 2+s.unroll]
+	rs := s.erfRegSet(s.unroll, 2+s.unroll)
+	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+		Comment("u = x·(1/√2)")
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), xs[j], tail)
+			VMULPS(k("rsqrt2"), xs[j], rs[j].u)
+		}
+		s.erf(rs[:u], four)
+		Comment("y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0")
+		for j := 0; j < u; j++ {
+			VADDPS(k("one"), rs[j].q, rs[j].q)
+			VMAXPS(xs[j], negmax, xs[j])
+			VMULPS(k("half"), xs[j], xs[j])
+			VFMADD213PS(k("zero"), xs[j], rs[j].q)
+			s.st(rs[j].q, at(1, j), tail)
+		}
+	})
+	s.end()
+}
+
+// erfKernel emits y = erf(x), the erf of gelu alone (for accuracy tests).
+func (s vecISA) erfKernel() {
+	name := "erf" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, x, y *float32)")
+	Pragma("noescape")
+	Doc(name + " sets y[i] = erf(x[i]) for i < n: the erf of gelu" + s.suffix + ", for the accuracy tests.")
+	Load(Param("n"), RCX)
+	Load(Param("x"), RSI)
+	Load(Param("y"), RDI)
+	four := s.v[0]
+	VMOVUPS(k("four"), four)
+	rs := s.erfRegSet(s.unroll, 1)
+	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), rs[j].u, tail)
+		}
+		s.erf(rs[:u], four)
+		for j := 0; j < u; j++ {
+			s.st(rs[j].q, at(1, j), tail)
+		}
+	})
+	s.end()
+}
+
+// expRegs are the registers of one vector's exp: the argument in r
+// (clobbered), the result in p; n is scratch.
+type expRegs struct{ r, n, p VecPhysical }
+
+// exp emits p = exp(r) for r ≤ 0 (or NaN, which stays NaN): r is clamped
+// to −104 (below which exp rounds to 0), then exp(r) = 2ⁿ·exp(r − n·ln2)
+// with n = round(r·log2e); the Cody–Waite reduced argument is in
+// [−ln2/2, ln2/2] and exp of it a degree-6 polynomial. AVX-512 scales
+// with VSCALEFPS; AVX2 multiplies by 2^⌊n/2⌋ and 2^(n−⌊n/2⌋), both
+// normal for n ≥ −150, so subnormal results are rounded once.
+func (s vecISA) exp(rs []expRegs, lo VecPhysical) {
+	Comment("r = max(r, −104) (NaN stays NaN); n = round(r·log2e)")
+	for _, e := range rs {
+		VMAXPS(e.r, lo, e.r)
+		VMULPS(k("log2e"), e.r, e.n)
+		if s.avx512 {
+			VRNDSCALEPS(U8(0), e.n, e.n)
+		} else {
+			VROUNDPS(U8(0), e.n, e.n)
+		}
+	}
+	Comment("r −= n·ln2 (hi, then lo)")
+	for _, e := range rs {
+		VFNMADD231PS(k("ln2hi"), e.n, e.r)
+	}
+	for _, e := range rs {
+		VFNMADD231PS(k("ln2lo"), e.n, e.r)
+	}
+	Comment("p = 1 + r·(1 + r·(c0 + r·(c1 + …)))")
+	for _, e := range rs {
+		VMOVUPS(k(fmt.Sprintf("expc%d", len(expCoef)-1)), e.p)
+	}
+	for i := len(expCoef) - 2; i >= 0; i-- {
+		for _, e := range rs {
+			VFMADD213PS(k(fmt.Sprintf("expc%d", i)), e.r, e.p)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		for _, e := range rs {
+			VFMADD213PS(k("one"), e.r, e.p)
+		}
+	}
+	if s.avx512 {
+		Comment("p ·= 2ⁿ")
+		for _, e := range rs {
+			VSCALEFPS(e.n, e.p, e.p)
+		}
+		return
+	}
+	Comment("p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23")
+	for _, e := range rs {
+		VCVTPS2DQ(e.n, e.n)
+		VPSRAD(U8(1), e.n, e.r)
+		VPSUBD(e.r, e.n, e.n)
+		VPADDD(k("bias127"), e.r, e.r)
+		VPSLLD(U8(23), e.r, e.r)
+		VPADDD(k("bias127"), e.n, e.n)
+		VPSLLD(U8(23), e.n, e.n)
+		VMULPS(e.r, e.p, e.p)
+		VMULPS(e.n, e.p, e.p)
+	}
+}
+
+func (s vecISA) expRegSet(u, first int) []expRegs {
+	rs := make([]expRegs, u)
+	for j := range rs {
+		b := first + 3*j
+		rs[j] = expRegs{s.v[b], s.v[b+1], s.v[b+2]}
+	}
+	return rs
+}
+
+// expKernel emits y = exp(x) for x ≤ 0, the exp of softmax alone (for
+// accuracy tests).
+func (s vecISA) expKernel() {
+	name := "exp" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, x, y *float32)")
+	Pragma("noescape")
+	Doc(name + " sets y[i] = exp(x[i]) for i < n and x[i] ≤ 0: the exp of softmaxRow" + s.suffix + ", for the accuracy tests.")
+	Load(Param("n"), RCX)
+	Load(Param("x"), RSI)
+	Load(Param("y"), RDI)
+	lo := s.v[0]
+	VMOVUPS(k("explo"), lo)
+	rs := s.expRegSet(s.unroll, 1)
+	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), rs[j].r, tail)
+		}
+		s.exp(rs[:u], lo)
+		for j := 0; j < u; j++ {
+			s.st(rs[j].p, at(1, j), tail)
+		}
+	})
+	s.end()
+}
+
+// softmaxRow emits the softmax of one row of scale·x in three passes.
+func (s vecISA) softmaxRow() {
+	name := "softmaxRow" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, x, y *float32, scale float32)")
+	Pragma("noescape")
+	Doc(name+" sets y[i] = exp(v[i] − m)/Σ_j exp(v[j] − m) for i < n, where v = scale·x (rounded) and m = max v;",
+		"y is first written with the exponentials, then scaled by 1/Σ. n must be positive.")
+	Load(Param("n"), RDX)
+	sc, lo, m := s.v[0], s.v[1], s.v[2]
+	acc := s.v[3 : 3+s.unroll]
+	t := s.v[3+s.unroll : 3+2*s.unroll]
+	Comment("scale in every lane")
+	Load(Param("scale"), sc.AsX())
+	s.bcast(sc, sc)
+
+	Comment("pass 1: m = max_i scale·x[i]")
+	MOVQ(RDX, RCX)
+	Load(Param("x"), RSI)
+	for _, a := range acc {
+		VMOVUPS(k("neginf"), a)
+	}
+	s.stream(name+"_max", []Register{RSI}, func(u int, tail bool, at func(p, j int) Mem) {
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), t[j], tail)
+			VMULPS(sc, t[j], t[j])
+		}
+		for j := 0; j < u; j++ {
+			switch {
+			case !tail:
+				VMAXPS(t[j], acc[j], acc[j])
+			case s.avx512:
+				VMAXPS(t[j], acc[j], K1, acc[j])
+			default:
+				Comment("lanes ≥ n become −Inf")
+				VBLENDVPS(s.mask(), t[j], k("neginf"), t[j])
+				VMAXPS(t[j], acc[j], acc[j])
+			}
+		}
+	})
+	s.reduce(VMAXPS, acc, t[0])
+	s.bcast(acc[0], m)
+
+	Comment("pass 2: y[i] = exp(scale·x[i] − m), Σ in acc")
+	MOVQ(RDX, RCX)
+	Load(Param("x"), RSI)
+	Load(Param("y"), RDI)
+	VMOVUPS(k("explo"), lo)
+	for _, a := range acc {
+		VXORPS(a, a, a)
+	}
+	rs := s.expRegSet(s.unroll, 3+s.unroll)
+	s.stream(name+"_exp", []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), rs[j].r, tail)
+			VMULPS(sc, rs[j].r, rs[j].r)
+			VSUBPS(m, rs[j].r, rs[j].r)
+		}
+		s.exp(rs[:u], lo)
+		for j := 0; j < u; j++ {
+			s.st(rs[j].p, at(1, j), tail)
+			switch {
+			case !tail:
+				VADDPS(rs[j].p, acc[j], acc[j])
+			case s.avx512:
+				VADDPS(rs[j].p, acc[j], K1, acc[j])
+			default:
+				Comment("lanes ≥ n add 0")
+				VANDPS(s.mask(), rs[j].p, rs[j].p)
+				VADDPS(rs[j].p, acc[j], acc[j])
+			}
+		}
+	})
+	s.reduce(VADDPS, acc, t[0])
+	Comment("inv = 1/Σ in every lane")
+	inv := s.v[2]
+	VMOVSS(k("one"), inv.AsX())
+	VDIVSS(acc[0].AsX(), inv.AsX(), inv.AsX())
+	s.bcast(inv, inv)
+
+	Comment("pass 3: y[i] ·= inv")
+	MOVQ(RDX, RCX)
+	Load(Param("y"), RDI)
+	s.stream(name+"_norm", []Register{RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), t[j], tail)
+			VMULPS(inv, t[j], t[j])
+			s.st(t[j], at(0, j), tail)
+		}
+	})
+	s.end()
+}
+
+// layerNormRow emits the LayerNorm of one row in three passes: mean, then
+// the biased variance as the mean of (x − mean)², then the output.
+func (s vecISA) layerNormRow() {
+	name := "layerNormRow" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, x, gamma, beta, y *float32, eps float32)")
+	Pragma("noescape")
+	Doc(name+" sets y[i] = (x[i] − μ)·r·gamma[i] + beta[i] for i < n, with μ = Σx/n, σ² = Σ(x − μ)²/n and",
+		"r = 1/sqrt(σ² + eps), the sums in float32 over several partial sums. n must be positive.")
+	Load(Param("n"), RDX)
+	mean, rstd, fn := s.v[0], s.v[1], s.v[2]
+	acc := s.v[3 : 3+s.unroll]
+	t := s.v[3+s.unroll : 3+2*s.unroll]
+	g := s.v[3+2*s.unroll : 3+3*s.unroll]
+	Comment("fn = float32(n)")
+	VXORPS(fn.AsX(), fn.AsX(), fn.AsX())
+	VCVTSI2SSQ(RDX, fn.AsX(), fn.AsX())
+
+	Comment("pass 1: mean = Σ x / n")
+	MOVQ(RDX, RCX)
+	Load(Param("x"), RSI)
+	for _, a := range acc {
+		VXORPS(a, a, a)
+	}
+	s.stream(name+"_sum", []Register{RSI}, func(u int, tail bool, at func(p, j int) Mem) {
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), t[j], tail)
+			VADDPS(t[j], acc[j], acc[j])
+		}
+	})
+	s.reduce(VADDPS, acc, t[0])
+	VDIVSS(fn.AsX(), acc[0].AsX(), mean.AsX())
+	s.bcast(mean, mean)
+
+	Comment("pass 2: var = Σ (x − mean)² / n")
+	MOVQ(RDX, RCX)
+	Load(Param("x"), RSI)
+	for _, a := range acc {
+		VXORPS(a, a, a)
+	}
+	s.stream(name+"_var", []Register{RSI}, func(u int, tail bool, at func(p, j int) Mem) {
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), t[j], tail)
+			VSUBPS(mean, t[j], t[j])
+			switch {
+			case !tail:
+				VFMADD231PS(t[j], t[j], acc[j])
+			case s.avx512:
+				VFMADD231PS(t[j], t[j], K1, acc[j])
+			default:
+				Comment("lanes ≥ n add 0")
+				VANDPS(s.mask(), t[j], t[j])
+				VFMADD231PS(t[j], t[j], acc[j])
+			}
+		}
+	})
+	s.reduce(VADDPS, acc, t[0])
+	Comment("rstd = 1/sqrt(var + eps)")
+	VDIVSS(fn.AsX(), acc[0].AsX(), acc[0].AsX())
+	Load(Param("eps"), t[0].AsX())
+	VADDSS(t[0].AsX(), acc[0].AsX(), acc[0].AsX())
+	VSQRTSS(acc[0].AsX(), acc[0].AsX(), acc[0].AsX())
+	VMOVSS(k("one"), rstd.AsX())
+	VDIVSS(acc[0].AsX(), rstd.AsX(), rstd.AsX())
+	s.bcast(rstd, rstd)
+
+	Comment("pass 3: y = ((x − mean)·rstd)·gamma + beta")
+	MOVQ(RDX, RCX)
+	Load(Param("x"), RSI)
+	Load(Param("gamma"), R8)
+	Load(Param("beta"), R9)
+	Load(Param("y"), RDI)
+	s.stream(name+"_out", []Register{RSI, R8, R9, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), t[j], tail)
+			s.ld(at(1, j), g[j], tail)
+			VSUBPS(mean, t[j], t[j])
+			VMULPS(rstd, t[j], t[j])
+		}
+		for j := 0; j < u; j++ {
+			s.ld(at(2, j), acc[j], tail)
+			VFMADD213PS(acc[j], g[j], t[j])
+			s.st(t[j], at(3, j), tail)
+		}
+	})
+	s.end()
+}

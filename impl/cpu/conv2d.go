@@ -1,0 +1,131 @@
+package cpu
+
+import (
+	"math"
+
+	"vitbench/bench"
+	"vitbench/bench/ops"
+	"vitbench/impl/cpu/internal/kern"
+)
+
+// foldedWeight is a conv weight with its BatchNorm folded in, packed for
+// the GEMM, and the bias that goes with it.
+type foldedWeight struct {
+	versions []uint64 // of the weight, bias and BN tensors it was built from
+	pb       *kern.PackedB
+	bias     []float32
+	held     int64 // bytes this cache keeps alive
+}
+
+func (f *foldedWeight) bytes() int64 { return f.held }
+
+// conv2d runs a convolution as an implicit-in-cache GEMM: each worker
+// unfolds its rows of windows (token-major, c·KH·KW + ky·KW + kx order,
+// the layout of the weight [O, C, KH, KW]), multiplies them by the folded
+// weight with bias and ReLU fused, and the tokens [L, O] are then
+// transposed to NCHW.
+func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
+	want := []bench.Shape{{c.Batch, c.InChans, c.Height, c.Width}, {c.OutChans, c.InChans, c.KernelH, c.KernelW}}
+	o := bench.Shape{c.OutChans}
+	if c.Bias {
+		want = append(want, o)
+	}
+	if c.BN {
+		want = append(want, o, o, o, o)
+	}
+	if err := checkShapes("conv2d", in, want); err != nil {
+		return err
+	}
+	oh, ow := c.OutH(), c.OutW()
+	if err := checkShapes("conv2d", out, []bench.Shape{{c.Batch, c.OutChans, oh, ow}}); err != nil {
+		return err
+	}
+	fw := b.foldConv(c, in[1:])
+	windows, k := oh*ow, c.Cols()
+	rows := c.Batch * windows
+	buf, release := b.scratch(rows*k + rows*c.OutChans)
+	defer release()
+	cols, tokens := buf[:rows*k], buf[rows*k:]
+	geom := kern.UnfoldGeom{C: c.InChans, H: c.Height, W: c.Width, KH: c.KernelH, KW: c.KernelW,
+		SH: c.StrideH, SW: c.StrideW, PH: c.PadH, PW: c.PadW, DH: c.DilationH, DW: c.DilationW, OH: oh, OW: ow}
+	x, plane := in[0].data, c.InChans*c.Height*c.Width
+	act := kern.ActNone
+	if c.ReLU {
+		act = kern.ActReLU
+	}
+	forRowTiles(b.threads, rows, fw.pb, func(r0, r1 int) {
+		for r := r0; r < r1; {
+			img, l := r/windows, r%windows
+			end := min(r1, (img+1)*windows)
+			kern.UnfoldRows(geom, x[img*plane:(img+1)*plane], cols[r*k:], l, l+end-r)
+			r = end
+		}
+	}, cols, k, tokens, c.OutChans, kern.Epilogue{Bias: fw.bias, Act: act})
+	// [B, L, O] → [B, O, L], split over (image, channel) planes.
+	y := out[0].data
+	parallelFor(b.threads, c.Batch*c.OutChans, 8, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			img, ch := p/c.OutChans, p%c.OutChans
+			dst := y[p*windows : (p+1)*windows]
+			src := tokens[img*windows*c.OutChans+ch:]
+			for l := range dst {
+				dst[l] = src[l*c.OutChans]
+			}
+		}
+	})
+	return nil
+}
+
+// foldConv returns the conv weight with BatchNorm folded in, packed, and
+// its bias: w'[o] = w[o]·s[o], b'[o] = (b[o] − mean[o])·s[o] + beta[o] with
+// s[o] = gamma[o]/√(var[o] + eps). It is rebuilt only when one of the
+// tensors it reads was uploaded again.
+func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor) *foldedWeight {
+	w := ws[0]
+	versions := make([]uint64, len(ws))
+	for i, t := range ws {
+		versions[i] = t.version
+	}
+	if f := w.folded; f != nil && f.pb.Current() && equalVersions(f.versions, versions) {
+		return f
+	}
+	b.dropPacked(w)
+	o, k := c.OutChans, c.Cols()
+	bias := make([]float32, o)
+	if c.Bias {
+		copy(bias, ws[1].data)
+	}
+	wf := w.data
+	if c.BN {
+		bn := ws[len(ws)-4:]
+		gamma, beta, mean, variance := bn[0].data, bn[1].data, bn[2].data, bn[3].data
+		wf = make([]float32, o*k)
+		for i := 0; i < o; i++ {
+			s := float64(gamma[i]) / math.Sqrt(float64(variance[i])+c.BNEps)
+			for j, v := range w.data[i*k : (i+1)*k] {
+				wf[i*k+j] = float32(float64(v) * s)
+			}
+			bias[i] = float32((float64(bias[i])-float64(mean[i]))*s + float64(beta[i]))
+		}
+	}
+	f := &foldedWeight{versions: versions, pb: kern.PackBT(o, k, wf, k), bias: bias}
+	f.held = f.pb.Bytes() + int64(len(bias))*4
+	if f.pb.Bytes() == 0 && c.BN {
+		f.held += int64(len(wf)) * 4 // the Go path multiplies by wf itself
+	}
+	w.folded = f
+	b.account(f.bytes())
+	return f
+}
+
+func equalVersions(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
