@@ -13,9 +13,16 @@ import (
 //
 // with op(W) = Wᵀ for W [N, K] when TransB (nn.Linear's layout, the
 // default) and op(W) = W for W [K, N] otherwise (x @ W).
+//
+// Inside a network graph the node may also apply an activation and add a
+// residual (an extra input of shape [B, M, N]) to its outputs:
+//
+//	out[b, i, j] = act(bias[j] + Σ_p …) + residual[b, i, j]
 type Gemm struct {
 	Batch, M, N, K int
 	TransB, Bias   bool
+	Act            string // "", "relu" or "gelu" (exact erf)
+	Residual       bool
 }
 
 // OpName implements bench.Node.

@@ -85,3 +85,6 @@ func checkDims(op string, named ...any) error {
 	}
 	return nil
 }
+
+// errorf is fmt.Errorf, for brevity in parameter checks.
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -97,7 +97,7 @@ func CPUModel() string {
 // a kernel for.
 func (b *Backend) Supports(op string, dt bench.DType) error {
 	switch op {
-	case "patch_embed", "soft_split", "gemm", "conv2d":
+	case "patch_embed", "soft_split", "gemm", "conv2d", "layernorm", "attention_core":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
 	}
@@ -230,6 +230,10 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.gemm(n, hin, hout)
 	case ops.Conv2d:
 		return b.conv2d(n, hin, hout)
+	case ops.LayerNorm:
+		return b.layerNorm(n, hin, hout)
+	case ops.AttentionCore:
+		return b.attentionCore(n, hin, hout)
 	}
 	return fmt.Errorf("cpu: no kernel for op %q", node.OpName())
 }

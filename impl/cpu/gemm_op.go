@@ -1,8 +1,11 @@
 package cpu
 
 import (
+	"fmt"
+
 	"vitbench/bench"
 	"vitbench/bench/ops"
+	"vitbench/impl/cpu/internal/kern"
 )
 
 // gemm runs the gemm op: out[b] = x[b]·op(W) + bias for every batch item,
@@ -16,17 +19,34 @@ func (b *Backend) gemm(g ops.Gemm, in, out []*tensor) error {
 	if g.Bias {
 		want = append(want, bench.Shape{g.N})
 	}
+	if g.Residual {
+		want = append(want, bench.Shape{g.Batch, g.M, g.N})
+	}
 	if err := checkShapes("gemm", in, want); err != nil {
 		return err
 	}
 	if err := checkShapes("gemm", out, []bench.Shape{{g.Batch, g.M, g.N}}); err != nil {
 		return err
 	}
-	var bias []float32
+	epi := kern.Epilogue{}
+	next := 2
 	if g.Bias {
-		bias = in[2].data
+		epi.Bias = in[next].data
+		next++
+	}
+	if g.Residual {
+		epi.Residual, epi.LdR = in[next].data, g.N
+	}
+	switch g.Act {
+	case "":
+	case "relu":
+		epi.Act = kern.ActReLU
+	case "gelu":
+		epi.Act = kern.ActGELU
+	default:
+		return fmt.Errorf("cpu: gemm activation %q unknown", g.Act)
 	}
 	pb := b.packedWeight(in[1], g.N, g.K, g.TransB)
-	gemmParallel(b.threads, g.Batch*g.M, in[0].data, g.K, pb, out[0].data, g.N, bias)
+	forRowTiles(b.threads, g.Batch*g.M, pb, nil, in[0].data, g.K, out[0].data, g.N, epi)
 	return nil
 }

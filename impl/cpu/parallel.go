@@ -6,6 +6,12 @@ import "sync"
 // least grain items and runs body on each chunk, one goroutine per chunk,
 // returning when all are done. With one chunk it runs inline.
 func parallelFor(threads, n, grain int, body func(lo, hi int)) {
+	parallelChunks(threads, n, grain, func(_, lo, hi int) { body(lo, hi) })
+}
+
+// parallelChunks is parallelFor that also tells body its chunk's index
+// (0 ≤ chunk < threads), so workers can own per-worker scratch.
+func parallelChunks(threads, n, grain int, body func(chunk, lo, hi int)) {
 	if n <= 0 {
 		return
 	}
@@ -14,7 +20,7 @@ func parallelFor(threads, n, grain int, body func(lo, hi int)) {
 	}
 	chunks := min(threads, (n+grain-1)/grain)
 	if chunks <= 1 {
-		body(0, n)
+		body(0, 0, n)
 		return
 	}
 	var wg sync.WaitGroup
@@ -23,7 +29,7 @@ func parallelFor(threads, n, grain int, body func(lo, hi int)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			body(lo, hi)
+			body(c, lo, hi)
 		}()
 	}
 	wg.Wait()

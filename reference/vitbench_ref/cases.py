@@ -5,6 +5,8 @@ import json
 import os
 import re
 
+import torch
+
 from . import modules
 
 # The built-in cases live in one file shared with the Go side (bench/cases/builtin.json): name,
@@ -23,18 +25,26 @@ PARAMS = {
     "soft_split": {"in_chans": None, "img_size": None, "kernel_size": None, "stride": 1, "padding": 0,
                    "dilation": 1},
     "gemm": {"m": None, "n": None, "k": None, "trans_b": True, "bias": True},
+    "layernorm": {"tokens": None, "dim": None, "eps": 1e-5},
+    "mhsa": {"tokens": None, "dim": None, "heads": None, "qkv_bias": True, "scale": "auto"},
+    "block": {"tokens": None, "dim": None, "heads": None, "qkv_bias": True, "scale": "auto", "mlp_ratio": 4.0,
+              "eps": 1e-6},
     # bias defaults to "not bn" (a conv before BatchNorm has none); bn_eps is kept only with bn.
     "conv2d": {"in_chans": None, "out_chans": None, "img_size": None, "kernel_size": None, "stride": 1,
                "padding": 0, "dilation": 1, "bias": "auto", "bn": False, "bn_eps": 1e-5, "relu": False},
 }
 PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation"}
-TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv2d": "gemm"}
+TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv2d": "gemm",
+             "layernorm": "elementwise", "mhsa": "gemm", "block": "gemm"}
 MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "soft_split": "reference.vitbench_ref.modules.SoftSplit",
                "gemm": "reference.vitbench_ref.modules.Gemm",
-               "conv2d": "reference.vitbench_ref.modules.ConvBNAct"}
-BOOLS = {"bias", "trans_b", "bn", "relu"}
-FLOATS = {"bn_eps"}
+               "conv2d": "reference.vitbench_ref.modules.ConvBNAct",
+               "layernorm": "torch.nn.LayerNorm",
+               "mhsa": "reference.vitbench_ref.modules.Attention",
+               "block": "reference.vitbench_ref.modules.Block"}
+BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias"}
+FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale"}
 
 
 def _as_int(v, what):
@@ -73,6 +83,10 @@ def normalize_params(op, params):
                 raise ValueError("%s: %s out of range: %r" % (op, key, v))
         elif key == "bias" and v == "auto":
             v = not params.get("bn", False)
+        elif key == "scale" and v == "auto":
+            if params["dim"] % params["heads"]:
+                raise ValueError("%s: dim %r is not a multiple of heads %r" % (op, params["dim"], params["heads"]))
+            v = None  # head_dim ** -0.5, left implicit as in the Go params
         elif key in FLOATS:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise ValueError("%s: %s must be a positive number" % (op, key))
@@ -85,6 +99,8 @@ def normalize_params(op, params):
             if v < 1:
                 raise ValueError("%s: %s must be >= 1" % (op, key))
         out[key] = v
+    if out.get("scale", 0) is None:
+        del out["scale"]
     if op == "conv2d" and not out["bn"]:
         if "bn_eps" in params:
             raise ValueError("conv2d: bn_eps needs bn")
@@ -129,6 +145,26 @@ def shapes(op, p, batch):
             for name in ("bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"):
                 weights[name] = [o]
         return ({"x": [b, p["in_chans"], h, w]}, weights, {"out": [b, o, ho, wo]})
+    if op == "layernorm":
+        return ({"x": [b, p["tokens"], p["dim"]]}, {"weight": [p["dim"]], "bias": [p["dim"]]},
+                {"out": [b, p["tokens"], p["dim"]]})
+    if op in ("mhsa", "block"):
+        e, t = p["dim"], p["tokens"]
+        if e % p["heads"]:
+            raise ValueError("%s: dim %d is not a multiple of heads %d" % (op, e, p["heads"]))
+        pre = "attn." if op == "block" else ""
+        attn = {pre + "qkv.weight": [3 * e, e]}
+        if p["qkv_bias"]:
+            attn[pre + "qkv.bias"] = [3 * e]
+        attn.update({pre + "proj.weight": [e, e], pre + "proj.bias": [e]})
+        weights = attn
+        if op == "block":
+            h = int(e * p["mlp_ratio"])
+            weights = {"norm1.weight": [e], "norm1.bias": [e]}
+            weights.update(attn)
+            weights.update({"norm2.weight": [e], "norm2.bias": [e], "mlp.fc1.weight": [h, e], "mlp.fc1.bias": [h],
+                            "mlp.fc2.weight": [e, h], "mlp.fc2.bias": [e]})
+        return ({"x": [b, t, e]}, weights, {"out": [b, t, e]})
     if op == "gemm":
         m, n, k = p["m"], p["n"], p["k"]
         weights = {"weight": [n, k] if p["trans_b"] else [k, n]}
@@ -146,6 +182,12 @@ def build_module(op, p):
         return modules.SoftSplit(p["kernel_size"], p["stride"], p["padding"], p["dilation"])
     if op == "gemm":
         return modules.Gemm(p["k"], p["n"], p["trans_b"], p["bias"])
+    if op == "layernorm":
+        return torch.nn.LayerNorm(p["dim"], eps=p["eps"])
+    if op == "mhsa":
+        return modules.Attention(p["dim"], p["heads"], p["qkv_bias"], p.get("scale"))
+    if op == "block":
+        return modules.Block(p["dim"], p["heads"], p["mlp_ratio"], p["qkv_bias"], p.get("scale"), p["eps"])
     if op == "conv2d":
         return modules.ConvBNAct(p["in_chans"], p["out_chans"], p["kernel_size"], p["stride"], p["padding"],
                                  p["dilation"], p["bias"], p["bn"], p.get("bn_eps", 1e-5), p["relu"])
@@ -162,6 +204,12 @@ def macs(op, p, batch):
         return b * n * e * p["in_chans"] * ph * pw
     if op == "gemm":
         return batch * p["m"] * p["n"] * p["k"]
+    if op in ("mhsa", "block"):
+        rows, e = batch * p["tokens"], p["dim"]
+        m = rows * e * 3 * e + rows * e * e + 2 * batch * p["tokens"] * p["tokens"] * e
+        if op == "block":
+            m += 2 * rows * e * int(e * p["mlp_ratio"])
+        return m
     if op == "conv2d":
         _, _, out = shapes(op, p, batch)
         b, o, ho, wo = out["out"]

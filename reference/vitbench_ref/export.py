@@ -89,6 +89,13 @@ def independent_check(case, inputs, weights, outputs):
             b = weights.get("proj.bias")
             ref = modules.patch_embed_gemm(x, torch.from_numpy(weights["proj.weight"]),
                                            None if b is None else torch.from_numpy(b), p["patch_size"])
+        elif case["op"] == "layernorm":
+            ref = torch.from_numpy(modules.layernorm_float64(x.numpy(), weights["weight"], weights["bias"],
+                                                             p["eps"]).astype(np.float32))
+        elif case["op"] == "mhsa":
+            ref = torch.from_numpy(modules.attention_float64(x.numpy(), weights, p).astype(np.float32))
+        elif case["op"] == "block":
+            ref = torch.from_numpy(modules.block_float64(x.numpy(), weights, p).astype(np.float32))
         elif case["op"] == "conv2d":
             ref = torch.from_numpy(modules.conv_bn_act_float64(x.numpy(), weights, p).astype(np.float32))
         elif case["op"] == "gemm":

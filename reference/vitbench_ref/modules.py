@@ -111,6 +111,49 @@ class ConvBNAct(nn.Module):
         return F.relu(x) if self.relu else x
 
 
+class Attention(nn.Module):
+    """timm's Attention (REFERENCE.md 1.3), written from the spec: ``qkv`` Linear(E, 3E) whose
+    output channel s*E + h*D + d holds q (s=0), k (1), v (2) of head h; per head
+    ``softmax((q @ k^T) * scale) @ v`` over keys, heads concatenated (channel h*D + d), then
+    ``proj`` Linear(E, E).  ``scale`` defaults to head_dim ** -0.5."""
+
+    def __init__(self, dim, heads, qkv_bias=True, scale=None):
+        super().__init__()
+        self.heads = heads
+        self.head_dim = dim // heads
+        self.scale = scale if scale is not None else self.head_dim ** -0.5
+        self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, e = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        attn = ((q @ k.transpose(-2, -1)) * self.scale).softmax(dim=-1)
+        return self.proj((attn @ v).transpose(1, 2).reshape(b, n, e))
+
+
+class Block(nn.Module):
+    """timm's Block (REFERENCE.md 1.4), pre-norm: ``x + attn(norm1(x))`` then
+    ``+ mlp(norm2(.))`` with ``mlp = fc2(GELU(fc1(.)))``, hidden int(dim * mlp_ratio), exact GELU,
+    LayerNorm eps 1e-6 as in ViT/DeiT."""
+
+    def __init__(self, dim, heads, mlp_ratio=4.0, qkv_bias=True, scale=None, eps=1e-6):
+        super().__init__()
+        hidden = int(dim * mlp_ratio)
+        self.norm1 = nn.LayerNorm(dim, eps=eps)
+        self.attn = Attention(dim, heads, qkv_bias, scale)
+        self.norm2 = nn.LayerNorm(dim, eps=eps)
+        self.mlp = nn.Sequential()
+        self.mlp.fc1 = nn.Linear(dim, hidden)
+        self.mlp.act = nn.GELU()
+        self.mlp.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
 def patch_embed_gemm(x, weight, bias, patch_size):
     """Independent PatchEmbed: cut non-overlapping patches with reshapes, then one matmul.
 
@@ -181,3 +224,44 @@ def conv_bn_act_float64(x, weights, p):
     if p["relu"]:
         out = np.maximum(out, 0)
     return out
+
+
+def attention_float64(x, weights, p, prefix=""):
+    """timm Attention recomputed in float64 NumPy (independent of torch)."""
+    import numpy as np
+    w = {k: v.astype(np.float64) for k, v in weights.items()}
+    b, n, e = x.shape
+    heads = p["heads"]
+    d = e // heads
+    scale = p.get("scale") or d ** -0.5
+    qkv = x.astype(np.float64) @ w[prefix + "qkv.weight"].T
+    if prefix + "qkv.bias" in w:
+        qkv = qkv + w[prefix + "qkv.bias"]
+    qkv = qkv.reshape(b, n, 3, heads, d).transpose(2, 0, 3, 1, 4)
+    s = np.einsum("bhnd,bhmd->bhnm", qkv[0], qkv[1]) * scale
+    s = np.exp(s - s.max(axis=-1, keepdims=True))
+    s = s / s.sum(axis=-1, keepdims=True)
+    ctx = np.einsum("bhnm,bhmd->bhnd", s, qkv[2]).transpose(0, 2, 1, 3).reshape(b, n, e)
+    return ctx @ w[prefix + "proj.weight"].T + w[prefix + "proj.bias"]
+
+
+def layernorm_float64(x, weight, bias, eps):
+    """LayerNorm over the last axis in float64 (biased variance)."""
+    import numpy as np
+    x = x.astype(np.float64)
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * weight.astype(np.float64) + bias.astype(np.float64)
+
+
+def block_float64(x, weights, p):
+    """timm Block recomputed in float64 NumPy with exact (erf) GELU."""
+    import math
+    import numpy as np
+    erf = np.vectorize(math.erf)
+    w = {k: v.astype(np.float64) for k, v in weights.items()}
+    x = x.astype(np.float64)
+    y = x + attention_float64(layernorm_float64(x, w["norm1.weight"], w["norm1.bias"], p["eps"]), weights, p, "attn.")
+    h = layernorm_float64(y, w["norm2.weight"], w["norm2.bias"], p["eps"]) @ w["mlp.fc1.weight"].T + w["mlp.fc1.bias"]
+    h = 0.5 * h * (1 + erf(h / math.sqrt(2)))
+    return y + h @ w["mlp.fc2.weight"].T + w["mlp.fc2.bias"]

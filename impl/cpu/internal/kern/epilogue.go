@@ -1,7 +1,5 @@
 package kern
 
-import "math"
-
 // Act is an activation a GEMM applies to its outputs.
 type Act int
 
@@ -40,20 +38,11 @@ func (e *Epilogue) apply(row []float32, i, j0 int) {
 			row[j] = max(v, 0)
 		}
 	case ActGELU:
-		geluRow(row)
+		GELU(len(row), row, row)
 	}
 	if e.Residual != nil {
 		for j, v := range e.Residual[i*e.LdR+j0 : i*e.LdR+j0+len(row)] {
 			row[j] += v
 		}
-	}
-}
-
-// geluRow applies exact GELU in place, in float64 (correctly rounded for
-// all practical purposes).
-var geluRow = func(row []float32) {
-	for j, v := range row {
-		x := float64(v)
-		row[j] = float32(0.5 * x * (1 + math.Erf(x/math.Sqrt2)))
 	}
 }

@@ -303,3 +303,3532 @@ gemm6x16AVX2_store:
 	VMOVUPS Y11, 32(AX)
 	VZEROUPPER
 	RET
+
+DATA vk_one<>+0(SB)/4, $0x3f800000
+DATA vk_one<>+4(SB)/4, $0x3f800000
+DATA vk_one<>+8(SB)/4, $0x3f800000
+DATA vk_one<>+12(SB)/4, $0x3f800000
+DATA vk_one<>+16(SB)/4, $0x3f800000
+DATA vk_one<>+20(SB)/4, $0x3f800000
+DATA vk_one<>+24(SB)/4, $0x3f800000
+DATA vk_one<>+28(SB)/4, $0x3f800000
+DATA vk_one<>+32(SB)/4, $0x3f800000
+DATA vk_one<>+36(SB)/4, $0x3f800000
+DATA vk_one<>+40(SB)/4, $0x3f800000
+DATA vk_one<>+44(SB)/4, $0x3f800000
+DATA vk_one<>+48(SB)/4, $0x3f800000
+DATA vk_one<>+52(SB)/4, $0x3f800000
+DATA vk_one<>+56(SB)/4, $0x3f800000
+DATA vk_one<>+60(SB)/4, $0x3f800000
+GLOBL vk_one<>(SB), RODATA|NOPTR, $64
+
+DATA vk_half<>+0(SB)/4, $0x3f000000
+DATA vk_half<>+4(SB)/4, $0x3f000000
+DATA vk_half<>+8(SB)/4, $0x3f000000
+DATA vk_half<>+12(SB)/4, $0x3f000000
+DATA vk_half<>+16(SB)/4, $0x3f000000
+DATA vk_half<>+20(SB)/4, $0x3f000000
+DATA vk_half<>+24(SB)/4, $0x3f000000
+DATA vk_half<>+28(SB)/4, $0x3f000000
+DATA vk_half<>+32(SB)/4, $0x3f000000
+DATA vk_half<>+36(SB)/4, $0x3f000000
+DATA vk_half<>+40(SB)/4, $0x3f000000
+DATA vk_half<>+44(SB)/4, $0x3f000000
+DATA vk_half<>+48(SB)/4, $0x3f000000
+DATA vk_half<>+52(SB)/4, $0x3f000000
+DATA vk_half<>+56(SB)/4, $0x3f000000
+DATA vk_half<>+60(SB)/4, $0x3f000000
+GLOBL vk_half<>(SB), RODATA|NOPTR, $64
+
+DATA vk_zero<>+0(SB)/4, $0x00000000
+DATA vk_zero<>+4(SB)/4, $0x00000000
+DATA vk_zero<>+8(SB)/4, $0x00000000
+DATA vk_zero<>+12(SB)/4, $0x00000000
+DATA vk_zero<>+16(SB)/4, $0x00000000
+DATA vk_zero<>+20(SB)/4, $0x00000000
+DATA vk_zero<>+24(SB)/4, $0x00000000
+DATA vk_zero<>+28(SB)/4, $0x00000000
+DATA vk_zero<>+32(SB)/4, $0x00000000
+DATA vk_zero<>+36(SB)/4, $0x00000000
+DATA vk_zero<>+40(SB)/4, $0x00000000
+DATA vk_zero<>+44(SB)/4, $0x00000000
+DATA vk_zero<>+48(SB)/4, $0x00000000
+DATA vk_zero<>+52(SB)/4, $0x00000000
+DATA vk_zero<>+56(SB)/4, $0x00000000
+DATA vk_zero<>+60(SB)/4, $0x00000000
+GLOBL vk_zero<>(SB), RODATA|NOPTR, $64
+
+DATA vk_negmax<>+0(SB)/4, $0xff7fffff
+DATA vk_negmax<>+4(SB)/4, $0xff7fffff
+DATA vk_negmax<>+8(SB)/4, $0xff7fffff
+DATA vk_negmax<>+12(SB)/4, $0xff7fffff
+DATA vk_negmax<>+16(SB)/4, $0xff7fffff
+DATA vk_negmax<>+20(SB)/4, $0xff7fffff
+DATA vk_negmax<>+24(SB)/4, $0xff7fffff
+DATA vk_negmax<>+28(SB)/4, $0xff7fffff
+DATA vk_negmax<>+32(SB)/4, $0xff7fffff
+DATA vk_negmax<>+36(SB)/4, $0xff7fffff
+DATA vk_negmax<>+40(SB)/4, $0xff7fffff
+DATA vk_negmax<>+44(SB)/4, $0xff7fffff
+DATA vk_negmax<>+48(SB)/4, $0xff7fffff
+DATA vk_negmax<>+52(SB)/4, $0xff7fffff
+DATA vk_negmax<>+56(SB)/4, $0xff7fffff
+DATA vk_negmax<>+60(SB)/4, $0xff7fffff
+GLOBL vk_negmax<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfcut<>+0(SB)/4, $0x407ae148
+DATA vk_erfcut<>+4(SB)/4, $0x407ae148
+DATA vk_erfcut<>+8(SB)/4, $0x407ae148
+DATA vk_erfcut<>+12(SB)/4, $0x407ae148
+DATA vk_erfcut<>+16(SB)/4, $0x407ae148
+DATA vk_erfcut<>+20(SB)/4, $0x407ae148
+DATA vk_erfcut<>+24(SB)/4, $0x407ae148
+DATA vk_erfcut<>+28(SB)/4, $0x407ae148
+DATA vk_erfcut<>+32(SB)/4, $0x407ae148
+DATA vk_erfcut<>+36(SB)/4, $0x407ae148
+DATA vk_erfcut<>+40(SB)/4, $0x407ae148
+DATA vk_erfcut<>+44(SB)/4, $0x407ae148
+DATA vk_erfcut<>+48(SB)/4, $0x407ae148
+DATA vk_erfcut<>+52(SB)/4, $0x407ae148
+DATA vk_erfcut<>+56(SB)/4, $0x407ae148
+DATA vk_erfcut<>+60(SB)/4, $0x407ae148
+GLOBL vk_erfcut<>(SB), RODATA|NOPTR, $64
+
+DATA vk_c25<>+0(SB)/4, $0x40200000
+DATA vk_c25<>+4(SB)/4, $0x40200000
+DATA vk_c25<>+8(SB)/4, $0x40200000
+DATA vk_c25<>+12(SB)/4, $0x40200000
+DATA vk_c25<>+16(SB)/4, $0x40200000
+DATA vk_c25<>+20(SB)/4, $0x40200000
+DATA vk_c25<>+24(SB)/4, $0x40200000
+DATA vk_c25<>+28(SB)/4, $0x40200000
+DATA vk_c25<>+32(SB)/4, $0x40200000
+DATA vk_c25<>+36(SB)/4, $0x40200000
+DATA vk_c25<>+40(SB)/4, $0x40200000
+DATA vk_c25<>+44(SB)/4, $0x40200000
+DATA vk_c25<>+48(SB)/4, $0x40200000
+DATA vk_c25<>+52(SB)/4, $0x40200000
+DATA vk_c25<>+56(SB)/4, $0x40200000
+DATA vk_c25<>+60(SB)/4, $0x40200000
+GLOBL vk_c25<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfc0hi<>+0(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+4(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+8(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+12(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+16(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+20(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+24(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+28(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+32(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+36(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+40(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+44(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+48(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+52(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+56(SB)/4, $0x3f906ebb
+DATA vk_erfc0hi<>+60(SB)/4, $0x3f906ebb
+GLOBL vk_erfc0hi<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfc0lo<>+0(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+4(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+8(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+12(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+16(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+20(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+24(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+28(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+32(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+36(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+40(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+44(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+48(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+52(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+56(SB)/4, $0xb37bd649
+DATA vk_erfc0lo<>+60(SB)/4, $0xb37bd649
+GLOBL vk_erfc0lo<>(SB), RODATA|NOPTR, $64
+
+DATA vk_rsqrt2<>+0(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+4(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+8(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+12(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+16(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+20(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+24(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+28(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+32(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+36(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+40(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+44(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+48(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+52(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+56(SB)/4, $0x3f3504f3
+DATA vk_rsqrt2<>+60(SB)/4, $0x3f3504f3
+GLOBL vk_rsqrt2<>(SB), RODATA|NOPTR, $64
+
+DATA vk_log2e<>+0(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+4(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+8(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+12(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+16(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+20(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+24(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+28(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+32(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+36(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+40(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+44(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+48(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+52(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+56(SB)/4, $0x3fb8aa3b
+DATA vk_log2e<>+60(SB)/4, $0x3fb8aa3b
+GLOBL vk_log2e<>(SB), RODATA|NOPTR, $64
+
+DATA vk_ln2hi<>+0(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+4(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+8(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+12(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+16(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+20(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+24(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+28(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+32(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+36(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+40(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+44(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+48(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+52(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+56(SB)/4, $0x3f317200
+DATA vk_ln2hi<>+60(SB)/4, $0x3f317200
+GLOBL vk_ln2hi<>(SB), RODATA|NOPTR, $64
+
+DATA vk_ln2lo<>+0(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+4(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+8(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+12(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+16(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+20(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+24(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+28(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+32(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+36(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+40(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+44(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+48(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+52(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+56(SB)/4, $0x35bfbe8e
+DATA vk_ln2lo<>+60(SB)/4, $0x35bfbe8e
+GLOBL vk_ln2lo<>(SB), RODATA|NOPTR, $64
+
+DATA vk_explo<>+0(SB)/4, $0xc2d00000
+DATA vk_explo<>+4(SB)/4, $0xc2d00000
+DATA vk_explo<>+8(SB)/4, $0xc2d00000
+DATA vk_explo<>+12(SB)/4, $0xc2d00000
+DATA vk_explo<>+16(SB)/4, $0xc2d00000
+DATA vk_explo<>+20(SB)/4, $0xc2d00000
+DATA vk_explo<>+24(SB)/4, $0xc2d00000
+DATA vk_explo<>+28(SB)/4, $0xc2d00000
+DATA vk_explo<>+32(SB)/4, $0xc2d00000
+DATA vk_explo<>+36(SB)/4, $0xc2d00000
+DATA vk_explo<>+40(SB)/4, $0xc2d00000
+DATA vk_explo<>+44(SB)/4, $0xc2d00000
+DATA vk_explo<>+48(SB)/4, $0xc2d00000
+DATA vk_explo<>+52(SB)/4, $0xc2d00000
+DATA vk_explo<>+56(SB)/4, $0xc2d00000
+DATA vk_explo<>+60(SB)/4, $0xc2d00000
+GLOBL vk_explo<>(SB), RODATA|NOPTR, $64
+
+DATA vk_absmask<>+0(SB)/4, $0x7fffffff
+DATA vk_absmask<>+4(SB)/4, $0x7fffffff
+DATA vk_absmask<>+8(SB)/4, $0x7fffffff
+DATA vk_absmask<>+12(SB)/4, $0x7fffffff
+DATA vk_absmask<>+16(SB)/4, $0x7fffffff
+DATA vk_absmask<>+20(SB)/4, $0x7fffffff
+DATA vk_absmask<>+24(SB)/4, $0x7fffffff
+DATA vk_absmask<>+28(SB)/4, $0x7fffffff
+DATA vk_absmask<>+32(SB)/4, $0x7fffffff
+DATA vk_absmask<>+36(SB)/4, $0x7fffffff
+DATA vk_absmask<>+40(SB)/4, $0x7fffffff
+DATA vk_absmask<>+44(SB)/4, $0x7fffffff
+DATA vk_absmask<>+48(SB)/4, $0x7fffffff
+DATA vk_absmask<>+52(SB)/4, $0x7fffffff
+DATA vk_absmask<>+56(SB)/4, $0x7fffffff
+DATA vk_absmask<>+60(SB)/4, $0x7fffffff
+GLOBL vk_absmask<>(SB), RODATA|NOPTR, $64
+
+DATA vk_signmask<>+0(SB)/4, $0x80000000
+DATA vk_signmask<>+4(SB)/4, $0x80000000
+DATA vk_signmask<>+8(SB)/4, $0x80000000
+DATA vk_signmask<>+12(SB)/4, $0x80000000
+DATA vk_signmask<>+16(SB)/4, $0x80000000
+DATA vk_signmask<>+20(SB)/4, $0x80000000
+DATA vk_signmask<>+24(SB)/4, $0x80000000
+DATA vk_signmask<>+28(SB)/4, $0x80000000
+DATA vk_signmask<>+32(SB)/4, $0x80000000
+DATA vk_signmask<>+36(SB)/4, $0x80000000
+DATA vk_signmask<>+40(SB)/4, $0x80000000
+DATA vk_signmask<>+44(SB)/4, $0x80000000
+DATA vk_signmask<>+48(SB)/4, $0x80000000
+DATA vk_signmask<>+52(SB)/4, $0x80000000
+DATA vk_signmask<>+56(SB)/4, $0x80000000
+DATA vk_signmask<>+60(SB)/4, $0x80000000
+GLOBL vk_signmask<>(SB), RODATA|NOPTR, $64
+
+DATA vk_neginf<>+0(SB)/4, $0xff800000
+DATA vk_neginf<>+4(SB)/4, $0xff800000
+DATA vk_neginf<>+8(SB)/4, $0xff800000
+DATA vk_neginf<>+12(SB)/4, $0xff800000
+DATA vk_neginf<>+16(SB)/4, $0xff800000
+DATA vk_neginf<>+20(SB)/4, $0xff800000
+DATA vk_neginf<>+24(SB)/4, $0xff800000
+DATA vk_neginf<>+28(SB)/4, $0xff800000
+DATA vk_neginf<>+32(SB)/4, $0xff800000
+DATA vk_neginf<>+36(SB)/4, $0xff800000
+DATA vk_neginf<>+40(SB)/4, $0xff800000
+DATA vk_neginf<>+44(SB)/4, $0xff800000
+DATA vk_neginf<>+48(SB)/4, $0xff800000
+DATA vk_neginf<>+52(SB)/4, $0xff800000
+DATA vk_neginf<>+56(SB)/4, $0xff800000
+DATA vk_neginf<>+60(SB)/4, $0xff800000
+GLOBL vk_neginf<>(SB), RODATA|NOPTR, $64
+
+DATA vk_bias127<>+0(SB)/4, $0x0000007f
+DATA vk_bias127<>+4(SB)/4, $0x0000007f
+DATA vk_bias127<>+8(SB)/4, $0x0000007f
+DATA vk_bias127<>+12(SB)/4, $0x0000007f
+DATA vk_bias127<>+16(SB)/4, $0x0000007f
+DATA vk_bias127<>+20(SB)/4, $0x0000007f
+DATA vk_bias127<>+24(SB)/4, $0x0000007f
+DATA vk_bias127<>+28(SB)/4, $0x0000007f
+DATA vk_bias127<>+32(SB)/4, $0x0000007f
+DATA vk_bias127<>+36(SB)/4, $0x0000007f
+DATA vk_bias127<>+40(SB)/4, $0x0000007f
+DATA vk_bias127<>+44(SB)/4, $0x0000007f
+DATA vk_bias127<>+48(SB)/4, $0x0000007f
+DATA vk_bias127<>+52(SB)/4, $0x0000007f
+DATA vk_bias127<>+56(SB)/4, $0x0000007f
+DATA vk_bias127<>+60(SB)/4, $0x0000007f
+GLOBL vk_bias127<>(SB), RODATA|NOPTR, $64
+
+DATA vk_expc0<>+0(SB)/4, $0x3efffffe
+DATA vk_expc0<>+4(SB)/4, $0x3efffffe
+DATA vk_expc0<>+8(SB)/4, $0x3efffffe
+DATA vk_expc0<>+12(SB)/4, $0x3efffffe
+DATA vk_expc0<>+16(SB)/4, $0x3efffffe
+DATA vk_expc0<>+20(SB)/4, $0x3efffffe
+DATA vk_expc0<>+24(SB)/4, $0x3efffffe
+DATA vk_expc0<>+28(SB)/4, $0x3efffffe
+DATA vk_expc0<>+32(SB)/4, $0x3efffffe
+DATA vk_expc0<>+36(SB)/4, $0x3efffffe
+DATA vk_expc0<>+40(SB)/4, $0x3efffffe
+DATA vk_expc0<>+44(SB)/4, $0x3efffffe
+DATA vk_expc0<>+48(SB)/4, $0x3efffffe
+DATA vk_expc0<>+52(SB)/4, $0x3efffffe
+DATA vk_expc0<>+56(SB)/4, $0x3efffffe
+DATA vk_expc0<>+60(SB)/4, $0x3efffffe
+GLOBL vk_expc0<>(SB), RODATA|NOPTR, $64
+
+DATA vk_expc1<>+0(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+4(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+8(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+12(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+16(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+20(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+24(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+28(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+32(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+36(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+40(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+44(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+48(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+52(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+56(SB)/4, $0x3e2aaa49
+DATA vk_expc1<>+60(SB)/4, $0x3e2aaa49
+GLOBL vk_expc1<>(SB), RODATA|NOPTR, $64
+
+DATA vk_expc2<>+0(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+4(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+8(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+12(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+16(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+20(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+24(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+28(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+32(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+36(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+40(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+44(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+48(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+52(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+56(SB)/4, $0x3d2aac79
+DATA vk_expc2<>+60(SB)/4, $0x3d2aac79
+GLOBL vk_expc2<>(SB), RODATA|NOPTR, $64
+
+DATA vk_expc3<>+0(SB)/4, $0x3c091cea
+DATA vk_expc3<>+4(SB)/4, $0x3c091cea
+DATA vk_expc3<>+8(SB)/4, $0x3c091cea
+DATA vk_expc3<>+12(SB)/4, $0x3c091cea
+DATA vk_expc3<>+16(SB)/4, $0x3c091cea
+DATA vk_expc3<>+20(SB)/4, $0x3c091cea
+DATA vk_expc3<>+24(SB)/4, $0x3c091cea
+DATA vk_expc3<>+28(SB)/4, $0x3c091cea
+DATA vk_expc3<>+32(SB)/4, $0x3c091cea
+DATA vk_expc3<>+36(SB)/4, $0x3c091cea
+DATA vk_expc3<>+40(SB)/4, $0x3c091cea
+DATA vk_expc3<>+44(SB)/4, $0x3c091cea
+DATA vk_expc3<>+48(SB)/4, $0x3c091cea
+DATA vk_expc3<>+52(SB)/4, $0x3c091cea
+DATA vk_expc3<>+56(SB)/4, $0x3c091cea
+DATA vk_expc3<>+60(SB)/4, $0x3c091cea
+GLOBL vk_expc3<>(SB), RODATA|NOPTR, $64
+
+DATA vk_expc4<>+0(SB)/4, $0x3ab51226
+DATA vk_expc4<>+4(SB)/4, $0x3ab51226
+DATA vk_expc4<>+8(SB)/4, $0x3ab51226
+DATA vk_expc4<>+12(SB)/4, $0x3ab51226
+DATA vk_expc4<>+16(SB)/4, $0x3ab51226
+DATA vk_expc4<>+20(SB)/4, $0x3ab51226
+DATA vk_expc4<>+24(SB)/4, $0x3ab51226
+DATA vk_expc4<>+28(SB)/4, $0x3ab51226
+DATA vk_expc4<>+32(SB)/4, $0x3ab51226
+DATA vk_expc4<>+36(SB)/4, $0x3ab51226
+DATA vk_expc4<>+40(SB)/4, $0x3ab51226
+DATA vk_expc4<>+44(SB)/4, $0x3ab51226
+DATA vk_expc4<>+48(SB)/4, $0x3ab51226
+DATA vk_expc4<>+52(SB)/4, $0x3ab51226
+DATA vk_expc4<>+56(SB)/4, $0x3ab51226
+DATA vk_expc4<>+60(SB)/4, $0x3ab51226
+GLOBL vk_expc4<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfs0<>+0(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+4(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+8(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+12(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+16(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+20(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+24(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+28(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+32(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+36(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+40(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+44(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+48(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+52(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+56(SB)/4, $0xbec093a0
+DATA vk_erfs0<>+60(SB)/4, $0xbec093a0
+GLOBL vk_erfs0<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfs1<>+0(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+4(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+8(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+12(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+16(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+20(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+24(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+28(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+32(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+36(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+40(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+44(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+48(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+52(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+56(SB)/4, $0x3de716a7
+DATA vk_erfs1<>+60(SB)/4, $0x3de716a7
+GLOBL vk_erfs1<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfs2<>+0(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+4(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+8(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+12(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+16(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+20(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+24(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+28(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+32(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+36(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+40(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+44(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+48(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+52(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+56(SB)/4, $0xbcdbfed7
+DATA vk_erfs2<>+60(SB)/4, $0xbcdbfed7
+GLOBL vk_erfs2<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfs3<>+0(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+4(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+8(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+12(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+16(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+20(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+24(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+28(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+32(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+36(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+40(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+44(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+48(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+52(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+56(SB)/4, $0x3baa123d
+DATA vk_erfs3<>+60(SB)/4, $0x3baa123d
+GLOBL vk_erfs3<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfs4<>+0(SB)/4, $0xba525da5
+DATA vk_erfs4<>+4(SB)/4, $0xba525da5
+DATA vk_erfs4<>+8(SB)/4, $0xba525da5
+DATA vk_erfs4<>+12(SB)/4, $0xba525da5
+DATA vk_erfs4<>+16(SB)/4, $0xba525da5
+DATA vk_erfs4<>+20(SB)/4, $0xba525da5
+DATA vk_erfs4<>+24(SB)/4, $0xba525da5
+DATA vk_erfs4<>+28(SB)/4, $0xba525da5
+DATA vk_erfs4<>+32(SB)/4, $0xba525da5
+DATA vk_erfs4<>+36(SB)/4, $0xba525da5
+DATA vk_erfs4<>+40(SB)/4, $0xba525da5
+DATA vk_erfs4<>+44(SB)/4, $0xba525da5
+DATA vk_erfs4<>+48(SB)/4, $0xba525da5
+DATA vk_erfs4<>+52(SB)/4, $0xba525da5
+DATA vk_erfs4<>+56(SB)/4, $0xba525da5
+DATA vk_erfs4<>+60(SB)/4, $0xba525da5
+GLOBL vk_erfs4<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfs5<>+0(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+4(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+8(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+12(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+16(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+20(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+24(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+28(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+32(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+36(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+40(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+44(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+48(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+52(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+56(SB)/4, $0x38a5a5cc
+DATA vk_erfs5<>+60(SB)/4, $0x38a5a5cc
+GLOBL vk_erfs5<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfl0<>+0(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+4(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+8(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+12(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+16(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+20(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+24(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+28(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+32(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+36(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+40(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+44(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+48(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+52(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+56(SB)/4, $0xb9d55970
+DATA vk_erfl0<>+60(SB)/4, $0xb9d55970
+GLOBL vk_erfl0<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfl1<>+0(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+4(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+8(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+12(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+16(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+20(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+24(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+28(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+32(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+36(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+40(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+44(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+48(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+52(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+56(SB)/4, $0x3b0ebe20
+DATA vk_erfl1<>+60(SB)/4, $0x3b0ebe20
+GLOBL vk_erfl1<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfl2<>+0(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+4(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+8(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+12(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+16(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+20(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+24(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+28(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+32(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+36(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+40(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+44(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+48(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+52(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+56(SB)/4, $0xbbb279d5
+DATA vk_erfl2<>+60(SB)/4, $0xbbb279d5
+GLOBL vk_erfl2<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfl3<>+0(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+4(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+8(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+12(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+16(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+20(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+24(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+28(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+32(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+36(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+40(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+44(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+48(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+52(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+56(SB)/4, $0x3c08dc03
+DATA vk_erfl3<>+60(SB)/4, $0x3c08dc03
+GLOBL vk_erfl3<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfl4<>+0(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+4(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+8(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+12(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+16(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+20(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+24(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+28(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+32(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+36(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+40(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+44(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+48(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+52(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+56(SB)/4, $0xbc0d2744
+DATA vk_erfl4<>+60(SB)/4, $0xbc0d2744
+GLOBL vk_erfl4<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfl5<>+0(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+4(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+8(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+12(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+16(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+20(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+24(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+28(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+32(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+36(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+40(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+44(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+48(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+52(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+56(SB)/4, $0x3bc7fdbd
+DATA vk_erfl5<>+60(SB)/4, $0x3bc7fdbd
+GLOBL vk_erfl5<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfl6<>+0(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+4(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+8(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+12(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+16(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+20(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+24(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+28(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+32(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+36(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+40(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+44(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+48(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+52(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+56(SB)/4, $0xbb38b11f
+DATA vk_erfl6<>+60(SB)/4, $0xbb38b11f
+GLOBL vk_erfl6<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfl7<>+0(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+4(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+8(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+12(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+16(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+20(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+24(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+28(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+32(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+36(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+40(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+44(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+48(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+52(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+56(SB)/4, $0x3a1584ec
+DATA vk_erfl7<>+60(SB)/4, $0x3a1584ec
+GLOBL vk_erfl7<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfl8<>+0(SB)/4, $0x39963646
+DATA vk_erfl8<>+4(SB)/4, $0x39963646
+DATA vk_erfl8<>+8(SB)/4, $0x39963646
+DATA vk_erfl8<>+12(SB)/4, $0x39963646
+DATA vk_erfl8<>+16(SB)/4, $0x39963646
+DATA vk_erfl8<>+20(SB)/4, $0x39963646
+DATA vk_erfl8<>+24(SB)/4, $0x39963646
+DATA vk_erfl8<>+28(SB)/4, $0x39963646
+DATA vk_erfl8<>+32(SB)/4, $0x39963646
+DATA vk_erfl8<>+36(SB)/4, $0x39963646
+DATA vk_erfl8<>+40(SB)/4, $0x39963646
+DATA vk_erfl8<>+44(SB)/4, $0x39963646
+DATA vk_erfl8<>+48(SB)/4, $0x39963646
+DATA vk_erfl8<>+52(SB)/4, $0x39963646
+DATA vk_erfl8<>+56(SB)/4, $0x39963646
+DATA vk_erfl8<>+60(SB)/4, $0x39963646
+GLOBL vk_erfl8<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfl9<>+0(SB)/4, $0xb9923961
+DATA vk_erfl9<>+4(SB)/4, $0xb9923961
+DATA vk_erfl9<>+8(SB)/4, $0xb9923961
+DATA vk_erfl9<>+12(SB)/4, $0xb9923961
+DATA vk_erfl9<>+16(SB)/4, $0xb9923961
+DATA vk_erfl9<>+20(SB)/4, $0xb9923961
+DATA vk_erfl9<>+24(SB)/4, $0xb9923961
+DATA vk_erfl9<>+28(SB)/4, $0xb9923961
+DATA vk_erfl9<>+32(SB)/4, $0xb9923961
+DATA vk_erfl9<>+36(SB)/4, $0xb9923961
+DATA vk_erfl9<>+40(SB)/4, $0xb9923961
+DATA vk_erfl9<>+44(SB)/4, $0xb9923961
+DATA vk_erfl9<>+48(SB)/4, $0xb9923961
+DATA vk_erfl9<>+52(SB)/4, $0xb9923961
+DATA vk_erfl9<>+56(SB)/4, $0xb9923961
+DATA vk_erfl9<>+60(SB)/4, $0xb9923961
+GLOBL vk_erfl9<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfl10<>+0(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+4(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+8(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+12(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+16(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+20(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+24(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+28(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+32(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+36(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+40(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+44(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+48(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+52(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+56(SB)/4, $0x3881c99f
+DATA vk_erfl10<>+60(SB)/4, $0x3881c99f
+GLOBL vk_erfl10<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfl11<>+0(SB)/4, $0x37b08062
+DATA vk_erfl11<>+4(SB)/4, $0x37b08062
+DATA vk_erfl11<>+8(SB)/4, $0x37b08062
+DATA vk_erfl11<>+12(SB)/4, $0x37b08062
+DATA vk_erfl11<>+16(SB)/4, $0x37b08062
+DATA vk_erfl11<>+20(SB)/4, $0x37b08062
+DATA vk_erfl11<>+24(SB)/4, $0x37b08062
+DATA vk_erfl11<>+28(SB)/4, $0x37b08062
+DATA vk_erfl11<>+32(SB)/4, $0x37b08062
+DATA vk_erfl11<>+36(SB)/4, $0x37b08062
+DATA vk_erfl11<>+40(SB)/4, $0x37b08062
+DATA vk_erfl11<>+44(SB)/4, $0x37b08062
+DATA vk_erfl11<>+48(SB)/4, $0x37b08062
+DATA vk_erfl11<>+52(SB)/4, $0x37b08062
+DATA vk_erfl11<>+56(SB)/4, $0x37b08062
+DATA vk_erfl11<>+60(SB)/4, $0x37b08062
+GLOBL vk_erfl11<>(SB), RODATA|NOPTR, $64
+
+DATA vk_erfl12<>+0(SB)/4, $0xb719161f
+DATA vk_erfl12<>+4(SB)/4, $0xb719161f
+DATA vk_erfl12<>+8(SB)/4, $0xb719161f
+DATA vk_erfl12<>+12(SB)/4, $0xb719161f
+DATA vk_erfl12<>+16(SB)/4, $0xb719161f
+DATA vk_erfl12<>+20(SB)/4, $0xb719161f
+DATA vk_erfl12<>+24(SB)/4, $0xb719161f
+DATA vk_erfl12<>+28(SB)/4, $0xb719161f
+DATA vk_erfl12<>+32(SB)/4, $0xb719161f
+DATA vk_erfl12<>+36(SB)/4, $0xb719161f
+DATA vk_erfl12<>+40(SB)/4, $0xb719161f
+DATA vk_erfl12<>+44(SB)/4, $0xb719161f
+DATA vk_erfl12<>+48(SB)/4, $0xb719161f
+DATA vk_erfl12<>+52(SB)/4, $0xb719161f
+DATA vk_erfl12<>+56(SB)/4, $0xb719161f
+DATA vk_erfl12<>+60(SB)/4, $0xb719161f
+GLOBL vk_erfl12<>(SB), RODATA|NOPTR, $64
+
+DATA vk_iota<>+0(SB)/4, $0x00000000
+DATA vk_iota<>+4(SB)/4, $0x00000001
+DATA vk_iota<>+8(SB)/4, $0x00000002
+DATA vk_iota<>+12(SB)/4, $0x00000003
+DATA vk_iota<>+16(SB)/4, $0x00000004
+DATA vk_iota<>+20(SB)/4, $0x00000005
+DATA vk_iota<>+24(SB)/4, $0x00000006
+DATA vk_iota<>+28(SB)/4, $0x00000007
+GLOBL vk_iota<>(SB), RODATA|NOPTR, $32
+
+// func addAVX512(n int, x *float32, y *float32, out *float32)
+// Requires: AVX, AVX512F
+TEXT ·addAVX512(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ out+24(FP), DI
+
+addAVX512_blocks:
+	CMPQ CX, $0x00000040
+	JB   addAVX512_vectors
+
+	// out = x + y
+	VMOVUPS (SI), Z0
+	VMOVUPS (DX), Z4
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 64(DX), Z5
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 128(DX), Z6
+	VMOVUPS 192(SI), Z3
+	VMOVUPS 192(DX), Z7
+	VADDPS  Z4, Z0, Z0
+	VMOVUPS Z0, (DI)
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS Z1, 64(DI)
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS Z2, 128(DI)
+	VADDPS  Z7, Z3, Z3
+	VMOVUPS Z3, 192(DI)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, DX
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x00000040, CX
+	JMP     addAVX512_blocks
+
+addAVX512_vectors:
+	CMPQ CX, $0x00000010
+	JB   addAVX512_tail
+
+	// out = x + y
+	VMOVUPS (SI), Z0
+	VMOVUPS (DX), Z4
+	VADDPS  Z4, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DX
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     addAVX512_vectors
+
+addAVX512_tail:
+	TESTQ CX, CX
+	JZ    addAVX512_done
+
+	// K1 = lanes < n
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+
+	// out = x + y
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS.Z (DX), K1, Z4
+	VADDPS    Z4, Z0, Z0
+	VMOVUPS   Z0, K1, (DI)
+
+addAVX512_done:
+	VZEROUPPER
+	RET
+
+// func scaleAVX512(n int, alpha float32, x *float32, out *float32)
+// Requires: AVX, AVX512F, SSE
+TEXT ·scaleAVX512(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ out+24(FP), DI
+
+	// alpha in every lane
+	MOVSS        alpha+8(FP), X8
+	VBROADCASTSS X8, Z8
+
+scaleAVX512_blocks:
+	CMPQ CX, $0x00000040
+	JB   scaleAVX512_vectors
+
+	// out = alpha·x
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	VMULPS  Z8, Z0, Z0
+	VMOVUPS Z0, (DI)
+	VMULPS  Z8, Z1, Z1
+	VMOVUPS Z1, 64(DI)
+	VMULPS  Z8, Z2, Z2
+	VMOVUPS Z2, 128(DI)
+	VMULPS  Z8, Z3, Z3
+	VMOVUPS Z3, 192(DI)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x00000040, CX
+	JMP     scaleAVX512_blocks
+
+scaleAVX512_vectors:
+	CMPQ CX, $0x00000010
+	JB   scaleAVX512_tail
+
+	// out = alpha·x
+	VMOVUPS (SI), Z0
+	VMULPS  Z8, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     scaleAVX512_vectors
+
+scaleAVX512_tail:
+	TESTQ CX, CX
+	JZ    scaleAVX512_done
+
+	// K1 = lanes < n
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+
+	// out = alpha·x
+	VMOVUPS.Z (SI), K1, Z0
+	VMULPS    Z8, Z0, Z0
+	VMOVUPS   Z0, K1, (DI)
+
+scaleAVX512_done:
+	VZEROUPPER
+	RET
+
+// func addScaledAVX512(n int, alpha float32, x *float32, y *float32, out *float32)
+// Requires: AVX, AVX512F, SSE
+TEXT ·addScaledAVX512(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ y+24(FP), DX
+	MOVQ out+32(FP), DI
+
+	// alpha in every lane
+	MOVSS        alpha+8(FP), X8
+	VBROADCASTSS X8, Z8
+
+addScaledAVX512_blocks:
+	CMPQ CX, $0x00000040
+	JB   addScaledAVX512_vectors
+
+	// out = alpha·y + x
+	VMOVUPS     (SI), Z0
+	VMOVUPS     (DX), Z4
+	VMOVUPS     64(SI), Z1
+	VMOVUPS     64(DX), Z5
+	VMOVUPS     128(SI), Z2
+	VMOVUPS     128(DX), Z6
+	VMOVUPS     192(SI), Z3
+	VMOVUPS     192(DX), Z7
+	VFMADD213PS Z0, Z8, Z4
+	VMOVUPS     Z4, (DI)
+	VFMADD213PS Z1, Z8, Z5
+	VMOVUPS     Z5, 64(DI)
+	VFMADD213PS Z2, Z8, Z6
+	VMOVUPS     Z6, 128(DI)
+	VFMADD213PS Z3, Z8, Z7
+	VMOVUPS     Z7, 192(DI)
+	ADDQ        $0x00000100, SI
+	ADDQ        $0x00000100, DX
+	ADDQ        $0x00000100, DI
+	SUBQ        $0x00000040, CX
+	JMP         addScaledAVX512_blocks
+
+addScaledAVX512_vectors:
+	CMPQ CX, $0x00000010
+	JB   addScaledAVX512_tail
+
+	// out = alpha·y + x
+	VMOVUPS     (SI), Z0
+	VMOVUPS     (DX), Z4
+	VFMADD213PS Z0, Z8, Z4
+	VMOVUPS     Z4, (DI)
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000040, DX
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x00000010, CX
+	JMP         addScaledAVX512_vectors
+
+addScaledAVX512_tail:
+	TESTQ CX, CX
+	JZ    addScaledAVX512_done
+
+	// K1 = lanes < n
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+
+	// out = alpha·y + x
+	VMOVUPS.Z   (SI), K1, Z0
+	VMOVUPS.Z   (DX), K1, Z4
+	VFMADD213PS Z0, Z8, Z4
+	VMOVUPS     Z4, K1, (DI)
+
+addScaledAVX512_done:
+	VZEROUPPER
+	RET
+
+// func geluAVX512(n int, x *float32, y *float32)
+// Requires: AVX, AVX512F
+TEXT ·geluAVX512(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+
+	// −MaxFloat32 in a register: max's NaN operand must be the other one
+	VMOVUPS vk_negmax<>+0(SB), Z0
+
+geluAVX512_blocks:
+	CMPQ CX, $0x00000040
+	JB   geluAVX512_vectors
+
+	// u = x·(1/√2)
+	VMOVUPS (SI), Z1
+	VMULPS  vk_rsqrt2<>+0(SB), Z1, Z5
+	VMOVUPS 64(SI), Z2
+	VMULPS  vk_rsqrt2<>+0(SB), Z2, Z10
+	VMOVUPS 128(SI), Z3
+	VMULPS  vk_rsqrt2<>+0(SB), Z3, Z15
+	VMOVUPS 192(SI), Z4
+	VMULPS  vk_rsqrt2<>+0(SB), Z4, Z20
+
+	// a = |u|, z = a²
+	VPANDD vk_absmask<>+0(SB), Z5, Z6
+	VMULPS Z6, Z6, Z7
+	VPANDD vk_absmask<>+0(SB), Z10, Z11
+	VMULPS Z11, Z11, Z12
+	VPANDD vk_absmask<>+0(SB), Z15, Z16
+	VMULPS Z16, Z16, Z17
+	VPANDD vk_absmask<>+0(SB), Z20, Z21
+	VMULPS Z21, Z21, Z22
+
+	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
+	VMOVUPS     vk_erfs5<>+0(SB), Z8
+	VMOVUPS     vk_erfs5<>+0(SB), Z13
+	VMOVUPS     vk_erfs5<>+0(SB), Z18
+	VMOVUPS     vk_erfs5<>+0(SB), Z23
+	VFMADD213PS vk_erfs4<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs4<>+0(SB), Z12, Z13
+	VFMADD213PS vk_erfs4<>+0(SB), Z17, Z18
+	VFMADD213PS vk_erfs4<>+0(SB), Z22, Z23
+	VFMADD213PS vk_erfs3<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs3<>+0(SB), Z12, Z13
+	VFMADD213PS vk_erfs3<>+0(SB), Z17, Z18
+	VFMADD213PS vk_erfs3<>+0(SB), Z22, Z23
+	VFMADD213PS vk_erfs2<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs2<>+0(SB), Z12, Z13
+	VFMADD213PS vk_erfs2<>+0(SB), Z17, Z18
+	VFMADD213PS vk_erfs2<>+0(SB), Z22, Z23
+	VFMADD213PS vk_erfs1<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs1<>+0(SB), Z12, Z13
+	VFMADD213PS vk_erfs1<>+0(SB), Z17, Z18
+	VFMADD213PS vk_erfs1<>+0(SB), Z22, Z23
+	VFMADD213PS vk_erfs0<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs0<>+0(SB), Z12, Z13
+	VFMADD213PS vk_erfs0<>+0(SB), Z17, Z18
+	VFMADD213PS vk_erfs0<>+0(SB), Z22, Z23
+	VFMADD213PS vk_erfc0lo<>+0(SB), Z7, Z8
+	VMULPS      Z6, Z8, Z8
+	VFMADD231PS vk_erfc0hi<>+0(SB), Z6, Z8
+	VFMADD213PS vk_erfc0lo<>+0(SB), Z12, Z13
+	VMULPS      Z11, Z13, Z13
+	VFMADD231PS vk_erfc0hi<>+0(SB), Z11, Z13
+	VFMADD213PS vk_erfc0lo<>+0(SB), Z17, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS vk_erfc0hi<>+0(SB), Z16, Z18
+	VFMADD213PS vk_erfc0lo<>+0(SB), Z22, Z23
+	VMULPS      Z21, Z23, Z23
+	VFMADD231PS vk_erfc0hi<>+0(SB), Z21, Z23
+
+	// z = a − 2.5; q = −Q(z)
+	VSUBPS      vk_c25<>+0(SB), Z6, Z7
+	VMOVUPS     vk_erfl12<>+0(SB), Z9
+	VSUBPS      vk_c25<>+0(SB), Z11, Z12
+	VMOVUPS     vk_erfl12<>+0(SB), Z14
+	VSUBPS      vk_c25<>+0(SB), Z16, Z17
+	VMOVUPS     vk_erfl12<>+0(SB), Z19
+	VSUBPS      vk_c25<>+0(SB), Z21, Z22
+	VMOVUPS     vk_erfl12<>+0(SB), Z24
+	VFMADD213PS vk_erfl11<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl11<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl11<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl11<>+0(SB), Z22, Z24
+	VFMADD213PS vk_erfl10<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl10<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl10<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl10<>+0(SB), Z22, Z24
+	VFMADD213PS vk_erfl9<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl9<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl9<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl9<>+0(SB), Z22, Z24
+	VFMADD213PS vk_erfl8<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl8<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl8<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl8<>+0(SB), Z22, Z24
+	VFMADD213PS vk_erfl7<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl7<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl7<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl7<>+0(SB), Z22, Z24
+	VFMADD213PS vk_erfl6<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl6<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl6<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl6<>+0(SB), Z22, Z24
+	VFMADD213PS vk_erfl5<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl5<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl5<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl5<>+0(SB), Z22, Z24
+	VFMADD213PS vk_erfl4<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl4<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl4<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl4<>+0(SB), Z22, Z24
+	VFMADD213PS vk_erfl3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl3<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl3<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl3<>+0(SB), Z22, Z24
+	VFMADD213PS vk_erfl2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl2<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl2<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl2<>+0(SB), Z22, Z24
+	VFMADD213PS vk_erfl1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl1<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl1<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl1<>+0(SB), Z22, Z24
+	VFMADD213PS vk_erfl0<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl0<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl0<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl0<>+0(SB), Z22, Z24
+
+	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
+	VADDPS  vk_one<>+0(SB), Z9, Z9
+	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z6, K2
+	VMOVUPS vk_one<>+0(SB), K2, Z9
+	VCMPPS  $0x11, vk_one<>+0(SB), Z6, K2
+	VMOVAPS Z8, K2, Z9
+	VADDPS  vk_one<>+0(SB), Z14, Z14
+	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z11, K2
+	VMOVUPS vk_one<>+0(SB), K2, Z14
+	VCMPPS  $0x11, vk_one<>+0(SB), Z11, K2
+	VMOVAPS Z13, K2, Z14
+	VADDPS  vk_one<>+0(SB), Z19, Z19
+	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z16, K2
+	VMOVUPS vk_one<>+0(SB), K2, Z19
+	VCMPPS  $0x11, vk_one<>+0(SB), Z16, K2
+	VMOVAPS Z18, K2, Z19
+	VADDPS  vk_one<>+0(SB), Z24, Z24
+	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z21, K2
+	VMOVUPS vk_one<>+0(SB), K2, Z24
+	VCMPPS  $0x11, vk_one<>+0(SB), Z21, K2
+	VMOVAPS Z23, K2, Z24
+
+	// q |= sign(u)
+	VPANDD vk_signmask<>+0(SB), Z5, Z7
+	VPORD  Z7, Z9, Z9
+	VPANDD vk_signmask<>+0(SB), Z10, Z12
+	VPORD  Z12, Z14, Z14
+	VPANDD vk_signmask<>+0(SB), Z15, Z17
+	VPORD  Z17, Z19, Z19
+	VPANDD vk_signmask<>+0(SB), Z20, Z22
+	VPORD  Z22, Z24, Z24
+
+	// y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0
+	VADDPS      vk_one<>+0(SB), Z9, Z9
+	VMAXPS      Z1, Z0, Z1
+	VMULPS      vk_half<>+0(SB), Z1, Z1
+	VFMADD213PS vk_zero<>+0(SB), Z1, Z9
+	VMOVUPS     Z9, (DI)
+	VADDPS      vk_one<>+0(SB), Z14, Z14
+	VMAXPS      Z2, Z0, Z2
+	VMULPS      vk_half<>+0(SB), Z2, Z2
+	VFMADD213PS vk_zero<>+0(SB), Z2, Z14
+	VMOVUPS     Z14, 64(DI)
+	VADDPS      vk_one<>+0(SB), Z19, Z19
+	VMAXPS      Z3, Z0, Z3
+	VMULPS      vk_half<>+0(SB), Z3, Z3
+	VFMADD213PS vk_zero<>+0(SB), Z3, Z19
+	VMOVUPS     Z19, 128(DI)
+	VADDPS      vk_one<>+0(SB), Z24, Z24
+	VMAXPS      Z4, Z0, Z4
+	VMULPS      vk_half<>+0(SB), Z4, Z4
+	VFMADD213PS vk_zero<>+0(SB), Z4, Z24
+	VMOVUPS     Z24, 192(DI)
+	ADDQ        $0x00000100, SI
+	ADDQ        $0x00000100, DI
+	SUBQ        $0x00000040, CX
+	JMP         geluAVX512_blocks
+
+geluAVX512_vectors:
+	CMPQ CX, $0x00000010
+	JB   geluAVX512_tail
+
+	// u = x·(1/√2)
+	VMOVUPS (SI), Z1
+	VMULPS  vk_rsqrt2<>+0(SB), Z1, Z5
+
+	// a = |u|, z = a²
+	VPANDD vk_absmask<>+0(SB), Z5, Z6
+	VMULPS Z6, Z6, Z7
+
+	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
+	VMOVUPS     vk_erfs5<>+0(SB), Z8
+	VFMADD213PS vk_erfs4<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs3<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs2<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs1<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs0<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfc0lo<>+0(SB), Z7, Z8
+	VMULPS      Z6, Z8, Z8
+	VFMADD231PS vk_erfc0hi<>+0(SB), Z6, Z8
+
+	// z = a − 2.5; q = −Q(z)
+	VSUBPS      vk_c25<>+0(SB), Z6, Z7
+	VMOVUPS     vk_erfl12<>+0(SB), Z9
+	VFMADD213PS vk_erfl11<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl10<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl9<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl8<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl7<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl6<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl5<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl4<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl0<>+0(SB), Z7, Z9
+
+	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
+	VADDPS  vk_one<>+0(SB), Z9, Z9
+	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z6, K2
+	VMOVUPS vk_one<>+0(SB), K2, Z9
+	VCMPPS  $0x11, vk_one<>+0(SB), Z6, K2
+	VMOVAPS Z8, K2, Z9
+
+	// q |= sign(u)
+	VPANDD vk_signmask<>+0(SB), Z5, Z7
+	VPORD  Z7, Z9, Z9
+
+	// y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0
+	VADDPS      vk_one<>+0(SB), Z9, Z9
+	VMAXPS      Z1, Z0, Z1
+	VMULPS      vk_half<>+0(SB), Z1, Z1
+	VFMADD213PS vk_zero<>+0(SB), Z1, Z9
+	VMOVUPS     Z9, (DI)
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x00000010, CX
+	JMP         geluAVX512_vectors
+
+geluAVX512_tail:
+	TESTQ CX, CX
+	JZ    geluAVX512_done
+
+	// K1 = lanes < n
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+
+	// u = x·(1/√2)
+	VMOVUPS.Z (SI), K1, Z1
+	VMULPS    vk_rsqrt2<>+0(SB), Z1, Z5
+
+	// a = |u|, z = a²
+	VPANDD vk_absmask<>+0(SB), Z5, Z6
+	VMULPS Z6, Z6, Z7
+
+	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
+	VMOVUPS     vk_erfs5<>+0(SB), Z8
+	VFMADD213PS vk_erfs4<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs3<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs2<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs1<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs0<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfc0lo<>+0(SB), Z7, Z8
+	VMULPS      Z6, Z8, Z8
+	VFMADD231PS vk_erfc0hi<>+0(SB), Z6, Z8
+
+	// z = a − 2.5; q = −Q(z)
+	VSUBPS      vk_c25<>+0(SB), Z6, Z7
+	VMOVUPS     vk_erfl12<>+0(SB), Z9
+	VFMADD213PS vk_erfl11<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl10<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl9<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl8<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl7<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl6<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl5<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl4<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl0<>+0(SB), Z7, Z9
+
+	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
+	VADDPS  vk_one<>+0(SB), Z9, Z9
+	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z6, K2
+	VMOVUPS vk_one<>+0(SB), K2, Z9
+	VCMPPS  $0x11, vk_one<>+0(SB), Z6, K2
+	VMOVAPS Z8, K2, Z9
+
+	// q |= sign(u)
+	VPANDD vk_signmask<>+0(SB), Z5, Z7
+	VPORD  Z7, Z9, Z9
+
+	// y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0
+	VADDPS      vk_one<>+0(SB), Z9, Z9
+	VMAXPS      Z1, Z0, Z1
+	VMULPS      vk_half<>+0(SB), Z1, Z1
+	VFMADD213PS vk_zero<>+0(SB), Z1, Z9
+	VMOVUPS     Z9, K1, (DI)
+
+geluAVX512_done:
+	VZEROUPPER
+	RET
+
+// func erfAVX512(n int, x *float32, y *float32)
+// Requires: AVX, AVX512F
+TEXT ·erfAVX512(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+
+erfAVX512_blocks:
+	CMPQ    CX, $0x00000040
+	JB      erfAVX512_vectors
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z5
+	VMOVUPS 128(SI), Z10
+	VMOVUPS 192(SI), Z15
+
+	// a = |u|, z = a²
+	VPANDD vk_absmask<>+0(SB), Z0, Z1
+	VMULPS Z1, Z1, Z2
+	VPANDD vk_absmask<>+0(SB), Z5, Z6
+	VMULPS Z6, Z6, Z7
+	VPANDD vk_absmask<>+0(SB), Z10, Z11
+	VMULPS Z11, Z11, Z12
+	VPANDD vk_absmask<>+0(SB), Z15, Z16
+	VMULPS Z16, Z16, Z17
+
+	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
+	VMOVUPS     vk_erfs5<>+0(SB), Z3
+	VMOVUPS     vk_erfs5<>+0(SB), Z8
+	VMOVUPS     vk_erfs5<>+0(SB), Z13
+	VMOVUPS     vk_erfs5<>+0(SB), Z18
+	VFMADD213PS vk_erfs4<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfs4<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs4<>+0(SB), Z12, Z13
+	VFMADD213PS vk_erfs4<>+0(SB), Z17, Z18
+	VFMADD213PS vk_erfs3<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfs3<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs3<>+0(SB), Z12, Z13
+	VFMADD213PS vk_erfs3<>+0(SB), Z17, Z18
+	VFMADD213PS vk_erfs2<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfs2<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs2<>+0(SB), Z12, Z13
+	VFMADD213PS vk_erfs2<>+0(SB), Z17, Z18
+	VFMADD213PS vk_erfs1<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfs1<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs1<>+0(SB), Z12, Z13
+	VFMADD213PS vk_erfs1<>+0(SB), Z17, Z18
+	VFMADD213PS vk_erfs0<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfs0<>+0(SB), Z7, Z8
+	VFMADD213PS vk_erfs0<>+0(SB), Z12, Z13
+	VFMADD213PS vk_erfs0<>+0(SB), Z17, Z18
+	VFMADD213PS vk_erfc0lo<>+0(SB), Z2, Z3
+	VMULPS      Z1, Z3, Z3
+	VFMADD231PS vk_erfc0hi<>+0(SB), Z1, Z3
+	VFMADD213PS vk_erfc0lo<>+0(SB), Z7, Z8
+	VMULPS      Z6, Z8, Z8
+	VFMADD231PS vk_erfc0hi<>+0(SB), Z6, Z8
+	VFMADD213PS vk_erfc0lo<>+0(SB), Z12, Z13
+	VMULPS      Z11, Z13, Z13
+	VFMADD231PS vk_erfc0hi<>+0(SB), Z11, Z13
+	VFMADD213PS vk_erfc0lo<>+0(SB), Z17, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS vk_erfc0hi<>+0(SB), Z16, Z18
+
+	// z = a − 2.5; q = −Q(z)
+	VSUBPS      vk_c25<>+0(SB), Z1, Z2
+	VMOVUPS     vk_erfl12<>+0(SB), Z4
+	VSUBPS      vk_c25<>+0(SB), Z6, Z7
+	VMOVUPS     vk_erfl12<>+0(SB), Z9
+	VSUBPS      vk_c25<>+0(SB), Z11, Z12
+	VMOVUPS     vk_erfl12<>+0(SB), Z14
+	VSUBPS      vk_c25<>+0(SB), Z16, Z17
+	VMOVUPS     vk_erfl12<>+0(SB), Z19
+	VFMADD213PS vk_erfl11<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl11<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl11<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl11<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl10<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl10<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl10<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl10<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl9<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl9<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl9<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl9<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl8<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl8<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl8<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl8<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl7<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl7<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl7<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl7<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl6<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl6<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl6<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl6<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl5<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl5<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl5<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl5<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl4<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl4<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl4<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl4<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl3<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl3<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl3<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl2<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl2<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl2<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl1<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl1<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl1<>+0(SB), Z17, Z19
+	VFMADD213PS vk_erfl0<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl0<>+0(SB), Z7, Z9
+	VFMADD213PS vk_erfl0<>+0(SB), Z12, Z14
+	VFMADD213PS vk_erfl0<>+0(SB), Z17, Z19
+
+	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
+	VADDPS  vk_one<>+0(SB), Z4, Z4
+	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z1, K2
+	VMOVUPS vk_one<>+0(SB), K2, Z4
+	VCMPPS  $0x11, vk_one<>+0(SB), Z1, K2
+	VMOVAPS Z3, K2, Z4
+	VADDPS  vk_one<>+0(SB), Z9, Z9
+	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z6, K2
+	VMOVUPS vk_one<>+0(SB), K2, Z9
+	VCMPPS  $0x11, vk_one<>+0(SB), Z6, K2
+	VMOVAPS Z8, K2, Z9
+	VADDPS  vk_one<>+0(SB), Z14, Z14
+	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z11, K2
+	VMOVUPS vk_one<>+0(SB), K2, Z14
+	VCMPPS  $0x11, vk_one<>+0(SB), Z11, K2
+	VMOVAPS Z13, K2, Z14
+	VADDPS  vk_one<>+0(SB), Z19, Z19
+	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z16, K2
+	VMOVUPS vk_one<>+0(SB), K2, Z19
+	VCMPPS  $0x11, vk_one<>+0(SB), Z16, K2
+	VMOVAPS Z18, K2, Z19
+
+	// q |= sign(u)
+	VPANDD  vk_signmask<>+0(SB), Z0, Z2
+	VPORD   Z2, Z4, Z4
+	VPANDD  vk_signmask<>+0(SB), Z5, Z7
+	VPORD   Z7, Z9, Z9
+	VPANDD  vk_signmask<>+0(SB), Z10, Z12
+	VPORD   Z12, Z14, Z14
+	VPANDD  vk_signmask<>+0(SB), Z15, Z17
+	VPORD   Z17, Z19, Z19
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z9, 64(DI)
+	VMOVUPS Z14, 128(DI)
+	VMOVUPS Z19, 192(DI)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x00000040, CX
+	JMP     erfAVX512_blocks
+
+erfAVX512_vectors:
+	CMPQ    CX, $0x00000010
+	JB      erfAVX512_tail
+	VMOVUPS (SI), Z0
+
+	// a = |u|, z = a²
+	VPANDD vk_absmask<>+0(SB), Z0, Z1
+	VMULPS Z1, Z1, Z2
+
+	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
+	VMOVUPS     vk_erfs5<>+0(SB), Z3
+	VFMADD213PS vk_erfs4<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfs3<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfs2<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfs1<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfs0<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfc0lo<>+0(SB), Z2, Z3
+	VMULPS      Z1, Z3, Z3
+	VFMADD231PS vk_erfc0hi<>+0(SB), Z1, Z3
+
+	// z = a − 2.5; q = −Q(z)
+	VSUBPS      vk_c25<>+0(SB), Z1, Z2
+	VMOVUPS     vk_erfl12<>+0(SB), Z4
+	VFMADD213PS vk_erfl11<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl10<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl9<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl8<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl7<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl6<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl5<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl4<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl3<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl2<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl1<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl0<>+0(SB), Z2, Z4
+
+	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
+	VADDPS  vk_one<>+0(SB), Z4, Z4
+	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z1, K2
+	VMOVUPS vk_one<>+0(SB), K2, Z4
+	VCMPPS  $0x11, vk_one<>+0(SB), Z1, K2
+	VMOVAPS Z3, K2, Z4
+
+	// q |= sign(u)
+	VPANDD  vk_signmask<>+0(SB), Z0, Z2
+	VPORD   Z2, Z4, Z4
+	VMOVUPS Z4, (DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     erfAVX512_vectors
+
+erfAVX512_tail:
+	TESTQ CX, CX
+	JZ    erfAVX512_done
+
+	// K1 = lanes < n
+	MOVL      $0x00000001, AX
+	SHLL      CL, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z0
+
+	// a = |u|, z = a²
+	VPANDD vk_absmask<>+0(SB), Z0, Z1
+	VMULPS Z1, Z1, Z2
+
+	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
+	VMOVUPS     vk_erfs5<>+0(SB), Z3
+	VFMADD213PS vk_erfs4<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfs3<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfs2<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfs1<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfs0<>+0(SB), Z2, Z3
+	VFMADD213PS vk_erfc0lo<>+0(SB), Z2, Z3
+	VMULPS      Z1, Z3, Z3
+	VFMADD231PS vk_erfc0hi<>+0(SB), Z1, Z3
+
+	// z = a − 2.5; q = −Q(z)
+	VSUBPS      vk_c25<>+0(SB), Z1, Z2
+	VMOVUPS     vk_erfl12<>+0(SB), Z4
+	VFMADD213PS vk_erfl11<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl10<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl9<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl8<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl7<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl6<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl5<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl4<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl3<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl2<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl1<>+0(SB), Z2, Z4
+	VFMADD213PS vk_erfl0<>+0(SB), Z2, Z4
+
+	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
+	VADDPS  vk_one<>+0(SB), Z4, Z4
+	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z1, K2
+	VMOVUPS vk_one<>+0(SB), K2, Z4
+	VCMPPS  $0x11, vk_one<>+0(SB), Z1, K2
+	VMOVAPS Z3, K2, Z4
+
+	// q |= sign(u)
+	VPANDD  vk_signmask<>+0(SB), Z0, Z2
+	VPORD   Z2, Z4, Z4
+	VMOVUPS Z4, K1, (DI)
+
+erfAVX512_done:
+	VZEROUPPER
+	RET
+
+// func expAVX512(n int, x *float32, y *float32)
+// Requires: AVX, AVX512F
+TEXT ·expAVX512(SB), NOSPLIT, $0-24
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DI
+	VMOVUPS vk_explo<>+0(SB), Z0
+
+expAVX512_blocks:
+	CMPQ    CX, $0x00000040
+	JB      expAVX512_vectors
+	VMOVUPS (SI), Z1
+	VMOVUPS 64(SI), Z4
+	VMOVUPS 128(SI), Z7
+	VMOVUPS 192(SI), Z10
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z1, Z0, Z1
+	VMULPS      vk_log2e<>+0(SB), Z1, Z2
+	VRNDSCALEPS $0x00, Z2, Z2
+	VMAXPS      Z4, Z0, Z4
+	VMULPS      vk_log2e<>+0(SB), Z4, Z5
+	VRNDSCALEPS $0x00, Z5, Z5
+	VMAXPS      Z7, Z0, Z7
+	VMULPS      vk_log2e<>+0(SB), Z7, Z8
+	VRNDSCALEPS $0x00, Z8, Z8
+	VMAXPS      Z10, Z0, Z10
+	VMULPS      vk_log2e<>+0(SB), Z10, Z11
+	VRNDSCALEPS $0x00, Z11, Z11
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z2, Z1
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z5, Z4
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z11, Z10
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z2, Z1
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z5, Z4
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z11, Z10
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z3
+	VMOVUPS     vk_expc4<>+0(SB), Z6
+	VMOVUPS     vk_expc4<>+0(SB), Z9
+	VMOVUPS     vk_expc4<>+0(SB), Z12
+	VFMADD213PS vk_expc3<>+0(SB), Z1, Z3
+	VFMADD213PS vk_expc3<>+0(SB), Z4, Z6
+	VFMADD213PS vk_expc3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc3<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc2<>+0(SB), Z1, Z3
+	VFMADD213PS vk_expc2<>+0(SB), Z4, Z6
+	VFMADD213PS vk_expc2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc2<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc1<>+0(SB), Z1, Z3
+	VFMADD213PS vk_expc1<>+0(SB), Z4, Z6
+	VFMADD213PS vk_expc1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc1<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc0<>+0(SB), Z1, Z3
+	VFMADD213PS vk_expc0<>+0(SB), Z4, Z6
+	VFMADD213PS vk_expc0<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc0<>+0(SB), Z10, Z12
+	VFMADD213PS vk_one<>+0(SB), Z1, Z3
+	VFMADD213PS vk_one<>+0(SB), Z4, Z6
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z10, Z12
+	VFMADD213PS vk_one<>+0(SB), Z1, Z3
+	VFMADD213PS vk_one<>+0(SB), Z4, Z6
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z10, Z12
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z2, Z3, Z3
+	VSCALEFPS Z5, Z6, Z6
+	VSCALEFPS Z8, Z9, Z9
+	VSCALEFPS Z11, Z12, Z12
+	VMOVUPS   Z3, (DI)
+	VMOVUPS   Z6, 64(DI)
+	VMOVUPS   Z9, 128(DI)
+	VMOVUPS   Z12, 192(DI)
+	ADDQ      $0x00000100, SI
+	ADDQ      $0x00000100, DI
+	SUBQ      $0x00000040, CX
+	JMP       expAVX512_blocks
+
+expAVX512_vectors:
+	CMPQ    CX, $0x00000010
+	JB      expAVX512_tail
+	VMOVUPS (SI), Z1
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z1, Z0, Z1
+	VMULPS      vk_log2e<>+0(SB), Z1, Z2
+	VRNDSCALEPS $0x00, Z2, Z2
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z2, Z1
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z2, Z1
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z3
+	VFMADD213PS vk_expc3<>+0(SB), Z1, Z3
+	VFMADD213PS vk_expc2<>+0(SB), Z1, Z3
+	VFMADD213PS vk_expc1<>+0(SB), Z1, Z3
+	VFMADD213PS vk_expc0<>+0(SB), Z1, Z3
+	VFMADD213PS vk_one<>+0(SB), Z1, Z3
+	VFMADD213PS vk_one<>+0(SB), Z1, Z3
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z2, Z3, Z3
+	VMOVUPS   Z3, (DI)
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	SUBQ      $0x00000010, CX
+	JMP       expAVX512_vectors
+
+expAVX512_tail:
+	TESTQ CX, CX
+	JZ    expAVX512_done
+
+	// K1 = lanes < n
+	MOVL      $0x00000001, AX
+	SHLL      CL, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z1
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z1, Z0, Z1
+	VMULPS      vk_log2e<>+0(SB), Z1, Z2
+	VRNDSCALEPS $0x00, Z2, Z2
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z2, Z1
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z2, Z1
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z3
+	VFMADD213PS vk_expc3<>+0(SB), Z1, Z3
+	VFMADD213PS vk_expc2<>+0(SB), Z1, Z3
+	VFMADD213PS vk_expc1<>+0(SB), Z1, Z3
+	VFMADD213PS vk_expc0<>+0(SB), Z1, Z3
+	VFMADD213PS vk_one<>+0(SB), Z1, Z3
+	VFMADD213PS vk_one<>+0(SB), Z1, Z3
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z2, Z3, Z3
+	VMOVUPS   Z3, K1, (DI)
+
+expAVX512_done:
+	VZEROUPPER
+	RET
+
+// func softmaxRowAVX512(n int, x *float32, y *float32, scale float32)
+// Requires: AVX, AVX512DQ, AVX512F, SSE
+TEXT ·softmaxRowAVX512(SB), NOSPLIT, $0-28
+	MOVQ n+0(FP), DX
+
+	// scale in every lane
+	MOVSS        scale+24(FP), X0
+	VBROADCASTSS X0, Z0
+
+	// pass 1: m = max_i scale·x[i]
+	MOVQ    DX, CX
+	MOVQ    x+8(FP), SI
+	VMOVUPS vk_neginf<>+0(SB), Z1
+	VMOVUPS Z1, Z3
+	VMOVUPS Z1, Z4
+	VMOVUPS Z1, Z5
+	VMOVUPS Z1, Z6
+
+softmaxRowAVX512_max_blocks:
+	CMPQ    CX, $0x00000040
+	JB      softmaxRowAVX512_max_vectors
+	VMOVUPS (SI), Z7
+	VMULPS  Z0, Z7, Z7
+	VMOVUPS 64(SI), Z8
+	VMULPS  Z0, Z8, Z8
+	VMOVUPS 128(SI), Z9
+	VMULPS  Z0, Z9, Z9
+	VMOVUPS 192(SI), Z10
+	VMULPS  Z0, Z10, Z10
+	VMAXPS  Z7, Z3, Z3
+	VMAXPS  Z8, Z4, Z4
+	VMAXPS  Z9, Z5, Z5
+	VMAXPS  Z10, Z6, Z6
+	ADDQ    $0x00000100, SI
+	SUBQ    $0x00000040, CX
+	JMP     softmaxRowAVX512_max_blocks
+
+softmaxRowAVX512_max_vectors:
+	CMPQ    CX, $0x00000010
+	JB      softmaxRowAVX512_max_tail
+	VMOVUPS (SI), Z7
+	VMULPS  Z0, Z7, Z7
+	VMAXPS  Z7, Z3, Z3
+	ADDQ    $0x00000040, SI
+	SUBQ    $0x00000010, CX
+	JMP     softmaxRowAVX512_max_vectors
+
+softmaxRowAVX512_max_tail:
+	TESTQ CX, CX
+	JZ    softmaxRowAVX512_max_done
+
+	// K1 = lanes < n
+	MOVL      $0x00000001, AX
+	SHLL      CL, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z7
+	VMULPS    Z0, Z7, Z7
+	VMAXPS    Z7, Z3, K1, Z3
+
+softmaxRowAVX512_max_done:
+	VMAXPS        Z4, Z3, Z3
+	VMAXPS        Z6, Z5, Z5
+	VMAXPS        Z5, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y7
+	VMAXPS        Y7, Y3, Y3
+	VEXTRACTF128  $0x01, Y3, X7
+	VMAXPS        X7, X3, X3
+	VMOVHLPS      X3, X3, X7
+	VMAXPS        X7, X3, X3
+	VMOVSHDUP     X3, X7
+	VMAXPS        X7, X3, X3
+	VBROADCASTSS  X3, Z2
+
+	// pass 2: y[i] = exp(scale·x[i] − m), Σ in acc
+	MOVQ    DX, CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DI
+	VMOVUPS vk_explo<>+0(SB), Z1
+	VXORPS  Z3, Z3, Z3
+	VXORPS  Z4, Z4, Z4
+	VXORPS  Z5, Z5, Z5
+	VXORPS  Z6, Z6, Z6
+
+softmaxRowAVX512_exp_blocks:
+	CMPQ    CX, $0x00000040
+	JB      softmaxRowAVX512_exp_vectors
+	VMOVUPS (SI), Z7
+	VMULPS  Z0, Z7, Z7
+	VSUBPS  Z2, Z7, Z7
+	VMOVUPS 64(SI), Z10
+	VMULPS  Z0, Z10, Z10
+	VSUBPS  Z2, Z10, Z10
+	VMOVUPS 128(SI), Z13
+	VMULPS  Z0, Z13, Z13
+	VSUBPS  Z2, Z13, Z13
+	VMOVUPS 192(SI), Z16
+	VMULPS  Z0, Z16, Z16
+	VSUBPS  Z2, Z16, Z16
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z7, Z1, Z7
+	VMULPS      vk_log2e<>+0(SB), Z7, Z8
+	VRNDSCALEPS $0x00, Z8, Z8
+	VMAXPS      Z10, Z1, Z10
+	VMULPS      vk_log2e<>+0(SB), Z10, Z11
+	VRNDSCALEPS $0x00, Z11, Z11
+	VMAXPS      Z13, Z1, Z13
+	VMULPS      vk_log2e<>+0(SB), Z13, Z14
+	VRNDSCALEPS $0x00, Z14, Z14
+	VMAXPS      Z16, Z1, Z16
+	VMULPS      vk_log2e<>+0(SB), Z16, Z17
+	VRNDSCALEPS $0x00, Z17, Z17
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z11, Z10
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z14, Z13
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z17, Z16
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z11, Z10
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z14, Z13
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z17, Z16
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z9
+	VMOVUPS     vk_expc4<>+0(SB), Z12
+	VMOVUPS     vk_expc4<>+0(SB), Z15
+	VMOVUPS     vk_expc4<>+0(SB), Z18
+	VFMADD213PS vk_expc3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc3<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc3<>+0(SB), Z13, Z15
+	VFMADD213PS vk_expc3<>+0(SB), Z16, Z18
+	VFMADD213PS vk_expc2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc2<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc2<>+0(SB), Z13, Z15
+	VFMADD213PS vk_expc2<>+0(SB), Z16, Z18
+	VFMADD213PS vk_expc1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc1<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc1<>+0(SB), Z13, Z15
+	VFMADD213PS vk_expc1<>+0(SB), Z16, Z18
+	VFMADD213PS vk_expc0<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc0<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc0<>+0(SB), Z13, Z15
+	VFMADD213PS vk_expc0<>+0(SB), Z16, Z18
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z10, Z12
+	VFMADD213PS vk_one<>+0(SB), Z13, Z15
+	VFMADD213PS vk_one<>+0(SB), Z16, Z18
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z10, Z12
+	VFMADD213PS vk_one<>+0(SB), Z13, Z15
+	VFMADD213PS vk_one<>+0(SB), Z16, Z18
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z8, Z9, Z9
+	VSCALEFPS Z11, Z12, Z12
+	VSCALEFPS Z14, Z15, Z15
+	VSCALEFPS Z17, Z18, Z18
+	VMOVUPS   Z9, (DI)
+	VADDPS    Z9, Z3, Z3
+	VMOVUPS   Z12, 64(DI)
+	VADDPS    Z12, Z4, Z4
+	VMOVUPS   Z15, 128(DI)
+	VADDPS    Z15, Z5, Z5
+	VMOVUPS   Z18, 192(DI)
+	VADDPS    Z18, Z6, Z6
+	ADDQ      $0x00000100, SI
+	ADDQ      $0x00000100, DI
+	SUBQ      $0x00000040, CX
+	JMP       softmaxRowAVX512_exp_blocks
+
+softmaxRowAVX512_exp_vectors:
+	CMPQ    CX, $0x00000010
+	JB      softmaxRowAVX512_exp_tail
+	VMOVUPS (SI), Z7
+	VMULPS  Z0, Z7, Z7
+	VSUBPS  Z2, Z7, Z7
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z7, Z1, Z7
+	VMULPS      vk_log2e<>+0(SB), Z7, Z8
+	VRNDSCALEPS $0x00, Z8, Z8
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z8, Z7
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z9
+	VFMADD213PS vk_expc3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc0<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z8, Z9, Z9
+	VMOVUPS   Z9, (DI)
+	VADDPS    Z9, Z3, Z3
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	SUBQ      $0x00000010, CX
+	JMP       softmaxRowAVX512_exp_vectors
+
+softmaxRowAVX512_exp_tail:
+	TESTQ CX, CX
+	JZ    softmaxRowAVX512_exp_done
+
+	// K1 = lanes < n
+	MOVL      $0x00000001, AX
+	SHLL      CL, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z7
+	VMULPS    Z0, Z7, Z7
+	VSUBPS    Z2, Z7, Z7
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z7, Z1, Z7
+	VMULPS      vk_log2e<>+0(SB), Z7, Z8
+	VRNDSCALEPS $0x00, Z8, Z8
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z8, Z7
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z9
+	VFMADD213PS vk_expc3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc0<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z8, Z9, Z9
+	VMOVUPS   Z9, K1, (DI)
+	VADDPS    Z9, Z3, K1, Z3
+
+softmaxRowAVX512_exp_done:
+	VADDPS        Z4, Z3, Z3
+	VADDPS        Z6, Z5, Z5
+	VADDPS        Z5, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y7
+	VADDPS        Y7, Y3, Y3
+	VEXTRACTF128  $0x01, Y3, X7
+	VADDPS        X7, X3, X3
+	VMOVHLPS      X3, X3, X7
+	VADDPS        X7, X3, X3
+	VMOVSHDUP     X3, X7
+	VADDPS        X7, X3, X3
+
+	// inv = 1/Σ in every lane
+	VMOVSS       vk_one<>+0(SB), X2
+	VDIVSS       X3, X2, X2
+	VBROADCASTSS X2, Z2
+
+	// pass 3: y[i] ·= inv
+	MOVQ DX, CX
+	MOVQ y+16(FP), DI
+
+softmaxRowAVX512_norm_blocks:
+	CMPQ    CX, $0x00000040
+	JB      softmaxRowAVX512_norm_vectors
+	VMOVUPS (DI), Z7
+	VMULPS  Z2, Z7, Z7
+	VMOVUPS Z7, (DI)
+	VMOVUPS 64(DI), Z8
+	VMULPS  Z2, Z8, Z8
+	VMOVUPS Z8, 64(DI)
+	VMOVUPS 128(DI), Z9
+	VMULPS  Z2, Z9, Z9
+	VMOVUPS Z9, 128(DI)
+	VMOVUPS 192(DI), Z10
+	VMULPS  Z2, Z10, Z10
+	VMOVUPS Z10, 192(DI)
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x00000040, CX
+	JMP     softmaxRowAVX512_norm_blocks
+
+softmaxRowAVX512_norm_vectors:
+	CMPQ    CX, $0x00000010
+	JB      softmaxRowAVX512_norm_tail
+	VMOVUPS (DI), Z7
+	VMULPS  Z2, Z7, Z7
+	VMOVUPS Z7, (DI)
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     softmaxRowAVX512_norm_vectors
+
+softmaxRowAVX512_norm_tail:
+	TESTQ CX, CX
+	JZ    softmaxRowAVX512_norm_done
+
+	// K1 = lanes < n
+	MOVL      $0x00000001, AX
+	SHLL      CL, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (DI), K1, Z7
+	VMULPS    Z2, Z7, Z7
+	VMOVUPS   Z7, K1, (DI)
+
+softmaxRowAVX512_norm_done:
+	VZEROUPPER
+	RET
+
+// func layerNormRowAVX512(n int, x *float32, gamma *float32, beta *float32, y *float32, eps float32)
+// Requires: AVX, AVX512DQ, AVX512F, FMA3, SSE
+TEXT ·layerNormRowAVX512(SB), NOSPLIT, $0-44
+	MOVQ n+0(FP), DX
+
+	// fn = float32(n)
+	VXORPS     X2, X2, X2
+	VCVTSI2SSQ DX, X2, X2
+
+	// pass 1: μ = Σ x / n
+	MOVQ   DX, CX
+	MOVQ   x+8(FP), SI
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+layerNormRowAVX512_sum_blocks:
+	CMPQ    CX, $0x00000040
+	JB      layerNormRowAVX512_sum_vectors
+	VMOVUPS (SI), Z12
+	VADDPS  Z12, Z4, Z4
+	VMOVUPS 64(SI), Z13
+	VADDPS  Z13, Z5, Z5
+	VMOVUPS 128(SI), Z14
+	VADDPS  Z14, Z6, Z6
+	VMOVUPS 192(SI), Z15
+	VADDPS  Z15, Z7, Z7
+	ADDQ    $0x00000100, SI
+	SUBQ    $0x00000040, CX
+	JMP     layerNormRowAVX512_sum_blocks
+
+layerNormRowAVX512_sum_vectors:
+	CMPQ    CX, $0x00000010
+	JB      layerNormRowAVX512_sum_tail
+	VMOVUPS (SI), Z12
+	VADDPS  Z12, Z4, Z4
+	ADDQ    $0x00000040, SI
+	SUBQ    $0x00000010, CX
+	JMP     layerNormRowAVX512_sum_vectors
+
+layerNormRowAVX512_sum_tail:
+	TESTQ CX, CX
+	JZ    layerNormRowAVX512_sum_done
+
+	// K1 = lanes < n
+	MOVL      $0x00000001, AX
+	SHLL      CL, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z12
+	VADDPS    Z12, Z4, Z4
+
+layerNormRowAVX512_sum_done:
+	VADDPS        Z5, Z4, Z4
+	VADDPS        Z7, Z6, Z6
+	VADDPS        Z6, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y12
+	VADDPS        Y12, Y4, Y4
+	VEXTRACTF128  $0x01, Y4, X12
+	VADDPS        X12, X4, X4
+	VMOVHLPS      X4, X4, X12
+	VADDPS        X12, X4, X4
+	VMOVSHDUP     X4, X12
+	VADDPS        X12, X4, X4
+	VDIVSS        X2, X4, X0
+	VBROADCASTSS  X0, Z0
+
+	// pass 2: Σ d and Σ d², d = x − μ (0 in lanes ≥ n)
+	MOVQ   DX, CX
+	MOVQ   x+8(FP), SI
+	VXORPS Z4, Z4, Z4
+	VXORPS Z8, Z8, Z8
+	VXORPS Z5, Z5, Z5
+	VXORPS Z9, Z9, Z9
+	VXORPS Z6, Z6, Z6
+	VXORPS Z10, Z10, Z10
+	VXORPS Z7, Z7, Z7
+	VXORPS Z11, Z11, Z11
+
+layerNormRowAVX512_var_blocks:
+	CMPQ        CX, $0x00000040
+	JB          layerNormRowAVX512_var_vectors
+	VMOVUPS     (SI), Z12
+	VSUBPS      Z0, Z12, Z12
+	VADDPS      Z12, Z8, Z8
+	VFMADD231PS Z12, Z12, Z4
+	VMOVUPS     64(SI), Z13
+	VSUBPS      Z0, Z13, Z13
+	VADDPS      Z13, Z9, Z9
+	VFMADD231PS Z13, Z13, Z5
+	VMOVUPS     128(SI), Z14
+	VSUBPS      Z0, Z14, Z14
+	VADDPS      Z14, Z10, Z10
+	VFMADD231PS Z14, Z14, Z6
+	VMOVUPS     192(SI), Z15
+	VSUBPS      Z0, Z15, Z15
+	VADDPS      Z15, Z11, Z11
+	VFMADD231PS Z15, Z15, Z7
+	ADDQ        $0x00000100, SI
+	SUBQ        $0x00000040, CX
+	JMP         layerNormRowAVX512_var_blocks
+
+layerNormRowAVX512_var_vectors:
+	CMPQ        CX, $0x00000010
+	JB          layerNormRowAVX512_var_tail
+	VMOVUPS     (SI), Z12
+	VSUBPS      Z0, Z12, Z12
+	VADDPS      Z12, Z8, Z8
+	VFMADD231PS Z12, Z12, Z4
+	ADDQ        $0x00000040, SI
+	SUBQ        $0x00000010, CX
+	JMP         layerNormRowAVX512_var_vectors
+
+layerNormRowAVX512_var_tail:
+	TESTQ CX, CX
+	JZ    layerNormRowAVX512_var_done
+
+	// K1 = lanes < n
+	MOVL        $0x00000001, AX
+	SHLL        CL, AX
+	DECL        AX
+	KMOVW       AX, K1
+	VMOVUPS.Z   (SI), K1, Z12
+	VSUBPS.Z    Z0, Z12, K1, Z12
+	VADDPS      Z12, Z8, Z8
+	VFMADD231PS Z12, Z12, Z4
+
+layerNormRowAVX512_var_done:
+	VADDPS        Z9, Z8, Z8
+	VADDPS        Z11, Z10, Z10
+	VADDPS        Z10, Z8, Z8
+	VEXTRACTF64X4 $0x01, Z8, Y12
+	VADDPS        Y12, Y8, Y8
+	VEXTRACTF128  $0x01, Y8, X12
+	VADDPS        X12, X8, X8
+	VMOVHLPS      X8, X8, X12
+	VADDPS        X12, X8, X8
+	VMOVSHDUP     X8, X12
+	VADDPS        X12, X8, X8
+	VADDPS        Z5, Z4, Z4
+	VADDPS        Z7, Z6, Z6
+	VADDPS        Z6, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y12
+	VADDPS        Y12, Y4, Y4
+	VEXTRACTF128  $0x01, Y4, X12
+	VADDPS        X12, X4, X4
+	VMOVHLPS      X4, X4, X12
+	VADDPS        X12, X4, X4
+	VMOVSHDUP     X4, X12
+	VADDPS        X12, X4, X4
+
+	// δ = Σd/n; r = 1/sqrt(max(Σd²/n − δ², 0) + eps)
+	VDIVSS       X2, X8, X3
+	VDIVSS       X2, X4, X4
+	VFNMADD231SS X3, X3, X4
+	VXORPS       X12, X12, X12
+	VMAXSS       X12, X4, X4
+	MOVSS        eps+40(FP), X12
+	VADDSS       X12, X4, X4
+	VSQRTSS      X4, X4, X4
+	VMOVSS       vk_one<>+0(SB), X1
+	VDIVSS       X4, X1, X1
+	VBROADCASTSS X1, Z1
+	VBROADCASTSS X3, Z3
+
+	// pass 3: y = (((x − μ) − δ)·r)·gamma + beta
+	MOVQ DX, CX
+	MOVQ x+8(FP), SI
+	MOVQ gamma+16(FP), R8
+	MOVQ beta+24(FP), R9
+	MOVQ y+32(FP), DI
+
+layerNormRowAVX512_out_blocks:
+	CMPQ        CX, $0x00000040
+	JB          layerNormRowAVX512_out_vectors
+	VMOVUPS     (SI), Z12
+	VMOVUPS     (R8), Z16
+	VSUBPS      Z0, Z12, Z12
+	VSUBPS      Z3, Z12, Z12
+	VMULPS      Z1, Z12, Z12
+	VMOVUPS     64(SI), Z13
+	VMOVUPS     64(R8), Z17
+	VSUBPS      Z0, Z13, Z13
+	VSUBPS      Z3, Z13, Z13
+	VMULPS      Z1, Z13, Z13
+	VMOVUPS     128(SI), Z14
+	VMOVUPS     128(R8), Z18
+	VSUBPS      Z0, Z14, Z14
+	VSUBPS      Z3, Z14, Z14
+	VMULPS      Z1, Z14, Z14
+	VMOVUPS     192(SI), Z15
+	VMOVUPS     192(R8), Z19
+	VSUBPS      Z0, Z15, Z15
+	VSUBPS      Z3, Z15, Z15
+	VMULPS      Z1, Z15, Z15
+	VMOVUPS     (R9), Z4
+	VFMADD213PS Z4, Z16, Z12
+	VMOVUPS     Z12, (DI)
+	VMOVUPS     64(R9), Z5
+	VFMADD213PS Z5, Z17, Z13
+	VMOVUPS     Z13, 64(DI)
+	VMOVUPS     128(R9), Z6
+	VFMADD213PS Z6, Z18, Z14
+	VMOVUPS     Z14, 128(DI)
+	VMOVUPS     192(R9), Z7
+	VFMADD213PS Z7, Z19, Z15
+	VMOVUPS     Z15, 192(DI)
+	ADDQ        $0x00000100, SI
+	ADDQ        $0x00000100, R8
+	ADDQ        $0x00000100, R9
+	ADDQ        $0x00000100, DI
+	SUBQ        $0x00000040, CX
+	JMP         layerNormRowAVX512_out_blocks
+
+layerNormRowAVX512_out_vectors:
+	CMPQ        CX, $0x00000010
+	JB          layerNormRowAVX512_out_tail
+	VMOVUPS     (SI), Z12
+	VMOVUPS     (R8), Z16
+	VSUBPS      Z0, Z12, Z12
+	VSUBPS      Z3, Z12, Z12
+	VMULPS      Z1, Z12, Z12
+	VMOVUPS     (R9), Z4
+	VFMADD213PS Z4, Z16, Z12
+	VMOVUPS     Z12, (DI)
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x00000010, CX
+	JMP         layerNormRowAVX512_out_vectors
+
+layerNormRowAVX512_out_tail:
+	TESTQ CX, CX
+	JZ    layerNormRowAVX512_out_done
+
+	// K1 = lanes < n
+	MOVL        $0x00000001, AX
+	SHLL        CL, AX
+	DECL        AX
+	KMOVW       AX, K1
+	VMOVUPS.Z   (SI), K1, Z12
+	VMOVUPS.Z   (R8), K1, Z16
+	VSUBPS      Z0, Z12, Z12
+	VSUBPS      Z3, Z12, Z12
+	VMULPS      Z1, Z12, Z12
+	VMOVUPS.Z   (R9), K1, Z4
+	VFMADD213PS Z4, Z16, Z12
+	VMOVUPS     Z12, K1, (DI)
+
+layerNormRowAVX512_out_done:
+	VZEROUPPER
+	RET
+
+// func addAVX2(n int, x *float32, y *float32, out *float32)
+// Requires: AVX, AVX2
+TEXT ·addAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ out+24(FP), DI
+
+addAVX2_blocks:
+	CMPQ CX, $0x00000010
+	JB   addAVX2_vectors
+
+	// out = x + y
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y2
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 32(DX), Y3
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS Y1, 32(DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DX
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     addAVX2_blocks
+
+addAVX2_vectors:
+	CMPQ CX, $0x00000008
+	JB   addAVX2_tail
+
+	// out = x + y
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y2
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DX
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     addAVX2_vectors
+
+addAVX2_tail:
+	TESTQ CX, CX
+	JZ    addAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+
+	// out = x + y
+	VMASKMOVPS (SI), Y15, Y0
+	VMASKMOVPS (DX), Y15, Y2
+	VADDPS     Y2, Y0, Y0
+	VMASKMOVPS Y0, Y15, (DI)
+
+addAVX2_done:
+	VZEROUPPER
+	RET
+
+// func scaleAVX2(n int, alpha float32, x *float32, out *float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ out+24(FP), DI
+
+	// alpha in every lane
+	MOVSS        alpha+8(FP), X4
+	VBROADCASTSS X4, Y4
+
+scaleAVX2_blocks:
+	CMPQ CX, $0x00000010
+	JB   scaleAVX2_vectors
+
+	// out = alpha·x
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMULPS  Y4, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VMULPS  Y4, Y1, Y1
+	VMOVUPS Y1, 32(DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     scaleAVX2_blocks
+
+scaleAVX2_vectors:
+	CMPQ CX, $0x00000008
+	JB   scaleAVX2_tail
+
+	// out = alpha·x
+	VMOVUPS (SI), Y0
+	VMULPS  Y4, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     scaleAVX2_vectors
+
+scaleAVX2_tail:
+	TESTQ CX, CX
+	JZ    scaleAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+
+	// out = alpha·x
+	VMASKMOVPS (SI), Y15, Y0
+	VMULPS     Y4, Y0, Y0
+	VMASKMOVPS Y0, Y15, (DI)
+
+scaleAVX2_done:
+	VZEROUPPER
+	RET
+
+// func addScaledAVX2(n int, alpha float32, x *float32, y *float32, out *float32)
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·addScaledAVX2(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ y+24(FP), DX
+	MOVQ out+32(FP), DI
+
+	// alpha in every lane
+	MOVSS        alpha+8(FP), X4
+	VBROADCASTSS X4, Y4
+
+addScaledAVX2_blocks:
+	CMPQ CX, $0x00000010
+	JB   addScaledAVX2_vectors
+
+	// out = alpha·y + x
+	VMOVUPS     (SI), Y0
+	VMOVUPS     (DX), Y2
+	VMOVUPS     32(SI), Y1
+	VMOVUPS     32(DX), Y3
+	VFMADD213PS Y0, Y4, Y2
+	VMOVUPS     Y2, (DI)
+	VFMADD213PS Y1, Y4, Y3
+	VMOVUPS     Y3, 32(DI)
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000040, DX
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x00000010, CX
+	JMP         addScaledAVX2_blocks
+
+addScaledAVX2_vectors:
+	CMPQ CX, $0x00000008
+	JB   addScaledAVX2_tail
+
+	// out = alpha·y + x
+	VMOVUPS     (SI), Y0
+	VMOVUPS     (DX), Y2
+	VFMADD213PS Y0, Y4, Y2
+	VMOVUPS     Y2, (DI)
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000020, DX
+	ADDQ        $0x00000020, DI
+	SUBQ        $0x00000008, CX
+	JMP         addScaledAVX2_vectors
+
+addScaledAVX2_tail:
+	TESTQ CX, CX
+	JZ    addScaledAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+
+	// out = alpha·y + x
+	VMASKMOVPS  (SI), Y15, Y0
+	VMASKMOVPS  (DX), Y15, Y2
+	VFMADD213PS Y0, Y4, Y2
+	VMASKMOVPS  Y2, Y15, (DI)
+
+addScaledAVX2_done:
+	VZEROUPPER
+	RET
+
+// func geluAVX2(n int, x *float32, y *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·geluAVX2(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+
+	// −MaxFloat32 in a register: max's NaN operand must be the other one
+	VMOVUPS vk_negmax<>+0(SB), Y0
+
+geluAVX2_blocks:
+	CMPQ CX, $0x00000010
+	JB   geluAVX2_vectors
+
+	// u = x·(1/√2)
+	VMOVUPS (SI), Y1
+	VMULPS  vk_rsqrt2<>+0(SB), Y1, Y3
+	VMOVUPS 32(SI), Y2
+	VMULPS  vk_rsqrt2<>+0(SB), Y2, Y8
+
+	// a = |u|, z = a²
+	VANDPS vk_absmask<>+0(SB), Y3, Y4
+	VMULPS Y4, Y4, Y5
+	VANDPS vk_absmask<>+0(SB), Y8, Y9
+	VMULPS Y9, Y9, Y10
+
+	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
+	VMOVUPS     vk_erfs5<>+0(SB), Y6
+	VMOVUPS     vk_erfs5<>+0(SB), Y11
+	VFMADD213PS vk_erfs4<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfs4<>+0(SB), Y10, Y11
+	VFMADD213PS vk_erfs3<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfs3<>+0(SB), Y10, Y11
+	VFMADD213PS vk_erfs2<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfs2<>+0(SB), Y10, Y11
+	VFMADD213PS vk_erfs1<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfs1<>+0(SB), Y10, Y11
+	VFMADD213PS vk_erfs0<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfs0<>+0(SB), Y10, Y11
+	VFMADD213PS vk_erfc0lo<>+0(SB), Y5, Y6
+	VMULPS      Y4, Y6, Y6
+	VFMADD231PS vk_erfc0hi<>+0(SB), Y4, Y6
+	VFMADD213PS vk_erfc0lo<>+0(SB), Y10, Y11
+	VMULPS      Y9, Y11, Y11
+	VFMADD231PS vk_erfc0hi<>+0(SB), Y9, Y11
+
+	// z = a − 2.5; q = −Q(z)
+	VSUBPS      vk_c25<>+0(SB), Y4, Y5
+	VMOVUPS     vk_erfl12<>+0(SB), Y7
+	VSUBPS      vk_c25<>+0(SB), Y9, Y10
+	VMOVUPS     vk_erfl12<>+0(SB), Y12
+	VFMADD213PS vk_erfl11<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl11<>+0(SB), Y10, Y12
+	VFMADD213PS vk_erfl10<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl10<>+0(SB), Y10, Y12
+	VFMADD213PS vk_erfl9<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl9<>+0(SB), Y10, Y12
+	VFMADD213PS vk_erfl8<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl8<>+0(SB), Y10, Y12
+	VFMADD213PS vk_erfl7<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl7<>+0(SB), Y10, Y12
+	VFMADD213PS vk_erfl6<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl6<>+0(SB), Y10, Y12
+	VFMADD213PS vk_erfl5<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl5<>+0(SB), Y10, Y12
+	VFMADD213PS vk_erfl4<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl4<>+0(SB), Y10, Y12
+	VFMADD213PS vk_erfl3<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl3<>+0(SB), Y10, Y12
+	VFMADD213PS vk_erfl2<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl2<>+0(SB), Y10, Y12
+	VFMADD213PS vk_erfl1<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl1<>+0(SB), Y10, Y12
+	VFMADD213PS vk_erfl0<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl0<>+0(SB), Y10, Y12
+
+	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
+	VADDPS    vk_one<>+0(SB), Y7, Y7
+	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y4, Y5
+	VBLENDVPS Y5, vk_one<>+0(SB), Y7, Y7
+	VCMPPS    $0x11, vk_one<>+0(SB), Y4, Y5
+	VBLENDVPS Y5, Y6, Y7, Y7
+	VADDPS    vk_one<>+0(SB), Y12, Y12
+	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y9, Y10
+	VBLENDVPS Y10, vk_one<>+0(SB), Y12, Y12
+	VCMPPS    $0x11, vk_one<>+0(SB), Y9, Y10
+	VBLENDVPS Y10, Y11, Y12, Y12
+
+	// q |= sign(u)
+	VANDPS vk_signmask<>+0(SB), Y3, Y5
+	VORPS  Y5, Y7, Y7
+	VANDPS vk_signmask<>+0(SB), Y8, Y10
+	VORPS  Y10, Y12, Y12
+
+	// y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0
+	VADDPS      vk_one<>+0(SB), Y7, Y7
+	VMAXPS      Y1, Y0, Y1
+	VMULPS      vk_half<>+0(SB), Y1, Y1
+	VFMADD213PS vk_zero<>+0(SB), Y1, Y7
+	VMOVUPS     Y7, (DI)
+	VADDPS      vk_one<>+0(SB), Y12, Y12
+	VMAXPS      Y2, Y0, Y2
+	VMULPS      vk_half<>+0(SB), Y2, Y2
+	VFMADD213PS vk_zero<>+0(SB), Y2, Y12
+	VMOVUPS     Y12, 32(DI)
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x00000010, CX
+	JMP         geluAVX2_blocks
+
+geluAVX2_vectors:
+	CMPQ CX, $0x00000008
+	JB   geluAVX2_tail
+
+	// u = x·(1/√2)
+	VMOVUPS (SI), Y1
+	VMULPS  vk_rsqrt2<>+0(SB), Y1, Y3
+
+	// a = |u|, z = a²
+	VANDPS vk_absmask<>+0(SB), Y3, Y4
+	VMULPS Y4, Y4, Y5
+
+	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
+	VMOVUPS     vk_erfs5<>+0(SB), Y6
+	VFMADD213PS vk_erfs4<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfs3<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfs2<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfs1<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfs0<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfc0lo<>+0(SB), Y5, Y6
+	VMULPS      Y4, Y6, Y6
+	VFMADD231PS vk_erfc0hi<>+0(SB), Y4, Y6
+
+	// z = a − 2.5; q = −Q(z)
+	VSUBPS      vk_c25<>+0(SB), Y4, Y5
+	VMOVUPS     vk_erfl12<>+0(SB), Y7
+	VFMADD213PS vk_erfl11<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl10<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl9<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl8<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl7<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl6<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl5<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl4<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl3<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl2<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl1<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl0<>+0(SB), Y5, Y7
+
+	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
+	VADDPS    vk_one<>+0(SB), Y7, Y7
+	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y4, Y5
+	VBLENDVPS Y5, vk_one<>+0(SB), Y7, Y7
+	VCMPPS    $0x11, vk_one<>+0(SB), Y4, Y5
+	VBLENDVPS Y5, Y6, Y7, Y7
+
+	// q |= sign(u)
+	VANDPS vk_signmask<>+0(SB), Y3, Y5
+	VORPS  Y5, Y7, Y7
+
+	// y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0
+	VADDPS      vk_one<>+0(SB), Y7, Y7
+	VMAXPS      Y1, Y0, Y1
+	VMULPS      vk_half<>+0(SB), Y1, Y1
+	VFMADD213PS vk_zero<>+0(SB), Y1, Y7
+	VMOVUPS     Y7, (DI)
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000020, DI
+	SUBQ        $0x00000008, CX
+	JMP         geluAVX2_vectors
+
+geluAVX2_tail:
+	TESTQ CX, CX
+	JZ    geluAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+
+	// u = x·(1/√2)
+	VMASKMOVPS (SI), Y15, Y1
+	VMULPS     vk_rsqrt2<>+0(SB), Y1, Y3
+
+	// a = |u|, z = a²
+	VANDPS vk_absmask<>+0(SB), Y3, Y4
+	VMULPS Y4, Y4, Y5
+
+	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
+	VMOVUPS     vk_erfs5<>+0(SB), Y6
+	VFMADD213PS vk_erfs4<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfs3<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfs2<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfs1<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfs0<>+0(SB), Y5, Y6
+	VFMADD213PS vk_erfc0lo<>+0(SB), Y5, Y6
+	VMULPS      Y4, Y6, Y6
+	VFMADD231PS vk_erfc0hi<>+0(SB), Y4, Y6
+
+	// z = a − 2.5; q = −Q(z)
+	VSUBPS      vk_c25<>+0(SB), Y4, Y5
+	VMOVUPS     vk_erfl12<>+0(SB), Y7
+	VFMADD213PS vk_erfl11<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl10<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl9<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl8<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl7<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl6<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl5<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl4<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl3<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl2<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl1<>+0(SB), Y5, Y7
+	VFMADD213PS vk_erfl0<>+0(SB), Y5, Y7
+
+	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
+	VADDPS    vk_one<>+0(SB), Y7, Y7
+	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y4, Y5
+	VBLENDVPS Y5, vk_one<>+0(SB), Y7, Y7
+	VCMPPS    $0x11, vk_one<>+0(SB), Y4, Y5
+	VBLENDVPS Y5, Y6, Y7, Y7
+
+	// q |= sign(u)
+	VANDPS vk_signmask<>+0(SB), Y3, Y5
+	VORPS  Y5, Y7, Y7
+
+	// y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0
+	VADDPS      vk_one<>+0(SB), Y7, Y7
+	VMAXPS      Y1, Y0, Y1
+	VMULPS      vk_half<>+0(SB), Y1, Y1
+	VFMADD213PS vk_zero<>+0(SB), Y1, Y7
+	VMASKMOVPS  Y7, Y15, (DI)
+
+geluAVX2_done:
+	VZEROUPPER
+	RET
+
+// func erfAVX2(n int, x *float32, y *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·erfAVX2(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+
+erfAVX2_blocks:
+	CMPQ    CX, $0x00000010
+	JB      erfAVX2_vectors
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y5
+
+	// a = |u|, z = a²
+	VANDPS vk_absmask<>+0(SB), Y0, Y1
+	VMULPS Y1, Y1, Y2
+	VANDPS vk_absmask<>+0(SB), Y5, Y6
+	VMULPS Y6, Y6, Y7
+
+	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
+	VMOVUPS     vk_erfs5<>+0(SB), Y3
+	VMOVUPS     vk_erfs5<>+0(SB), Y8
+	VFMADD213PS vk_erfs4<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfs4<>+0(SB), Y7, Y8
+	VFMADD213PS vk_erfs3<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfs3<>+0(SB), Y7, Y8
+	VFMADD213PS vk_erfs2<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfs2<>+0(SB), Y7, Y8
+	VFMADD213PS vk_erfs1<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfs1<>+0(SB), Y7, Y8
+	VFMADD213PS vk_erfs0<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfs0<>+0(SB), Y7, Y8
+	VFMADD213PS vk_erfc0lo<>+0(SB), Y2, Y3
+	VMULPS      Y1, Y3, Y3
+	VFMADD231PS vk_erfc0hi<>+0(SB), Y1, Y3
+	VFMADD213PS vk_erfc0lo<>+0(SB), Y7, Y8
+	VMULPS      Y6, Y8, Y8
+	VFMADD231PS vk_erfc0hi<>+0(SB), Y6, Y8
+
+	// z = a − 2.5; q = −Q(z)
+	VSUBPS      vk_c25<>+0(SB), Y1, Y2
+	VMOVUPS     vk_erfl12<>+0(SB), Y4
+	VSUBPS      vk_c25<>+0(SB), Y6, Y7
+	VMOVUPS     vk_erfl12<>+0(SB), Y9
+	VFMADD213PS vk_erfl11<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl11<>+0(SB), Y7, Y9
+	VFMADD213PS vk_erfl10<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl10<>+0(SB), Y7, Y9
+	VFMADD213PS vk_erfl9<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl9<>+0(SB), Y7, Y9
+	VFMADD213PS vk_erfl8<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl8<>+0(SB), Y7, Y9
+	VFMADD213PS vk_erfl7<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl7<>+0(SB), Y7, Y9
+	VFMADD213PS vk_erfl6<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl6<>+0(SB), Y7, Y9
+	VFMADD213PS vk_erfl5<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl5<>+0(SB), Y7, Y9
+	VFMADD213PS vk_erfl4<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl4<>+0(SB), Y7, Y9
+	VFMADD213PS vk_erfl3<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl3<>+0(SB), Y7, Y9
+	VFMADD213PS vk_erfl2<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl2<>+0(SB), Y7, Y9
+	VFMADD213PS vk_erfl1<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl1<>+0(SB), Y7, Y9
+	VFMADD213PS vk_erfl0<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl0<>+0(SB), Y7, Y9
+
+	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
+	VADDPS    vk_one<>+0(SB), Y4, Y4
+	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y1, Y2
+	VBLENDVPS Y2, vk_one<>+0(SB), Y4, Y4
+	VCMPPS    $0x11, vk_one<>+0(SB), Y1, Y2
+	VBLENDVPS Y2, Y3, Y4, Y4
+	VADDPS    vk_one<>+0(SB), Y9, Y9
+	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y6, Y7
+	VBLENDVPS Y7, vk_one<>+0(SB), Y9, Y9
+	VCMPPS    $0x11, vk_one<>+0(SB), Y6, Y7
+	VBLENDVPS Y7, Y8, Y9, Y9
+
+	// q |= sign(u)
+	VANDPS  vk_signmask<>+0(SB), Y0, Y2
+	VORPS   Y2, Y4, Y4
+	VANDPS  vk_signmask<>+0(SB), Y5, Y7
+	VORPS   Y7, Y9, Y9
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y9, 32(DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     erfAVX2_blocks
+
+erfAVX2_vectors:
+	CMPQ    CX, $0x00000008
+	JB      erfAVX2_tail
+	VMOVUPS (SI), Y0
+
+	// a = |u|, z = a²
+	VANDPS vk_absmask<>+0(SB), Y0, Y1
+	VMULPS Y1, Y1, Y2
+
+	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
+	VMOVUPS     vk_erfs5<>+0(SB), Y3
+	VFMADD213PS vk_erfs4<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfs3<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfs2<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfs1<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfs0<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfc0lo<>+0(SB), Y2, Y3
+	VMULPS      Y1, Y3, Y3
+	VFMADD231PS vk_erfc0hi<>+0(SB), Y1, Y3
+
+	// z = a − 2.5; q = −Q(z)
+	VSUBPS      vk_c25<>+0(SB), Y1, Y2
+	VMOVUPS     vk_erfl12<>+0(SB), Y4
+	VFMADD213PS vk_erfl11<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl10<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl9<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl8<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl7<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl6<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl5<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl4<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl3<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl2<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl1<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl0<>+0(SB), Y2, Y4
+
+	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
+	VADDPS    vk_one<>+0(SB), Y4, Y4
+	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y1, Y2
+	VBLENDVPS Y2, vk_one<>+0(SB), Y4, Y4
+	VCMPPS    $0x11, vk_one<>+0(SB), Y1, Y2
+	VBLENDVPS Y2, Y3, Y4, Y4
+
+	// q |= sign(u)
+	VANDPS  vk_signmask<>+0(SB), Y0, Y2
+	VORPS   Y2, Y4, Y4
+	VMOVUPS Y4, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     erfAVX2_vectors
+
+erfAVX2_tail:
+	TESTQ CX, CX
+	JZ    erfAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y0
+
+	// a = |u|, z = a²
+	VANDPS vk_absmask<>+0(SB), Y0, Y1
+	VMULPS Y1, Y1, Y2
+
+	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
+	VMOVUPS     vk_erfs5<>+0(SB), Y3
+	VFMADD213PS vk_erfs4<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfs3<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfs2<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfs1<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfs0<>+0(SB), Y2, Y3
+	VFMADD213PS vk_erfc0lo<>+0(SB), Y2, Y3
+	VMULPS      Y1, Y3, Y3
+	VFMADD231PS vk_erfc0hi<>+0(SB), Y1, Y3
+
+	// z = a − 2.5; q = −Q(z)
+	VSUBPS      vk_c25<>+0(SB), Y1, Y2
+	VMOVUPS     vk_erfl12<>+0(SB), Y4
+	VFMADD213PS vk_erfl11<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl10<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl9<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl8<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl7<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl6<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl5<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl4<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl3<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl2<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl1<>+0(SB), Y2, Y4
+	VFMADD213PS vk_erfl0<>+0(SB), Y2, Y4
+
+	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
+	VADDPS    vk_one<>+0(SB), Y4, Y4
+	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y1, Y2
+	VBLENDVPS Y2, vk_one<>+0(SB), Y4, Y4
+	VCMPPS    $0x11, vk_one<>+0(SB), Y1, Y2
+	VBLENDVPS Y2, Y3, Y4, Y4
+
+	// q |= sign(u)
+	VANDPS     vk_signmask<>+0(SB), Y0, Y2
+	VORPS      Y2, Y4, Y4
+	VMASKMOVPS Y4, Y15, (DI)
+
+erfAVX2_done:
+	VZEROUPPER
+	RET
+
+// func expAVX2(n int, x *float32, y *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·expAVX2(SB), NOSPLIT, $0-24
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DI
+	VMOVUPS vk_explo<>+0(SB), Y0
+
+expAVX2_blocks:
+	CMPQ    CX, $0x00000010
+	JB      expAVX2_vectors
+	VMOVUPS (SI), Y1
+	VMOVUPS 32(SI), Y4
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y1, Y0, Y1
+	VMULPS   vk_log2e<>+0(SB), Y1, Y2
+	VROUNDPS $0x00, Y2, Y2
+	VMAXPS   Y4, Y0, Y4
+	VMULPS   vk_log2e<>+0(SB), Y4, Y5
+	VROUNDPS $0x00, Y5, Y5
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y2, Y1
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y5, Y4
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y2, Y1
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y5, Y4
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y3
+	VMOVUPS     vk_expc4<>+0(SB), Y6
+	VFMADD213PS vk_expc3<>+0(SB), Y1, Y3
+	VFMADD213PS vk_expc3<>+0(SB), Y4, Y6
+	VFMADD213PS vk_expc2<>+0(SB), Y1, Y3
+	VFMADD213PS vk_expc2<>+0(SB), Y4, Y6
+	VFMADD213PS vk_expc1<>+0(SB), Y1, Y3
+	VFMADD213PS vk_expc1<>+0(SB), Y4, Y6
+	VFMADD213PS vk_expc0<>+0(SB), Y1, Y3
+	VFMADD213PS vk_expc0<>+0(SB), Y4, Y6
+	VFMADD213PS vk_one<>+0(SB), Y1, Y3
+	VFMADD213PS vk_one<>+0(SB), Y4, Y6
+	VFMADD213PS vk_one<>+0(SB), Y1, Y3
+	VFMADD213PS vk_one<>+0(SB), Y4, Y6
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y2, Y2
+	VPSRAD    $0x01, Y2, Y1
+	VPSUBD    Y1, Y2, Y2
+	VPADDD    vk_bias127<>+0(SB), Y1, Y1
+	VPSLLD    $0x17, Y1, Y1
+	VPADDD    vk_bias127<>+0(SB), Y2, Y2
+	VPSLLD    $0x17, Y2, Y2
+	VMULPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
+	VCVTPS2DQ Y5, Y5
+	VPSRAD    $0x01, Y5, Y4
+	VPSUBD    Y4, Y5, Y5
+	VPADDD    vk_bias127<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VPADDD    vk_bias127<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VMULPS    Y4, Y6, Y6
+	VMULPS    Y5, Y6, Y6
+	VMOVUPS   Y3, (DI)
+	VMOVUPS   Y6, 32(DI)
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	SUBQ      $0x00000010, CX
+	JMP       expAVX2_blocks
+
+expAVX2_vectors:
+	CMPQ    CX, $0x00000008
+	JB      expAVX2_tail
+	VMOVUPS (SI), Y1
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y1, Y0, Y1
+	VMULPS   vk_log2e<>+0(SB), Y1, Y2
+	VROUNDPS $0x00, Y2, Y2
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y2, Y1
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y2, Y1
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y3
+	VFMADD213PS vk_expc3<>+0(SB), Y1, Y3
+	VFMADD213PS vk_expc2<>+0(SB), Y1, Y3
+	VFMADD213PS vk_expc1<>+0(SB), Y1, Y3
+	VFMADD213PS vk_expc0<>+0(SB), Y1, Y3
+	VFMADD213PS vk_one<>+0(SB), Y1, Y3
+	VFMADD213PS vk_one<>+0(SB), Y1, Y3
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y2, Y2
+	VPSRAD    $0x01, Y2, Y1
+	VPSUBD    Y1, Y2, Y2
+	VPADDD    vk_bias127<>+0(SB), Y1, Y1
+	VPSLLD    $0x17, Y1, Y1
+	VPADDD    vk_bias127<>+0(SB), Y2, Y2
+	VPSLLD    $0x17, Y2, Y2
+	VMULPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
+	VMOVUPS   Y3, (DI)
+	ADDQ      $0x00000020, SI
+	ADDQ      $0x00000020, DI
+	SUBQ      $0x00000008, CX
+	JMP       expAVX2_vectors
+
+expAVX2_tail:
+	TESTQ CX, CX
+	JZ    expAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y1
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y1, Y0, Y1
+	VMULPS   vk_log2e<>+0(SB), Y1, Y2
+	VROUNDPS $0x00, Y2, Y2
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y2, Y1
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y2, Y1
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y3
+	VFMADD213PS vk_expc3<>+0(SB), Y1, Y3
+	VFMADD213PS vk_expc2<>+0(SB), Y1, Y3
+	VFMADD213PS vk_expc1<>+0(SB), Y1, Y3
+	VFMADD213PS vk_expc0<>+0(SB), Y1, Y3
+	VFMADD213PS vk_one<>+0(SB), Y1, Y3
+	VFMADD213PS vk_one<>+0(SB), Y1, Y3
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ  Y2, Y2
+	VPSRAD     $0x01, Y2, Y1
+	VPSUBD     Y1, Y2, Y2
+	VPADDD     vk_bias127<>+0(SB), Y1, Y1
+	VPSLLD     $0x17, Y1, Y1
+	VPADDD     vk_bias127<>+0(SB), Y2, Y2
+	VPSLLD     $0x17, Y2, Y2
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y2, Y3, Y3
+	VMASKMOVPS Y3, Y15, (DI)
+
+expAVX2_done:
+	VZEROUPPER
+	RET
+
+// func softmaxRowAVX2(n int, x *float32, y *float32, scale float32)
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·softmaxRowAVX2(SB), NOSPLIT, $0-28
+	MOVQ n+0(FP), DX
+
+	// scale in every lane
+	MOVSS        scale+24(FP), X0
+	VBROADCASTSS X0, Y0
+
+	// pass 1: m = max_i scale·x[i]
+	MOVQ    DX, CX
+	MOVQ    x+8(FP), SI
+	VMOVUPS vk_neginf<>+0(SB), Y1
+	VMOVUPS Y1, Y3
+	VMOVUPS Y1, Y4
+
+softmaxRowAVX2_max_blocks:
+	CMPQ    CX, $0x00000010
+	JB      softmaxRowAVX2_max_vectors
+	VMOVUPS (SI), Y5
+	VMULPS  Y0, Y5, Y5
+	VMOVUPS 32(SI), Y6
+	VMULPS  Y0, Y6, Y6
+	VMAXPS  Y5, Y3, Y3
+	VMAXPS  Y6, Y4, Y4
+	ADDQ    $0x00000040, SI
+	SUBQ    $0x00000010, CX
+	JMP     softmaxRowAVX2_max_blocks
+
+softmaxRowAVX2_max_vectors:
+	CMPQ    CX, $0x00000008
+	JB      softmaxRowAVX2_max_tail
+	VMOVUPS (SI), Y5
+	VMULPS  Y0, Y5, Y5
+	VMAXPS  Y5, Y3, Y3
+	ADDQ    $0x00000020, SI
+	SUBQ    $0x00000008, CX
+	JMP     softmaxRowAVX2_max_vectors
+
+softmaxRowAVX2_max_tail:
+	TESTQ CX, CX
+	JZ    softmaxRowAVX2_max_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y5
+	VMULPS       Y0, Y5, Y5
+
+	// lanes ≥ n become −Inf
+	VBLENDVPS Y15, Y5, Y1, Y5
+	VMAXPS    Y5, Y3, Y3
+
+softmaxRowAVX2_max_done:
+	VMAXPS       Y4, Y3, Y3
+	VEXTRACTF128 $0x01, Y3, X5
+	VMAXPS       X5, X3, X3
+	VMOVHLPS     X3, X3, X5
+	VMAXPS       X5, X3, X3
+	VMOVSHDUP    X3, X5
+	VMAXPS       X5, X3, X3
+	VBROADCASTSS X3, Y2
+
+	// pass 2: y[i] = exp(scale·x[i] − m), Σ in acc
+	MOVQ    DX, CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DI
+	VMOVUPS vk_explo<>+0(SB), Y1
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+
+softmaxRowAVX2_exp_blocks:
+	CMPQ    CX, $0x00000010
+	JB      softmaxRowAVX2_exp_vectors
+	VMOVUPS (SI), Y5
+	VMULPS  Y0, Y5, Y5
+	VSUBPS  Y2, Y5, Y5
+	VMOVUPS 32(SI), Y8
+	VMULPS  Y0, Y8, Y8
+	VSUBPS  Y2, Y8, Y8
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y5, Y1, Y5
+	VMULPS   vk_log2e<>+0(SB), Y5, Y6
+	VROUNDPS $0x00, Y6, Y6
+	VMAXPS   Y8, Y1, Y8
+	VMULPS   vk_log2e<>+0(SB), Y8, Y9
+	VROUNDPS $0x00, Y9, Y9
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y6, Y5
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y9, Y8
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y6, Y5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y9, Y8
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y7
+	VMOVUPS     vk_expc4<>+0(SB), Y10
+	VFMADD213PS vk_expc3<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc3<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc2<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc2<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc1<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc1<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc0<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc0<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y6, Y6
+	VPSRAD    $0x01, Y6, Y5
+	VPSUBD    Y5, Y6, Y6
+	VPADDD    vk_bias127<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VPADDD    vk_bias127<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y5, Y7, Y7
+	VMULPS    Y6, Y7, Y7
+	VCVTPS2DQ Y9, Y9
+	VPSRAD    $0x01, Y9, Y8
+	VPSUBD    Y8, Y9, Y9
+	VPADDD    vk_bias127<>+0(SB), Y8, Y8
+	VPSLLD    $0x17, Y8, Y8
+	VPADDD    vk_bias127<>+0(SB), Y9, Y9
+	VPSLLD    $0x17, Y9, Y9
+	VMULPS    Y8, Y10, Y10
+	VMULPS    Y9, Y10, Y10
+	VMOVUPS   Y7, (DI)
+	VADDPS    Y7, Y3, Y3
+	VMOVUPS   Y10, 32(DI)
+	VADDPS    Y10, Y4, Y4
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	SUBQ      $0x00000010, CX
+	JMP       softmaxRowAVX2_exp_blocks
+
+softmaxRowAVX2_exp_vectors:
+	CMPQ    CX, $0x00000008
+	JB      softmaxRowAVX2_exp_tail
+	VMOVUPS (SI), Y5
+	VMULPS  Y0, Y5, Y5
+	VSUBPS  Y2, Y5, Y5
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y5, Y1, Y5
+	VMULPS   vk_log2e<>+0(SB), Y5, Y6
+	VROUNDPS $0x00, Y6, Y6
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y6, Y5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y6, Y5
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y7
+	VFMADD213PS vk_expc3<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc2<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc1<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc0<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y6, Y6
+	VPSRAD    $0x01, Y6, Y5
+	VPSUBD    Y5, Y6, Y6
+	VPADDD    vk_bias127<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VPADDD    vk_bias127<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y5, Y7, Y7
+	VMULPS    Y6, Y7, Y7
+	VMOVUPS   Y7, (DI)
+	VADDPS    Y7, Y3, Y3
+	ADDQ      $0x00000020, SI
+	ADDQ      $0x00000020, DI
+	SUBQ      $0x00000008, CX
+	JMP       softmaxRowAVX2_exp_vectors
+
+softmaxRowAVX2_exp_tail:
+	TESTQ CX, CX
+	JZ    softmaxRowAVX2_exp_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y5
+	VMULPS       Y0, Y5, Y5
+	VSUBPS       Y2, Y5, Y5
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y5, Y1, Y5
+	VMULPS   vk_log2e<>+0(SB), Y5, Y6
+	VROUNDPS $0x00, Y6, Y6
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y6, Y5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y6, Y5
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y7
+	VFMADD213PS vk_expc3<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc2<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc1<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc0<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ  Y6, Y6
+	VPSRAD     $0x01, Y6, Y5
+	VPSUBD     Y5, Y6, Y6
+	VPADDD     vk_bias127<>+0(SB), Y5, Y5
+	VPSLLD     $0x17, Y5, Y5
+	VPADDD     vk_bias127<>+0(SB), Y6, Y6
+	VPSLLD     $0x17, Y6, Y6
+	VMULPS     Y5, Y7, Y7
+	VMULPS     Y6, Y7, Y7
+	VMASKMOVPS Y7, Y15, (DI)
+
+	// lanes ≥ n add 0
+	VANDPS Y15, Y7, Y7
+	VADDPS Y7, Y3, Y3
+
+softmaxRowAVX2_exp_done:
+	VADDPS       Y4, Y3, Y3
+	VEXTRACTF128 $0x01, Y3, X5
+	VADDPS       X5, X3, X3
+	VMOVHLPS     X3, X3, X5
+	VADDPS       X5, X3, X3
+	VMOVSHDUP    X3, X5
+	VADDPS       X5, X3, X3
+
+	// inv = 1/Σ in every lane
+	VMOVSS       vk_one<>+0(SB), X2
+	VDIVSS       X3, X2, X2
+	VBROADCASTSS X2, Y2
+
+	// pass 3: y[i] ·= inv
+	MOVQ DX, CX
+	MOVQ y+16(FP), DI
+
+softmaxRowAVX2_norm_blocks:
+	CMPQ    CX, $0x00000010
+	JB      softmaxRowAVX2_norm_vectors
+	VMOVUPS (DI), Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS Y5, (DI)
+	VMOVUPS 32(DI), Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS Y6, 32(DI)
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     softmaxRowAVX2_norm_blocks
+
+softmaxRowAVX2_norm_vectors:
+	CMPQ    CX, $0x00000008
+	JB      softmaxRowAVX2_norm_tail
+	VMOVUPS (DI), Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS Y5, (DI)
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     softmaxRowAVX2_norm_vectors
+
+softmaxRowAVX2_norm_tail:
+	TESTQ CX, CX
+	JZ    softmaxRowAVX2_norm_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (DI), Y15, Y5
+	VMULPS       Y2, Y5, Y5
+	VMASKMOVPS   Y5, Y15, (DI)
+
+softmaxRowAVX2_norm_done:
+	VZEROUPPER
+	RET
+
+// func layerNormRowAVX2(n int, x *float32, gamma *float32, beta *float32, y *float32, eps float32)
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·layerNormRowAVX2(SB), NOSPLIT, $0-44
+	MOVQ n+0(FP), DX
+
+	// fn = float32(n)
+	VXORPS     X2, X2, X2
+	VCVTSI2SSQ DX, X2, X2
+
+	// pass 1: μ = Σ x / n
+	MOVQ   DX, CX
+	MOVQ   x+8(FP), SI
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+layerNormRowAVX2_sum_blocks:
+	CMPQ    CX, $0x00000010
+	JB      layerNormRowAVX2_sum_vectors
+	VMOVUPS (SI), Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 32(SI), Y9
+	VADDPS  Y9, Y5, Y5
+	ADDQ    $0x00000040, SI
+	SUBQ    $0x00000010, CX
+	JMP     layerNormRowAVX2_sum_blocks
+
+layerNormRowAVX2_sum_vectors:
+	CMPQ    CX, $0x00000008
+	JB      layerNormRowAVX2_sum_tail
+	VMOVUPS (SI), Y8
+	VADDPS  Y8, Y4, Y4
+	ADDQ    $0x00000020, SI
+	SUBQ    $0x00000008, CX
+	JMP     layerNormRowAVX2_sum_vectors
+
+layerNormRowAVX2_sum_tail:
+	TESTQ CX, CX
+	JZ    layerNormRowAVX2_sum_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y8
+	VADDPS       Y8, Y4, Y4
+
+layerNormRowAVX2_sum_done:
+	VADDPS       Y5, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X8
+	VADDPS       X8, X4, X4
+	VMOVHLPS     X4, X4, X8
+	VADDPS       X8, X4, X4
+	VMOVSHDUP    X4, X8
+	VADDPS       X8, X4, X4
+	VDIVSS       X2, X4, X0
+	VBROADCASTSS X0, Y0
+
+	// pass 2: Σ d and Σ d², d = x − μ (0 in lanes ≥ n)
+	MOVQ   DX, CX
+	MOVQ   x+8(FP), SI
+	VXORPS Y4, Y4, Y4
+	VXORPS Y6, Y6, Y6
+	VXORPS Y5, Y5, Y5
+	VXORPS Y7, Y7, Y7
+
+layerNormRowAVX2_var_blocks:
+	CMPQ        CX, $0x00000010
+	JB          layerNormRowAVX2_var_vectors
+	VMOVUPS     (SI), Y8
+	VSUBPS      Y0, Y8, Y8
+	VADDPS      Y8, Y6, Y6
+	VFMADD231PS Y8, Y8, Y4
+	VMOVUPS     32(SI), Y9
+	VSUBPS      Y0, Y9, Y9
+	VADDPS      Y9, Y7, Y7
+	VFMADD231PS Y9, Y9, Y5
+	ADDQ        $0x00000040, SI
+	SUBQ        $0x00000010, CX
+	JMP         layerNormRowAVX2_var_blocks
+
+layerNormRowAVX2_var_vectors:
+	CMPQ        CX, $0x00000008
+	JB          layerNormRowAVX2_var_tail
+	VMOVUPS     (SI), Y8
+	VSUBPS      Y0, Y8, Y8
+	VADDPS      Y8, Y6, Y6
+	VFMADD231PS Y8, Y8, Y4
+	ADDQ        $0x00000020, SI
+	SUBQ        $0x00000008, CX
+	JMP         layerNormRowAVX2_var_vectors
+
+layerNormRowAVX2_var_tail:
+	TESTQ CX, CX
+	JZ    layerNormRowAVX2_var_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y8
+	VSUBPS       Y0, Y8, Y8
+	VANDPS       Y15, Y8, Y8
+	VADDPS       Y8, Y6, Y6
+	VFMADD231PS  Y8, Y8, Y4
+
+layerNormRowAVX2_var_done:
+	VADDPS       Y7, Y6, Y6
+	VEXTRACTF128 $0x01, Y6, X8
+	VADDPS       X8, X6, X6
+	VMOVHLPS     X6, X6, X8
+	VADDPS       X8, X6, X6
+	VMOVSHDUP    X6, X8
+	VADDPS       X8, X6, X6
+	VADDPS       Y5, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X8
+	VADDPS       X8, X4, X4
+	VMOVHLPS     X4, X4, X8
+	VADDPS       X8, X4, X4
+	VMOVSHDUP    X4, X8
+	VADDPS       X8, X4, X4
+
+	// δ = Σd/n; r = 1/sqrt(max(Σd²/n − δ², 0) + eps)
+	VDIVSS       X2, X6, X3
+	VDIVSS       X2, X4, X4
+	VFNMADD231SS X3, X3, X4
+	VXORPS       X8, X8, X8
+	VMAXSS       X8, X4, X4
+	MOVSS        eps+40(FP), X8
+	VADDSS       X8, X4, X4
+	VSQRTSS      X4, X4, X4
+	VMOVSS       vk_one<>+0(SB), X1
+	VDIVSS       X4, X1, X1
+	VBROADCASTSS X1, Y1
+	VBROADCASTSS X3, Y3
+
+	// pass 3: y = (((x − μ) − δ)·r)·gamma + beta
+	MOVQ DX, CX
+	MOVQ x+8(FP), SI
+	MOVQ gamma+16(FP), R8
+	MOVQ beta+24(FP), R9
+	MOVQ y+32(FP), DI
+
+layerNormRowAVX2_out_blocks:
+	CMPQ        CX, $0x00000010
+	JB          layerNormRowAVX2_out_vectors
+	VMOVUPS     (SI), Y8
+	VMOVUPS     (R8), Y10
+	VSUBPS      Y0, Y8, Y8
+	VSUBPS      Y3, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VMOVUPS     32(SI), Y9
+	VMOVUPS     32(R8), Y11
+	VSUBPS      Y0, Y9, Y9
+	VSUBPS      Y3, Y9, Y9
+	VMULPS      Y1, Y9, Y9
+	VMOVUPS     (R9), Y4
+	VFMADD213PS Y4, Y10, Y8
+	VMOVUPS     Y8, (DI)
+	VMOVUPS     32(R9), Y5
+	VFMADD213PS Y5, Y11, Y9
+	VMOVUPS     Y9, 32(DI)
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x00000010, CX
+	JMP         layerNormRowAVX2_out_blocks
+
+layerNormRowAVX2_out_vectors:
+	CMPQ        CX, $0x00000008
+	JB          layerNormRowAVX2_out_tail
+	VMOVUPS     (SI), Y8
+	VMOVUPS     (R8), Y10
+	VSUBPS      Y0, Y8, Y8
+	VSUBPS      Y3, Y8, Y8
+	VMULPS      Y1, Y8, Y8
+	VMOVUPS     (R9), Y4
+	VFMADD213PS Y4, Y10, Y8
+	VMOVUPS     Y8, (DI)
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000020, DI
+	SUBQ        $0x00000008, CX
+	JMP         layerNormRowAVX2_out_vectors
+
+layerNormRowAVX2_out_tail:
+	TESTQ CX, CX
+	JZ    layerNormRowAVX2_out_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y8
+	VMASKMOVPS   (R8), Y15, Y10
+	VSUBPS       Y0, Y8, Y8
+	VSUBPS       Y3, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VMASKMOVPS   (R9), Y15, Y4
+	VFMADD213PS  Y4, Y10, Y8
+	VMASKMOVPS   Y8, Y15, (DI)
+
+layerNormRowAVX2_out_done:
+	VZEROUPPER
+	RET

@@ -13,3 +13,87 @@ func gemm12x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumu
 //
 //go:noescape
 func gemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int)
+
+// addAVX512 sets out[i] = x[i] + y[i] for i < n.
+//
+//go:noescape
+func addAVX512(n int, x *float32, y *float32, out *float32)
+
+// scaleAVX512 sets out[i] = alpha·x[i] for i < n.
+//
+//go:noescape
+func scaleAVX512(n int, alpha float32, x *float32, out *float32)
+
+// addScaledAVX512 sets out[i] = x[i] + alpha·y[i] for i < n, with one rounding (fused multiply-add).
+//
+//go:noescape
+func addScaledAVX512(n int, alpha float32, x *float32, y *float32, out *float32)
+
+// geluAVX512 sets y[i] = (x[i]·0.5)·(1 + erf(x[i]·(1/√2))) for i < n, with gelu(−Inf) = 0 and −0 results as +0.
+//
+//go:noescape
+func geluAVX512(n int, x *float32, y *float32)
+
+// erfAVX512 sets y[i] = erf(x[i]) for i < n: the erf of geluAVX512, for the accuracy tests.
+//
+//go:noescape
+func erfAVX512(n int, x *float32, y *float32)
+
+// expAVX512 sets y[i] = exp(x[i]) for i < n and x[i] ≤ 0: the exp of softmaxRowAVX512, for the accuracy tests.
+//
+//go:noescape
+func expAVX512(n int, x *float32, y *float32)
+
+// softmaxRowAVX512 sets y[i] = exp(v[i] − m)/Σ_j exp(v[j] − m) for i < n, where v = scale·x (rounded) and m = max v;
+// y is first written with the exponentials, then scaled by 1/Σ. n must be positive.
+//
+//go:noescape
+func softmaxRowAVX512(n int, x *float32, y *float32, scale float32)
+
+// layerNormRowAVX512 sets y[i] = ((x[i] − μ) − δ)·r·gamma[i] + beta[i] for i < n, with μ = Σx/n, δ = Σ(x − μ)/n,
+// σ² = Σ(x − μ)²/n − δ² and r = 1/sqrt(σ² + eps), the sums in float32 over several partial sums. n must be positive.
+//
+//go:noescape
+func layerNormRowAVX512(n int, x *float32, gamma *float32, beta *float32, y *float32, eps float32)
+
+// addAVX2 sets out[i] = x[i] + y[i] for i < n.
+//
+//go:noescape
+func addAVX2(n int, x *float32, y *float32, out *float32)
+
+// scaleAVX2 sets out[i] = alpha·x[i] for i < n.
+//
+//go:noescape
+func scaleAVX2(n int, alpha float32, x *float32, out *float32)
+
+// addScaledAVX2 sets out[i] = x[i] + alpha·y[i] for i < n, with one rounding (fused multiply-add).
+//
+//go:noescape
+func addScaledAVX2(n int, alpha float32, x *float32, y *float32, out *float32)
+
+// geluAVX2 sets y[i] = (x[i]·0.5)·(1 + erf(x[i]·(1/√2))) for i < n, with gelu(−Inf) = 0 and −0 results as +0.
+//
+//go:noescape
+func geluAVX2(n int, x *float32, y *float32)
+
+// erfAVX2 sets y[i] = erf(x[i]) for i < n: the erf of geluAVX2, for the accuracy tests.
+//
+//go:noescape
+func erfAVX2(n int, x *float32, y *float32)
+
+// expAVX2 sets y[i] = exp(x[i]) for i < n and x[i] ≤ 0: the exp of softmaxRowAVX2, for the accuracy tests.
+//
+//go:noescape
+func expAVX2(n int, x *float32, y *float32)
+
+// softmaxRowAVX2 sets y[i] = exp(v[i] − m)/Σ_j exp(v[j] − m) for i < n, where v = scale·x (rounded) and m = max v;
+// y is first written with the exponentials, then scaled by 1/Σ. n must be positive.
+//
+//go:noescape
+func softmaxRowAVX2(n int, x *float32, y *float32, scale float32)
+
+// layerNormRowAVX2 sets y[i] = ((x[i] − μ) − δ)·r·gamma[i] + beta[i] for i < n, with μ = Σx/n, δ = Σ(x − μ)/n,
+// σ² = Σ(x − μ)²/n − δ² and r = 1/sqrt(σ² + eps), the sums in float32 over several partial sums. n must be positive.
+//
+//go:noescape
+func layerNormRowAVX2(n int, x *float32, gamma *float32, beta *float32, y *float32, eps float32)

@@ -55,12 +55,13 @@ var (
 	// exp(r) = 1 + r·(1 + r·(c0 + r·(c1 + … + r·c4))) on |r| ≤ ln2/2,
 	// max relative error 3.1e-9 before float32 rounding.
 	expCoef = []float32{0.499999935, 0.166665207, 0.0416683874, 0.00836870982, 0.00138146132}
-	// erf(a) = a·P(a²) on 0 ≤ a < 1, max relative error 1.2e-9.
-	erfSmall = []float32{1.12837917, -0.376126258, 0.112835852, -0.026853812, 0.00518832787, -0.00080101951, 7.85386584e-05}
-	// erfc(a) = Q(a − 2.5) on 1 ≤ a ≤ 4, max absolute error 4.4e-8
-	// (erf(a) = 1 − Q; beyond a = 4, erfc < 1.6e-8 and erf rounds to 1).
-	erfLarge = []float32{0.000406917844, -0.00217802109, 0.00544718697, -0.00835390433, 0.00861204221, -0.00610118588,
-		0.00282538871, -0.000572914609, -0.000293591546, 0.000280253852, -5.87135931e-05, -2.12991996e-05, 8.59575358e-06}
+	// erf(a) = a·(2/√π + a²·P(a²)) on 0 ≤ a < 1, max relative error
+	// 1.3e-9; 2/√π is split in float32 hi + lo parts (erfc0hi, erfc0lo).
+	erfSmall = []float32{-0.376126298, 0.112836174, -0.0268549161, 0.00519016249, -0.000802481863, 7.89869489e-05}
+	// erfc(a) = Q(a − 2.5) on 1 ≤ a < 3.92, max absolute error 2.9e-8
+	// (erf(a) = 1 − Q; from a = 3.92 on, erfc < 2.9e-8 and erf rounds to 1).
+	erfLarge = []float32{0.000406931624, -0.00217808027, 0.00544665254, -0.0083532362, 0.00861531835, -0.00610324622,
+		0.00281817449, -0.00057037058, -0.000286506678, 0.000278900414, -6.18875451e-05, -2.1040617e-05, 9.12466094e-06}
 )
 
 // consts maps a name to its table: 16 copies of one 32-bit value (64
@@ -73,8 +74,10 @@ func declareConsts() {
 	f("half", 0.5)
 	f("zero", 0)
 	f("negmax", -math.MaxFloat32)
-	f("four", 4)
+	f("erfcut", 3.92)
 	f("c25", 2.5)
+	f("erfc0hi", 1.12837923)
+	f("erfc0lo", -5.86353828e-08)
 	f("rsqrt2", float32(1/math.Sqrt2))
 	f("log2e", float32(math.Log2E))
 	// ln 2 split in a high part with 12 significant bits (so n·ln2hi is
@@ -98,11 +101,11 @@ func declareConsts() {
 	for i, c := range erfLarge {
 		f(fmt.Sprintf("erfl%d", i), -c)
 	}
-	iota := GLOBL("vk_iota", RODATA|NOPTR)
+	idx := GLOBL("vk_iota", RODATA|NOPTR)
 	for i := 0; i < 8; i++ {
 		DATA(4*i, U32(uint32(i)))
 	}
-	consts["iota"] = iota
+	consts["iota"] = idx
 }
 
 func constU32(name string, v uint32) {
@@ -170,18 +173,18 @@ func (s vecISA) stream(label string, ptrs []Register, body func(u int, tail bool
 	at := func(p, j int) Mem { return Mem{Base: ptrs[p], Disp: j * s.bytes} }
 	step := func(u int) {
 		for _, p := range ptrs {
-			ADDQ(U32(u*s.bytes), p)
+			ADDQ(U32(uint32(u*s.bytes)), p)
 		}
-		SUBQ(U32(u*s.lanes), RCX)
+		SUBQ(U32(uint32(u*s.lanes)), RCX)
 	}
 	Label(label + "_blocks")
-	CMPQ(RCX, U32(s.unroll*s.lanes))
+	CMPQ(RCX, U32(uint32(s.unroll*s.lanes)))
 	JB(LabelRef(label + "_vectors"))
 	body(s.unroll, false, at)
 	step(s.unroll)
 	JMP(LabelRef(label + "_blocks"))
 	Label(label + "_vectors")
-	CMPQ(RCX, U32(s.lanes))
+	CMPQ(RCX, U32(uint32(s.lanes)))
 	JB(LabelRef(label + "_tail"))
 	body(1, false, at)
 	step(1)
@@ -204,10 +207,10 @@ func (s vecISA) reduce(op func(...Op), acc []VecPhysical, tmp VecPhysical) {
 	}
 	a := acc[0]
 	if s.avx512 {
-		VEXTRACTF64X4(U8(1), a, tmp.AsY())
+		VEXTRACTF64X4(Imm(1), a, tmp.AsY())
 		op(tmp.AsY(), a.AsY(), a.AsY())
 	}
-	VEXTRACTF128(U8(1), a.AsY(), tmp.AsX())
+	VEXTRACTF128(Imm(1), a.AsY(), tmp.AsX())
 	op(tmp.AsX(), a.AsX(), a.AsX())
 	VMOVHLPS(a.AsX(), a.AsX(), tmp.AsX())
 	op(tmp.AsX(), a.AsX(), a.AsX())
@@ -307,13 +310,11 @@ func (s vecISA) addScaled() {
 // the result in q; a, z, p are scratch.
 type erfRegs struct{ u, a, z, p, q VecPhysical }
 
-// four is a register holding 4 in every lane (for a NaN-preserving min).
-//
 // erf emits q = erf(u) on the vectors of rs, interleaved. Two branch-free
-// pieces, selected per lane: a·P(a²) for a = |u| < 1 and 1 − Q(min(a, 4)
-// − 2.5) above; the sign of u is then copied onto the result. A NaN
-// argument gives NaN (min keeps it); ±Inf gives ±1.
-func (s vecISA) erf(rs []erfRegs, four VecPhysical) {
+// pieces, selected per lane: a·(2/√π + a²·P(a²)) for a = |u| < 1 and
+// 1 − Q(a − 2.5) above (1 from a = 3.92 on); the sign of u is then copied
+// onto the result. A NaN argument gives NaN; ±Inf gives ±1.
+func (s vecISA) erf(rs []erfRegs) {
 	Comment("a = |u|, z = a²")
 	for _, r := range rs {
 		if s.avx512 {
@@ -323,7 +324,7 @@ func (s vecISA) erf(rs []erfRegs, four VecPhysical) {
 		}
 		VMULPS(r.a, r.a, r.z)
 	}
-	Comment("p = a·P(a²): erf on a < 1")
+	Comment("p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts")
 	for _, r := range rs {
 		VMOVUPS(k(fmt.Sprintf("erfs%d", len(erfSmall)-1)), r.p)
 	}
@@ -333,12 +334,13 @@ func (s vecISA) erf(rs []erfRegs, four VecPhysical) {
 		}
 	}
 	for _, r := range rs {
+		VFMADD213PS(k("erfc0lo"), r.z, r.p)
 		VMULPS(r.a, r.p, r.p)
+		VFMADD231PS(k("erfc0hi"), r.a, r.p)
 	}
-	Comment("z = min(a, 4) − 2.5 (NaN stays NaN); q = −Q(z)")
+	Comment("z = a − 2.5; q = −Q(z)")
 	for _, r := range rs {
-		VMINPS(r.a, four, r.z)
-		VSUBPS(k("c25"), r.z, r.z)
+		VSUBPS(k("c25"), r.a, r.z)
 		VMOVUPS(k(fmt.Sprintf("erfl%d", len(erfLarge)-1)), r.q)
 	}
 	for i := len(erfLarge) - 2; i >= 0; i-- {
@@ -346,14 +348,18 @@ func (s vecISA) erf(rs []erfRegs, four VecPhysical) {
 			VFMADD213PS(k(fmt.Sprintf("erfl%d", i)), r.z, r.q)
 		}
 	}
-	Comment("q = 1 − Q: erf on a ≥ 1; where a < 1, q = p")
+	Comment("q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)")
 	for _, r := range rs {
 		VADDPS(k("one"), r.q, r.q)
 		if s.avx512 {
-			VCMPPS(U8(1), k("one"), r.a, K2) // a < 1, ordered
+			VCMPPS(Imm(0x1d), k("erfcut"), r.a, K2) // a ≥ cut, ordered
+			VMOVUPS(k("one"), K2, r.q)
+			VCMPPS(Imm(0x11), k("one"), r.a, K2) // a < 1, ordered
 			VMOVAPS(r.p, K2, r.q)
 		} else {
-			VCMPPS(U8(1), k("one"), r.a, r.z)
+			VCMPPS(Imm(0x1d), k("erfcut"), r.a, r.z)
+			VBLENDVPS(r.z, k("one"), r.q, r.q)
+			VCMPPS(Imm(0x11), k("one"), r.a, r.z)
 			VBLENDVPS(r.z, r.p, r.q, r.q)
 		}
 	}
@@ -388,19 +394,18 @@ func (s vecISA) gelu() {
 	Load(Param("n"), RCX)
 	Load(Param("x"), RSI)
 	Load(Param("y"), RDI)
-	four, negmax := s.v[0], s.v[1]
-	Comment("constants kept in registers: operands whose NaN must win in min/max")
-	VMOVUPS(k("four"), four)
+	negmax := s.v[0]
+	Comment("−MaxFloat32 in a register: max's NaN operand must be the other one")
 	VMOVUPS(k("negmax"), negmax)
-	xs := s.v[2 : 2+s.unroll]
-	rs := s.erfRegSet(s.unroll, 2+s.unroll)
+	xs := s.v[1 : 1+s.unroll]
+	rs := s.erfRegSet(s.unroll, 1+s.unroll)
 	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
 		Comment("u = x·(1/√2)")
 		for j := 0; j < u; j++ {
 			s.ld(at(0, j), xs[j], tail)
 			VMULPS(k("rsqrt2"), xs[j], rs[j].u)
 		}
-		s.erf(rs[:u], four)
+		s.erf(rs[:u])
 		Comment("y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0")
 		for j := 0; j < u; j++ {
 			VADDPS(k("one"), rs[j].q, rs[j].q)
@@ -422,14 +427,12 @@ func (s vecISA) erfKernel() {
 	Load(Param("n"), RCX)
 	Load(Param("x"), RSI)
 	Load(Param("y"), RDI)
-	four := s.v[0]
-	VMOVUPS(k("four"), four)
-	rs := s.erfRegSet(s.unroll, 1)
+	rs := s.erfRegSet(s.unroll, 0)
 	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
 		for j := 0; j < u; j++ {
 			s.ld(at(0, j), rs[j].u, tail)
 		}
-		s.erf(rs[:u], four)
+		s.erf(rs[:u])
 		for j := 0; j < u; j++ {
 			s.st(rs[j].q, at(1, j), tail)
 		}
@@ -453,9 +456,9 @@ func (s vecISA) exp(rs []expRegs, lo VecPhysical) {
 		VMAXPS(e.r, lo, e.r)
 		VMULPS(k("log2e"), e.r, e.n)
 		if s.avx512 {
-			VRNDSCALEPS(U8(0), e.n, e.n)
+			VRNDSCALEPS(Imm(0), e.n, e.n)
 		} else {
-			VROUNDPS(U8(0), e.n, e.n)
+			VROUNDPS(Imm(0), e.n, e.n)
 		}
 	}
 	Comment("r −= n·ln2 (hi, then lo)")
@@ -489,12 +492,12 @@ func (s vecISA) exp(rs []expRegs, lo VecPhysical) {
 	Comment("p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23")
 	for _, e := range rs {
 		VCVTPS2DQ(e.n, e.n)
-		VPSRAD(U8(1), e.n, e.r)
+		VPSRAD(Imm(1), e.n, e.r)
 		VPSUBD(e.r, e.n, e.n)
 		VPADDD(k("bias127"), e.r, e.r)
-		VPSLLD(U8(23), e.r, e.r)
+		VPSLLD(Imm(23), e.r, e.r)
 		VPADDD(k("bias127"), e.n, e.n)
-		VPSLLD(U8(23), e.n, e.n)
+		VPSLLD(Imm(23), e.n, e.n)
 		VMULPS(e.r, e.p, e.p)
 		VMULPS(e.n, e.p, e.p)
 	}
@@ -552,8 +555,9 @@ func (s vecISA) softmaxRow() {
 	Comment("pass 1: m = max_i scale·x[i]")
 	MOVQ(RDX, RCX)
 	Load(Param("x"), RSI)
+	VMOVUPS(k("neginf"), lo)
 	for _, a := range acc {
-		VMOVUPS(k("neginf"), a)
+		VMOVUPS(lo, a)
 	}
 	s.stream(name+"_max", []Register{RSI}, func(u int, tail bool, at func(p, j int) Mem) {
 		for j := 0; j < u; j++ {
@@ -568,7 +572,7 @@ func (s vecISA) softmaxRow() {
 				VMAXPS(t[j], acc[j], K1, acc[j])
 			default:
 				Comment("lanes ≥ n become −Inf")
-				VBLENDVPS(s.mask(), t[j], k("neginf"), t[j])
+				VBLENDVPS(s.mask(), t[j], lo, t[j])
 				VMAXPS(t[j], acc[j], acc[j])
 			}
 		}
@@ -626,24 +630,31 @@ func (s vecISA) softmaxRow() {
 	s.end()
 }
 
-// layerNormRow emits the LayerNorm of one row in three passes: mean, then
-// the biased variance as the mean of (x − mean)², then the output.
+// layerNormRow emits the LayerNorm of one row in three passes: the mean
+// μ, then the corrected two-pass moments of d = x − μ (Chan, Golub and
+// LeVeque, "Algorithms for computing the sample variance", 1983): with
+// μ rounded to float32, δ = Σd/n is the part of the mean it lost, σ² =
+// Σd²/n − δ², and the output uses (x − μ) − δ, so the result does not
+// degrade with |μ|/σ.
 func (s vecISA) layerNormRow() {
 	name := "layerNormRow" + s.suffix
 	TEXT(name, NOSPLIT, "func(n int, x, gamma, beta, y *float32, eps float32)")
 	Pragma("noescape")
-	Doc(name+" sets y[i] = (x[i] − μ)·r·gamma[i] + beta[i] for i < n, with μ = Σx/n, σ² = Σ(x − μ)²/n and",
-		"r = 1/sqrt(σ² + eps), the sums in float32 over several partial sums. n must be positive.")
+	Doc(name+" sets y[i] = ((x[i] − μ) − δ)·r·gamma[i] + beta[i] for i < n, with μ = Σx/n, δ = Σ(x − μ)/n,",
+		"σ² = Σ(x − μ)²/n − δ² and r = 1/sqrt(σ² + eps), the sums in float32 over several partial sums. n must be positive.")
 	Load(Param("n"), RDX)
-	mean, rstd, fn := s.v[0], s.v[1], s.v[2]
-	acc := s.v[3 : 3+s.unroll]
-	t := s.v[3+s.unroll : 3+2*s.unroll]
-	g := s.v[3+2*s.unroll : 3+3*s.unroll]
+	mean, rstd, fn, lo := s.v[0], s.v[1], s.v[2], s.v[3]
+	// The vectors reduce uses come first: its VEX forms reach only the
+	// low 16 registers.
+	acc := s.v[4 : 4+s.unroll]
+	acc2 := s.v[4+s.unroll : 4+2*s.unroll]
+	t := s.v[4+2*s.unroll : 4+3*s.unroll]
+	g := s.v[4+3*s.unroll : 4+4*s.unroll]
 	Comment("fn = float32(n)")
 	VXORPS(fn.AsX(), fn.AsX(), fn.AsX())
 	VCVTSI2SSQ(RDX, fn.AsX(), fn.AsX())
 
-	Comment("pass 1: mean = Σ x / n")
+	Comment("pass 1: μ = Σ x / n")
 	MOVQ(RDX, RCX)
 	Load(Param("x"), RSI)
 	for _, a := range acc {
@@ -659,39 +670,46 @@ func (s vecISA) layerNormRow() {
 	VDIVSS(fn.AsX(), acc[0].AsX(), mean.AsX())
 	s.bcast(mean, mean)
 
-	Comment("pass 2: var = Σ (x − mean)² / n")
+	Comment("pass 2: Σ d and Σ d², d = x − μ (0 in lanes ≥ n)")
 	MOVQ(RDX, RCX)
 	Load(Param("x"), RSI)
-	for _, a := range acc {
-		VXORPS(a, a, a)
+	for j := range acc {
+		VXORPS(acc[j], acc[j], acc[j])
+		VXORPS(acc2[j], acc2[j], acc2[j])
 	}
 	s.stream(name+"_var", []Register{RSI}, func(u int, tail bool, at func(p, j int) Mem) {
 		for j := 0; j < u; j++ {
 			s.ld(at(0, j), t[j], tail)
-			VSUBPS(mean, t[j], t[j])
 			switch {
 			case !tail:
-				VFMADD231PS(t[j], t[j], acc[j])
+				VSUBPS(mean, t[j], t[j])
 			case s.avx512:
-				VFMADD231PS(t[j], t[j], K1, acc[j])
+				VSUBPS_Z(mean, t[j], K1, t[j])
 			default:
-				Comment("lanes ≥ n add 0")
+				VSUBPS(mean, t[j], t[j])
 				VANDPS(s.mask(), t[j], t[j])
-				VFMADD231PS(t[j], t[j], acc[j])
 			}
+			VADDPS(t[j], acc2[j], acc2[j])
+			VFMADD231PS(t[j], t[j], acc[j])
 		}
 	})
+	s.reduce(VADDPS, acc2, t[0])
 	s.reduce(VADDPS, acc, t[0])
-	Comment("rstd = 1/sqrt(var + eps)")
+	Comment("δ = Σd/n; r = 1/sqrt(max(Σd²/n − δ², 0) + eps)")
+	VDIVSS(fn.AsX(), acc2[0].AsX(), lo.AsX())
 	VDIVSS(fn.AsX(), acc[0].AsX(), acc[0].AsX())
+	VFNMADD231SS(lo.AsX(), lo.AsX(), acc[0].AsX())
+	VXORPS(t[0].AsX(), t[0].AsX(), t[0].AsX())
+	VMAXSS(t[0].AsX(), acc[0].AsX(), acc[0].AsX())
 	Load(Param("eps"), t[0].AsX())
 	VADDSS(t[0].AsX(), acc[0].AsX(), acc[0].AsX())
 	VSQRTSS(acc[0].AsX(), acc[0].AsX(), acc[0].AsX())
 	VMOVSS(k("one"), rstd.AsX())
 	VDIVSS(acc[0].AsX(), rstd.AsX(), rstd.AsX())
 	s.bcast(rstd, rstd)
+	s.bcast(lo, lo)
 
-	Comment("pass 3: y = ((x − mean)·rstd)·gamma + beta")
+	Comment("pass 3: y = (((x − μ) − δ)·r)·gamma + beta")
 	MOVQ(RDX, RCX)
 	Load(Param("x"), RSI)
 	Load(Param("gamma"), R8)
@@ -702,6 +720,7 @@ func (s vecISA) layerNormRow() {
 			s.ld(at(0, j), t[j], tail)
 			s.ld(at(1, j), g[j], tail)
 			VSUBPS(mean, t[j], t[j])
+			VSUBPS(lo, t[j], t[j])
 			VMULPS(rstd, t[j], t[j])
 		}
 		for j := 0; j < u; j++ {

@@ -1,0 +1,62 @@
+package kern
+
+// Add sets out = x + y elementwise over n values:
+//
+//	for i < n: out[i] = x[i] + y[i]
+//
+// out may be x or y (in place); otherwise the slices must not overlap.
+func Add(n int, x, y, out []float32) {
+	if n == 0 {
+		return
+	}
+	_, _, _ = x[n-1], y[n-1], out[n-1]
+	if k := eltwiseFor(active); k != nil {
+		k.add(n, &x[0], &y[0], &out[0])
+		return
+	}
+	addGo(x[:n], y[:n], out[:n])
+}
+
+// Scale sets out = alpha·x elementwise over n values:
+//
+//	for i < n: out[i] = alpha * x[i]
+//
+// out may be x (in place); otherwise the slices must not overlap.
+func Scale(n int, alpha float32, x, out []float32) {
+	if n == 0 {
+		return
+	}
+	_, _ = x[n-1], out[n-1]
+	if k := eltwiseFor(active); k != nil {
+		k.scale(n, alpha, &x[0], &out[0])
+		return
+	}
+	scaleGo(alpha, x[:n], out[:n])
+}
+
+// AddScaled sets out = x + alpha·y elementwise over n values:
+//
+//	for i < n: out[i] = x[i] + alpha*y[i]
+//
+// The SIMD paths compute each element with one fused multiply-add (a
+// single rounding, as the Go spec allows for this expression); the Go path
+// may round alpha·y first. out may be x or y (in place); otherwise the
+// slices must not overlap.
+func AddScaled(n int, alpha float32, x, y, out []float32) {
+	if n == 0 {
+		return
+	}
+	_, _, _ = x[n-1], y[n-1], out[n-1]
+	if k := eltwiseFor(active); k != nil {
+		k.addScaled(n, alpha, &x[0], &y[0], &out[0])
+		return
+	}
+	addScaledGo(alpha, x[:n], y[:n], out[:n])
+}
+
+// eltwiseKernels are the SIMD elementwise kernels of one path.
+type eltwiseKernels struct {
+	add       func(n int, x, y, out *float32)
+	scale     func(n int, alpha float32, x, out *float32)
+	addScaled func(n int, alpha float32, x, y, out *float32)
+}

@@ -1,0 +1,19 @@
+//go:build !purego
+
+package kern
+
+var (
+	eltwiseAVX512 = eltwiseKernels{add: addAVX512, scale: scaleAVX512, addScaled: addScaledAVX512}
+	eltwiseAVX2   = eltwiseKernels{add: addAVX2, scale: scaleAVX2, addScaled: addScaledAVX2}
+)
+
+// eltwiseFor returns the elementwise kernels of path p, nil on the Go path.
+func eltwiseFor(p ISA) *eltwiseKernels {
+	switch p {
+	case ISAAVX512:
+		return &eltwiseAVX512
+	case ISAAVX2:
+		return &eltwiseAVX2
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+package kern
+
+// The Go path of the elementwise kernels: plain loops over equal-length
+// slices (the compiler drops the bounds checks).
+
+func addGo(x, y, out []float32) {
+	y, out = y[:len(x)], out[:len(x)]
+	for i, v := range x {
+		out[i] = v + y[i]
+	}
+}
+
+func scaleGo(alpha float32, x, out []float32) {
+	out = out[:len(x)]
+	for i, v := range x {
+		out[i] = alpha * v
+	}
+}
+
+func addScaledGo(alpha float32, x, y, out []float32) {
+	y, out = y[:len(x)], out[:len(x)]
+	for i, v := range x {
+		out[i] = v + alpha*y[i]
+	}
+}

@@ -1,0 +1,24 @@
+package kern
+
+// The elementwise oracles are the plain loops of the API doc comments, in
+// float32, except addScaledRef, which forms x + alpha·y in float64 (exact
+// product, then one sum) before rounding: the fused result the SIMD paths
+// compute, up to a rare double rounding.
+
+func addRef(n int, x, y, out []float32) {
+	for i := 0; i < n; i++ {
+		out[i] = x[i] + y[i]
+	}
+}
+
+func scaleRef(n int, alpha float32, x, out []float32) {
+	for i := 0; i < n; i++ {
+		out[i] = alpha * x[i]
+	}
+}
+
+func addScaledRef(n int, alpha float32, x, y, out []float32) {
+	for i := 0; i < n; i++ {
+		out[i] = float32(float64(x[i]) + float64(alpha)*float64(y[i]))
+	}
+}

@@ -1,0 +1,61 @@
+package kern
+
+import "math"
+
+// Softmax sets each of rows rows of y (row stride ldy) to the softmax of
+// scale times the same row of x (row stride ldx), over n values, with the
+// maximum subtracted for stability:
+//
+//	for r < rows:
+//	  v[j] = scale * x[r·ldx+j] (float32)        for j < n
+//	  m = max_j v[j]
+//	  s = Σ_j exp(v[j] − m)
+//	  y[r·ldy+j] = exp(v[j] − m) · (1/s)         for j < n
+//
+// exp is a float32 approximation within about 1 ulp for arguments ≤ 0 (see
+// expGo); multiplying by 1/s, as PyTorch's CPU kernel does, costs at most
+// an ulp against dividing. A row holding a NaN or +Inf, or only −Inf, gives
+// NaN everywhere in that row, as PyTorch does (−Inf − −Inf and Inf − Inf
+// are NaN). x and y may be the same slice with ldx = ldy (in place);
+// otherwise they must not overlap.
+func Softmax(rows, n int, x []float32, ldx int, y []float32, ldy int, scale float32) {
+	if rows == 0 || n == 0 {
+		return
+	}
+	_ = x[(rows-1)*ldx+n-1]
+	_ = y[(rows-1)*ldy+n-1]
+	k := softmaxFor(active)
+	for r := 0; r < rows; r++ {
+		xr, yr := x[r*ldx:r*ldx+n], y[r*ldy:r*ldy+n]
+		if k != nil {
+			k.row(n, &xr[0], &yr[0], scale)
+			continue
+		}
+		softmaxRowGo(xr, yr, scale)
+	}
+}
+
+// expVec sets y[i] = exp(x[i]) for i < n and x[i] ≤ 0 with the exp of the
+// active path's softmax: the accuracy tests measure it alone.
+func expVec(n int, x, y []float32) {
+	if n == 0 {
+		return
+	}
+	_, _ = x[n-1], y[n-1]
+	if k := softmaxFor(active); k != nil {
+		k.exp(n, &x[0], &y[0])
+		return
+	}
+	for i, v := range x[:n] {
+		y[i] = expGo(v)
+	}
+}
+
+// softmaxKernels are the SIMD softmax row kernel of one path and its exp
+// alone.
+type softmaxKernels struct {
+	row func(n int, x, y *float32, scale float32)
+	exp func(n int, x, y *float32)
+}
+
+var negInf32 = float32(math.Inf(-1))
