@@ -97,7 +97,7 @@ func CPUModel() string {
 // a kernel for.
 func (b *Backend) Supports(op string, dt bench.DType) error {
 	switch op {
-	case "patch_embed", "soft_split", "gemm", "conv2d", "layernorm", "attention_core":
+	case "patch_embed", "soft_split", "gemm", "conv2d", "layernorm", "attention_core", "fold", "avg_pool2d":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
 	}
@@ -234,6 +234,10 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.layerNorm(n, hin, hout)
 	case ops.AttentionCore:
 		return b.attentionCore(n, hin, hout)
+	case ops.Fold:
+		return b.fold(n, hin, hout)
+	case ops.AvgPool2d:
+		return b.avgPool(n, hin, hout)
 	}
 	return fmt.Errorf("cpu: no kernel for op %q", node.OpName())
 }

@@ -16,8 +16,8 @@ import torch.nn.functional as F
 
 from vitbench_ref import cases as C
 from vitbench_ref import export as E
-from vitbench_ref.modules import (attention_float64, block_float64, conv_bn_act_float64, layernorm_float64,
-                                  patch_embed_gemm, soft_split_loops)
+from vitbench_ref.modules import (attention_float64, avg_pool_float64, block_float64, conv_bn_act_float64,
+                                  fold_float64, layernorm_float64, patch_embed_gemm, soft_split_loops)
 from vitbench_ref.synth import synth
 
 torch.set_num_threads(2)
@@ -45,6 +45,12 @@ def recompute(doc):
         w, b = arrays["proj.weight"], arrays.get("proj.bias")
         return (patch_embed_gemm(x, w, b, p["patch_size"]),
                 F.conv2d(x, w, b, stride=p["patch_size"]).flatten(2).transpose(1, 2))
+    if doc["op"] == "fold":
+        second = F.fold(x.transpose(1, 2), p["img_size"], p["kernel_size"], p["dilation"], p["padding"], p["stride"])
+        return torch.from_numpy(fold_float64(x.numpy(), p)), second.double()
+    if doc["op"] == "avg_pool2d":
+        second = F.avg_pool2d(x, p["kernel_size"], p["stride"], p["padding"], p["ceil_mode"], p["count_include_pad"])
+        return torch.from_numpy(avg_pool_float64(x.numpy(), p)), second.double()
     if doc["op"] in ("layernorm", "mhsa", "block"):
         np_w = {k: v.numpy() for k, v in arrays.items() if k != "x"}
         if doc["op"] == "layernorm":

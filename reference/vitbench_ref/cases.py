@@ -26,6 +26,10 @@ PARAMS = {
                    "dilation": 1},
     "gemm": {"m": None, "n": None, "k": None, "trans_b": True, "bias": True},
     "layernorm": {"tokens": None, "dim": None, "eps": 1e-5},
+    "fold": {"in_chans": None, "img_size": None, "kernel_size": None, "stride": 1, "padding": 0, "dilation": 1},
+    # stride defaults to kernel_size, as in nn.AvgPool2d.
+    "avg_pool2d": {"chans": None, "img_size": None, "kernel_size": None, "stride": "kernel", "padding": 0,
+                   "ceil_mode": False, "count_include_pad": True},
     "mhsa": {"tokens": None, "dim": None, "heads": None, "qkv_bias": True, "scale": "auto"},
     "block": {"tokens": None, "dim": None, "heads": None, "qkv_bias": True, "scale": "auto", "mlp_ratio": 4.0,
               "eps": 1e-6},
@@ -35,15 +39,18 @@ PARAMS = {
 }
 PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation"}
 TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv2d": "gemm",
-             "layernorm": "elementwise", "mhsa": "gemm", "block": "gemm"}
+             "layernorm": "elementwise", "mhsa": "gemm", "block": "gemm", "fold": "elementwise",
+             "avg_pool2d": "elementwise"}
 MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "soft_split": "reference.vitbench_ref.modules.SoftSplit",
                "gemm": "reference.vitbench_ref.modules.Gemm",
                "conv2d": "reference.vitbench_ref.modules.ConvBNAct",
                "layernorm": "torch.nn.LayerNorm",
+               "fold": "reference.vitbench_ref.modules.Fold",
+               "avg_pool2d": "torch.nn.AvgPool2d",
                "mhsa": "reference.vitbench_ref.modules.Attention",
                "block": "reference.vitbench_ref.modules.Block"}
-BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias"}
+BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale"}
 
 
@@ -71,6 +78,8 @@ def normalize_params(op, params):
             v = default
         else:
             v = params[key]
+        if key == "stride" and v == "kernel":
+            v = params["kernel_size"]
         if key in PAIRS:
             if isinstance(v, list):
                 if len(v) != 2:
@@ -105,6 +114,16 @@ def normalize_params(op, params):
         if "bn_eps" in params:
             raise ValueError("conv2d: bn_eps needs bn")
         del out["bn_eps"]
+    return out
+
+
+def pool_out(size, k, s, p, ceil):
+    """nn.AvgPool2d's output size, ceil mode included (a last window may not start in the
+    right padding)."""
+    num = size + 2 * p - k + (s - 1 if ceil else 0)
+    out = num // s + 1
+    if ceil and (out - 1) * s >= size + p:
+        out -= 1
     return out
 
 
@@ -145,6 +164,21 @@ def shapes(op, p, batch):
             for name in ("bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"):
                 weights[name] = [o]
         return ({"x": [b, p["in_chans"], h, w]}, weights, {"out": [b, o, ho, wo]})
+    if op in ("fold", "avg_pool2d"):
+        (h, w), (kh, kw) = p["img_size"], p["kernel_size"]
+        (sh, sw), (ph, pw) = p["stride"], p["padding"]
+        if op == "fold":
+            (dh, dw) = p["dilation"]
+            ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+            wo = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+            if ho < 1 or wo < 1:
+                raise ValueError("fold: no complete window (Ho=%d, Wo=%d)" % (ho, wo))
+            c = p["in_chans"]
+            return ({"x": [b, ho * wo, c * kh * kw]}, {}, {"out": [b, c, h, w]})
+        if 2 * ph > kh or 2 * pw > kw:
+            raise ValueError("avg_pool2d: padding must be at most half the kernel")
+        ho, wo = (pool_out(h, kh, sh, ph, p["ceil_mode"]), pool_out(w, kw, sw, pw, p["ceil_mode"]))
+        return ({"x": [b, p["chans"], h, w]}, {}, {"out": [b, p["chans"], ho, wo]})
     if op == "layernorm":
         return ({"x": [b, p["tokens"], p["dim"]]}, {"weight": [p["dim"]], "bias": [p["dim"]]},
                 {"out": [b, p["tokens"], p["dim"]]})
@@ -182,6 +216,11 @@ def build_module(op, p):
         return modules.SoftSplit(p["kernel_size"], p["stride"], p["padding"], p["dilation"])
     if op == "gemm":
         return modules.Gemm(p["k"], p["n"], p["trans_b"], p["bias"])
+    if op == "fold":
+        return modules.Fold(p["img_size"], p["kernel_size"], p["stride"], p["padding"], p["dilation"])
+    if op == "avg_pool2d":
+        return torch.nn.AvgPool2d(p["kernel_size"], p["stride"], p["padding"], p["ceil_mode"],
+                                  p["count_include_pad"])
     if op == "layernorm":
         return torch.nn.LayerNorm(p["dim"], eps=p["eps"])
     if op == "mhsa":

@@ -89,6 +89,10 @@ def independent_check(case, inputs, weights, outputs):
             b = weights.get("proj.bias")
             ref = modules.patch_embed_gemm(x, torch.from_numpy(weights["proj.weight"]),
                                            None if b is None else torch.from_numpy(b), p["patch_size"])
+        elif case["op"] == "fold":
+            ref = torch.from_numpy(modules.fold_float64(x.numpy(), p).astype(np.float32))
+        elif case["op"] == "avg_pool2d":
+            ref = torch.from_numpy(modules.avg_pool_float64(x.numpy(), p).astype(np.float32))
         elif case["op"] == "layernorm":
             ref = torch.from_numpy(modules.layernorm_float64(x.numpy(), weights["weight"], weights["bias"],
                                                              p["eps"]).astype(np.float32))

@@ -90,6 +90,19 @@ class Gemm(nn.Module):
         return out if self.bias is None else out + self.bias
 
 
+class Fold(nn.Module):
+    """nn.Fold of token-major windows (the adjoint of SoftSplit): ``x [B, L, C*kh*kw]`` is
+    transposed to ``[B, C*kh*kw, L]`` and folded into ``out [B, C, H, W]``, overlaps summed."""
+
+    def __init__(self, img_size, kernel_size, stride=1, padding=0, dilation=1):
+        super().__init__()
+        self.fold = nn.Fold(pair(img_size), pair(kernel_size), dilation=pair(dilation), padding=pair(padding),
+                            stride=pair(stride))
+
+    def forward(self, x):
+        return self.fold(x.transpose(1, 2))
+
+
 class ConvBNAct(nn.Module):
     """nn.Conv2d (one group), optionally BatchNorm2d in eval mode, optionally ReLU: the VOLO stem's
     conv-BN-ReLU.  ``x [B, C, H, W] -> out [B, O, Ho, Wo]``.  State dict: ``conv.weight``,
@@ -265,3 +278,47 @@ def block_float64(x, weights, p):
     h = layernorm_float64(y, w["norm2.weight"], w["norm2.bias"], p["eps"]) @ w["mlp.fc1.weight"].T + w["mlp.fc1.bias"]
     h = 0.5 * h * (1 + erf(h / math.sqrt(2)))
     return y + h @ w["mlp.fc2.weight"].T + w["mlp.fc2.bias"]
+
+
+def fold_float64(x, p):
+    """Fold recomputed in float64 with explicit loops over windows and taps."""
+    import numpy as np
+    (h, w), (kh, kw) = p["img_size"], p["kernel_size"]
+    (sh, sw), (ph, pw), (dh, dw) = p["stride"], p["padding"], p["dilation"]
+    b, n, _ = x.shape
+    c = p["in_chans"]
+    wo = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((b, c, h, w))
+    cols = x.astype(np.float64).reshape(b, n, c, kh, kw)
+    for l in range(n):
+        oy, ox = divmod(l, wo)
+        for ky in range(kh):
+            y = oy * sh - ph + ky * dh
+            for kx in range(kw):
+                xx = ox * sw - pw + kx * dw
+                if 0 <= y < h and 0 <= xx < w:
+                    out[:, :, y, xx] += cols[:, l, :, ky, kx]
+    return out
+
+
+def avg_pool_float64(x, p):
+    """nn.AvgPool2d recomputed in float64 with PyTorch's window and divisor rules."""
+    import numpy as np
+    from .cases import pool_out
+    (h, w), (kh, kw) = p["img_size"], p["kernel_size"]
+    (sh, sw), (ph, pw) = p["stride"], p["padding"]
+    ho, wo = pool_out(h, kh, sh, ph, p["ceil_mode"]), pool_out(w, kw, sw, pw, p["ceil_mode"])
+    x = x.astype(np.float64)
+    out = np.zeros(x.shape[:2] + (ho, wo))
+    for oy in range(ho):
+        y0 = oy * sh - ph
+        y1 = min(y0 + kh, h + ph)
+        for ox in range(wo):
+            x0 = ox * sw - pw
+            x1 = min(x0 + kw, w + pw)
+            size = (y1 - y0) * (x1 - x0)
+            ya, xa, yb, xb = max(y0, 0), max(x0, 0), min(y1, h), min(x1, w)
+            if not p["count_include_pad"]:
+                size = (yb - ya) * (xb - xa)
+            out[:, :, oy, ox] = x[:, :, ya:yb, xa:xb].sum(axis=(2, 3)) / size
+    return out
