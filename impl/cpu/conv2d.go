@@ -19,19 +19,17 @@ type foldedWeight struct {
 
 func (f *foldedWeight) bytes() int64 { return f.held }
 
-// conv2d runs a convolution as an implicit-in-cache GEMM: each worker
-// unfolds its rows of windows (token-major, c·KH·KW + ky·KW + kx order,
-// the layout of the weight [O, C, KH, KW]), multiplies them by the folded
-// weight with bias and ReLU fused, and the tokens [L, O] are then
-// transposed to NCHW.
+// conv2d runs a convolution as an implicit GEMM over its windows
+// (token-major, c·KH·KW + ky·KW + kx order, the layout of the weight
+// [O, C, KH, KW]), which are never stored as a matrix.
 func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	want := []bench.Shape{{c.Batch, c.InChans, c.Height, c.Width}, {c.OutChans, c.InChans, c.KernelH, c.KernelW}}
-	o := bench.Shape{c.OutChans}
+	perChan := bench.Shape{c.OutChans}
 	if c.Bias {
-		want = append(want, o)
+		want = append(want, perChan)
 	}
 	if c.BN {
-		want = append(want, o, o, o, o)
+		want = append(want, perChan, perChan, perChan, perChan)
 	}
 	if err := checkShapes("conv2d", in, want); err != nil {
 		return err
@@ -41,38 +39,33 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 		return err
 	}
 	fw := b.foldConv(c, in[1:])
-	windows, k := oh*ow, c.Cols()
-	rows := c.Batch * windows
-	buf, release := b.scratch(rows*k + rows*c.OutChans)
-	defer release()
-	cols, tokens := buf[:rows*k], buf[rows*k:]
+	windows, o := oh*ow, c.OutChans
 	geom := kern.UnfoldGeom{C: c.InChans, H: c.Height, W: c.Width, KH: c.KernelH, KW: c.KernelW,
 		SH: c.StrideH, SW: c.StrideW, PH: c.PadH, PW: c.PadW, DH: c.DilationH, DW: c.DilationW, OH: oh, OW: ow}
-	x, plane := in[0].data, c.InChans*c.Height*c.Width
+	x, y := in[0].data, out[0].data
 	act := kern.ActNone
 	if c.ReLU {
 		act = kern.ActReLU
 	}
-	forRowTiles(b.threads, rows, fw.pb, func(r0, r1 int) {
-		for r := r0; r < r1; {
-			img, l := r/windows, r%windows
-			end := min(r1, (img+1)*windows)
-			kern.UnfoldRows(geom, x[img*plane:(img+1)*plane], cols[r*k:], l, l+end-r)
-			r = end
-		}
-	}, cols, k, tokens, c.OutChans, kern.Epilogue{Bias: fw.bias, Act: act})
-	// [B, L, O] → [B, O, L], split over (image, channel) planes.
-	y := out[0].data
-	parallelFor(b.threads, c.Batch*c.OutChans, 8, func(lo, hi int) {
-		for p := lo; p < hi; p++ {
-			img, ch := p/c.OutChans, p%c.OutChans
-			dst := y[p*windows : (p+1)*windows]
-			src := tokens[img*windows*c.OutChans+ch:]
-			for l := range dst {
-				dst[l] = src[l*c.OutChans]
+	// Implicit GEMM: the windows are packed straight from the image; each
+	// worker multiplies a chunk of them by the folded weight (bias and ReLU
+	// fused) into tokens [rows, O] and scatters those into the NCHW output.
+	b.windowsGEMM(kern.NewWindowsA(geom, x), c.Batch*windows, fw.pb, kern.Epilogue{Bias: fw.bias, Act: act},
+		nil, func(r0, r1 int, tok []float32) {
+			// Channel by channel, so each output plane is written in runs.
+			for r := r0; r < r1; {
+				img, l := r/windows, r%windows
+				end := min(r1, (img+1)*windows)
+				src := tok[(r-r0)*o:]
+				for ch := 0; ch < o; ch++ {
+					dst := y[(img*o+ch)*windows+l : (img*o+ch)*windows+l+end-r]
+					for i := range dst {
+						dst[i] = src[i*o+ch]
+					}
+				}
+				r = end
 			}
-		}
-	})
+		})
 	return nil
 }
 

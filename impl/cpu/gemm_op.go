@@ -47,6 +47,6 @@ func (b *Backend) gemm(g ops.Gemm, in, out []*tensor) error {
 		return fmt.Errorf("cpu: gemm activation %q unknown", g.Act)
 	}
 	pb := b.packedWeight(in[1], g.N, g.K, g.TransB)
-	forRowTiles(b.threads, g.Batch*g.M, pb, nil, in[0].data, g.K, out[0].data, g.N, epi)
+	gemmParallel(b.threads, g.Batch*g.M, in[0].data, g.K, pb, out[0].data, g.N, epi)
 	return nil
 }

@@ -24,7 +24,7 @@ func BenchmarkGemmParallel(b *testing.B) {
 	for _, threads := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
 			for b.Loop() {
-				gemmParallel(threads, m, a, k, pb, c, n, nil)
+				gemmParallel(threads, m, a, k, pb, c, n, kern.Epilogue{})
 			}
 			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

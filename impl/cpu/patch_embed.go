@@ -28,20 +28,10 @@ func (b *Backend) patchEmbed(n ops.PatchEmbed, in, out []*tensor) error {
 		bias = in[2].data
 	}
 	rows := n.Batch * tokens
-	patches, release := b.scratch(rows * k)
-	defer release()
 	geom := kern.UnfoldGeom{C: n.InChans, H: n.Height, W: n.Width, KH: n.PatchH, KW: n.PatchW,
 		SH: n.PatchH, SW: n.PatchW, DH: 1, DW: 1, OH: gh, OW: gw}
 	pb := b.packedWeight(in[1], n.EmbedDim, k, true)
-	// One parallel region: each worker gathers its own rows of patches and
-	// multiplies them while they are still in its cache.
-	forRowTiles(b.threads, rows, pb, func(r0, r1 int) {
-		for r := r0; r < r1; {
-			img, tok := r/tokens, r%tokens
-			end := min(r1, (img+1)*tokens)
-			kern.UnfoldRows(geom, x[img*n.InChans*n.Height*n.Width:], patches[r*k:], tok, tok+end-r)
-			r = end
-		}
-	}, patches, k, y, n.EmbedDim, kern.Epilogue{Bias: bias})
+	// The patches are packed straight from the image inside the GEMM.
+	b.windowsGEMM(kern.NewWindowsA(geom, x), rows, pb, kern.Epilogue{Bias: bias}, y, nil)
 	return nil
 }

@@ -60,3 +60,39 @@ func TestAvgPoolPlane(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowsAMatchesUnfold: packing the windows straight from the images
+// equals packing their unfolded matrix, for padded, strided, dilated
+// geometries, a batch of two, and every row offset and panel height.
+func TestWindowsAMatchesUnfold(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, g := range []UnfoldGeom{
+		{C: 3, H: 224, W: 224, KH: 16, KW: 16, SH: 16, SW: 16, DH: 1, DW: 1},
+		{C: 5, H: 13, W: 11, KH: 3, KW: 2, SH: 2, SW: 1, PH: 1, PW: 0, DH: 2, DW: 1},
+		{C: 4, H: 12, W: 12, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1},
+	} {
+		g.OH = (g.H+2*g.PH-g.DH*(g.KH-1)-1)/g.SH + 1
+		g.OW = (g.W+2*g.PW-g.DW*(g.KW-1)-1)/g.SW + 1
+		per, k := g.OH*g.OW, g.C*g.KH*g.KW
+		x, _ := guarded(rng, 2*g.C*g.H*g.W, true)
+		cols := make([]float32, 2*per*k)
+		UnfoldRows(g, x[:g.C*g.H*g.W], cols, 0, per)
+		UnfoldRows(g, x[g.C*g.H*g.W:], cols[per*k:], 0, per)
+		w := NewWindowsA(g, x)
+		for _, mr := range []int{12, 6, 4} {
+			for _, start := range []int{0, 5, per - 3} {
+				m := min(2*per-start, 40)
+				kb := min(k, 100)
+				want := make([]float32, (m+mr)*kb)
+				got := make([]float32, (m+mr)*kb)
+				packA(want, cols[start*k:], k, 0, m, mr, 7%k, min(kb, k-7%k))
+				w.From(start).PackA(got, 0, m, mr, 7%k, min(kb, k-7%k))
+				for i := range want {
+					if want[i] != got[i] {
+						t.Fatalf("%+v mr %d start %d: packed[%d] = %g, unfold gives %g", g, mr, start, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

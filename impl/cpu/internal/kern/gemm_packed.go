@@ -193,11 +193,68 @@ func SgemmPackedEpi(m int, a []float32, lda int, pb *PackedB, c []float32, ldc i
 		}
 		return
 	}
-	sgemmPanels(pb.mk, m, a, lda, pb, c, ldc, epi, j0, j1)
+	sgemmPanels(pb.mk, m, matrixA{a, lda}, pb, c, ldc, epi, j0, j1)
+}
+
+// ASource supplies the left operand A [m, k] of a packed GEMM without it
+// having to exist as a matrix: PackA writes rows [i0, i0+mb) and columns
+// [pc, pc+kb) into panels of mr rows, pa[(ir/mr)·kb·mr + p·mr + r] =
+// A[i0+ir+r, pc+p], zero for rows past mb. A convolution's windows pack
+// straight from the image this way (implicit GEMM).
+type ASource interface {
+	PackA(pa []float32, i0, mb, mr, pc, kb int)
+}
+
+// matrixA is a row-major matrix as an ASource.
+type matrixA struct {
+	a   []float32
+	lda int
+}
+
+func (m matrixA) PackA(pa []float32, i0, mb, mr, pc, kb int) {
+	packA(pa, m.a, m.lda, i0, mb, mr, pc, kb)
+}
+
+// SgemmSource computes C = A·op(B) with the epilogue, A [m, pb.K] taken
+// from src (see ASource), for all columns; single-threaded.
+//
+//	for i < m, j < N: C[i·ldc+j] = act(bias[j] + Σ_p A[i, p]·op(B)[p, j]) + residual[i·ldr+j]
+func SgemmSource(m int, src ASource, pb *PackedB, c []float32, ldc int, epi Epilogue) {
+	if m == 0 || pb.N == 0 {
+		return
+	}
+	if pb.isa != active {
+		panic("kern: PackedB packed for ISA " + string(pb.isa) + ", active is " + string(active))
+	}
+	_ = c[(m-1)*ldc+pb.N-1]
+	if pb.mk.fn != nil {
+		sgemmPanels(pb.mk, m, src, pb, c, ldc, epi, 0, pb.N)
+		return
+	}
+	// The Go path multiplies a matrix: materialize A in 4-row panels.
+	wsp := workspace.Get().(*[]float32)
+	defer workspace.Put(wsp)
+	k := pb.K
+	buf := grow(wsp, 4*k+4*k)
+	panel, rows := buf[:4*k], buf[4*k:]
+	for i := 0; i < m; i += 4 {
+		mb := min(4, m-i)
+		src.PackA(panel, i, mb, 4, 0, k)
+		for r := 0; r < mb; r++ {
+			for p := 0; p < k; p++ {
+				rows[r*k+p] = panel[p*4+r]
+			}
+		}
+		sub := epi
+		if sub.Residual != nil {
+			sub.Residual = sub.Residual[i*sub.LdR:]
+		}
+		SgemmPackedEpi(mb, rows, k, pb, c[i*ldc:], ldc, sub, 0, pb.N)
+	}
 }
 
 // sgemmPanels is the blocked loop nest over packed panels.
-func sgemmPanels(mk microKernel, m int, a []float32, lda int, pb *PackedB, c []float32, ldc int, epi Epilogue, j0, j1 int) {
+func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, ldc int, epi Epilogue, j0, j1 int) {
 	mr, nr, k := mk.mr, mk.nr, pb.K
 	panels := pb.Panels()
 	kc := min(k, kcBlock)
@@ -216,7 +273,7 @@ func sgemmPanels(mk microKernel, m int, a []float32, lda int, pb *PackedB, c []f
 		last := pc+kcBlock >= k
 		for ic := 0; ic < m; ic += mcBlock {
 			mb := min(mcBlock, m-ic)
-			packA(pa, a, lda, ic, mb, mr, pc, kb)
+			src.PackA(pa, ic, mb, mr, pc, kb)
 			for jr := j0; jr < j1; jr += nr {
 				bp := &block[jr*kb]
 				nw := min(nr, j1-jr)

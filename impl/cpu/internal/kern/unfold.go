@@ -37,6 +37,19 @@ func UnfoldRows(g UnfoldGeom, x []float32, out []float32, lo, hi int) {
 func unfoldInterior(g UnfoldGeom, x, row []float32, y0, x0 int) {
 	kw, plane := g.KW, g.H*g.W
 	d := 0
+	if kw == 3 { // the 3×3 convolutions and soft splits: unrolled
+		for c := 0; c < g.C; c++ {
+			s := c*plane + y0*g.W + x0
+			for ky := 0; ky < g.KH; ky++ {
+				dst := row[d : d+3 : d+3]
+				src := x[s : s+3 : s+3]
+				dst[0], dst[1], dst[2] = src[0], src[1], src[2]
+				d += 3
+				s += g.DH * g.W
+			}
+		}
+		return
+	}
 	for c := 0; c < g.C; c++ {
 		s := c*plane + y0*g.W + x0
 		for ky := 0; ky < g.KH; ky++ {

@@ -1,0 +1,63 @@
+package cpu
+
+import "vitbench/impl/cpu/internal/kern"
+
+// chunkBytes bounds one chunk of a produced GEMM operand (im2col rows):
+// small enough to stay in L2 between being written and being packed.
+const chunkBytes = 192 << 10
+
+// chunkRows is how many rows of a k-wide operand make one chunk: a
+// multiple of the row tile, at least one tile.
+func chunkRows(k, tile int) int {
+	return max(tile, chunkBytes/(4*max(k, 1))/tile*tile)
+}
+
+// forChunks splits m rows into one contiguous run of whole row tiles per
+// worker, and each run into chunks of at most chunk rows, calling
+// body(worker, r0, r1) for every chunk, in order within a worker. Work
+// under about a quarter of a million multiply-adds (macs) stays on one
+// worker: waking another costs more than it saves.
+func forChunks(threads, m, tile, chunk int, macs int64, body func(w, r0, r1 int)) {
+	if macs < 1<<18 {
+		threads = 1
+	}
+	tiles := (m + tile - 1) / tile
+	parallelChunks(threads, tiles, 1, func(w, lo, hi int) {
+		end := min(hi*tile, m)
+		for r0 := lo * tile; r0 < end; r0 += chunk {
+			body(w, r0, min(r0+chunk, end))
+		}
+	})
+}
+
+// windowsGEMM computes C = W·op(B) with the epilogue, where W is the
+// im2col matrix of the windows (kern.WindowsA), packed straight from the
+// images, never stored. Workers take runs of whole row tiles. With store
+// nil the outputs go to c [rows, N]; otherwise each chunk's outputs are
+// computed into the worker's scratch and handed to store(r0, r1, c) (row
+// stride N), so a convolution can write NCHW.
+func (b *Backend) windowsGEMM(windows *kern.WindowsA, rows int, pb *kern.PackedB, epi kern.Epilogue,
+	c []float32, store func(r0, r1 int, c []float32)) {
+	tile, n := pb.RowTile(), pb.N
+	chunk := rows
+	var buf []float32
+	if store != nil {
+		chunk = chunkRows(n, tile)
+		b2, release := b.scratch(b.threads * chunk * n)
+		defer release()
+		buf = b2
+	}
+	forChunks(b.threads, rows, tile, chunk, int64(rows)*int64(n)*int64(pb.K), func(w, r0, r1 int) {
+		e := epi
+		if e.Residual != nil {
+			e.Residual = e.Residual[r0*e.LdR:]
+		}
+		if store == nil {
+			kern.SgemmSource(r1-r0, windows.From(r0), pb, c[r0*n:], n, e)
+			return
+		}
+		out := buf[w*chunk*n : (w+1)*chunk*n]
+		kern.SgemmSource(r1-r0, windows.From(r0), pb, out, n, e)
+		store(r0, r1, out)
+	})
+}

@@ -1,0 +1,106 @@
+package kern
+
+// WindowsA is the im2col matrix of a batch of images, as an ASource that
+// packs straight from the images: row i is window Row0+i, that is window
+// (Row0+i) mod OH·OW of image (Row0+i) / (OH·OW), and column
+// c·KH·KW + ky·KW + kx holds x[c, y0+ky·DH, x0+kx·DW] (zero in the
+// padding) — UnfoldRows' layout, the layout of a conv weight [O, C, KH, KW].
+// Convolutions and patch embeddings multiply it without materializing it.
+type WindowsA struct {
+	g          UnfoldGeom
+	x          []float32 // images [B, C, H, W]
+	row0       int
+	taps       []int // per column: c·H·W + ky·DH·W + kx·DW, from the window origin
+	tapY, tapX []int // per column: ky·DH and kx·DW
+}
+
+// NewWindowsA describes the windows of images x [B, C, H, W] under g.
+func NewWindowsA(g UnfoldGeom, x []float32) *WindowsA {
+	k := g.C * g.KH * g.KW
+	w := &WindowsA{g: g, x: x, taps: make([]int, k), tapY: make([]int, k), tapX: make([]int, k)}
+	for c := 0; c < g.C; c++ {
+		for ky := 0; ky < g.KH; ky++ {
+			for kx := 0; kx < g.KW; kx++ {
+				p := (c*g.KH+ky)*g.KW + kx
+				w.tapY[p], w.tapX[p] = ky*g.DH, kx*g.DW
+				w.taps[p] = c*g.H*g.W + w.tapY[p]*g.W + w.tapX[p]
+			}
+		}
+	}
+	return w
+}
+
+// From returns the same windows starting at row row0 (for a worker's
+// share of the rows).
+func (w *WindowsA) From(row0 int) *WindowsA {
+	v := *w
+	v.row0 = row0
+	return &v
+}
+
+// origin returns the offset in x of window r's top-left tap (which may lie
+// in the padding) and whether every tap of the window is inside the image.
+func (w *WindowsA) origin(r int) (off, y0, x0 int, inside bool) {
+	g := w.g
+	per := g.OH * g.OW
+	img, l := r/per, r%per
+	y0, x0 = (l/g.OW)*g.SH-g.PH, (l%g.OW)*g.SW-g.PW
+	inside = y0 >= 0 && y0+(g.KH-1)*g.DH < g.H && x0 >= 0 && x0+(g.KW-1)*g.DW < g.W
+	return img*g.C*g.H*g.W + y0*g.W + x0, y0, x0, inside
+}
+
+// PackA implements ASource.
+func (w *WindowsA) PackA(pa []float32, i0, mb, mr, pc, kb int) {
+	var base [16]int
+	for ir := 0; ir < mb; ir += mr {
+		panel := pa[ir*kb : ir*kb+mr*kb]
+		rows := min(mr, mb-ir)
+		fast := rows == mr && mr <= len(base)
+		for r := 0; fast && r < mr; r++ {
+			off, _, _, inside := w.origin(w.row0 + i0 + ir + r)
+			base[r], fast = off, inside
+		}
+		if fast && mr == 12 && w.g.SW == 1 && base[11] == base[0]+11 {
+			// Twelve neighbouring windows of one row, unit stride: each
+			// tap's twelve values are contiguous in the image.
+			taps := w.taps[pc : pc+kb]
+			for p, t := range taps {
+				o := base[0] + t
+				src := w.x[o : o+12 : o+12]
+				d := panel[p*12 : p*12+12 : p*12+12]
+				d[0], d[1], d[2], d[3], d[4], d[5] = src[0], src[1], src[2], src[3], src[4], src[5]
+				d[6], d[7], d[8], d[9], d[10], d[11] = src[6], src[7], src[8], src[9], src[10], src[11]
+			}
+			continue
+		}
+		if fast {
+			// Every window inside the image: one gather per tap, the mr
+			// values of a panel column written together.
+			taps := w.taps[pc : pc+kb]
+			for p, t := range taps {
+				d := panel[p*mr : p*mr+mr]
+				for r := range d {
+					d[r] = w.x[base[r]+t]
+				}
+			}
+			continue
+		}
+		for r := 0; r < mr; r++ {
+			if r >= rows {
+				for p := 0; p < kb; p++ {
+					panel[p*mr+r] = 0
+				}
+				continue
+			}
+			off, y0, x0, _ := w.origin(w.row0 + i0 + ir + r)
+			for p := 0; p < kb; p++ {
+				y, xx := y0+w.tapY[pc+p], x0+w.tapX[pc+p]
+				v := float32(0)
+				if y >= 0 && y < w.g.H && xx >= 0 && xx < w.g.W {
+					v = w.x[off+w.taps[pc+p]]
+				}
+				panel[p*mr+r] = v
+			}
+		}
+	}
+}
