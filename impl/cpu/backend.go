@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"vitbench/bench"
 	"vitbench/bench/ops"
+	"vitbench/impl/cpu/internal/cpuinfo"
 	"vitbench/impl/cpu/internal/kern"
 )
 
@@ -81,17 +81,7 @@ func (b *Backend) Info() bench.Info {
 }
 
 // CPUModel returns the processor's model name from /proc/cpuinfo, or GOARCH.
-func CPUModel() string {
-	raw, err := os.ReadFile("/proc/cpuinfo")
-	if err == nil {
-		for _, line := range strings.Split(string(raw), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				return strings.TrimSpace(v)
-			}
-		}
-	}
-	return runtime.GOARCH
-}
+func CPUModel() string { return cpuinfo.Model() }
 
 // Supports implements bench.Backend: float32 for every op this backend has
 // a kernel for.

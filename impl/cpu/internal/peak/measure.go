@@ -2,11 +2,11 @@ package peak
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
+
+	"vitbench/impl/cpu/internal/cpuinfo"
 )
 
 // Options configures Measure. Zero fields take the defaults.
@@ -79,7 +79,7 @@ func Measure(opt Options) (Result, error) {
 		return Result{}, fmt.Errorf("peak: ISA %q not supported on this machine/build (have %v)", o.ISA, Supported())
 	}
 	r := Result{
-		CPU: cpuModel(), ISA: k.isa, Threads: o.Threads,
+		CPU: cpuinfo.Model(), ISA: k.isa, Threads: o.Threads,
 		Duration: o.Duration.Seconds(), Count: o.Count, BandwidthBytes: o.BandwidthBytes,
 		FMAChains: k.chains, FMALanes: k.lanes,
 	}
@@ -183,19 +183,4 @@ func median(xs []float64) float64 {
 		return (s[m-1] + s[m]) / 2
 	}
 	return s[m]
-}
-
-// cpuModel returns the processor's model name from /proc/cpuinfo, or GOARCH
-// (as impl/cpu.CPUModel, which this package cannot import: impl/cpu
-// imports it).
-func cpuModel() string {
-	raw, err := os.ReadFile("/proc/cpuinfo")
-	if err == nil {
-		for _, line := range strings.Split(string(raw), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				return strings.TrimSpace(v)
-			}
-		}
-	}
-	return runtime.GOARCH
 }
