@@ -132,3 +132,13 @@ func (p *Program) Close() {
 	}
 	p.vals, p.order = nil, nil
 }
+
+// Upload replaces the contents of input or weight name (for reuse of a
+// prepared program with new data).
+func (p *Program) Upload(name string, data []float32) error {
+	t, ok := p.vals[name]
+	if !ok {
+		return fmt.Errorf("program has no value %q", name)
+	}
+	return p.b.Upload(t, data)
+}
