@@ -78,3 +78,17 @@ func (g *Graph) Ops() []string {
 	}
 	return out
 }
+
+// Temp declares an intermediate value once: graphs that repeat a layer
+// (a network's blocks) reuse the same buffers for every repetition.
+func (g *Graph) Temp(name string, shape Shape) {
+	for _, t := range g.Temps {
+		if t.Name == name {
+			if !t.Shape.Equal(shape) {
+				panic("bench: temp " + name + " redeclared with another shape")
+			}
+			return
+		}
+	}
+	g.Temps = append(g.Temps, ArraySpec{Name: name, Shape: shape})
+}

@@ -55,3 +55,13 @@ func TestUnknownClass(t *testing.T) {
 		t.Error("unknown class accepted")
 	}
 }
+
+func TestTop1Mismatches(t *testing.T) {
+	ref := []float32{0.1, 0.9, 0.0, 0.5, 0.2, 0.3}
+	if n := Top1Mismatches([]float32{0.2, 0.8, 0.0, 0.5, 0.2, 0.3}, ref, 3); n != 0 {
+		t.Errorf("same classes: %d mismatches", n)
+	}
+	if n := Top1Mismatches([]float32{0.9, 0.8, 0.0, 0.1, 0.2, 0.3}, ref, 3); n != 2 {
+		t.Errorf("both rows flipped: %d mismatches", n)
+	}
+}

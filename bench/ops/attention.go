@@ -68,25 +68,26 @@ func parseAttention(op string, batch int, p MHSAParams) (attention, error) {
 }
 
 // steps appends the attention sub-graph reading value in and writing out,
-// with weights under prefix ("" for mhsa, "attn." in a block), and the
-// residual added to the projection when residual is not "".
+// with weights under prefix ("" for mhsa, "attn." in a block, "blocks.3.attn."
+// in a network), and the residual added to the projection when residual
+// is not "". Its intermediates, "attn.qkv" and "attn.ctx", are shared by
+// every attention of a graph.
 func (a attention) steps(g *bench.Graph, prefix, in, out, residual string) {
 	e, n, b := a.dim, a.tokens, a.batch
 	qkvIn := []string{in, prefix + "qkv.weight"}
 	if a.qkvBias {
 		qkvIn = append(qkvIn, prefix+"qkv.bias")
 	}
-	g.Temps = append(g.Temps,
-		bench.ArraySpec{Name: prefix + "qkv", Shape: bench.Shape{b, n, 3 * e}},
-		bench.ArraySpec{Name: prefix + "ctx", Shape: bench.Shape{b, n, e}})
-	projIn := []string{prefix + "ctx", prefix + "proj.weight", prefix + "proj.bias"}
+	g.Temp("attn.qkv", bench.Shape{b, n, 3 * e})
+	g.Temp("attn.ctx", bench.Shape{b, n, e})
+	projIn := []string{"attn.ctx", prefix + "proj.weight", prefix + "proj.bias"}
 	if residual != "" {
 		projIn = append(projIn, residual)
 	}
 	g.Steps = append(g.Steps,
-		bench.Step{Node: Gemm{Batch: b, M: n, N: 3 * e, K: e, TransB: true, Bias: a.qkvBias}, In: qkvIn, Out: []string{prefix + "qkv"}},
+		bench.Step{Node: Gemm{Batch: b, M: n, N: 3 * e, K: e, TransB: true, Bias: a.qkvBias}, In: qkvIn, Out: []string{"attn.qkv"}},
 		bench.Step{Node: AttentionCore{Batch: b, Tokens: n, Heads: a.heads, HeadDim: e / a.heads, Scale: a.scale},
-			In: []string{prefix + "qkv"}, Out: []string{prefix + "ctx"}},
+			In: []string{"attn.qkv"}, Out: []string{"attn.ctx"}},
 		bench.Step{Node: Gemm{Batch: b, M: n, N: e, K: e, TransB: true, Bias: true, Residual: residual != ""},
 			In: projIn, Out: []string{out}})
 }

@@ -80,20 +80,38 @@ func (s *blockSpec) Params() int64 { return bench.BytesOf(s.Weights()) / 4 }
 // out = y + fc2(gelu(fc1(h2))). Bias, GELU and the residual adds are fused
 // into the GEMMs.
 func (s *blockSpec) Graph() *bench.Graph {
+	g := &bench.Graph{}
+	s.steps(g, "", "x", "out")
+	return g
+}
+
+// steps appends one block reading in and writing out, with weights under
+// prefix ("blocks.3." in a network). Its intermediates are shared by every
+// block of the graph.
+func (s *blockSpec) steps(g *bench.Graph, prefix, in, out string) {
 	b, n, e, h := s.a.batch, s.a.tokens, s.a.dim, s.hidden
 	ln := LayerNorm{Batch: b, Tokens: n, Dim: e, Eps: s.eps}
-	g := &bench.Graph{Temps: []bench.ArraySpec{
-		{Name: "h1", Shape: s.shape()}, {Name: "y", Shape: s.shape()}, {Name: "h2", Shape: s.shape()},
-		{Name: "mlp.hidden", Shape: bench.Shape{b, n, h}}}}
-	g.Steps = append(g.Steps, bench.Step{Node: ln, In: []string{"x", "norm1.weight", "norm1.bias"}, Out: []string{"h1"}})
-	s.a.steps(g, "attn.", "h1", "y", "x")
+	for _, t := range []string{"h1", "y", "h2"} {
+		g.Temp(t, s.shape())
+	}
+	g.Temp("mlp.hidden", bench.Shape{b, n, h})
+	g.Steps = append(g.Steps, bench.Step{Node: ln, In: []string{in, prefix + "norm1.weight", prefix + "norm1.bias"}, Out: []string{"h1"}})
+	s.a.steps(g, prefix+"attn.", "h1", "y", in)
 	g.Steps = append(g.Steps,
-		bench.Step{Node: ln, In: []string{"y", "norm2.weight", "norm2.bias"}, Out: []string{"h2"}},
+		bench.Step{Node: ln, In: []string{"y", prefix + "norm2.weight", prefix + "norm2.bias"}, Out: []string{"h2"}},
 		bench.Step{Node: Gemm{Batch: b, M: n, N: h, K: e, TransB: true, Bias: true, Act: "gelu"},
-			In: []string{"h2", "mlp.fc1.weight", "mlp.fc1.bias"}, Out: []string{"mlp.hidden"}},
+			In: []string{"h2", prefix + "mlp.fc1.weight", prefix + "mlp.fc1.bias"}, Out: []string{"mlp.hidden"}},
 		bench.Step{Node: Gemm{Batch: b, M: n, N: e, K: h, TransB: true, Bias: true, Residual: true},
-			In: []string{"mlp.hidden", "mlp.fc2.weight", "mlp.fc2.bias", "y"}, Out: []string{"out"}})
-	return g
+			In: []string{"mlp.hidden", prefix + "mlp.fc2.weight", prefix + "mlp.fc2.bias", "y"}, Out: []string{out}})
+}
+
+// weightsAt lists the block's weights under prefix.
+func (s *blockSpec) weightsAt(prefix string) []bench.ArraySpec {
+	w := s.Weights()
+	for i := range w {
+		w[i].Name = prefix + w[i].Name
+	}
+	return w
 }
 
 func init() { bench.RegisterOpKind(blockKind{}) }

@@ -87,7 +87,8 @@ func CPUModel() string { return cpuinfo.Model() }
 // a kernel for.
 func (b *Backend) Supports(op string, dt bench.DType) error {
 	switch op {
-	case "patch_embed", "soft_split", "gemm", "conv2d", "layernorm", "attention_core", "fold", "avg_pool2d":
+	case "patch_embed", "soft_split", "gemm", "conv2d", "layernorm", "attention_core", "fold", "avg_pool2d",
+		"tokens_prefix", "take_token", "average", "reshape":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
 	}
@@ -228,6 +229,14 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.fold(n, hin, hout)
 	case ops.AvgPool2d:
 		return b.avgPool(n, hin, hout)
+	case ops.TokensPrefix:
+		return b.tokensPrefix(n, hin, hout)
+	case ops.TakeToken:
+		return b.takeToken(n, hin, hout)
+	case ops.Average:
+		return b.average(n, hin, hout)
+	case ops.Reshape:
+		return b.reshape(n, hin, hout)
 	}
 	return fmt.Errorf("cpu: no kernel for op %q", node.OpName())
 }
@@ -279,6 +288,10 @@ func (b *Backend) scratch(n int) (buf []float32, release func()) {
 	}
 	b.account(int64(n) * 4)
 	return b.arena[:n], func() { b.account(-int64(n) * 4) }
+}
+
+func errShape(op string, from, to bench.Shape) error {
+	return fmt.Errorf("cpu: %s from %v to %v changes the element count", op, from, to)
 }
 
 // checkShapes verifies that the tensors handed to a node have the shapes

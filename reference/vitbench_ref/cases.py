@@ -26,6 +26,9 @@ PARAMS = {
                    "dilation": 1},
     "gemm": {"m": None, "n": None, "k": None, "trans_b": True, "bias": True},
     "layernorm": {"tokens": None, "dim": None, "eps": 1e-5},
+    "vit": {"img_size": None, "patch_size": None, "in_chans": 3, "embed_dim": None, "depth": None, "heads": None,
+            "mlp_ratio": 4.0, "qkv_bias": True, "num_classes": 1000, "distilled": False, "eps": 1e-6,
+            "probe": False},
     "fold": {"in_chans": None, "img_size": None, "kernel_size": None, "stride": 1, "padding": 0, "dilation": 1},
     # stride defaults to kernel_size, as in nn.AvgPool2d.
     "avg_pool2d": {"chans": None, "img_size": None, "kernel_size": None, "stride": "kernel", "padding": 0,
@@ -38,19 +41,23 @@ PARAMS = {
                "padding": 0, "dilation": 1, "bias": "auto", "bn": False, "bn_eps": 1e-5, "relu": False},
 }
 PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation"}
+# Params that stay a single integer even though other op kinds take a pair for the name.
+SCALAR = {("vit", "patch_size")}
 TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv2d": "gemm",
              "layernorm": "elementwise", "mhsa": "gemm", "block": "gemm", "fold": "elementwise",
-             "avg_pool2d": "elementwise"}
+             "avg_pool2d": "elementwise", "vit": "network"}
+KIND = {"vit": "network"}  # every other op kind is a component
 MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "soft_split": "reference.vitbench_ref.modules.SoftSplit",
                "gemm": "reference.vitbench_ref.modules.Gemm",
                "conv2d": "reference.vitbench_ref.modules.ConvBNAct",
                "layernorm": "torch.nn.LayerNorm",
+               "vit": "reference.vitbench_ref.modules.VisionTransformer",
                "fold": "reference.vitbench_ref.modules.Fold",
                "avg_pool2d": "torch.nn.AvgPool2d",
                "mhsa": "reference.vitbench_ref.modules.Attention",
                "block": "reference.vitbench_ref.modules.Block"}
-BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad"}
+BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale"}
 
 
@@ -80,7 +87,7 @@ def normalize_params(op, params):
             v = params[key]
         if key == "stride" and v == "kernel":
             v = params["kernel_size"]
-        if key in PAIRS:
+        if key in PAIRS and (op, key) not in SCALAR:
             if isinstance(v, list):
                 if len(v) != 2:
                     raise ValueError("%s: %s must be an int or [h, w]" % (op, key))
@@ -179,6 +186,36 @@ def shapes(op, p, batch):
             raise ValueError("avg_pool2d: padding must be at most half the kernel")
         ho, wo = (pool_out(h, kh, sh, ph, p["ceil_mode"]), pool_out(w, kw, sw, pw, p["ceil_mode"]))
         return ({"x": [b, p["chans"], h, w]}, {}, {"out": [b, p["chans"], ho, wo]})
+    if op == "vit":
+        (h, w), ps, e = p["img_size"], p["patch_size"], p["embed_dim"]
+        n = (h // ps) * (w // ps)
+        if n < 1 or e % p["heads"]:
+            raise ValueError("vit: no whole patch, or embed_dim not a multiple of heads")
+        t, hid = n + (2 if p["distilled"] else 1), int(e * p["mlp_ratio"])
+        weights = {"patch_embed.proj.weight": [e, p["in_chans"], ps, ps], "patch_embed.proj.bias": [e],
+                   "cls_token": [1, 1, e]}
+        if p["distilled"]:
+            weights["dist_token"] = [1, 1, e]
+        weights["pos_embed"] = [1, t, e]
+        for i in range(p["depth"]):
+            pre = "blocks.%d." % i
+            weights.update({pre + "norm1.weight": [e], pre + "norm1.bias": [e], pre + "attn.qkv.weight": [3 * e, e]})
+            if p["qkv_bias"]:
+                weights[pre + "attn.qkv.bias"] = [3 * e]
+            weights.update({pre + "attn.proj.weight": [e, e], pre + "attn.proj.bias": [e],
+                            pre + "norm2.weight": [e], pre + "norm2.bias": [e],
+                            pre + "mlp.fc1.weight": [hid, e], pre + "mlp.fc1.bias": [hid],
+                            pre + "mlp.fc2.weight": [e, hid], pre + "mlp.fc2.bias": [e]})
+        weights.update({"norm.weight": [e], "norm.bias": [e], "head.weight": [p["num_classes"], e],
+                        "head.bias": [p["num_classes"]]})
+        if p["distilled"]:
+            weights.update({"head_dist.weight": [p["num_classes"], e], "head_dist.bias": [p["num_classes"]]})
+        outs = {"logits": [b, p["num_classes"]]}
+        if p["probe"]:
+            outs["stages.embed"] = [b, t, e]
+            outs["stages.block0"] = [b, t, e]
+            outs["stages.block%d" % (p["depth"] - 1)] = [b, t, e]
+        return ({"x": [b, p["in_chans"], h, w]}, weights, outs)
     if op == "layernorm":
         return ({"x": [b, p["tokens"], p["dim"]]}, {"weight": [p["dim"]], "bias": [p["dim"]]},
                 {"out": [b, p["tokens"], p["dim"]]})
@@ -216,6 +253,10 @@ def build_module(op, p):
         return modules.SoftSplit(p["kernel_size"], p["stride"], p["padding"], p["dilation"])
     if op == "gemm":
         return modules.Gemm(p["k"], p["n"], p["trans_b"], p["bias"])
+    if op == "vit":
+        return modules.VisionTransformer(p["img_size"], p["patch_size"], p["embed_dim"], p["depth"], p["heads"],
+                                         p["mlp_ratio"], p["qkv_bias"], p["num_classes"], p["distilled"], p["eps"],
+                                         p["in_chans"], p["probe"])
     if op == "fold":
         return modules.Fold(p["img_size"], p["kernel_size"], p["stride"], p["padding"], p["dilation"])
     if op == "avg_pool2d":
@@ -243,6 +284,13 @@ def macs(op, p, batch):
         return b * n * e * p["in_chans"] * ph * pw
     if op == "gemm":
         return batch * p["m"] * p["n"] * p["k"]
+    if op == "vit":
+        (h, w), ps, e = p["img_size"], p["patch_size"], p["embed_dim"]
+        n = (h // ps) * (w // ps)
+        t = n + (2 if p["distilled"] else 1)
+        blk = macs("block", {"tokens": t, "dim": e, "heads": p["heads"], "mlp_ratio": p["mlp_ratio"]}, batch)
+        heads = 2 if p["distilled"] else 1
+        return batch * n * e * p["in_chans"] * ps * ps + p["depth"] * blk + heads * batch * e * p["num_classes"]
     if op in ("mhsa", "block"):
         rows, e = batch * p["tokens"], p["dim"]
         m = rows * e * 3 * e + rows * e * e + 2 * batch * p["tokens"] * p["tokens"] * e

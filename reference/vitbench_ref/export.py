@@ -70,10 +70,14 @@ def materialize(case, seed):
 
 
 def run_reference(module, inputs):
-    """Run ``module`` on the inputs in float32 under ``torch.no_grad()``; return {"out": ndarray}."""
+    """Run ``module`` on the inputs in float32 under ``torch.no_grad()``; return its outputs as
+    {name: ndarray}: ``out`` for a module that returns one tensor, the module's own names for one
+    that returns a dict (networks: ``logits`` and the probed stages)."""
     with torch.no_grad():
         out = module(torch.from_numpy(inputs["x"]))
-    return {"out": np.ascontiguousarray(out.numpy(), dtype="<f4")}
+    if not isinstance(out, dict):
+        out = {"out": out}
+    return {k: np.ascontiguousarray(v.numpy(), dtype="<f4") for k, v in out.items()}
 
 
 def independent_check(case, inputs, weights, outputs):
@@ -89,6 +93,9 @@ def independent_check(case, inputs, weights, outputs):
             b = weights.get("proj.bias")
             ref = modules.patch_embed_gemm(x, torch.from_numpy(weights["proj.weight"]),
                                            None if b is None else torch.from_numpy(b), p["patch_size"])
+        elif case["op"] == "vit":
+            ref64 = modules.vit_float64(x.numpy(), weights, p)
+            return max(float(np.max(np.abs(ref64[k] - outputs[k]))) for k in outputs)
         elif case["op"] == "fold":
             ref = torch.from_numpy(modules.fold_float64(x.numpy(), p).astype(np.float32))
         elif case["op"] == "avg_pool2d":
@@ -158,7 +165,7 @@ def case_document(case, seed, shape_info, record, created):
     return {
         "format_version": FORMAT_VERSION,
         "name": case["name"],
-        "kind": "component",
+        "kind": C.KIND.get(case["op"], "component"),
         "op": case["op"],
         "params": case["params"],
         "batch": case["batch"],
@@ -206,7 +213,8 @@ def export_case(out_dir, case, seed, created, verify=True):
     doc = case_document(case, seed, shape_info, record, created)
     write_text(os.path.join(case_dir, "case.json"), json.dumps(doc, indent=2, sort_keys=True) + "\n")
     write_npz(os.path.join(case_dir, "outputs.npz"), outputs)
-    return case_dir, list(outputs["out"].shape), diff
+    first = "out" if "out" in outputs else sorted(outputs)[0]
+    return case_dir, list(outputs[first].shape), diff
 
 
 def _sha256(path):

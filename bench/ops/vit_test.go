@@ -1,0 +1,46 @@
+package ops
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+// TestViTParamsAndMACs checks the parameter counts of REFERENCE.md §1.6
+// (exact) and the MACs of §1.7 (within 1%), from the model definition.
+func TestViTParamsAndMACs(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		params string
+		want   int64
+		gmacs  float64 // 0: not given in the spec
+	}{
+		{"vit_ti16", `{"img_size": 224, "patch_size": 16, "embed_dim": 192, "depth": 12, "heads": 3}`, 5717416, 1.25},
+		{"vit_s16", `{"img_size": 224, "patch_size": 16, "embed_dim": 384, "depth": 12, "heads": 6}`, 22050664, 4.60},
+		{"vit_b16", `{"img_size": 224, "patch_size": 16, "embed_dim": 768, "depth": 12, "heads": 12}`, 86567656, 17.56},
+		{"vit_l16", `{"img_size": 224, "patch_size": 16, "embed_dim": 1024, "depth": 24, "heads": 16}`, 304326632, 61.56},
+		{"vit_h14", `{"img_size": 224, "patch_size": 14, "embed_dim": 1280, "depth": 32, "heads": 16}`, 632045800, 167.3},
+		{"vit_b16_384", `{"img_size": 384, "patch_size": 16, "embed_dim": 768, "depth": 12, "heads": 12}`, 86859496, 55.48},
+		{"vit_l16_384", `{"img_size": 384, "patch_size": 16, "embed_dim": 1024, "depth": 24, "heads": 16}`, 304715752, 0},
+		{"deit_ti_distilled", `{"img_size": 224, "patch_size": 16, "embed_dim": 192, "depth": 12, "heads": 3, "distilled": true}`, 5910800, 0},
+		{"deit_s_distilled", `{"img_size": 224, "patch_size": 16, "embed_dim": 384, "depth": 12, "heads": 6, "distilled": true}`, 22436432, 0},
+		{"deit_b_distilled", `{"img_size": 224, "patch_size": 16, "embed_dim": 768, "depth": 12, "heads": 12, "distilled": true}`, 87338192, 0},
+		{"deit_b_distilled_384", `{"img_size": 384, "patch_size": 16, "embed_dim": 768, "depth": 12, "heads": 12, "distilled": true}`, 87630032, 0},
+	} {
+		s, err := vitKind{}.Parse(json.RawMessage(c.params), 1)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := s.Params(); got != c.want {
+			t.Errorf("%s: %d parameters, the spec says %d", c.name, got, c.want)
+		}
+		if c.gmacs > 0 {
+			if got := float64(s.MACs()) / 1e9; math.Abs(got-c.gmacs)/c.gmacs > 0.01 {
+				t.Errorf("%s: %.3f GMACs, the spec says %.2f", c.name, got, c.gmacs)
+			}
+		}
+		if err := s.Graph().Validate(s); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
