@@ -27,6 +27,18 @@ go test -count=1 ./...
 step "Go tests, pure-Go path forced (-tags purego)"
 go test -count=1 -tags purego ./...
 
+step "fuzz targets, 10s each (readers of untrusted files: .npy/.npz, case.json, result files)"
+t0=$SECONDS
+for target in bench/npy:FuzzReadNPY bench/npy:FuzzOpenNPZ bench/fixture:FuzzReadDesc bench/results:FuzzReadBench; do
+  go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime 10s "./${target%%:*}/"
+done
+echo "fuzzing took $((SECONDS - t0))s"
+
+step "race detector: bench and CLI packages (-short: network fixtures and CLI binary tests are left to the runs above)"
+t0=$SECONDS
+go test -race -short -count=1 ./bench/... ./cmd/...
+echo "race run took $((SECONDS - t0))s"
+
 step "Python reference tests"
 ( cd reference && /usr/bin/python3 -m unittest discover -s tests )
 

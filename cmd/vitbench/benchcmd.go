@@ -20,6 +20,7 @@ type benchConfig struct {
 	count, warmup int
 	minSample     time.Duration
 	seed          uint64
+	stop          *stopper // stops between cases on SIGINT/SIGTERM; nil never stops
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
@@ -51,8 +52,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
+	stop := watchSignals()
+	defer stop.Close()
 	bf, code, err := runBench(benchConfig{backends: *backend, run: re, batch: *batch, threads: *threads,
-		count: *count, warmup: *warmup, minSample: *minSample, seed: *seed}, stderr)
+		count: *count, warmup: *warmup, minSample: *minSample, seed: *seed, stop: stop}, stderr)
 	if err != nil && len(bf.Rows) == 0 {
 		return code, err
 	}
@@ -96,6 +99,12 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 	prog := newProgress(stderr)
 	code := exitOK
 	var firstErr error
+	done, total := 0, 0
+	for _, b := range backends {
+		if b.Info().Available {
+			total += len(list)
+		}
+	}
 	for _, b := range backends {
 		info := b.Info()
 		if !info.Available {
@@ -104,6 +113,11 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 		}
 		threads := threadsOf(b, cfg.threads)
 		for _, c := range list {
+			if cfg.stop.Stopped() {
+				e := cfg.stop.interruptedErr(done, total, "cases")
+				return bf, e.code(), e
+			}
+			done++
 			spec, err := c.Spec(cfg.batch)
 			if err != nil {
 				return bf, exitUsage, usageError{err}
@@ -129,6 +143,10 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 			prog.done(fmt.Sprintf("%-40s %-5s %9.3f ms  p90 %9.3f ms  %7.2f GFLOP/s", c.Name, b.Name(),
 				row.MedianNs/1e6, row.P90Ns/1e6, row.GFLOPs))
 		}
+	}
+	if cfg.stop.Stopped() {
+		e := cfg.stop.interruptedErr(done, total, "cases")
+		return bf, e.code(), e
 	}
 	return bf, code, firstErr
 }

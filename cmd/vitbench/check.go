@@ -21,6 +21,7 @@ type checkConfig struct {
 	threads  int
 	limits   npy.Limits
 	verbose  bool
+	stop     *stopper // stops between cases on SIGINT/SIGTERM; nil never stops
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
@@ -46,9 +47,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
+	stop := watchSignals()
+	defer stop.Close()
 	cf, code, err := runCheck(checkConfig{backends: *backend, fixtures: *dir, run: re, threads: *threads,
-		limits: npy.Limits{MaxBytes: *maxBytes}, verbose: *verbose}, stdout, stderr)
-	if err != nil {
+		limits: npy.Limits{MaxBytes: *maxBytes}, verbose: *verbose, stop: stop}, stdout, stderr)
+	if _, stopped := isInterrupted(err); err != nil && !stopped {
 		return code, err
 	}
 	if *jsonOut != "" {
@@ -56,7 +59,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitFail, err
 		}
 	}
-	return code, nil
+	return code, err
 }
 
 // runCheck checks every fixture under cfg.fixtures on every backend,
@@ -83,18 +86,21 @@ func runCheck(cfg checkConfig, stdout, stderr io.Writer) (results.CheckFile, int
 	}
 	opt := runner.CheckOptions{Limits: cfg.limits, Root: cfg.fixtures, Manifest: man}
 	prog := newProgress(stderr)
+	total := 0
+	for _, d := range dirs {
+		if checkMatches(cfg.run, d) {
+			total += len(backends)
+		}
+	}
+cases:
 	for _, b := range backends {
 		seen := map[string]string{}
 		for _, d := range dirs {
-			if cfg.run != nil {
-				// Filter on the declared name when readable, else the path.
-				name := d
-				if desc, err := fixture.ReadDesc(d); err == nil {
-					name = desc.Name
-				}
-				if !cfg.run.MatchString(name) {
-					continue
-				}
+			if !checkMatches(cfg.run, d) {
+				continue
+			}
+			if cfg.stop.Stopped() {
+				break cases
 			}
 			prog.start(d + " on " + b.Name())
 			row := runner.CheckFixture(b, d, opt)
@@ -113,13 +119,35 @@ func runCheck(cfg checkConfig, stdout, stderr io.Writer) (results.CheckFile, int
 			cf.Rows = append(cf.Rows, row)
 		}
 	}
-	if len(cf.Rows) == 0 {
+	var stopped error
+	if cfg.stop.Stopped() {
+		stopped = cfg.stop.interruptedErr(len(cf.Rows), total, "cases")
+	}
+	if len(cf.Rows) == 0 && stopped == nil {
 		return cf, exitUsage, usagef("no fixture under %s matches -run", cfg.fixtures)
 	}
-	if err := printCheckTable(stdout, cf.Rows); err != nil {
-		return cf, exitFail, err
+	if len(cf.Rows) > 0 {
+		if err := printCheckTable(stdout, cf.Rows); err != nil {
+			return cf, exitFail, err
+		}
+	}
+	if code, ok := isInterrupted(stopped); ok {
+		return cf, code, stopped
 	}
 	return cf, checkExitCode(cf.Rows), nil
+}
+
+// checkMatches reports whether the fixture in d is selected by -run: the
+// declared name when readable, else the path, matches re (nil matches all).
+func checkMatches(re *regexp.Regexp, d string) bool {
+	if re == nil {
+		return true
+	}
+	name := d
+	if desc, err := fixture.ReadDesc(d); err == nil {
+		name = desc.Name
+	}
+	return re.MatchString(name)
 }
 
 func checkExitCode(rows []results.CheckRow) int {

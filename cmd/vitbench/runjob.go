@@ -44,6 +44,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{err}
 	}
 	files := []string{}
+	// A signal stops the stage in progress after its current case; the
+	// later stages are skipped and the report is written from what exists.
+	stop := watchSignals()
+	defer stop.Close()
+	var stopErr error
 
 	fmt.Fprintln(stderr, "== machine peak (fp32 FMA, memory bandwidth)")
 	pk, err := vcpu.MeasurePeak(vcpu.PeakOptions{Threads: *threads, Duration: 50 * time.Millisecond, Count: 5,
@@ -64,7 +69,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 
 	fmt.Fprintln(stderr, "== conformance (every backend)")
 	cf, checkCode, err := runCheck(checkConfig{backends: "all", fixtures: *dir, run: re, threads: *threads,
-		limits: npy.Limits{MaxBytes: npy.DefaultMaxBytes}}, stdout, stderr)
+		limits: npy.Limits{MaxBytes: npy.DefaultMaxBytes}, stop: stop}, stdout, stderr)
+	if _, ok := isInterrupted(err); ok {
+		stopErr, err = fmt.Errorf("conformance %w; timing and PyTorch skipped", err), nil
+	}
 	if err != nil {
 		return checkCode, err
 	}
@@ -74,25 +82,44 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	files = append(files, checkPath)
 
-	fmt.Fprintln(stderr, "== timing (every available backend)")
-	bf, benchCode, benchErr := runBench(benchConfig{backends: "all", run: re, threads: *threads, count: *count,
-		warmup: 3, minSample: *minSample, seed: 1}, stderr)
-	if benchErr != nil {
-		fmt.Fprintf(stderr, "vitbench run: %v\n", benchErr)
+	var bf results.BenchFile
+	benchCode := exitOK
+	if stopErr == nil {
+		fmt.Fprintln(stderr, "== timing (every available backend)")
+		var benchErr error
+		bf, benchCode, benchErr = runBench(benchConfig{backends: "all", run: re, threads: *threads, count: *count,
+			warmup: 3, minSample: *minSample, seed: 1, stop: stop}, stderr)
+		if _, ok := isInterrupted(benchErr); ok {
+			stopErr, benchErr = fmt.Errorf("timing %w; PyTorch skipped", benchErr), nil
+		}
+		if benchErr != nil {
+			fmt.Fprintf(stderr, "vitbench run: %v\n", benchErr)
+		}
 	}
-	benchPath, benchJSON := filepath.Join(*outDir, "bench.txt"), filepath.Join(*outDir, "bench.json")
-	if err := writeBench(bf, benchPath, benchJSON, stdout); err != nil {
-		return exitFail, err
+	if stopErr == nil || len(bf.Rows) > 0 {
+		benchPath, benchJSON := filepath.Join(*outDir, "bench.txt"), filepath.Join(*outDir, "bench.json")
+		if err := writeBench(bf, benchPath, benchJSON, stdout); err != nil {
+			return exitFail, err
+		}
+		files = append(files, benchPath)
 	}
-	files = append(files, benchPath)
 
-	if *torch != "off" {
+	if *torch != "off" && stopErr == nil {
 		fmt.Fprintln(stderr, "== PyTorch baseline")
 		torchPath := filepath.Join(*outDir, "torch.txt")
 		err := runTorch(*python, *script, torchPath, *runRE, bf.Meta.Threads, *count, *minSample, stderr)
+		if stop.Stopped() {
+			done := 0
+			if err == nil {
+				done = 1
+			}
+			stopErr = fmt.Errorf("PyTorch baseline %w", stop.interruptedErr(done, 1, "runs"))
+		}
 		switch {
 		case err == nil:
 			files = append(files, torchPath)
+		case stopErr != nil:
+			fmt.Fprintf(stderr, "vitbench run: no PyTorch column: %v\n", err)
 		case *torch == "on":
 			return exitFail, fmt.Errorf("PyTorch baseline: %v", err)
 		default:
@@ -114,6 +141,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	reportPath := filepath.Join(*outDir, "report.md")
 	if code, err := writeReport(in, reportPath, stdout); err != nil {
 		return code, err
+	}
+	if code, ok := isInterrupted(stopErr); ok {
+		return code, stopErr
 	}
 	return max(checkCode, benchCode), nil
 }
