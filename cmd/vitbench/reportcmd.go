@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"vitbench/bench/cases"
 	"vitbench/bench/report"
 	"vitbench/bench/results"
+	vcpu "vitbench/impl/cpu"
 )
 
 func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
@@ -15,6 +17,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 	out := fs.String("o", "", "write the report to this file instead of stdout")
 	title := fs.String("title", "vitbench report", "report title")
 	peak := fs.Float64("peak-gflops", 0, "the machine's measured fp32 peak in GFLOP/s, for % of peak (0 = unknown)")
+	peakFile := fs.String("peak", "", "a peak.json (vitbench peak -json, or vitbench run's) giving the CPU rows' % of peak")
 	if err := parseFlags(fs, args); err != nil {
 		return exitUsage, err
 	}
@@ -26,6 +29,13 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{err}
 	}
 	in.Title, in.PeakGFLOPs = *title, *peak
+	if *peakFile != "" {
+		pk, err := readPeak(*peakFile)
+		if err != nil {
+			return exitUsage, usageError{err}
+		}
+		in.PeakByBackend = map[string]float64{"cpu": cpuPeakFor(pk, threadsOfRows(in))}
+	}
 	return writeReport(in, *out, stdout)
 }
 
@@ -61,8 +71,13 @@ func caseInfos() map[string]report.CaseInfo {
 		if sh := s.Inputs()[0].Shape; len(sh) == 4 {
 			img = fmt.Sprintf("%d×%d", sh[2], sh[3])
 		}
-		m[c.Name] = report.CaseInfo{Name: c.Name, Kind: c.Kind, Op: c.Op, Params: s.Params(), MACs: s.MACs(),
-			Bytes: s.Bytes(), ImgSize: img}
+		macs, bytes := s.MACs(), s.Bytes()
+		if c.Kind == "network" && c.Batch > 1 {
+			// The networks table reads MACs and bytes per image.
+			macs, bytes = macs/int64(c.Batch), bytes/int64(c.Batch)
+		}
+		m[c.Name] = report.CaseInfo{Name: c.Name, Kind: c.Kind, Op: c.Op, Params: s.Params(), MACs: macs,
+			Bytes: bytes, ImgSize: img}
 	}
 	return m
 }
@@ -76,4 +91,42 @@ func writeReport(in report.Input, path string, stdout io.Writer) (int, error) {
 	}
 	fmt.Fprintf(os.Stderr, "report written to %s\n", path)
 	return exitOK, nil
+}
+
+// readPeak reads a peak measurement written as JSON.
+func readPeak(path string) (vcpu.PeakResult, error) {
+	var pk vcpu.PeakResult
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return pk, err
+	}
+	if err := json.Unmarshal(raw, &pk); err != nil {
+		return pk, fmt.Errorf("%s: not a peak measurement: %v", path, err)
+	}
+	if !(pk.FMATotal > 0) || !(pk.FMAPerCore > 0) {
+		return pk, fmt.Errorf("%s: no positive fma_gflops_total and fma_gflops_per_core", path)
+	}
+	return pk, nil
+}
+
+// cpuPeakFor is the peak the CPU rows are read against: the one-thread
+// figure for single-threaded rows, the all-threads figure otherwise.
+func cpuPeakFor(pk vcpu.PeakResult, threads int) float64 {
+	if threads == 1 {
+		return pk.FMAPerCore
+	}
+	return pk.FMATotal
+}
+
+// threadsOfRows returns the thread count of the vitbench timing files (the
+// first one found; 0 when unknown).
+func threadsOfRows(in report.Input) int {
+	for _, f := range in.Bench {
+		for _, r := range f.Rows {
+			if r.Backend == "cpu" && r.Threads > 0 {
+				return r.Threads
+			}
+		}
+	}
+	return 0
 }

@@ -132,12 +132,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitFail, err
 	}
 	in.Title = "vitbench report"
-	// The CPU rows ran on bf.Meta.Threads threads: read them against the
-	// peak of that many threads.
-	in.PeakByBackend = map[string]float64{"cpu": pk.FMATotal}
-	if bf.Meta.Threads == 1 {
-		in.PeakByBackend["cpu"] = pk.FMAPerCore
-	}
+	in.PeakByBackend = map[string]float64{"cpu": cpuPeakFor(pk, bf.Meta.Threads)}
 	reportPath := filepath.Join(*outDir, "report.md")
 	if code, err := writeReport(in, reportPath, stdout); err != nil {
 		return code, err
