@@ -17,12 +17,17 @@ import (
 // Inside a network graph the node may also apply an activation and add a
 // residual (an extra input of shape [B, M, N]) to its outputs:
 //
-//	out[b, i, j] = act(bias[j] + Σ_p …) + residual[b, i, j]
+//	out[b, i, j] = act(bias[j] + Σ_p …) + residual[b, i, ResidualOff + j]
+//
+// where the residual input is [B, M, ResidualLd] (ResidualLd 0 means N): a
+// column slice of a wider tensor, such as v inside a fused qkv.
 type Gemm struct {
 	Batch, M, N, K int
 	TransB, Bias   bool
 	Act            string // "", "relu" or "gelu" (exact erf)
 	Residual       bool
+	ResidualLd     int
+	ResidualOff    int
 }
 
 // OpName implements bench.Node.

@@ -74,8 +74,8 @@ func Generate(seed uint64, name string, p Params, n int) []float32 {
 // DefaultParams picks center and scale by the array's role, as the
 // exporter does (fixtures/FORMAT.md, "role" table): inputs 0 ± 1; weights
 // of Linear or conv 0 ± 1/√fan_in; norm scales 1 ± 0.1; biases 0 ± 0.02;
-// BatchNorm running variances 1 ± 0.1 (they must stay positive); anything
-// else 0 ± 0.02.
+// BatchNorm running variances 1 ± 0.1 (they must stay positive); a
+// performer's random features w 0 ± 1; anything else 0 ± 0.02.
 func DefaultParams(name string, shape []int, isInput bool) Params {
 	switch {
 	case isInput:
@@ -92,6 +92,8 @@ func DefaultParams(name string, shape []int, isInput bool) Params {
 		return Params{Center: 1, Scale: 0.1}
 	case strings.HasSuffix(name, "running_var"):
 		return Params{Center: 1, Scale: 0.1}
+	case name == "w" || strings.HasSuffix(name, ".w"):
+		return Params{Center: 0, Scale: 1}
 	}
 	return Params{Center: 0, Scale: 0.02}
 }

@@ -19,8 +19,15 @@ func (b *Backend) gemm(g ops.Gemm, in, out []*tensor) error {
 	if g.Bias {
 		want = append(want, bench.Shape{g.N})
 	}
+	ld := g.ResidualLd
+	if ld == 0 {
+		ld = g.N
+	}
 	if g.Residual {
-		want = append(want, bench.Shape{g.Batch, g.M, g.N})
+		if g.ResidualOff < 0 || g.ResidualOff+g.N > ld {
+			return fmt.Errorf("cpu: gemm residual columns [%d, %d) outside its width %d", g.ResidualOff, g.ResidualOff+g.N, ld)
+		}
+		want = append(want, bench.Shape{g.Batch, g.M, ld})
 	}
 	if err := checkShapes("gemm", in, want); err != nil {
 		return err
@@ -35,7 +42,7 @@ func (b *Backend) gemm(g ops.Gemm, in, out []*tensor) error {
 		next++
 	}
 	if g.Residual {
-		epi.Residual, epi.LdR = in[next].data, g.N
+		epi.Residual, epi.LdR = in[next].data[g.ResidualOff:], ld
 	}
 	switch g.Act {
 	case "":

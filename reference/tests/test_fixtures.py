@@ -18,7 +18,7 @@ from vitbench_ref import cases as C
 from vitbench_ref import export as E
 from vitbench_ref.modules import (attention_float64, avg_pool_float64, block_float64, conv_bn_act_float64,
                                   fold_float64, layernorm_float64, patch_embed_gemm, soft_split_loops,
-                                  vit_float64)
+                                  token_layer_float64, vit_float64)
 from vitbench_ref.synth import synth
 
 torch.set_num_threads(2)
@@ -60,6 +60,14 @@ def recompute(doc):
     if doc["op"] == "avg_pool2d":
         second = F.avg_pool2d(x, p["kernel_size"], p["stride"], p["padding"], p["ceil_mode"], p["count_include_pad"])
         return torch.from_numpy(avg_pool_float64(x.numpy(), p)), second.double()
+    if doc["op"] in ("token_transformer", "token_performer"):
+        np_w = {k: v.numpy() for k, v in arrays.items() if k != "x"}
+        loops = token_layer_float64(x.numpy(), np_w, p, doc["op"] == "token_performer")
+        module = C.build_module(doc["op"], p)
+        module.load_state_dict({k: v for k, v in arrays.items() if k != "x"}, strict=True)
+        with torch.no_grad():
+            second = module.eval()(x)
+        return torch.from_numpy(loops), second.double()
     if doc["op"] in ("layernorm", "mhsa", "block"):
         np_w = {k: v.numpy() for k, v in arrays.items() if k != "x"}
         if doc["op"] == "layernorm":

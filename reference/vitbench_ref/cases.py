@@ -26,6 +26,8 @@ PARAMS = {
                    "dilation": 1},
     "gemm": {"m": None, "n": None, "k": None, "trans_b": True, "bias": True},
     "layernorm": {"tokens": None, "dim": None, "eps": 1e-5},
+    "token_transformer": {"tokens": None, "dim": None, "in_dim": 64, "mlp_ratio": 1.0},
+    "token_performer": {"tokens": None, "dim": None, "in_dim": 64, "kernel_ratio": 0.5},
     "vit": {"img_size": None, "patch_size": None, "in_chans": 3, "embed_dim": None, "depth": None, "heads": None,
             "mlp_ratio": 4.0, "qkv_bias": True, "num_classes": 1000, "distilled": False, "eps": 1e-6,
             "probe": False},
@@ -45,20 +47,23 @@ PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation
 SCALAR = {("vit", "patch_size")}
 TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv2d": "gemm",
              "layernorm": "elementwise", "mhsa": "gemm", "block": "gemm", "fold": "elementwise",
-             "avg_pool2d": "elementwise", "vit": "network"}
+             "avg_pool2d": "elementwise", "vit": "network", "token_transformer": "gemm",
+             "token_performer": "gemm"}
 KIND = {"vit": "network"}  # every other op kind is a component
 MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "soft_split": "reference.vitbench_ref.modules.SoftSplit",
                "gemm": "reference.vitbench_ref.modules.Gemm",
                "conv2d": "reference.vitbench_ref.modules.ConvBNAct",
                "layernorm": "torch.nn.LayerNorm",
+               "token_transformer": "reference.vitbench_ref.modules.TokenTransformer",
+               "token_performer": "reference.vitbench_ref.modules.TokenPerformer",
                "vit": "reference.vitbench_ref.modules.VisionTransformer",
                "fold": "reference.vitbench_ref.modules.Fold",
                "avg_pool2d": "torch.nn.AvgPool2d",
                "mhsa": "reference.vitbench_ref.modules.Attention",
                "block": "reference.vitbench_ref.modules.Block"}
 BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe"}
-FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale"}
+FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale", "kernel_ratio"}
 
 
 def _as_int(v, what):
@@ -216,6 +221,20 @@ def shapes(op, p, batch):
             outs["stages.block0"] = [b, t, e]
             outs["stages.block%d" % (p["depth"] - 1)] = [b, t, e]
         return ({"x": [b, p["in_chans"], h, w]}, weights, outs)
+    if op in ("token_transformer", "token_performer"):
+        t, d, e = p["tokens"], p["dim"], p["in_dim"]
+        weights = {"norm1.weight": [d], "norm1.bias": [d]}
+        if op == "token_performer":
+            h = e
+            weights.update({"kqv.weight": [3 * e, d], "kqv.bias": [3 * e], "proj.weight": [e, e], "proj.bias": [e],
+                            "norm2.weight": [e], "norm2.bias": [e], "mlp.0.weight": [h, e], "mlp.0.bias": [h],
+                            "mlp.2.weight": [e, h], "mlp.2.bias": [e], "w": [int(e * p["kernel_ratio"]), e]})
+        else:
+            h = int(e * p["mlp_ratio"])
+            weights.update({"attn.qkv.weight": [3 * e, d], "attn.proj.weight": [e, e], "attn.proj.bias": [e],
+                            "norm2.weight": [e], "norm2.bias": [e], "mlp.fc1.weight": [h, e], "mlp.fc1.bias": [h],
+                            "mlp.fc2.weight": [e, h], "mlp.fc2.bias": [e]})
+        return ({"x": [b, t, d]}, weights, {"out": [b, t, e]})
     if op == "layernorm":
         return ({"x": [b, p["tokens"], p["dim"]]}, {"weight": [p["dim"]], "bias": [p["dim"]]},
                 {"out": [b, p["tokens"], p["dim"]]})
@@ -257,6 +276,10 @@ def build_module(op, p):
         return modules.VisionTransformer(p["img_size"], p["patch_size"], p["embed_dim"], p["depth"], p["heads"],
                                          p["mlp_ratio"], p["qkv_bias"], p["num_classes"], p["distilled"], p["eps"],
                                          p["in_chans"], p["probe"])
+    if op == "token_transformer":
+        return modules.TokenTransformer(p["dim"], p["in_dim"], p["mlp_ratio"])
+    if op == "token_performer":
+        return modules.TokenPerformer(p["dim"], p["in_dim"], p["kernel_ratio"])
     if op == "fold":
         return modules.Fold(p["img_size"], p["kernel_size"], p["stride"], p["padding"], p["dilation"])
     if op == "avg_pool2d":
@@ -291,6 +314,12 @@ def macs(op, p, batch):
         blk = macs("block", {"tokens": t, "dim": e, "heads": p["heads"], "mlp_ratio": p["mlp_ratio"]}, batch)
         heads = 2 if p["distilled"] else 1
         return batch * n * e * p["in_chans"] * ps * ps + p["depth"] * blk + heads * batch * e * p["num_classes"]
+    if op in ("token_transformer", "token_performer"):
+        bt, d, e = batch * p["tokens"], p["dim"], p["in_dim"]
+        if op == "token_performer":
+            return bt * d * 3 * e + bt * e * e + 2 * bt * e * e + bt * int(e * p["kernel_ratio"]) * e * 4
+        h = int(e * p["mlp_ratio"])
+        return bt * d * 3 * e + bt * e * e + 2 * bt * e * h + 2 * batch * p["tokens"] * p["tokens"] * e
     if op in ("mhsa", "block"):
         rows, e = batch * p["tokens"], p["dim"]
         m = rows * e * 3 * e + rows * e * e + 2 * batch * p["tokens"] * p["tokens"] * e

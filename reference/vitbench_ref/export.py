@@ -100,6 +100,9 @@ def independent_check(case, inputs, weights, outputs):
             ref = torch.from_numpy(modules.fold_float64(x.numpy(), p).astype(np.float32))
         elif case["op"] == "avg_pool2d":
             ref = torch.from_numpy(modules.avg_pool_float64(x.numpy(), p).astype(np.float32))
+        elif case["op"] in ("token_transformer", "token_performer"):
+            ref = torch.from_numpy(modules.token_layer_float64(x.numpy(), weights, p,
+                                                               case["op"] == "token_performer").astype(np.float32))
         elif case["op"] == "layernorm":
             ref = torch.from_numpy(modules.layernorm_float64(x.numpy(), weights["weight"], weights["bias"],
                                                              p["eps"]).astype(np.float32))

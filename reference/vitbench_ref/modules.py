@@ -1,6 +1,8 @@
 """Reference PyTorch modules, written from /work/shared/spec/REFERENCE.md (sections 1.2 and 2.1)
 and fixtures/FORMAT.md ("Op kinds").  Both are constructed in eval mode."""
 
+import math
+
 import torch
 from torch import nn
 import torch.nn.functional as F
@@ -165,6 +167,66 @@ class Block(nn.Module):
     def forward(self, x):
         x = x + self.attn(self.norm1(x))
         return x + self.mlp(self.norm2(x))
+
+
+class TokenTransformer(nn.Module):
+    """T2T-ViT's Token_transformer (REFERENCE.md 2.3), written from the spec: x -> norm1 (eps
+    1e-5) -> one-head attention whose qkv (no bias) maps dim -> 3*in_dim, scale dim ** -0.5 (the
+    quirk: the head dim is taken from the input dim), output ``v + proj(attn @ v)``; then
+    ``+ mlp(norm2(.))`` with hidden int(in_dim * mlp_ratio)."""
+
+    def __init__(self, dim, in_dim=64, mlp_ratio=1.0):
+        super().__init__()
+        self.in_dim = in_dim
+        self.scale = dim ** -0.5
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = nn.Module()
+        self.attn.qkv = nn.Linear(dim, 3 * in_dim, bias=False)
+        self.attn.proj = nn.Linear(in_dim, in_dim)
+        self.norm2 = nn.LayerNorm(in_dim)
+        hidden = int(in_dim * mlp_ratio)
+        self.mlp = nn.Module()
+        self.mlp.fc1 = nn.Linear(in_dim, hidden)
+        self.mlp.fc2 = nn.Linear(hidden, in_dim)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        qkv = self.attn.qkv(self.norm1(x)).reshape(b, n, 3, self.in_dim)
+        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+        attn = ((q * self.scale) @ k.transpose(-2, -1)).softmax(dim=-1)
+        y = v + self.attn.proj(attn @ v)
+        return y + self.mlp.fc2(F.gelu(self.mlp.fc1(self.norm2(y))))
+
+
+class TokenPerformer(nn.Module):
+    """T2T-ViT's Token_performer (REFERENCE.md 2.2), written from the spec: ``kqv`` Linear(dim,
+    3*emb) split in the order k, q, v; random features phi(x)_j = exp(w_j.x - |x|^2/2)/sqrt(m) with
+    the frozen ``w [m, emb]``; y = v + proj(phi(q) (phi(k)^T v) / (phi(q).sum_t phi(k) + 1e-8));
+    then ``+ mlp(norm2(y))`` with mlp = Linear, GELU, Linear (names mlp.0, mlp.2)."""
+
+    def __init__(self, dim, in_dim=64, kernel_ratio=0.5):
+        super().__init__()
+        self.emb = in_dim
+        self.m = int(in_dim * kernel_ratio)
+        self.norm1 = nn.LayerNorm(dim)
+        self.kqv = nn.Linear(dim, 3 * in_dim)
+        self.proj = nn.Linear(in_dim, in_dim)
+        self.norm2 = nn.LayerNorm(in_dim)
+        self.mlp = nn.Sequential(nn.Linear(in_dim, in_dim), nn.GELU(), nn.Linear(in_dim, in_dim))
+        self.w = nn.Parameter(torch.randn(self.m, in_dim), requires_grad=False)
+
+    def features(self, x):
+        xd = (x * x).sum(dim=-1, keepdim=True) / 2
+        return torch.exp(torch.einsum("bti,mi->btm", x.float(), self.w) - xd) / math.sqrt(self.m)
+
+    def forward(self, x):
+        k, q, v = torch.split(self.kqv(self.norm1(x)), self.emb, dim=-1)
+        kp, qp = self.features(k), self.features(q)
+        d = torch.einsum("btm,bm->bt", qp, kp.sum(dim=1)).unsqueeze(2)
+        kptv = torch.einsum("btn,btm->bnm", v.float(), kp)
+        y = torch.einsum("btm,bnm->btn", qp, kptv) / (d + 1e-8)
+        y = v + self.proj(y)
+        return y + self.mlp(self.norm2(y))
 
 
 class VisionTransformer(nn.Module):
@@ -400,3 +462,36 @@ def vit_float64(x, weights, p):
         logits = (logits + xs[:, 1] @ w["head_dist.weight"].T + w["head_dist.bias"]) / 2
     out["logits"] = logits
     return out
+
+
+def token_layer_float64(x, weights, p, performer):
+    """TokenTransformer / TokenPerformer recomputed in float64 NumPy."""
+    import math as _m
+    import numpy as np
+    w = {k: v.astype(np.float64) for k, v in weights.items()}
+    erf = np.vectorize(_m.erf)
+    e = p["in_dim"]
+    h = layernorm_float64(x, w["norm1.weight"], w["norm1.bias"], 1e-5)
+    if performer:
+        kqv = h @ w["kqv.weight"].T + w["kqv.bias"]
+        k, q, v = kqv[..., :e], kqv[..., e:2 * e], kqv[..., 2 * e:]
+        m = w["w"].shape[0]
+
+        def phi(t):
+            return np.exp(t @ w["w"].T - (t * t).sum(-1, keepdims=True) / 2) / _m.sqrt(m)
+        kp, qp = phi(k), phi(q)
+        d = np.einsum("btm,bm->bt", qp, kp.sum(axis=1))[..., None]
+        kptv = np.einsum("btn,btm->bnm", v, kp)
+        y = v + np.einsum("btm,bnm->btn", qp, kptv) / (d + 1e-8) @ w["proj.weight"].T + w["proj.bias"]
+        fc1, fc2 = "mlp.0", "mlp.2"
+    else:
+        qkv = h @ w["attn.qkv.weight"].T
+        q, k, v = qkv[..., :e], qkv[..., e:2 * e], qkv[..., 2 * e:]
+        s = np.einsum("bnd,bmd->bnm", q * x.shape[-1] ** -0.5, k)
+        s = np.exp(s - s.max(-1, keepdims=True))
+        s = s / s.sum(-1, keepdims=True)
+        y = v + np.einsum("bnm,bmd->bnd", s, v) @ w["attn.proj.weight"].T + w["attn.proj.bias"]
+        fc1, fc2 = "mlp.fc1", "mlp.fc2"
+    hid = layernorm_float64(y, w["norm2.weight"], w["norm2.bias"], 1e-5) @ w[fc1 + ".weight"].T + w[fc1 + ".bias"]
+    hid = 0.5 * hid * (1 + erf(hid / _m.sqrt(2)))
+    return y + hid @ w[fc2 + ".weight"].T + w[fc2 + ".bias"]

@@ -113,6 +113,7 @@ def default_role(name, shape, is_input):
     - name ends in ``weight`` with 1 dim (norm scale): (1, 0.1)
     - name ends in ``bias``: (0, 0.02)
     - name ends in ``running_var`` (BatchNorm variance, must stay positive): (1, 0.1)
+    - name ``w`` (a performer's random features, rows of norm about sqrt(m) when trained): (0, 1)
     - anything else (tokens, embeddings, running means): (0, 0.02)
     """
     if is_input:
@@ -129,4 +130,6 @@ def default_role(name, shape, is_input):
         return 0.0, 0.02
     if name.endswith("running_var"):
         return 1.0, 0.1
+    if name == "w" or name.endswith(".w"):
+        return 0.0, 1.0
     return 0.0, 0.02
