@@ -9,8 +9,9 @@ import (
 )
 
 // performerCore computes T2T-ViT's random-feature attention image by
-// image (workers take images): the feature maps φ(k) and φ(q) through one
-// GEMM each against w, then kptv = φ(k)ᵀ·v and out = φ(q)·kptv / (D + eps).
+// image: the feature maps φ(k) and φ(q) through a GEMM against w (rows
+// split between workers), the token reductions kptv = φ(k)ᵀ·v and Σφ(k),
+// then out = φ(q)·kptv / (D + eps) (rows split again).
 func (b *Backend) performerCore(p ops.PerformerCore, in, out []*tensor) error {
 	t, e, m := p.Tokens, p.Emb, p.M
 	if err := checkShapes("performer_core", in, []bench.Shape{{p.Batch, t, 3 * e}, {m, e}}); err != nil {
@@ -30,45 +31,44 @@ func (b *Backend) performerCore(p ops.PerformerCore, in, out []*tensor) error {
 		}
 		shift = math.Max(shift, s/2)
 	}
-	threads := min(b.threads, p.Batch)
-	per := 2*t*m + m*t + m*e + t
-	buf, release := b.scratch(threads * per)
+	buf, release := b.scratch(2*t*m + m*t + m*e + t)
 	defer release()
-	parallelChunks(threads, p.Batch, 1, func(worker, lo, hi int) {
-		ws := buf[worker*per : (worker+1)*per]
-		kp, qp, kpT, kptv, d := ws[:t*m], ws[t*m:2*t*m], ws[2*t*m:2*t*m+m*t], ws[2*t*m+m*t:2*t*m+m*t+m*e], ws[2*t*m+m*t+m*e:]
-		for img := lo; img < hi; img++ {
-			x := kqv[img*t*3*e:]
-			features(t, e, m, x, w, shift, kp)     // k: columns 0..E
-			features(t, e, m, x[e:], w, shift, qp) // q: columns E..2E
-			for r := 0; r < t; r++ {
-				for j := 0; j < m; j++ {
-					kpT[j*t+r] = kp[r*m+j]
-				}
+	kp, qp, kpT, kptv, d := buf[:t*m], buf[t*m:2*t*m], buf[2*t*m:2*t*m+m*t], buf[2*t*m+m*t:2*t*m+m*t+m*e], buf[2*t*m+m*t+m*e:]
+	ksum := make([]float64, m)
+	threads := b.threads
+	if t*m*e < 1<<16 {
+		threads = 1
+	}
+	for img := 0; img < p.Batch; img++ {
+		x := kqv[img*t*3*e:]
+		// Feature maps, rows split between workers.
+		parallelFor(threads, t, 16, func(lo, hi int) {
+			features(hi-lo, e, m, x[lo*3*e:], w, shift, kp[lo*m:])   // k: columns 0..E
+			features(hi-lo, e, m, x[lo*3*e+e:], w, shift, qp[lo*m:]) // q: columns E..2E
+		})
+		// The reductions over tokens: kptvᵀ [M, E] = φ(k)ᵀ·v and Σ_t φ(k).
+		clear(ksum)
+		for r := 0; r < t; r++ {
+			for j, v := range kp[r*m : (r+1)*m] {
+				kpT[j*t+r] = v
+				ksum[j] += float64(v)
 			}
-			// kptvᵀ [M, E] = φ(k)ᵀ · v.
-			kern.Sgemm(m, e, t, kpT, t, x[2*e:], 3*e, false, kptv, e)
-			// D[t] = φ(q)[t] · Σ_t' φ(k)[t'].
-			ksum := make([]float64, m)
-			for r := 0; r < t; r++ {
-				for j, v := range kp[r*m : (r+1)*m] {
-					ksum[j] += float64(v)
-				}
-			}
-			for r := 0; r < t; r++ {
+		}
+		kern.Sgemm(m, e, t, kpT, t, x[2*e:], 3*e, false, kptv, e)
+		dst := y[img*t*e : (img+1)*t*e]
+		parallelFor(threads, t, 16, func(lo, hi int) {
+			// D[t] = φ(q)[t]·Σ_t' φ(k)[t'];  out = φ(q)·kptv / (D + eps).
+			kern.Sgemm(hi-lo, e, m, qp[lo*m:], m, kptv, e, false, dst[lo*e:], e)
+			for r := lo; r < hi; r++ {
 				var s float64
 				for j, v := range qp[r*m : (r+1)*m] {
 					s += float64(v) * ksum[j]
 				}
 				d[r] = float32(s)
-			}
-			dst := y[img*t*e : (img+1)*t*e]
-			kern.Sgemm(t, e, m, qp, m, kptv, e, false, dst, e)
-			for r := 0; r < t; r++ {
 				kern.Scale(e, 1/(d[r]+float32(p.Eps)), dst[r*e:(r+1)*e], dst[r*e:(r+1)*e])
 			}
-		}
-	})
+		})
+	}
 	return nil
 }
 
