@@ -41,3 +41,12 @@ type Reshape struct {
 
 // OpName implements bench.Node.
 func (Reshape) OpName() string { return "reshape" }
+
+// TokensToImage turns tokens back into an image, T2T-ViT's
+// transpose(1, 2).reshape(B, C, H, W): out[b, c, y, x] = in[b, y·W + x, c].
+type TokensToImage struct {
+	Batch, Chans, Height, Width int
+}
+
+// OpName implements bench.Node.
+func (TokensToImage) OpName() string { return "tokens_to_image" }

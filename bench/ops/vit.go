@@ -65,7 +65,7 @@ func (vitKind) Parse(raw json.RawMessage, batch int) (bench.Spec, error) {
 	if p.Depth > 1024 || p.ImgSize[0] < p.PatchSize || p.ImgSize[1] < p.PatchSize {
 		return nil, fmt.Errorf("vit params: depth at most 1024 and the image at least one patch")
 	}
-	v := &vitSpec{batch: batch, img: p.ImgSize, patch: p.PatchSize, in: in, classes: classes,
+	v := &vitSpec{op: "vit", batch: batch, img: p.ImgSize, patch: p.PatchSize, in: in, classes: classes,
 		depth: p.Depth, distilled: orBool(p.Distilled, false), probe: orBool(p.Probe, false)}
 	v.prefix = 1
 	if v.distilled {
@@ -92,6 +92,8 @@ func mustJSON(v any) json.RawMessage {
 }
 
 type vitSpec struct {
+	op                               string
+	t2t                              *t2tModule // T2T-ViT: the tokens-to-token stage replaces the patch embedding
 	batch, in, patch, classes, depth int
 	img                              Pair
 	distilled, probe                 bool
@@ -100,7 +102,7 @@ type vitSpec struct {
 	eps                              float64
 }
 
-func (v *vitSpec) Op() string  { return "vit" }
+func (v *vitSpec) Op() string  { return v.op }
 func (v *vitSpec) dim() int    { return v.block.a.dim }
 func (v *vitSpec) tokens() int { return v.patches + v.prefix }
 
@@ -113,8 +115,11 @@ func (v *vitSpec) Weights() []bench.ArraySpec {
 	w := []bench.ArraySpec{
 		{Name: "patch_embed.proj.weight", Shape: bench.Shape{e, v.in, v.patch, v.patch}},
 		{Name: "patch_embed.proj.bias", Shape: bench.Shape{e}},
-		{Name: "cls_token", Shape: bench.Shape{1, 1, e}},
 	}
+	if v.t2t != nil {
+		w = v.t2t.weights("tokens_to_token.")
+	}
+	w = append(w, bench.ArraySpec{Name: "cls_token", Shape: bench.Shape{1, 1, e}})
 	if v.distilled {
 		w = append(w, bench.ArraySpec{Name: "dist_token", Shape: bench.Shape{1, 1, e}})
 	}
@@ -156,6 +161,9 @@ func (v *vitSpec) MACs() int64 {
 		heads = 2
 	}
 	embed := b * int64(v.patches) * e * int64(v.in*v.patch*v.patch)
+	if v.t2t != nil {
+		embed = v.t2t.macs()
+	}
 	return embed + int64(v.depth)*v.block.MACs() + heads*b*e*int64(v.classes)
 }
 
@@ -170,10 +178,14 @@ func (v *vitSpec) Graph() *bench.Graph {
 	tok := bench.Shape{b, t, e}
 	g := &bench.Graph{}
 	g.Temp("patches", bench.Shape{b, n, e})
-	g.Steps = append(g.Steps, bench.Step{
-		Node: PatchEmbed{Batch: b, InChans: v.in, Height: v.img[0], Width: v.img[1], EmbedDim: e,
-			PatchH: v.patch, PatchW: v.patch, Bias: true},
-		In: []string{"x", "patch_embed.proj.weight", "patch_embed.proj.bias"}, Out: []string{"patches"}})
+	if v.t2t != nil {
+		v.t2t.steps(g, "tokens_to_token.", "x", "patches")
+	} else {
+		g.Steps = append(g.Steps, bench.Step{
+			Node: PatchEmbed{Batch: b, InChans: v.in, Height: v.img[0], Width: v.img[1], EmbedDim: e,
+				PatchH: v.patch, PatchW: v.patch, Bias: true},
+			In: []string{"x", "patch_embed.proj.weight", "patch_embed.proj.bias"}, Out: []string{"patches"}})
+	}
 	// The residual stream alternates between two buffers; probed stages
 	// are written to their outputs instead.
 	cur := "tokens.a"
@@ -226,4 +238,49 @@ func (v *vitSpec) Graph() *bench.Graph {
 	return g
 }
 
-func init() { bench.RegisterOpKind(vitKind{}) }
+// T2TViTParams is the JSON form of a t2t_vit network (REFERENCE.md §2.5):
+// the T2T stage, then a ViT backbone with qkv_bias false, LayerNorm eps
+// 1e-5 and scale head_dim^-0.5 (0.125 for every released config). The
+// fixed sinusoid position table is a parameter in the state dict, so it is
+// a weight here.
+type T2TViTParams struct {
+	T2TModuleParams
+	Depth      int      `json:"depth"`
+	Heads      int      `json:"heads"`
+	MLPRatio   *float64 `json:"mlp_ratio,omitempty"`
+	NumClasses *int     `json:"num_classes,omitempty"`
+	Probe      *bool    `json:"probe,omitempty"`
+}
+
+type t2tViTKind struct{}
+
+func (t2tViTKind) Name() string { return "t2t_vit" }
+func (t2tViTKind) Summary() string {
+	return "T2T-ViT: tokens-to-token stage (performer or transformer), cls token, blocks, head"
+}
+
+func (t2tViTKind) Parse(raw json.RawMessage, batch int) (bench.Spec, error) {
+	var p T2TViTParams
+	if err := decodeStrict("t2t_vit", raw, &p); err != nil {
+		return nil, err
+	}
+	m, err := parseT2TModule("t2t_vit", p.T2TModuleParams, batch)
+	if err != nil {
+		return nil, err
+	}
+	f, eps := false, 1e-5
+	v, err := vitKind{}.Parse(mustJSON(ViTParams{ImgSize: Pair{m.patches(), 1}, PatchSize: 1, InChans: &m.in,
+		EmbedDim: p.EmbedDim, Depth: p.Depth, Heads: p.Heads, MLPRatio: p.MLPRatio, QKVBias: &f,
+		NumClasses: p.NumClasses, Eps: &eps, Probe: p.Probe}), batch)
+	if err != nil {
+		return nil, fmt.Errorf("t2t_vit: %v", err)
+	}
+	vs := v.(*vitSpec)
+	vs.op, vs.t2t, vs.img = "t2t_vit", m, p.ImgSize
+	return vs, nil
+}
+
+func init() {
+	bench.RegisterOpKind(vitKind{})
+	bench.RegisterOpKind(t2tViTKind{})
+}

@@ -44,3 +44,33 @@ func TestViTParamsAndMACs(t *testing.T) {
 		}
 	}
 }
+
+// TestT2TViTParams checks REFERENCE.md §2.7's counts (all parameters, the
+// frozen performer w and the sinusoid table included) and §2.8's MACs.
+func TestT2TViTParams(t *testing.T) {
+	for _, c := range []struct {
+		name, params string
+		want         int64
+		gmacs        float64
+	}{
+		{"t2t_vit_7", `{"img_size": 224, "embed_dim": 256, "depth": 7, "heads": 4, "mlp_ratio": 2, "tokens_type": "performer"}`, 4310222, 1.15},
+		{"t2t_vit_14", `{"img_size": 224, "embed_dim": 384, "depth": 14, "heads": 6, "mlp_ratio": 3, "tokens_type": "performer"}`, 21545550, 4.78},
+		{"t2t_vit_24", `{"img_size": 224, "embed_dim": 512, "depth": 24, "heads": 8, "mlp_ratio": 3, "tokens_type": "performer"}`, 64105934, 13.66},
+		{"t2t_vit_t_14", `{"img_size": 224, "embed_dim": 384, "depth": 14, "heads": 6, "mlp_ratio": 3, "tokens_type": "transformer"}`, 21541070, 6.09},
+		{"t2t_vit_14_384", `{"img_size": 384, "embed_dim": 384, "depth": 14, "heads": 6, "mlp_ratio": 3, "tokens_type": "performer"}`, 21691470, 16.4},
+	} {
+		s, err := t2tViTKind{}.Parse(json.RawMessage(c.params), 1)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := s.Params(); got != c.want {
+			t.Errorf("%s: %d parameters, the spec says %d", c.name, got, c.want)
+		}
+		if got := float64(s.MACs()) / 1e9; math.Abs(got-c.gmacs)/c.gmacs > 0.01 {
+			t.Errorf("%s: %.3f GMACs, the spec says %.2f", c.name, got, c.gmacs)
+		}
+		if err := s.Graph().Validate(s); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}

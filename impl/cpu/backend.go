@@ -88,7 +88,7 @@ func CPUModel() string { return cpuinfo.Model() }
 func (b *Backend) Supports(op string, dt bench.DType) error {
 	switch op {
 	case "patch_embed", "soft_split", "gemm", "conv2d", "layernorm", "attention_core", "fold", "avg_pool2d",
-		"tokens_prefix", "take_token", "average", "reshape", "performer_core":
+		"tokens_prefix", "take_token", "average", "reshape", "performer_core", "tokens_to_image":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
 	}
@@ -239,6 +239,8 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.reshape(n, hin, hout)
 	case ops.PerformerCore:
 		return b.performerCore(n, hin, hout)
+	case ops.TokensToImage:
+		return b.tokensToImage(n, hin, hout)
 	}
 	return fmt.Errorf("cpu: no kernel for op %q", node.OpName())
 }

@@ -74,3 +74,26 @@ func (b *Backend) reshape(r ops.Reshape, in, out []*tensor) error {
 	copy(out[0].data, in[0].data)
 	return nil
 }
+
+// tokensToImage transposes tokens [B, H·W, C] to an image [B, C, H, W].
+func (b *Backend) tokensToImage(t ops.TokensToImage, in, out []*tensor) error {
+	hw := t.Height * t.Width
+	if err := checkShapes("tokens_to_image", in, []bench.Shape{{t.Batch, hw, t.Chans}}); err != nil {
+		return err
+	}
+	if err := checkShapes("tokens_to_image", out, []bench.Shape{{t.Batch, t.Chans, t.Height, t.Width}}); err != nil {
+		return err
+	}
+	x, y := in[0].data, out[0].data
+	parallelFor(b.threads, t.Batch*t.Chans, 8, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			img, c := p/t.Chans, p%t.Chans
+			src := x[img*hw*t.Chans+c:]
+			dst := y[p*hw : (p+1)*hw]
+			for i := range dst {
+				dst[i] = src[i*t.Chans]
+			}
+		}
+	})
+	return nil
+}

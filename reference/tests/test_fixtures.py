@@ -18,7 +18,7 @@ from vitbench_ref import cases as C
 from vitbench_ref import export as E
 from vitbench_ref.modules import (attention_float64, avg_pool_float64, block_float64, conv_bn_act_float64,
                                   fold_float64, layernorm_float64, patch_embed_gemm, soft_split_loops,
-                                  token_layer_float64, vit_float64)
+                                  t2t_float64, token_layer_float64, vit_float64)
 from vitbench_ref.synth import synth
 
 torch.set_num_threads(2)
@@ -47,6 +47,15 @@ def recompute(doc):
         w, b = arrays["proj.weight"], arrays.get("proj.bias")
         return (patch_embed_gemm(x, w, b, p["patch_size"]),
                 F.conv2d(x, w, b, stride=p["patch_size"]).flatten(2).transpose(1, 2))
+    if doc["op"] in ("t2t_module", "t2t_vit"):
+        np_w = {k: v.numpy() for k, v in arrays.items() if k != "x"}
+        module = C.build_module(doc["op"], p)
+        module.load_state_dict({k: v for k, v in arrays.items() if k != "x"}, strict=True)
+        with torch.no_grad():
+            second = module.eval()(x)
+        if not isinstance(second, dict):
+            second = {"out": second}
+        return t2t_float64(x.numpy(), np_w, p), {k: v.double() for k, v in second.items()}
     if doc["op"] == "vit":
         np_w = {k: v.numpy() for k, v in arrays.items() if k != "x"}
         module = C.build_module("vit", p)

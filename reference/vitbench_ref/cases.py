@@ -26,6 +26,9 @@ PARAMS = {
                    "dilation": 1},
     "gemm": {"m": None, "n": None, "k": None, "trans_b": True, "bias": True},
     "layernorm": {"tokens": None, "dim": None, "eps": 1e-5},
+    "t2t_module": {"img_size": None, "in_chans": 3, "embed_dim": None, "token_dim": 64, "tokens_type": None},
+    "t2t_vit": {"img_size": None, "in_chans": 3, "embed_dim": None, "token_dim": 64, "tokens_type": None,
+                "depth": None, "heads": None, "mlp_ratio": 4.0, "num_classes": 1000, "probe": False},
     "token_transformer": {"tokens": None, "dim": None, "in_dim": 64, "mlp_ratio": 1.0},
     "token_performer": {"tokens": None, "dim": None, "in_dim": 64, "kernel_ratio": 0.5},
     "vit": {"img_size": None, "patch_size": None, "in_chans": 3, "embed_dim": None, "depth": None, "heads": None,
@@ -48,13 +51,15 @@ SCALAR = {("vit", "patch_size")}
 TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv2d": "gemm",
              "layernorm": "elementwise", "mhsa": "gemm", "block": "gemm", "fold": "elementwise",
              "avg_pool2d": "elementwise", "vit": "network", "token_transformer": "gemm",
-             "token_performer": "gemm"}
-KIND = {"vit": "network"}  # every other op kind is a component
+             "token_performer": "gemm", "t2t_module": "gemm", "t2t_vit": "network"}
+KIND = {"vit": "network", "t2t_vit": "network"}  # every other op kind is a component
 MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "soft_split": "reference.vitbench_ref.modules.SoftSplit",
                "gemm": "reference.vitbench_ref.modules.Gemm",
                "conv2d": "reference.vitbench_ref.modules.ConvBNAct",
                "layernorm": "torch.nn.LayerNorm",
+               "t2t_module": "reference.vitbench_ref.modules.T2TModule",
+               "t2t_vit": "reference.vitbench_ref.modules.T2TViT",
                "token_transformer": "reference.vitbench_ref.modules.TokenTransformer",
                "token_performer": "reference.vitbench_ref.modules.TokenPerformer",
                "vit": "reference.vitbench_ref.modules.VisionTransformer",
@@ -112,6 +117,9 @@ def normalize_params(op, params):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise ValueError("%s: %s must be a positive number" % (op, key))
             v = float(v)
+        elif key == "tokens_type":
+            if v not in ("performer", "transformer"):
+                raise ValueError("%s: tokens_type must be performer or transformer" % op)
         elif key in BOOLS:
             if not isinstance(v, bool):
                 raise ValueError("%s: %s must be true or false" % (op, key))
@@ -221,6 +229,24 @@ def shapes(op, p, batch):
             outs["stages.block0"] = [b, t, e]
             outs["stages.block%d" % (p["depth"] - 1)] = [b, t, e]
         return ({"x": [b, p["in_chans"], h, w]}, weights, outs)
+    if op in ("t2t_module", "t2t_vit"):
+        mod = modules.T2TModule(p["img_size"], p["tokens_type"], p["embed_dim"], p["token_dim"], p["in_chans"])
+        if op == "t2t_module":
+            net = mod
+            prefix = ""
+        else:
+            net = modules.T2TViT(p["img_size"], p["tokens_type"], p["embed_dim"], p["depth"], p["heads"],
+                                 p["mlp_ratio"], p["num_classes"], p["token_dim"], p["in_chans"], p["probe"])
+        weights = {k: list(v.shape) for k, v in net.state_dict().items()}
+        gh, gw = mod.grids[2]
+        h, w = p["img_size"]
+        if op == "t2t_module":
+            return ({"x": [b, p["in_chans"], h, w]}, weights, {"out": [b, gh * gw, p["embed_dim"]]})
+        outs = {"logits": [b, p["num_classes"]]}
+        if p["probe"]:
+            for k in ("stages.embed", "stages.block0", "stages.block%d" % (p["depth"] - 1)):
+                outs[k] = [b, gh * gw + 1, p["embed_dim"]]
+        return ({"x": [b, p["in_chans"], h, w]}, weights, outs)
     if op in ("token_transformer", "token_performer"):
         t, d, e = p["tokens"], p["dim"], p["in_dim"]
         weights = {"norm1.weight": [d], "norm1.bias": [d]}
@@ -276,6 +302,11 @@ def build_module(op, p):
         return modules.VisionTransformer(p["img_size"], p["patch_size"], p["embed_dim"], p["depth"], p["heads"],
                                          p["mlp_ratio"], p["qkv_bias"], p["num_classes"], p["distilled"], p["eps"],
                                          p["in_chans"], p["probe"])
+    if op == "t2t_module":
+        return modules.T2TModule(p["img_size"], p["tokens_type"], p["embed_dim"], p["token_dim"], p["in_chans"])
+    if op == "t2t_vit":
+        return modules.T2TViT(p["img_size"], p["tokens_type"], p["embed_dim"], p["depth"], p["heads"], p["mlp_ratio"],
+                              p["num_classes"], p["token_dim"], p["in_chans"], p["probe"])
     if op == "token_transformer":
         return modules.TokenTransformer(p["dim"], p["in_dim"], p["mlp_ratio"])
     if op == "token_performer":
@@ -314,6 +345,20 @@ def macs(op, p, batch):
         blk = macs("block", {"tokens": t, "dim": e, "heads": p["heads"], "mlp_ratio": p["mlp_ratio"]}, batch)
         heads = 2 if p["distilled"] else 1
         return batch * n * e * p["in_chans"] * ps * ps + p["depth"] * blk + heads * batch * e * p["num_classes"]
+    if op in ("t2t_module", "t2t_vit"):
+        mod = modules.T2TModule(p["img_size"], p["tokens_type"], p["embed_dim"], p["token_dim"], p["in_chans"])
+        lop = "token_" + p["tokens_type"]
+        (h0, w0), (h1, w1), (h2, w2) = mod.grids
+        c = p["token_dim"]
+        m = (macs(lop, {"tokens": h0 * w0, "dim": p["in_chans"] * 49, "in_dim": c, "mlp_ratio": 1.0,
+                        "kernel_ratio": 0.5}, batch)
+             + macs(lop, {"tokens": h1 * w1, "dim": c * 9, "in_dim": c, "mlp_ratio": 1.0, "kernel_ratio": 0.5}, batch)
+             + batch * h2 * w2 * c * 9 * p["embed_dim"])
+        if op == "t2t_vit":
+            blk = macs("block", {"tokens": h2 * w2 + 1, "dim": p["embed_dim"], "heads": p["heads"],
+                                 "mlp_ratio": p["mlp_ratio"]}, batch)
+            m += p["depth"] * blk + batch * p["embed_dim"] * p["num_classes"]
+        return m
     if op in ("token_transformer", "token_performer"):
         bt, d, e = batch * p["tokens"], p["dim"], p["in_dim"]
         if op == "token_performer":

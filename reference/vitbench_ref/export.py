@@ -93,6 +93,9 @@ def independent_check(case, inputs, weights, outputs):
             b = weights.get("proj.bias")
             ref = modules.patch_embed_gemm(x, torch.from_numpy(weights["proj.weight"]),
                                            None if b is None else torch.from_numpy(b), p["patch_size"])
+        elif case["op"] in ("t2t_module", "t2t_vit"):
+            ref64 = modules.t2t_float64(x.numpy(), weights, p)
+            return max(float(np.max(np.abs(ref64[k] - outputs[k]))) for k in outputs)
         elif case["op"] == "vit":
             ref64 = modules.vit_float64(x.numpy(), weights, p)
             return max(float(np.max(np.abs(ref64[k] - outputs[k]))) for k in outputs)

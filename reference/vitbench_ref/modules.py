@@ -229,6 +229,67 @@ class TokenPerformer(nn.Module):
         return y + self.mlp(self.norm2(y))
 
 
+class T2TModule(nn.Module):
+    """T2T-ViT's tokens-to-token stage (REFERENCE.md 2.1), written from the spec: Unfold(7, 4, 2),
+    token layer 1 (dim 3*49 -> token_dim), back to an image, Unfold(3, 2, 1), token layer 2
+    (token_dim*9 -> token_dim), back to an image, Unfold(3, 2, 1), Linear(token_dim*9, embed)."""
+
+    def __init__(self, img_size, tokens_type, embed_dim, token_dim=64, in_chans=3):
+        super().__init__()
+        self.soft_split0 = nn.Unfold(kernel_size=7, stride=4, padding=2)
+        self.soft_split1 = nn.Unfold(kernel_size=3, stride=2, padding=1)
+        self.soft_split2 = nn.Unfold(kernel_size=3, stride=2, padding=1)
+        layer = TokenPerformer if tokens_type == "performer" else TokenTransformer
+        self.attention1 = layer(in_chans * 49, token_dim)
+        self.attention2 = layer(token_dim * 9, token_dim)
+        self.project = nn.Linear(token_dim * 9, embed_dim)
+        h, w = pair(img_size)
+        self.grids = []
+        for k, s_, p_ in ((7, 4, 2), (3, 2, 1), (3, 2, 1)):
+            h, w = (h + 2 * p_ - k) // s_ + 1, (w + 2 * p_ - k) // s_ + 1
+            self.grids.append((h, w))
+
+    def forward(self, x):
+        x = self.attention1(self.soft_split0(x).transpose(1, 2))
+        b, _, c = x.shape
+        x = x.transpose(1, 2).reshape(b, c, *self.grids[0])
+        x = self.attention2(self.soft_split1(x).transpose(1, 2))
+        x = x.transpose(1, 2).reshape(b, c, *self.grids[1])
+        return self.project(self.soft_split2(x).transpose(1, 2))
+
+
+class T2TViT(nn.Module):
+    """T2T-ViT (REFERENCE.md 2.5): T2TModule, class token, position table (a parameter), pre-norm
+    blocks with qkv_bias False and LayerNorm eps 1e-5, final norm, head on the class token.
+    ``forward`` returns the same dict as VisionTransformer."""
+
+    def __init__(self, img_size, tokens_type, embed_dim, depth, heads, mlp_ratio, num_classes=1000,
+                 token_dim=64, in_chans=3, probe=False):
+        super().__init__()
+        self.tokens_to_token = T2TModule(img_size, tokens_type, embed_dim, token_dim, in_chans)
+        n = self.tokens_to_token.grids[2][0] * self.tokens_to_token.grids[2][1]
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
+        self.pos_embed = nn.Parameter(torch.zeros(1, n + 1, embed_dim), requires_grad=False)
+        self.blocks = nn.Sequential(*[Block(embed_dim, heads, mlp_ratio, False, None, 1e-5) for _ in range(depth)])
+        self.norm = nn.LayerNorm(embed_dim)
+        self.head = nn.Linear(embed_dim, num_classes)
+        self.probe = probe
+
+    def forward(self, x):
+        x = self.tokens_to_token(x)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+        out = {}
+        if self.probe:
+            out["stages.embed"] = x
+        last = len(self.blocks) - 1
+        for i, blk in enumerate(self.blocks):
+            x = blk(x)
+            if self.probe and i in (0, last):
+                out["stages.block%d" % i] = x
+        out["logits"] = self.head(self.norm(x)[:, 0])
+        return out
+
+
 class VisionTransformer(nn.Module):
     """timm's VisionTransformer / DeiT (REFERENCE.md 1.2, 1.5), written from the spec: PatchEmbed,
     class token (and DeiT's distillation token) in front, learned position embedding added,
@@ -495,3 +556,43 @@ def token_layer_float64(x, weights, p, performer):
     hid = layernorm_float64(y, w["norm2.weight"], w["norm2.bias"], 1e-5) @ w[fc1 + ".weight"].T + w[fc1 + ".bias"]
     hid = 0.5 * hid * (1 + erf(hid / _m.sqrt(2)))
     return y + hid @ w[fc2 + ".weight"].T + w[fc2 + ".bias"]
+
+
+def t2t_float64(x, weights, p):
+    """T2TModule / T2TViT recomputed in float64: soft splits by F.unfold on float64 tensors, token
+    layers and blocks in NumPy. Returns the module's outputs (``out``, or the network's dict)."""
+    import numpy as np
+    net = "depth" in p
+    pre = "tokens_to_token." if net else ""
+    mod = T2TModule(p["img_size"], p["tokens_type"], p["embed_dim"], p["token_dim"], p["in_chans"])
+    perf = p["tokens_type"] == "performer"
+    c = p["token_dim"]
+
+    def split(img, k, s_, pad):
+        return F.unfold(torch.from_numpy(img), k, padding=pad, stride=s_).transpose(1, 2).numpy()
+
+    def layer(tok, name):
+        lw = {k[len(pre + name):]: v for k, v in weights.items() if k.startswith(pre + name)}
+        return token_layer_float64(tok, lw, {"in_dim": c}, perf)
+
+    b = x.shape[0]
+    t = layer(split(x.astype(np.float64), 7, 4, 2), "attention1.")
+    t = layer(split(t.transpose(0, 2, 1).reshape(b, c, *mod.grids[0]), 3, 2, 1), "attention2.")
+    t = split(t.transpose(0, 2, 1).reshape(b, c, *mod.grids[1]), 3, 2, 1)
+    tok = t @ weights[pre + "project.weight"].astype(np.float64).T + weights[pre + "project.bias"].astype(np.float64)
+    if not net:
+        return {"out": tok}
+    w = {k: v.astype(np.float64) for k, v in weights.items()}
+    xs = np.concatenate([np.broadcast_to(w["cls_token"], (b, 1, p["embed_dim"])), tok], axis=1) + w["pos_embed"]
+    out = {}
+    if p["probe"]:
+        out["stages.embed"] = xs
+    bp = {"dim": p["embed_dim"], "heads": p["heads"], "eps": 1e-5, "scale": None}
+    for i in range(p["depth"]):
+        bpre = "blocks.%d." % i
+        xs = block_float64(xs, {k[len(bpre):]: v for k, v in weights.items() if k.startswith(bpre)}, bp)
+        if p["probe"] and i in (0, p["depth"] - 1):
+            out["stages.block%d" % i] = xs
+    xs = layernorm_float64(xs, w["norm.weight"], w["norm.bias"], 1e-5)
+    out["logits"] = xs[:, 0] @ w["head.weight"].T + w["head.bias"]
+    return out
