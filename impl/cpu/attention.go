@@ -8,8 +8,10 @@ import (
 
 // attentionCore computes softmax(scale·Q Kᵀ)·V for every (image, head)
 // straight from the fused qkv tensor, with strided GEMMs on the head's
-// columns; workers take whole (image, head) pairs, each with its own N×N
-// score buffer.
+// columns. Work is split into tasks of (image, head, block of query rows):
+// whole heads when there are enough of them for every worker, otherwise
+// each head's queries are split too (T2T-ViT's one-head layers). Each
+// worker owns a score buffer for one block of rows.
 func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 	e := a.Heads * a.HeadDim
 	n := a.Tokens
@@ -21,18 +23,30 @@ func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 	}
 	qkv, ctx := in[0].data, out[0].data
 	pairs := a.Batch * a.Heads
-	threads := min(b.threads, pairs)
-	scores, release := b.scratch(threads * n * n)
+	blocks := 1
+	if pairs < b.threads && n >= 64 {
+		blocks = (b.threads + pairs - 1) / pairs
+	}
+	rows := (n + blocks - 1) / blocks
+	tasks := pairs * blocks
+	threads := min(b.threads, tasks)
+	scores, release := b.scratch(threads * rows * n)
 	defer release()
-	parallelChunks(threads, pairs, 1, func(w, lo, hi int) {
-		s := scores[w*n*n : (w+1)*n*n]
-		for p := lo; p < hi; p++ {
+	parallelChunks(threads, tasks, 1, func(w, lo, hi int) {
+		s := scores[w*rows*n : (w+1)*rows*n]
+		for task := lo; task < hi; task++ {
+			p, blk := task/blocks, task%blocks
+			r0, r1 := blk*rows, min((blk+1)*rows, n)
+			if r0 >= r1 {
+				continue
+			}
 			img, h := p/a.Heads, p%a.Heads
 			base := qkv[img*n*3*e:]
-			q, k, v := base[h*a.HeadDim:], base[e+h*a.HeadDim:], base[2*e+h*a.HeadDim:]
-			kern.Sgemm(n, n, a.HeadDim, q, 3*e, k, 3*e, true, s, n)
-			kern.Softmax(n, n, s, n, s, n, float32(a.Scale))
-			kern.Sgemm(n, a.HeadDim, n, s, n, v, 3*e, false, ctx[img*n*e+h*a.HeadDim:], e)
+			q, k, v := base[r0*3*e+h*a.HeadDim:], base[e+h*a.HeadDim:], base[2*e+h*a.HeadDim:]
+			m := r1 - r0
+			kern.Sgemm(m, n, a.HeadDim, q, 3*e, k, 3*e, true, s, n)
+			kern.Softmax(m, n, s, n, s, n, float32(a.Scale))
+			kern.Sgemm(m, a.HeadDim, n, s, n, v, 3*e, false, ctx[(img*n+r0)*e+h*a.HeadDim:], e)
 		}
 	})
 	return nil
