@@ -24,6 +24,9 @@ type BenchOptions struct {
 	MinSampleTime time.Duration
 	// Seed drives the synthesized inputs and weights.
 	Seed uint64
+	// Data, when set, supplies inputs and weights instead of the generator
+	// (NPZWeights: a real checkpoint).
+	Data func(group, name string) ([]float32, error)
 }
 
 // SynthData returns a data source for Prepare that generates every input
@@ -54,7 +57,11 @@ func Bench(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOptions) (
 	}
 	b.ResetPeak()
 	base := b.Memory().Current
-	prog, err := Prepare(b, spec, dt, SynthData(spec, opt.Seed))
+	data := opt.Data
+	if data == nil {
+		data = SynthData(spec, opt.Seed)
+	}
+	prog, err := Prepare(b, spec, dt, data)
 	if err != nil {
 		return nil, nil, 0, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"vitbench/bench/cases"
+	"vitbench/bench/npy"
 	"vitbench/bench/results"
 	"vitbench/bench/runner"
 )
@@ -20,6 +21,7 @@ type benchConfig struct {
 	count, warmup int
 	minSample     time.Duration
 	seed          uint64
+	weights       string   // .npz of real weights by state_dict name ("" = synthesized)
 	stop          *stopper // stops between cases on SIGINT/SIGTERM; nil never stops
 }
 
@@ -33,6 +35,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	warmup := fs.Int("warmup", 3, "untimed runs before the samples")
 	minSample := fs.Duration("min-sample", 10*time.Millisecond, "repeat runs within a sample until it lasts this long and record the mean (0 = one run per sample)")
 	seed := fs.Uint64("seed", 1, "seed of the synthesized inputs and weights")
+	weights := fs.String("weights", "", "time with these weights: an .npz keyed by state_dict names (reference/convert_checkpoint.py makes one from a .pth)")
 	isa := fs.String("isa", "", "force the CPU ISA path (avx512, avx2, go)")
 	out := fs.String("o", "", "write the Go benchmark format to this file instead of stdout")
 	jsonOut := fs.String("json", "", "also write JSON rows to this file")
@@ -55,7 +58,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	stop := watchSignals()
 	defer stop.Close()
 	bf, code, err := runBench(benchConfig{backends: *backend, run: re, batch: *batch, threads: *threads,
-		count: *count, warmup: *warmup, minSample: *minSample, seed: *seed, stop: stop}, stderr)
+		count: *count, warmup: *warmup, minSample: *minSample, seed: *seed, weights: *weights, stop: stop}, stderr)
 	if err != nil && len(bf.Rows) == 0 {
 		return code, err
 	}
@@ -128,8 +131,13 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 				prog.done(fmt.Sprintf("%-40s %-5s NS   %s", c.Name, b.Name(), err))
 				continue
 			}
-			row, err := runner.BenchRow(b, c.Name, spec, c.DType, batch, threads,
-				runner.BenchOptions{Count: cfg.count, Warmup: cfg.warmup, MinSampleTime: cfg.minSample, Seed: cfg.seed})
+			opt := runner.BenchOptions{Count: cfg.count, Warmup: cfg.warmup, MinSampleTime: cfg.minSample, Seed: cfg.seed}
+			if cfg.weights != "" {
+				if opt.Data, err = runner.NPZWeights(spec, cfg.weights, cfg.seed, npy.Limits{}); err != nil {
+					return bf, exitUsage, usageError{fmt.Errorf("case %s: %v", c.Name, err)}
+				}
+			}
+			row, err := runner.BenchRow(b, c.Name, spec, c.DType, batch, threads, opt)
 			if err != nil {
 				prog.done(fmt.Sprintf("%-40s %-5s ERROR %v", c.Name, b.Name(), err))
 				code = exitFail

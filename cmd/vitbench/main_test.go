@@ -282,3 +282,26 @@ func TestCompareGatesRegression(t *testing.T) {
 		t.Errorf("slowdown under the threshold: exit %d", code)
 	}
 }
+
+// TestBenchWithWeights: -weights reads the weights by state_dict name; an
+// archive with a wrong shape and a missing array is refused with both
+// listed, exit 2.
+func TestBenchWithWeights(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.npz"), filepath.Join(dir, "bad.npz")
+	w := make([]float32, 37*29)
+	for i := range w {
+		w[i] = float32(i%7) / 7
+	}
+	npy.WriteNPZ(good, map[string]*npy.Array{"weight": {Shape: []int{37, 29}, Data: w},
+		"bias": {Shape: []int{37}, Data: make([]float32, 37)}, "unused": {Shape: []int{1}, Data: []float32{1}}})
+	npy.WriteNPZ(bad, map[string]*npy.Array{"weight": {Shape: []int{29, 37}, Data: w}})
+	out := filepath.Join(dir, "b.txt")
+	if code, _, stderr := vitbench(t, "bench", "-run", "^gemm/odd_m13_n37_k29$", "-count", "2", "-min-sample", "0", "-weights", good, "-o", out); code != 0 {
+		t.Fatalf("good weights: exit %d: %s", code, stderr)
+	}
+	code, _, stderr := vitbench(t, "bench", "-run", "^gemm/odd_m13_n37_k29$", "-count", "2", "-weights", bad, "-o", out)
+	if code != 2 || !strings.Contains(stderr, "weight has shape [29, 37]") || !strings.Contains(stderr, "missing bias") {
+		t.Errorf("bad weights: exit %d: %s", code, stderr)
+	}
+}
