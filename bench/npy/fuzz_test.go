@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -109,7 +110,7 @@ func FuzzReadNPY(f *testing.F) {
 		if err != nil {
 			t.Fatalf("reading back what EncodeNPY wrote: %v", err)
 		}
-		if !sameShape(a.Shape, b.Shape) || !equal(a.Data, b.Data) {
+		if !slices.Equal(a.Shape, b.Shape) || !equal(a.Data, b.Data) {
 			t.Fatalf("round trip changed the array: shape %v -> %v", a.Shape, b.Shape)
 		}
 	})
@@ -129,18 +130,6 @@ func product(shape []int) int64 {
 		return -1
 	}
 	return p.Int64()
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // zipOf builds an archive with the given members in order; deflate selects
@@ -223,7 +212,7 @@ func FuzzOpenNPZ(f *testing.F) {
 			if herr != nil {
 				t.Fatalf("Read of %q succeeds, Header fails: %v", k, herr)
 			}
-			if !sameShape(h.Shape, a.Shape) {
+			if !slices.Equal(h.Shape, a.Shape) {
 				t.Fatalf("%q: Header shape %v, Read shape %v", k, h.Shape, a.Shape)
 			}
 			n := product(a.Shape)

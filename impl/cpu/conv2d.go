@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"vitbench/bench"
 	"vitbench/bench/ops"
@@ -79,7 +80,7 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor) *foldedWeight {
 	for i, t := range ws {
 		versions[i] = t.version
 	}
-	if f := w.folded; f != nil && f.pb.Current() && equalVersions(f.versions, versions) {
+	if f := w.folded; f != nil && f.pb.Current() && slices.Equal(f.versions, versions) {
 		return f
 	}
 	b.dropPacked(w)
@@ -109,16 +110,4 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor) *foldedWeight {
 	w.folded = f
 	b.account(f.bytes())
 	return f
-}
-
-func equalVersions(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

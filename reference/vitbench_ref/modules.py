@@ -229,6 +229,21 @@ class TokenPerformer(nn.Module):
         return y + self.mlp(self.norm2(y))
 
 
+def run_blocks(blocks, x, probe):
+    """Run the transformer blocks on the tokens x; with probe, also return the tokens on entry and
+    after the first and the last block (``stages.embed``, ``stages.block0``, ``stages.block{n-1}``),
+    the network fixtures' bisection points. Returns (x, outputs dict)."""
+    out = {}
+    if probe:
+        out["stages.embed"] = x
+    last = len(blocks) - 1
+    for i, blk in enumerate(blocks):
+        x = blk(x)
+        if probe and i in (0, last):
+            out["stages.block%d" % i] = x
+    return x, out
+
+
 class T2TModule(nn.Module):
     """T2T-ViT's tokens-to-token stage (REFERENCE.md 2.1), written from the spec: Unfold(7, 4, 2),
     token layer 1 (dim 3*49 -> token_dim), back to an image, Unfold(3, 2, 1), token layer 2
@@ -278,14 +293,7 @@ class T2TViT(nn.Module):
     def forward(self, x):
         x = self.tokens_to_token(x)
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
-        out = {}
-        if self.probe:
-            out["stages.embed"] = x
-        last = len(self.blocks) - 1
-        for i, blk in enumerate(self.blocks):
-            x = blk(x)
-            if self.probe and i in (0, last):
-                out["stages.block%d" % i] = x
+        x, out = run_blocks(self.blocks, x, self.probe)
         out["logits"] = self.head(self.norm(x)[:, 0])
         return out
 
@@ -319,14 +327,7 @@ class VisionTransformer(nn.Module):
         if self.dist_token is not None:
             front.append(self.dist_token.expand(b, -1, -1))
         x = torch.cat(front + [x], dim=1) + self.pos_embed
-        out = {}
-        if self.probe:
-            out["stages.embed"] = x
-        last = len(self.blocks) - 1
-        for i, blk in enumerate(self.blocks):
-            x = blk(x)
-            if self.probe and i in (0, last):
-                out["stages.block%d" % i] = x
+        x, out = run_blocks(self.blocks, x, self.probe)
         x = self.norm(x)
         logits = self.head(x[:, 0])
         if self.head_dist is not None:
