@@ -14,6 +14,9 @@ type Tolerance struct {
 	RTol  float64 `json:"rtol"`
 	ATol  float64 `json:"atol"`
 	NMSE  float64 `json:"nmse"`
+	// Override is the reason when an entry of the override table replaced
+	// the class's numbers ("" otherwise).
+	Override string `json:"override,omitempty"`
 }
 
 // classes are the tolerance classes of fixtures/FORMAT.md.
@@ -59,7 +62,9 @@ func Lookup(class, op, backend string) (Tolerance, error) {
 	}
 	for _, o := range overrides {
 		if o.op == op && o.backend == backend && o.tol.Class == class {
-			return o.tol, nil
+			t := o.tol
+			t.Override = o.reason
+			return t, nil
 		}
 	}
 	return t, nil
