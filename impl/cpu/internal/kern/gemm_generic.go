@@ -1,6 +1,6 @@
 package kern
 
-// sgemmNTGo is the portable path of SgemmNT: 4×4 blocks of dot products, so
+// sgemmNTGo is the Go path of C = A·Bᵀ (+ bias): 4×4 blocks of dot products, so
 // each loaded element of A and B feeds four multiply-adds, with scalar edges.
 func sgemmNTGo(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, bias []float32) {
 	i := 0
