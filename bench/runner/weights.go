@@ -15,12 +15,12 @@ import (
 // from seed. It checks the whole archive first and returns one error that
 // lists every missing array and every shape mismatch; arrays the spec does
 // not use are allowed (a checkpoint may hold more than one model part).
-func NPZWeights(spec bench.Spec, path string, seed uint64, lim npy.Limits) (func(group, name string) ([]float32, error), error) {
+// The archive stays open for the reads; release closes it.
+func NPZWeights(spec bench.Spec, path string, seed uint64, lim npy.Limits) (data func(group, name string) ([]float32, error), release func() error, err error) {
 	ar, err := npy.OpenNPZ(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer ar.Close()
 	var problems []string
 	for _, w := range spec.Weights() {
 		if !ar.Has(w.Name) {
@@ -37,23 +37,19 @@ func NPZWeights(spec bench.Spec, path string, seed uint64, lim npy.Limits) (func
 		}
 	}
 	if len(problems) > 0 {
+		ar.Close()
 		sort.Strings(problems)
-		return nil, fmt.Errorf("%s: %d weights do not fit:\n  %s", path, len(problems), strings.Join(problems, "\n  "))
+		return nil, nil, fmt.Errorf("%s: %d weights do not fit:\n  %s", path, len(problems), strings.Join(problems, "\n  "))
 	}
 	inputs := SynthData(spec, seed)
 	return func(group, name string) ([]float32, error) {
 		if group != "weights" {
 			return inputs(group, name)
 		}
-		ar, err := npy.OpenNPZ(path)
-		if err != nil {
-			return nil, err
-		}
-		defer ar.Close()
 		a, err := ar.Read(name, lim)
 		if err != nil {
 			return nil, err
 		}
 		return a.Data, nil
-	}, nil
+	}, ar.Close, nil
 }

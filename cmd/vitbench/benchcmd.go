@@ -132,12 +132,14 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 				continue
 			}
 			opt := runner.BenchOptions{Count: cfg.count, Warmup: cfg.warmup, MinSampleTime: cfg.minSample, Seed: cfg.seed}
+			closeWeights := func() error { return nil }
 			if cfg.weights != "" {
-				if opt.Data, err = runner.NPZWeights(spec, cfg.weights, cfg.seed, npy.Limits{}); err != nil {
+				if opt.Data, closeWeights, err = runner.NPZWeights(spec, cfg.weights, cfg.seed, npy.Limits{}); err != nil {
 					return bf, exitUsage, usageError{fmt.Errorf("case %s: %v", c.Name, err)}
 				}
 			}
 			row, err := runner.BenchRow(b, c.Name, spec, c.DType, batch, threads, opt)
+			closeWeights()
 			if err != nil {
 				prog.done(fmt.Sprintf("%-40s %-5s ERROR %v", c.Name, b.Name(), err))
 				code = exitFail
