@@ -13,6 +13,7 @@ import (
 	"regexp"
 
 	"vitbench/bench"
+	"vitbench/bench/fixture"
 	_ "vitbench/bench/ops" // registers the op kinds the cases use
 )
 
@@ -27,6 +28,8 @@ type Case struct {
 	Tolerance string          `json:"tolerance"`
 	// Fixture says whether fixtures/ holds a reference output for the case.
 	Fixture bool `json:"fixture"`
+	// SampledOutputs are the outputs its fixture stores only in part.
+	SampledOutputs map[string]fixture.Sampling `json:"sampled_outputs,omitempty"`
 }
 
 // Spec resolves the case's op kind and hyper-parameters at the given batch
@@ -65,6 +68,9 @@ type entry struct {
 	// Fixture false marks a timing-only case: too large to commit its
 	// reference output; smaller cases of the same op kind check it.
 	Fixture *bool `json:"fixture,omitempty"`
+	// SampledOutputs makes the exporter store only every step-th index of
+	// an output along one axis (fixtures/FORMAT.md, sampled_outputs).
+	SampledOutputs map[string]fixture.Sampling `json:"sampled_outputs,omitempty"`
 }
 
 func mustParse(raw []byte) []Case {
@@ -77,7 +83,8 @@ func mustParse(raw []byte) []Case {
 	out := make([]Case, len(entries))
 	for i, e := range entries {
 		out[i] = Case{Name: e.Name, Kind: e.Kind, Op: e.Op, Params: e.Params, Batch: e.Batch,
-			DType: bench.Float32, Tolerance: e.Tolerance, Fixture: e.Fixture == nil || *e.Fixture}
+			DType: bench.Float32, Tolerance: e.Tolerance, Fixture: e.Fixture == nil || *e.Fixture,
+			SampledOutputs: e.SampledOutputs}
 	}
 	return out
 }

@@ -48,6 +48,9 @@ func TestBuiltinCasesMatchCommittedFixtures(t *testing.T) {
 			!reflect.DeepEqual(want.Outputs(), got.Outputs()) || want.MACs() != got.MACs() {
 			t.Errorf("%s: built-in and fixture specs differ", c.Name)
 		}
+		if !reflect.DeepEqual(c.SampledOutputs, desc.SampledOutputs) && (len(c.SampledOutputs) > 0 || len(desc.SampledOutputs) > 0) {
+			t.Errorf("%s: sampled_outputs %v in builtin.json, %v in the fixture", c.Name, c.SampledOutputs, desc.SampledOutputs)
+		}
 	}
 	for _, c := range All() {
 		if seen[c.Name] != c.Fixture {

@@ -99,11 +99,21 @@ func CheckFixture(b bench.Backend, dir string, opt CheckOptions) (row results.Ch
 		if err != nil {
 			return bad(err)
 		}
-		m := accuracy.Compare(got[a.Name], ref, tol)
+		out, shape := got[a.Name], a.Shape
+		smp, sampled := d.SampledOutputs[a.Name]
+		if sampled {
+			out, shape = smp.Take(out, a.Shape), smp.Shape(a.Shape)
+		}
+		m := accuracy.Compare(out, ref, tol)
 		ok := m.Pass(tol)
 		reason := ""
 		if !ok {
-			reason = failReason(a, m, tol)
+			reason = failReason(a.Name, func(flat int64) []int {
+				if sampled {
+					return smp.FullIndex(shape.Unravel(flat))
+				}
+				return shape.Unravel(flat)
+			}, m, tol)
 		}
 		// A network's logits must also pick the same class for every image.
 		if a.Name == "logits" && len(a.Shape) == 2 && ok {
@@ -116,8 +126,11 @@ func CheckFixture(b bench.Backend, dir string, opt CheckOptions) (row results.Ch
 		if score := m.NMSE + boolScore(!ok); score > worst {
 			worst = score
 			row.Output, row.NMSE = a.Name, m.NMSE
-			row.MaxAbs, row.MaxAbsAt = m.MaxAbs, a.Shape.Unravel(m.MaxAbsAt)
-			row.MaxRel, row.MaxRelAt = m.MaxRel, a.Shape.Unravel(m.MaxRelAt)
+			row.MaxAbs, row.MaxAbsAt = m.MaxAbs, shape.Unravel(m.MaxAbsAt)
+			row.MaxRel, row.MaxRelAt = m.MaxRel, shape.Unravel(m.MaxRelAt)
+			if sampled {
+				row.MaxAbsAt, row.MaxRelAt = smp.FullIndex(row.MaxAbsAt), smp.FullIndex(row.MaxRelAt)
+			}
 			row.Reason = reason
 		}
 		pass = pass && ok
@@ -135,15 +148,17 @@ func boolScore(b bool) float64 {
 	return 0
 }
 
-func failReason(a bench.ArraySpec, m accuracy.Metrics, tol accuracy.Tolerance) string {
+// failReason says why output name failed; at maps a flat index of the
+// compared array to the output's multi-index.
+func failReason(name string, at func(int64) []int, m accuracy.Metrics, tol accuracy.Tolerance) string {
 	switch {
 	case m.NaNs > 0:
-		return fmt.Sprintf("%s: %d NaN values (first at %v)", a.Name, m.NaNs, a.Shape.Unravel(m.FirstViolation))
+		return fmt.Sprintf("%s: %d NaN values (first at %v)", name, m.NaNs, at(m.FirstViolation))
 	case m.InfMismatches > 0:
-		return fmt.Sprintf("%s: %d infinities or NaNs do not match the reference", a.Name, m.InfMismatches)
+		return fmt.Sprintf("%s: %d infinities or NaNs do not match the reference", name, m.InfMismatches)
 	case m.Violations > 0:
-		return fmt.Sprintf("%s: %d elements outside atol %.g + rtol %.g·|ref| (first at %v)", a.Name, m.Violations,
-			tol.ATol, tol.RTol, a.Shape.Unravel(m.FirstViolation))
+		return fmt.Sprintf("%s: %d elements outside atol %.g + rtol %.g·|ref| (first at %v)", name, m.Violations,
+			tol.ATol, tol.RTol, at(m.FirstViolation))
 	}
-	return fmt.Sprintf("%s: NMSE %.3g above %.3g", a.Name, m.NMSE, tol.NMSE)
+	return fmt.Sprintf("%s: NMSE %.3g above %.3g", name, m.NMSE, tol.NMSE)
 }

@@ -75,10 +75,23 @@ func Generate(seed uint64, name string, p Params, n int) []float32 {
 // exporter does (fixtures/FORMAT.md, "role" table): inputs 0 ± 1; weights
 // of Linear or conv 0 ± 1/√fan_in; norm scales 1 ± 0.1; biases 0 ± 0.02;
 // BatchNorm running variances 1 ± 0.1 (they must stay positive); a
-// performer's random features w 0 ± 1; anything else 0 ± 0.02.
+// performer's random features w 0 ± 1; anything else 0 ± 0.02. Inputs
+// with a role of their own: sampling_locations 0.5 ± 0.6 (normalized, some
+// outside the map), attention_weights, reference_points and mask 0.5 ± 0.5,
+// offset 0 ± 2 (pixels), padding_mask 0 ± 0 (no padding).
 func DefaultParams(name string, shape []int, isInput bool) Params {
 	switch {
 	case isInput:
+		switch name {
+		case "sampling_locations":
+			return Params{Center: 0.5, Scale: 0.6}
+		case "attention_weights", "reference_points", "mask":
+			return Params{Center: 0.5, Scale: 0.5}
+		case "offset":
+			return Params{Center: 0, Scale: 2}
+		case "padding_mask":
+			return Params{Center: 0, Scale: 0}
+		}
 		return Params{Center: 0, Scale: 1}
 	case strings.HasSuffix(name, "bias"):
 		return Params{Center: 0, Scale: 0.02}
