@@ -12,6 +12,17 @@ import (
 // width and the row of the flattened value [N, S, ...] where it starts.
 type Level struct{ H, W, Start int }
 
+// LevelsOf lays out levels of the given (H, W) one after another.
+func LevelsOf(shapes ...[2]int) []Level {
+	out := make([]Level, len(shapes))
+	start := 0
+	for i, hw := range shapes {
+		out[i] = Level{H: hw[0], W: hw[1], Start: start}
+		start += hw[0] * hw[1]
+	}
+	return out
+}
+
 // MSDeformCore is Deformable DETR's multi-scale deformable attention core
 // (ms_deform_attn_core_pytorch, REFERENCE.md §4.5–4.6). From value
 // [N, S, M, D], sampling locations [N, Lq, M, L, P, 2] (normalized x, y)

@@ -88,7 +88,8 @@ func CPUModel() string { return cpuinfo.Model() }
 func (b *Backend) Supports(op string, dt bench.DType) error {
 	switch op {
 	case "patch_embed", "soft_split", "gemm", "conv2d", "layernorm", "attention_core", "fold", "avg_pool2d",
-		"tokens_prefix", "take_token", "average", "reshape", "performer_core", "tokens_to_image":
+		"tokens_prefix", "take_token", "average", "reshape", "performer_core", "tokens_to_image",
+		"ms_deform_attn_core", "ms_deform_attn", "deform_conv2d":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
 	}
@@ -241,6 +242,12 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.performerCore(n, hin, hout)
 	case ops.TokensToImage:
 		return b.tokensToImage(n, hin, hout)
+	case ops.MSDeformCore:
+		return b.msDeformCore(n, hin, hout)
+	case ops.MSDeformSample:
+		return b.msDeformSample(n, hin, hout)
+	case ops.DeformConv2d:
+		return b.deformConv2d(n, hin, hout)
 	}
 	return fmt.Errorf("cpu: no kernel for op %q", node.OpName())
 }

@@ -9,16 +9,28 @@ import (
 	"vitbench/impl/cpu/internal/kern"
 )
 
-// foldedWeight is a conv weight with its BatchNorm folded in, packed for
-// the GEMM, and the bias that goes with it.
+// foldedWeight is a weight rebuilt from its tensor and others, packed for
+// the GEMM, with the bias that goes with it: a conv weight with its
+// BatchNorm folded in (one packed matrix), or a deformable conv's weight
+// reordered to its column layout (one packed matrix per group).
 type foldedWeight struct {
 	versions []uint64 // of the weight, bias and BN tensors it was built from
-	pb       *kern.PackedB
+	pbs      []*kern.PackedB
 	bias     []float32
 	held     int64 // bytes this cache keeps alive
 }
 
 func (f *foldedWeight) bytes() int64 { return f.held }
+
+// current reports whether every packed matrix is for the active ISA path.
+func (f *foldedWeight) current() bool {
+	for _, pb := range f.pbs {
+		if !pb.Current() {
+			return false
+		}
+	}
+	return true
+}
 
 // conv2d runs a convolution as an implicit GEMM over its windows
 // (token-major, c·KH·KW + ky·KW + kx order, the layout of the weight
@@ -51,7 +63,7 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	// Implicit GEMM: the windows are packed straight from the image; each
 	// worker multiplies a chunk of them by the folded weight (bias and ReLU
 	// fused) into tokens [rows, O] and scatters those into the NCHW output.
-	b.windowsGEMM(kern.NewWindowsA(geom, x), c.Batch*windows, fw.pb, kern.Epilogue{Bias: fw.bias, Act: act},
+	b.windowsGEMM(kern.NewWindowsA(geom, x), c.Batch*windows, fw.pbs[0], kern.Epilogue{Bias: fw.bias, Act: act},
 		nil, func(r0, r1 int, tok []float32) {
 			// Channel by channel, so each output plane is written in runs.
 			for r := r0; r < r1; {
@@ -80,7 +92,7 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor) *foldedWeight {
 	for i, t := range ws {
 		versions[i] = t.version
 	}
-	if f := w.folded; f != nil && f.pb.Current() && slices.Equal(f.versions, versions) {
+	if f := w.folded; f != nil && f.current() && slices.Equal(f.versions, versions) {
 		return f
 	}
 	b.dropPacked(w)
@@ -102,9 +114,10 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor) *foldedWeight {
 			bias[i] = float32((float64(bias[i])-float64(mean[i]))*s + float64(beta[i]))
 		}
 	}
-	f := &foldedWeight{versions: versions, pb: kern.PackBT(o, k, wf, k), bias: bias}
-	f.held = f.pb.Bytes() + int64(len(bias))*4
-	if f.pb.Bytes() == 0 && c.BN {
+	pb := kern.PackBT(o, k, wf, k)
+	f := &foldedWeight{versions: versions, pbs: []*kern.PackedB{pb}, bias: bias}
+	f.held = pb.Bytes() + int64(len(bias))*4
+	if pb.Bytes() == 0 && c.BN {
 		f.held += int64(len(wf)) * 4 // the Go path multiplies by wf itself
 	}
 	w.folded = f

@@ -2565,6 +2565,141 @@ layerNormRowAVX512_out_done:
 	VZEROUPPER
 	RET
 
+// func weightedRowsAVX512(n int, src *float32, offs *int32, w *float32, taps int, out *float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·weightedRowsAVX512(SB), NOSPLIT, $0-48
+	MOVQ n+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ offs+16(FP), BX
+	MOVQ w+24(FP), DX
+	MOVQ taps+32(FP), R8
+	MOVQ out+40(FP), DI
+
+weightedRowsAVX512_v4:
+	CMPQ CX, $0x00000040
+	JB   weightedRowsAVX512_v4_next
+
+	// zero the accumulators
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	XORQ   R9, R9
+
+weightedRowsAVX512_v4_taps:
+	CMPQ R9, R8
+	JAE  weightedRowsAVX512_v4_store
+
+	// acc += w[j]·src[offs[j] + d : …]
+	MOVLQSX      (BX)(R9*4), R10
+	VBROADCASTSS (DX)(R9*4), Z4
+	VFMADD231PS  (SI)(R10*4), Z4, Z0
+	VFMADD231PS  64(SI)(R10*4), Z4, Z1
+	VFMADD231PS  128(SI)(R10*4), Z4, Z2
+	VFMADD231PS  192(SI)(R10*4), Z4, Z3
+	INCQ         R9
+	JMP          weightedRowsAVX512_v4_taps
+
+weightedRowsAVX512_v4_store:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x00000040, CX
+	JMP     weightedRowsAVX512_v4
+
+weightedRowsAVX512_v4_next:
+weightedRowsAVX512_v2:
+	CMPQ CX, $0x00000020
+	JB   weightedRowsAVX512_v2_next
+
+	// zero the accumulators
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	XORQ   R9, R9
+
+weightedRowsAVX512_v2_taps:
+	CMPQ R9, R8
+	JAE  weightedRowsAVX512_v2_store
+
+	// acc += w[j]·src[offs[j] + d : …]
+	MOVLQSX      (BX)(R9*4), R10
+	VBROADCASTSS (DX)(R9*4), Z4
+	VFMADD231PS  (SI)(R10*4), Z4, Z0
+	VFMADD231PS  64(SI)(R10*4), Z4, Z1
+	INCQ         R9
+	JMP          weightedRowsAVX512_v2_taps
+
+weightedRowsAVX512_v2_store:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x00000020, CX
+	JMP     weightedRowsAVX512_v2
+
+weightedRowsAVX512_v2_next:
+weightedRowsAVX512_v1:
+	CMPQ CX, $0x00000010
+	JB   weightedRowsAVX512_v1_next
+
+	// zero the accumulators
+	VXORPS Z0, Z0, Z0
+	XORQ   R9, R9
+
+weightedRowsAVX512_v1_taps:
+	CMPQ R9, R8
+	JAE  weightedRowsAVX512_v1_store
+
+	// acc += w[j]·src[offs[j] + d : …]
+	MOVLQSX      (BX)(R9*4), R10
+	VBROADCASTSS (DX)(R9*4), Z4
+	VFMADD231PS  (SI)(R10*4), Z4, Z0
+	INCQ         R9
+	JMP          weightedRowsAVX512_v1_taps
+
+weightedRowsAVX512_v1_store:
+	VMOVUPS Z0, (DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     weightedRowsAVX512_v1
+
+weightedRowsAVX512_v1_next:
+	TESTQ CX, CX
+	JZ    weightedRowsAVX512_done
+
+	// K1 = lanes < n
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+
+	// zero the accumulators
+	VXORPS Z0, Z0, Z0
+	XORQ   R9, R9
+
+weightedRowsAVX512_tail_taps:
+	CMPQ R9, R8
+	JAE  weightedRowsAVX512_tail_store
+
+	// acc += w[j]·src[offs[j] + d : …]
+	MOVLQSX      (BX)(R9*4), R10
+	VBROADCASTSS (DX)(R9*4), Z4
+	VMOVUPS.Z    (SI)(R10*4), K1, Z5
+	VFMADD231PS  Z5, Z4, Z0
+	INCQ         R9
+	JMP          weightedRowsAVX512_tail_taps
+
+weightedRowsAVX512_tail_store:
+	VMOVUPS Z0, K1, (DI)
+
+weightedRowsAVX512_done:
+	VZEROUPPER
+	RET
+
 // func addAVX2(n int, x *float32, y *float32, out *float32)
 // Requires: AVX, AVX2
 TEXT ·addAVX2(SB), NOSPLIT, $0-32
@@ -3830,5 +3965,103 @@ layerNormRowAVX2_out_tail:
 	VMASKMOVPS   Y8, Y15, (DI)
 
 layerNormRowAVX2_out_done:
+	VZEROUPPER
+	RET
+
+// func weightedRowsAVX2(n int, src *float32, offs *int32, w *float32, taps int, out *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·weightedRowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ n+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ offs+16(FP), BX
+	MOVQ w+24(FP), DX
+	MOVQ taps+32(FP), R8
+	MOVQ out+40(FP), DI
+
+weightedRowsAVX2_v2:
+	CMPQ CX, $0x00000010
+	JB   weightedRowsAVX2_v2_next
+
+	// zero the accumulators
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	XORQ   R9, R9
+
+weightedRowsAVX2_v2_taps:
+	CMPQ R9, R8
+	JAE  weightedRowsAVX2_v2_store
+
+	// acc += w[j]·src[offs[j] + d : …]
+	MOVLQSX      (BX)(R9*4), R10
+	VBROADCASTSS (DX)(R9*4), Y2
+	VFMADD231PS  (SI)(R10*4), Y2, Y0
+	VFMADD231PS  32(SI)(R10*4), Y2, Y1
+	INCQ         R9
+	JMP          weightedRowsAVX2_v2_taps
+
+weightedRowsAVX2_v2_store:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     weightedRowsAVX2_v2
+
+weightedRowsAVX2_v2_next:
+weightedRowsAVX2_v1:
+	CMPQ CX, $0x00000008
+	JB   weightedRowsAVX2_v1_next
+
+	// zero the accumulators
+	VXORPS Y0, Y0, Y0
+	XORQ   R9, R9
+
+weightedRowsAVX2_v1_taps:
+	CMPQ R9, R8
+	JAE  weightedRowsAVX2_v1_store
+
+	// acc += w[j]·src[offs[j] + d : …]
+	MOVLQSX      (BX)(R9*4), R10
+	VBROADCASTSS (DX)(R9*4), Y2
+	VFMADD231PS  (SI)(R10*4), Y2, Y0
+	INCQ         R9
+	JMP          weightedRowsAVX2_v1_taps
+
+weightedRowsAVX2_v1_store:
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     weightedRowsAVX2_v1
+
+weightedRowsAVX2_v1_next:
+	TESTQ CX, CX
+	JZ    weightedRowsAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+
+	// zero the accumulators
+	VXORPS Y0, Y0, Y0
+	XORQ   R9, R9
+
+weightedRowsAVX2_tail_taps:
+	CMPQ R9, R8
+	JAE  weightedRowsAVX2_tail_store
+
+	// acc += w[j]·src[offs[j] + d : …]
+	MOVLQSX      (BX)(R9*4), R10
+	VBROADCASTSS (DX)(R9*4), Y2
+	VMASKMOVPS   (SI)(R10*4), Y15, Y3
+	VFMADD231PS  Y3, Y2, Y0
+	INCQ         R9
+	JMP          weightedRowsAVX2_tail_taps
+
+weightedRowsAVX2_tail_store:
+	VMASKMOVPS Y0, Y15, (DI)
+
+weightedRowsAVX2_done:
 	VZEROUPPER
 	RET

@@ -56,6 +56,11 @@ func softmaxRowAVX512(n int, x *float32, y *float32, scale float32)
 //go:noescape
 func layerNormRowAVX512(n int, x *float32, gamma *float32, beta *float32, y *float32, eps float32)
 
+// weightedRowsAVX512 sets out[d] = Σ_{j<taps} w[j]·src[offs[j]+d] for d < n.
+//
+//go:noescape
+func weightedRowsAVX512(n int, src *float32, offs *int32, w *float32, taps int, out *float32)
+
 // addAVX2 sets out[i] = x[i] + y[i] for i < n.
 //
 //go:noescape
@@ -97,3 +102,8 @@ func softmaxRowAVX2(n int, x *float32, y *float32, scale float32)
 //
 //go:noescape
 func layerNormRowAVX2(n int, x *float32, gamma *float32, beta *float32, y *float32, eps float32)
+
+// weightedRowsAVX2 sets out[d] = Σ_{j<taps} w[j]·src[offs[j]+d] for d < n.
+//
+//go:noescape
+func weightedRowsAVX2(n int, src *float32, offs *int32, w *float32, taps int, out *float32)

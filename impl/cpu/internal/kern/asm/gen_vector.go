@@ -28,6 +28,7 @@ func vectorKernels() {
 		s.expKernel()
 		s.softmaxRow()
 		s.layerNormRow()
+		s.weightedRows() // gen_gather.go
 	}
 }
 
