@@ -53,12 +53,14 @@ func (b *Backend) deformConv2d(dc ops.DeformConv2d, in, out []*tensor) error {
 	}
 	dw := b.deformWeights(dc, in[wi:])
 	pixels, cg, og0, cols := oh*ow, cin/g, o/g, taps*cin
-	rowTile := dw.pbs[0].RowTile()
-	chunk := max(rowTile, deformRows/rowTile*rowTile)
 	workers := b.threads
 	if int64(pixels)*int64(o)*int64(cols) < 1<<18 {
 		workers = 1
 	}
+	// Chunks of about deformRows whole row tiles, as many per worker.
+	rowTile := dw.pbs[0].RowTile()
+	nChunks := workers * ((pixels + workers*deformRows - 1) / (workers * deformRows))
+	chunk := ((pixels+nChunks-1)/nChunks + rowTile - 1) / rowTile * rowTile
 	// Scratch: the channels-last image, then per worker its columns and
 	// one group's GEMM result.
 	per := chunk*cols + chunk*og0
@@ -122,12 +124,7 @@ func (b *Backend) deformConv2d(dc ops.DeformConv2d, in, out []*tensor) error {
 						epi.Bias = dw.bias[gw*og0 : (gw+1)*og0]
 					}
 					kern.SgemmPackedEpi(rows, col[gw*taps*cg:], cols, dw.pbs[gw], res, og0, epi, 0, og0)
-					for oc := 0; oc < og0; oc++ {
-						dst := yImg[(gw*og0+oc)*pixels+p0 : (gw*og0+oc)*pixels+p1]
-						for i := range dst {
-							dst[i] = res[i*og0+oc]
-						}
-					}
+					transpose(rows, og0, res, og0, yImg[gw*og0*pixels+p0:], pixels)
 				}
 			}
 		})
@@ -162,23 +159,33 @@ func bilinearCorners(sy, sx float32, h, w, c int, m float32, offs *[4]int32, wts
 	return n
 }
 
-// transposeToChannelsLast writes src [c, n] as dst [n, c], in 32×32 blocks.
+// transposeToChannelsLast writes src [c, n] as dst [n, c], pixel blocks
+// split between workers.
 func transposeToChannelsLast(threads, c, n int, src, dst []float32) {
-	const blk = 32
-	parallelFor(threads, (n+blk-1)/blk, 8, func(lo, hi int) {
-		for p0 := lo * blk; p0 < min(hi*blk, n); p0 += blk {
-			p1 := min(p0+blk, n)
-			for c0 := 0; c0 < c; c0 += blk {
-				c1 := min(c0+blk, c)
-				for ch := c0; ch < c1; ch++ {
-					s := src[ch*n+p0 : ch*n+p1]
-					for i, v := range s {
-						dst[(p0+i)*c+ch] = v
-					}
+	const blk = 64
+	parallelFor(threads, (n+blk-1)/blk, 4, func(lo, hi int) {
+		p0, p1 := lo*blk, min(hi*blk, n)
+		transpose(c, p1-p0, src[p0:], n, dst[p0*c:], c)
+	})
+}
+
+// transpose writes the rows×cols matrix src (row stride lds) as dst
+// (cols×rows, row stride ldd): dst[j·ldd + i] = src[i·lds + j], in 16×16
+// tiles so that both sides are touched a cache line at a time.
+func transpose(rows, cols int, src []float32, lds int, dst []float32, ldd int) {
+	const t = 16
+	for i0 := 0; i0 < rows; i0 += t {
+		i1 := min(i0+t, rows)
+		for j0 := 0; j0 < cols; j0 += t {
+			j1 := min(j0+t, cols)
+			for i := i0; i < i1; i++ {
+				row := src[i*lds+j0 : i*lds+j1]
+				for j, v := range row {
+					dst[(j0+j)*ldd+i] = v
 				}
 			}
 		}
-	})
+	}
 }
 
 // deformWeights returns the weight of each group reordered to
