@@ -10,9 +10,10 @@ inputs and weights), then run under ``torch.inference_mode()`` with ``torch.set_
 repeats the call until ``--min-sample-ms`` has passed and records the mean; the iteration count says how many),
 so the file keeps the whole distribution for benchstat / ``vitbench report``.
 
-Per line: ns/op (``time.perf_counter_ns`` around one forward call), GFLOP/s = 2*MACs/ns (omitted
-when MACs = 0), GB/s = bytes/ns with bytes = 4*(input + weight + output elements), and MACs/op
-(patch_embed: B*N*E*C*ph*pw; soft_split: 0).  The file is written atomically.
+Per line: ns/op (``time.perf_counter_ns`` around one forward call with all the case's inputs),
+GFLOP/s = 2*MACs/ns (omitted when MACs = 0), GB/s = bytes/ns with bytes = 4*(input + weight +
+output elements), and MACs/op (``cases.macs``: patch_embed B*N*E*C*ph*pw; soft_split 0;
+ms_deform_attn_core N*Lq*M*L*P*D*5; ...).  The file is written atomically.
 """
 
 import argparse
@@ -31,7 +32,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from vitbench_ref import cases as C  # noqa: E402
-from vitbench_ref.export import materialize  # noqa: E402
+from vitbench_ref.export import materialize, module_args  # noqa: E402
 
 GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i686": "386",
           "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64"}
@@ -106,15 +107,15 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0):
     records the mean, exactly as ``vitbench bench -min-sample`` does, so short cases are not
     dominated by timer and scheduler noise."""
     module, inputs, weights, (ins, ws, outs), _ = materialize(case, seed)
-    x = torch.from_numpy(inputs["x"])
+    args = module_args(inputs)  # every input, in the op's order (padding_mask as bool)
     samples = []
     with torch.inference_mode():
         for _ in range(warmup):
-            module(x)
+            module(*args)
         for _ in range(count):
             runs, t0 = 0, time.perf_counter_ns()
             while True:
-                module(x)
+                module(*args)
                 runs += 1
                 elapsed = time.perf_counter_ns() - t0
                 if elapsed >= min_sample_ns:

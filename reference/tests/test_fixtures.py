@@ -1,6 +1,7 @@
 """The committed fixtures/: case.json agrees with the case rules, MANIFEST.sha256 matches, and
-every stored output equals an independent recomputation from the synthesized inputs/weights.
-Also exercises the exporter on a user-defined --case-json case."""
+every stored output (or its stored sample, ``sampled_outputs``) equals an independent
+recomputation from the synthesized and stored inputs/weights.  Also exercises the exporter on
+user-defined --case-json cases."""
 
 import hashlib
 import json
@@ -18,12 +19,13 @@ from vitbench_ref import cases as C
 from vitbench_ref import export as E
 from vitbench_ref.modules import (attention_float64, avg_pool_float64, block_float64, conv_bn_act_float64,
                                   fold_float64, layernorm_float64, patch_embed_gemm, soft_split_loops,
-                                  t2t_float64, token_layer_float64, vit_float64)
+                                  t2t_float64, token_layer_float64, vit_float64, ms_deform_sample_float64,
+                                  ms_deform_attn_float64, deform_conv2d_float64)
 from vitbench_ref.synth import synth
 
 torch.set_num_threads(2)
 TOL = {"exact": (0.0, 0.0, 0.0), "elementwise": (1.3e-6, 1e-5, 1e-10), "gemm": (1e-3, 1e-3, 5e-4),
-       "network": (1e-2, 1e-2, 2e-3)}
+       "network": (1e-2, 1e-2, 2e-3), "sampling": (1e-4, 1e-4, 1e-10)}
 
 
 def case_dirs(root):
@@ -33,15 +35,38 @@ def case_dirs(root):
             yield r
 
 
-def recompute(doc):
-    """Return (independent reference output, second reference) for a case.json dict."""
+def recompute(doc, stored=None):
+    """Return (independent reference output, second reference) for a case.json dict; ``stored``
+    holds the arrays of inputs.npz (the inputs that are not synthesized)."""
     arrays = {}
     seed = doc["synth"]["seed"]
     for group in ("inputs", "weights"):
         for name, shape in doc[group].items():
+            if stored and name in stored:
+                arrays[name] = torch.from_numpy(stored[name])
+                continue
             spec = doc["synth"]["arrays"][name]
             arrays[name] = torch.from_numpy(synth(seed, name, shape, spec["center"], spec["scale"]))
     p = doc["params"]
+    if doc["op"] in ("ms_deform_attn_core", "ms_deform_attn", "deform_conv2d"):
+        np_a = {k: v.numpy() for k, v in arrays.items()}
+        if doc["op"] == "ms_deform_attn_core":
+            loops = ms_deform_sample_float64(np_a["value"], p["spatial_shapes"], np_a["sampling_locations"],
+                                             np_a["attention_weights"])
+        elif doc["op"] == "ms_deform_attn":
+            loops = ms_deform_attn_float64(np_a["query"], np_a["reference_points"], np_a["input_flatten"],
+                                           np_a.get("padding_mask"), {k: np_a[k] for k in doc["weights"]}, p)
+        else:
+            loops = deform_conv2d_float64(np_a["x"], np_a["offset"], np_a.get("mask"), np_a["weight"],
+                                          np_a.get("bias"), p)
+        module = C.build_module(doc["op"], p)
+        if doc["weights"]:
+            module.load_state_dict({k: arrays[k] for k in doc["weights"]}, strict=True)
+        with torch.no_grad():
+            # case.json's keys are sorted; the argument order is the op kind's (cases.shapes).
+            order = C.shapes(doc["op"], p, doc["batch"])[0]
+            second = module.eval()(*E.module_args({k: np_a[k] for k in order}))
+        return loops, second.double()
     x = arrays["x"]
     if doc["op"] == "patch_embed":
         w, b = arrays["proj.weight"], arrays.get("proj.bias")
@@ -117,26 +142,38 @@ def check_dir(tc, root, d):
         doc = json.load(f)
     tc.assertEqual(doc["format_version"], 1)
     tc.assertEqual(os.path.relpath(d, root).replace(os.sep, "/"), doc["name"])
-    norm = C.check_case({k: doc[k] for k in ("name", "op", "params", "batch")})
+    norm = C.check_case({k: doc[k] for k in ("name", "op", "params", "batch", "sampled_outputs") if k in doc})
     tc.assertEqual(norm["params"], doc["params"])
+    sampled = norm.get("sampled_outputs", {})
     ins, ws, outs = C.shapes(doc["op"], doc["params"], doc["batch"])
     tc.assertEqual((ins, ws, outs), (doc["inputs"], doc["weights"], doc["outputs"]))
     tc.assertEqual(doc["tolerance"], C.TOLERANCE[doc["op"]])
-    tc.assertEqual(set(doc["synth"]["arrays"]), set(ins) | set(ws))
+    stored_in = {}
+    if os.path.exists(os.path.join(d, "inputs.npz")):
+        with np.load(os.path.join(d, "inputs.npz")) as z:
+            stored_in = {k: z[k] for k in z.files}
+    for k, a in stored_in.items():
+        tc.assertIn(k, ins)
+        tc.assertEqual((a.dtype, list(a.shape)), (np.dtype("<f4"), ins[k]))
+    tc.assertFalse(set(stored_in) & set(doc["synth"]["arrays"]))
+    tc.assertEqual(set(doc["synth"]["arrays"]) | set(stored_in), set(ins) | set(ws))
     with zipfile.ZipFile(os.path.join(d, "outputs.npz")) as zf:
         tc.assertEqual(sorted(zf.namelist()), sorted(k + ".npy" for k in outs))
     with np.load(os.path.join(d, "outputs.npz")) as z:
         stored = {k: z[k] for k in outs}
     for k, out in stored.items():
         tc.assertEqual(out.dtype, np.dtype("<f4"))
-        tc.assertEqual(list(out.shape), outs[k])
-    refs = recompute(doc)
+        want = C.sampled_shape(outs[k], sampled[k]) if k in sampled else outs[k]
+        tc.assertEqual(list(out.shape), want)
+    refs = recompute(doc, stored_in)
     rtol, atol, nmse_max = TOL[doc["tolerance"]]
     for ref_set in refs:
         if not isinstance(ref_set, dict):
             ref_set = {"out": ref_set}
         for k, ref in ref_set.items():
             ref = ref.numpy() if hasattr(ref, "numpy") else ref
+            if k in sampled:
+                ref = C.sample_output(ref, sampled[k])
             out = stored[k]
             err = np.abs(out.astype(np.float64) - ref)
             tc.assertTrue(np.all(err <= atol + rtol * np.abs(ref)), "%s %s" % (doc["name"], k))
@@ -211,6 +248,43 @@ class TestExporterUserCase(unittest.TestCase):
                 check_manifest(self, os.path.join(tmp, sub))
             with open(os.path.join(tmp, "a", "MANIFEST.sha256")) as fa, open(os.path.join(tmp, "b", "MANIFEST.sha256")) as fb:
                 self.assertEqual(fa.read(), fb.read())
+
+    def test_case_json_sampled_outputs(self):
+        user = {"name": "ms_deform_attn_core/user_sampled", "op": "ms_deform_attn_core", "batch": 2,
+                "params": {"queries": 11, "heads": 2, "head_dim": 3, "points": 2, "spatial_shapes": [[3, 5], [2, 2]]},
+                "sampled_outputs": {"out": {"axis": 1, "step": 4}}}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "user.json")
+            with open(path, "w") as f:
+                json.dump(user, f)
+            out = os.path.join(tmp, "fx")
+            self.assertEqual(E.main(["--out", out, "--case-json", path, "-q"]), 0)
+            d = os.path.join(out, "ms_deform_attn_core", "user_sampled")
+            with open(os.path.join(d, "case.json")) as f:
+                doc = json.load(f)
+            self.assertEqual(doc["outputs"]["out"], [2, 11, 6])  # the full shape
+            self.assertEqual(doc["sampled_outputs"], user["sampled_outputs"])
+            self.assertEqual(doc["params"]["level_start_index"], [0, 15])
+            self.assertEqual(doc["tolerance"], "sampling")
+            self.assertFalse(os.path.exists(os.path.join(d, "inputs.npz")))
+            case = C.check_case(user)
+            module, inputs, _, _, _ = E.materialize(case, 1)
+            full = E.run_reference(module, inputs)["out"]
+            with np.load(os.path.join(d, "outputs.npz")) as z:
+                np.testing.assert_array_equal(z["out"], full[:, [0, 4, 8]])
+            check_dir(self, out, d)
+            check_manifest(self, out)
+
+    def test_case_json_bad_sampled_outputs(self):
+        base = {"name": "deform_conv2d/bad", "op": "deform_conv2d",
+                "params": {"in_chans": 2, "out_chans": 2, "img_size": 4, "kernel_size": 3}}
+        for bad in ({"logits": {"axis": 1, "step": 2}}, {"out": {"axis": 4, "step": 2}},
+                    {"out": {"axis": 1, "step": 0}}, {"out": {"axis": 1}}, {"out": {"axis": 1, "step": 2, "x": 1}}):
+            with self.subTest(bad=bad), tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "bad.json")
+                with open(path, "w") as f:
+                    json.dump(dict(base, sampled_outputs=bad), f)
+                self.assertEqual(E.main(["--out", os.path.join(tmp, "fx"), "--case-json", path, "-q"]), 2)
 
     def test_rejects_unknown_param(self):
         with tempfile.TemporaryDirectory() as tmp:

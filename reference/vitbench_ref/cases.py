@@ -18,6 +18,10 @@ with open(BUILTIN_JSON, encoding="utf-8") as _f:
     BUILTIN = json.load(_f)
 CASES = [{k: c[k] for k in ("name", "op", "params", "batch")} for c in BUILTIN]
 FIXTURE = {c["name"]: c.get("fixture", True) for c in BUILTIN}
+# case name -> {output name: {"axis": A, "step": K}} for the built-in cases whose fixture stores only
+# every K-th index along axis A of an output (np.take(out, range(0, n, K), axis=A), axis counted with
+# the batch dimension); case.json repeats the entry and still declares the full output shape.
+SAMPLED = {c["name"]: c["sampled_outputs"] for c in BUILTIN if "sampled_outputs" in c}
 
 # op kind -> {param: default}; None marks a required parameter.  Pair-valued params are listed in PAIRS.
 PARAMS = {
@@ -44,6 +48,14 @@ PARAMS = {
     # bias defaults to "not bn" (a conv before BatchNorm has none); bn_eps is kept only with bn.
     "conv2d": {"in_chans": None, "out_chans": None, "img_size": None, "kernel_size": None, "stride": 1,
                "padding": 0, "dilation": 1, "bias": "auto", "bn": False, "bn_eps": 1e-5, "relu": False},
+    # spatial_shapes: list of [H, W] per level; level_start_index defaults to [0, cumsum(H*W)[:-1]]
+    # and must equal it when given; head_dim of ms_deform_attn defaults to d_model // heads.
+    "ms_deform_attn_core": {"queries": None, "heads": None, "head_dim": None, "points": None,
+                            "spatial_shapes": None, "level_start_index": "auto"},
+    "ms_deform_attn": {"queries": None, "d_model": None, "heads": None, "points": None, "spatial_shapes": None,
+                       "level_start_index": "auto", "head_dim": "auto", "ref_dims": 2, "padding_mask": False},
+    "deform_conv2d": {"in_chans": None, "out_chans": None, "img_size": None, "kernel_size": None, "stride": 1,
+                      "padding": 0, "dilation": 1, "groups": 1, "offset_groups": 1, "bias": True, "mask": True},
 }
 PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation"}
 # Params that stay a single integer even though other op kinds take a pair for the name.
@@ -51,7 +63,8 @@ SCALAR = {("vit", "patch_size")}
 TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv2d": "gemm",
              "layernorm": "elementwise", "mhsa": "gemm", "block": "gemm", "fold": "elementwise",
              "avg_pool2d": "elementwise", "vit": "network", "token_transformer": "gemm",
-             "token_performer": "gemm", "t2t_module": "gemm", "t2t_vit": "network"}
+             "token_performer": "gemm", "t2t_module": "gemm", "t2t_vit": "network",
+             "ms_deform_attn_core": "sampling", "ms_deform_attn": "sampling", "deform_conv2d": "sampling"}
 KIND = {"vit": "network", "t2t_vit": "network"}  # every other op kind is a component
 MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "soft_split": "reference.vitbench_ref.modules.SoftSplit",
@@ -66,8 +79,12 @@ MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "fold": "reference.vitbench_ref.modules.Fold",
                "avg_pool2d": "torch.nn.AvgPool2d",
                "mhsa": "reference.vitbench_ref.modules.Attention",
-               "block": "reference.vitbench_ref.modules.Block"}
-BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe"}
+               "block": "reference.vitbench_ref.modules.Block",
+               "ms_deform_attn_core": "reference.vitbench_ref.modules.MSDeformAttnCore",
+               "ms_deform_attn": "reference.vitbench_ref.modules.MSDeformAttn",
+               "deform_conv2d": "reference.vitbench_ref.modules.DeformConv2d"}
+BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe",
+         "mask", "padding_mask"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale", "kernel_ratio"}
 
 
@@ -97,7 +114,19 @@ def normalize_params(op, params):
             v = params[key]
         if key == "stride" and v == "kernel":
             v = params["kernel_size"]
-        if key in PAIRS and (op, key) not in SCALAR:
+        if key == "spatial_shapes":
+            v = _spatial_shapes(op, v)
+        elif key == "level_start_index":
+            if v != "auto":
+                if not isinstance(v, list):
+                    raise ValueError("%s: level_start_index must be a list of integers" % op)
+                v = [_as_int(i, "level_start_index") for i in v]
+        elif key == "head_dim" and v == "auto":
+            v = None  # filled in below from d_model and heads
+        elif key == "ref_dims":
+            if _as_int(v, key) not in (2, 4):
+                raise ValueError("%s: ref_dims must be 2 or 4, got %r" % (op, v))
+        elif key in PAIRS and (op, key) not in SCALAR:
             if isinstance(v, list):
                 if len(v) != 2:
                     raise ValueError("%s: %s must be an int or [h, w]" % (op, key))
@@ -134,7 +163,55 @@ def normalize_params(op, params):
         if "bn_eps" in params:
             raise ValueError("conv2d: bn_eps needs bn")
         del out["bn_eps"]
+    if op in ("ms_deform_attn_core", "ms_deform_attn"):
+        expected = modules.level_start_index(out["spatial_shapes"])
+        if out["level_start_index"] == "auto":
+            out["level_start_index"] = expected
+        elif out["level_start_index"] != expected:
+            raise ValueError("%s: level_start_index %r does not match spatial_shapes (expected %r)"
+                             % (op, out["level_start_index"], expected))
+    if op == "ms_deform_attn":
+        d, m = out["d_model"], out["heads"]
+        if d % m:
+            raise ValueError("ms_deform_attn: d_model %d is not a multiple of heads %d" % (d, m))
+        if out["head_dim"] is None:
+            out["head_dim"] = d // m
+        elif m * out["head_dim"] != d:
+            raise ValueError("ms_deform_attn: heads %d * head_dim %d != d_model %d" % (m, out["head_dim"], d))
+    if op == "deform_conv2d":
+        for key in ("in_chans", "out_chans"):
+            if out[key] % out["groups"]:
+                raise ValueError("deform_conv2d: %s %d is not a multiple of groups %d" % (key, out[key], out["groups"]))
+        if out["in_chans"] % out["offset_groups"]:
+            raise ValueError("deform_conv2d: in_chans %d is not a multiple of offset_groups %d"
+                             % (out["in_chans"], out["offset_groups"]))
+        ho, wo = conv_out(out)
+        if ho < 1 or wo < 1:
+            raise ValueError("deform_conv2d: no output pixel (Ho=%d, Wo=%d)" % (ho, wo))
     return out
+
+
+def _spatial_shapes(op, v):
+    """Validate a ``spatial_shapes`` param: a non-empty list of [H, W] pairs of positive ints."""
+    if not isinstance(v, list) or not v:
+        raise ValueError("%s: spatial_shapes must be a non-empty list of [H, W] pairs" % op)
+    out = []
+    for hw in v:
+        if not isinstance(hw, list) or len(hw) != 2:
+            raise ValueError("%s: spatial_shapes entries must be [H, W] pairs, got %r" % (op, hw))
+        h, w = _as_int(hw[0], "spatial_shapes"), _as_int(hw[1], "spatial_shapes")
+        if h < 1 or w < 1:
+            raise ValueError("%s: spatial_shapes entry out of range: %r" % (op, hw))
+        out.append([h, w])
+    return out
+
+
+def conv_out(p):
+    """(Ho, Wo) of a convolution-like op with pair params img_size, kernel_size, stride, padding,
+    dilation: (H + 2p - d*(k-1) - 1) // s + 1."""
+    (h, w), (kh, kw) = p["img_size"], p["kernel_size"]
+    (sh, sw), (ph, pw), (dh, dw) = p["stride"], p["padding"], p["dilation"]
+    return (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
 
 
 def pool_out(size, k, s, p, ceil):
@@ -281,6 +358,34 @@ def shapes(op, p, batch):
             weights.update({"norm2.weight": [e], "norm2.bias": [e], "mlp.fc1.weight": [h, e], "mlp.fc1.bias": [h],
                             "mlp.fc2.weight": [e, h], "mlp.fc2.bias": [e]})
         return ({"x": [b, t, e]}, weights, {"out": [b, t, e]})
+    if op in ("ms_deform_attn_core", "ms_deform_attn"):
+        shp = p["spatial_shapes"]
+        s_, nl, lq, m, pts = sum(h * w for h, w in shp), len(shp), p["queries"], p["heads"], p["points"]
+        if op == "ms_deform_attn_core":
+            d = p["head_dim"]
+            return ({"value": [b, s_, m, d], "sampling_locations": [b, lq, m, nl, pts, 2],
+                     "attention_weights": [b, lq, m, nl, pts]}, {}, {"out": [b, lq, m * d]})
+        d = p["d_model"]
+        inputs = {"query": [b, lq, d], "reference_points": [b, lq, nl, p["ref_dims"]], "input_flatten": [b, s_, d]}
+        if p["padding_mask"]:
+            inputs["padding_mask"] = [b, s_]
+        weights = {"sampling_offsets.weight": [m * nl * pts * 2, d], "sampling_offsets.bias": [m * nl * pts * 2],
+                   "attention_weights.weight": [m * nl * pts, d], "attention_weights.bias": [m * nl * pts],
+                   "value_proj.weight": [d, d], "value_proj.bias": [d],
+                   "output_proj.weight": [d, d], "output_proj.bias": [d]}
+        return inputs, weights, {"out": [b, lq, d]}
+    if op == "deform_conv2d":
+        ho, wo = conv_out(p)
+        if ho < 1 or wo < 1:
+            raise ValueError("deform_conv2d: no output pixel (Ho=%d, Wo=%d)" % (ho, wo))
+        (h, w), (kh, kw), g = p["img_size"], p["kernel_size"], p["offset_groups"]
+        inputs = {"x": [b, p["in_chans"], h, w], "offset": [b, 2 * g * kh * kw, ho, wo]}
+        if p["mask"]:
+            inputs["mask"] = [b, g * kh * kw, ho, wo]
+        weights = {"weight": [p["out_chans"], p["in_chans"] // p["groups"], kh, kw]}
+        if p["bias"]:
+            weights["bias"] = [p["out_chans"]]
+        return inputs, weights, {"out": [b, p["out_chans"], ho, wo]}
     if op == "gemm":
         m, n, k = p["m"], p["n"], p["k"]
         weights = {"weight": [n, k] if p["trans_b"] else [k, n]}
@@ -325,12 +430,32 @@ def build_module(op, p):
     if op == "conv2d":
         return modules.ConvBNAct(p["in_chans"], p["out_chans"], p["kernel_size"], p["stride"], p["padding"],
                                  p["dilation"], p["bias"], p["bn"], p.get("bn_eps", 1e-5), p["relu"])
+    if op == "ms_deform_attn_core":
+        return modules.MSDeformAttnCore(p["spatial_shapes"])
+    if op == "ms_deform_attn":
+        return modules.MSDeformAttn(p["d_model"], p["heads"], p["points"], p["spatial_shapes"], p["head_dim"])
+    if op == "deform_conv2d":
+        return modules.DeformConv2d(p["in_chans"], p["out_chans"], p["kernel_size"], p["stride"], p["padding"],
+                                    p["dilation"], p["groups"], p["bias"])
     raise ValueError("unknown op kind %r" % op)
 
 
 def macs(op, p, batch):
     """Multiply-accumulates of one forward pass: patch_embed B*N*E*C*ph*pw; soft_split 0;
-    gemm B*M*N*K."""
+    gemm B*M*N*K; ms_deform_attn_core N*Lq*M*L*P*D*5 (a bilinear sample counted as 5 MACs per
+    channel); ms_deform_attn adds its four Linears; deform_conv2d B*Cout*Ho*Wo*(Cin/groups)*kh*kw."""
+    if op in ("ms_deform_attn_core", "ms_deform_attn"):
+        nl, lq, m, pts = len(p["spatial_shapes"]), p["queries"], p["heads"], p["points"]
+        core = batch * lq * m * nl * pts * p["head_dim"] * 5
+        if op == "ms_deform_attn_core":
+            return core
+        d, s_ = p["d_model"], sum(h * w for h, w in p["spatial_shapes"])
+        return (batch * s_ * d * d + batch * lq * d * (m * nl * pts * 2) + batch * lq * d * (m * nl * pts)
+                + batch * lq * d * d + core)
+    if op == "deform_conv2d":
+        ho, wo = conv_out(p)
+        kh, kw = p["kernel_size"]
+        return batch * p["out_chans"] * ho * wo * (p["in_chans"] // p["groups"]) * kh * kw
     if op == "patch_embed":
         _, _, out = shapes(op, p, batch)
         b, n, e = out["out"]
@@ -379,12 +504,46 @@ def macs(op, p, batch):
     return 0
 
 
+def check_sampled(op, params, batch, sampled):
+    """Validate a ``sampled_outputs`` entry {output name: {"axis": A, "step": K}} against the
+    (normalised) case: known output names, 0 <= A < ndim (axis counted with the batch dimension),
+    K >= 1, no other keys.  Returns it unchanged."""
+    if not isinstance(sampled, dict) or not sampled:
+        raise ValueError("sampled_outputs must be a non-empty object {output: {axis, step}}")
+    outs = shapes(op, params, batch)[2]
+    for name, spec in sampled.items():
+        if name not in outs:
+            raise ValueError("sampled_outputs: %r is not an output of %s (outputs: %s)" % (name, op, sorted(outs)))
+        if not isinstance(spec, dict) or sorted(spec) != ["axis", "step"]:
+            raise ValueError("sampled_outputs[%r] must be {\"axis\": A, \"step\": K}" % name)
+        axis, step = _as_int(spec["axis"], "sampled_outputs axis"), _as_int(spec["step"], "sampled_outputs step")
+        if not 0 <= axis < len(outs[name]):
+            raise ValueError("sampled_outputs[%r]: axis %d out of range for shape %s" % (name, axis, outs[name]))
+        if step < 1:
+            raise ValueError("sampled_outputs[%r]: step must be >= 1" % name)
+    return sampled
+
+
+def sampled_shape(shape, spec):
+    """The shape of the stored sample of an output of ``shape``: ceil(n / K) along the axis."""
+    out = list(shape)
+    out[spec["axis"]] = len(range(0, out[spec["axis"]], spec["step"]))
+    return out
+
+
+def sample_output(arr, spec):
+    """The stored part of an output: indices 0, K, 2K, ... along ``spec["axis"]``."""
+    import numpy as np
+    return np.take(arr, np.arange(0, arr.shape[spec["axis"]], spec["step"]), axis=spec["axis"])
+
+
 def check_case(case):
-    """Validate a case dict {name, op, params, batch}; return a copy with normalised params."""
+    """Validate a case dict {name, op, params, batch[, sampled_outputs]}; return a copy with
+    normalised params (and ``sampled_outputs`` when given)."""
     missing = [k for k in ("name", "op", "params") if k not in case]
     if missing:
         raise ValueError("case is missing %s" % missing)
-    extra = sorted(set(case) - {"name", "op", "params", "batch"})
+    extra = sorted(set(case) - {"name", "op", "params", "batch", "sampled_outputs"})
     if extra:
         raise ValueError("case has unknown keys %s" % extra)
     name = case["name"]
@@ -394,13 +553,15 @@ def check_case(case):
     batch = _as_int(case.get("batch", 1), "batch")
     if batch < 1:
         raise ValueError("batch must be >= 1")
-    return {"name": name, "op": case["op"], "params": normalize_params(case["op"], case["params"]),
-            "batch": batch}
+    out = {"name": name, "op": case["op"], "params": normalize_params(case["op"], case["params"]), "batch": batch}
+    if "sampled_outputs" in case:
+        out["sampled_outputs"] = check_sampled(out["op"], out["params"], batch, case["sampled_outputs"])
+    return out
 
 
 def select(regex=None, fixtures_only=False):
     """Return the built-in cases (normalised) whose name matches ``regex`` (re.search); with
     ``fixtures_only``, only those that have a committed fixture."""
     pat = re.compile(regex) if regex else None
-    return [check_case(c) for c in CASES if (pat is None or pat.search(c["name"]))
-            and (FIXTURE[c["name"]] or not fixtures_only)]
+    return [check_case(dict(c, sampled_outputs=SAMPLED[c["name"]]) if c["name"] in SAMPLED else c)
+            for c in CASES if (pat is None or pat.search(c["name"])) and (FIXTURE[c["name"]] or not fixtures_only)]

@@ -104,10 +104,25 @@ def synth(seed, name, shape, center=0.0, scale=1.0):
     return out.reshape(shape)
 
 
+# Inputs whose default (center, scale) is not (0, 1), by input name.
+INPUT_ROLES = {"sampling_locations": (0.5, 0.6), "attention_weights": (0.5, 0.5), "reference_points": (0.5, 0.5),
+               "offset": (0.0, 2.0), "mask": (0.5, 0.5), "padding_mask": (0.0, 0.0)}
+
+
 def default_role(name, shape, is_input):
     """Return the exporter's default ``(center, scale)`` for an array, by the FORMAT.md role table.
 
-    - inputs (images / activations): (0, 1)
+    Inputs, by name (deformable sampling inputs have a role of their own):
+
+    - ``sampling_locations`` (normalized [0, 1] positions): (0.5, 0.6), i.e. [-0.1, 1.1], some
+      samples outside the map
+    - ``attention_weights``, ``reference_points``, ``mask`` (DCNv2 modulation): (0.5, 0.5)
+    - ``offset`` (deform_conv2d pixel offsets): (0, 2)
+    - ``padding_mask``: (0, 0), all zeros = no padding
+    - any other input (images / activations): (0, 1)
+
+    Weights (``is_input`` false), by name:
+
     - name ends in ``weight`` with >= 2 dims (Linear / conv weight): (0, 1/sqrt(fan_in)),
       fan_in = product of all dims but the first
     - name ends in ``weight`` with 1 dim (norm scale): (1, 0.1)
@@ -117,7 +132,7 @@ def default_role(name, shape, is_input):
     - anything else (tokens, embeddings, running means): (0, 0.02)
     """
     if is_input:
-        return 0.0, 1.0
+        return INPUT_ROLES.get(name, (0.0, 1.0))
     if name.endswith("weight"):
         if len(shape) >= 2:
             fan_in = 1

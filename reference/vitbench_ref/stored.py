@@ -1,0 +1,143 @@
+"""Stored (not synthesized) inputs of a few built-in cases, built deterministically with NumPy.
+
+The generator of FORMAT.md draws uniform values, which almost never land exactly on the edges of
+a bilinear sampler, and it cannot make a padding mask shaped like a padded batch.  For the cases
+listed in ``STORED`` the exporter writes the named inputs to ``inputs.npz`` instead (they are
+left out of ``case.json``'s ``synth.arrays``); the case's other inputs stay synthesized.
+
+- ``ms_deform_attn_core/borders``: ``sampling_locations`` whose pixel coordinate
+  ``loc*size - 0.5`` (x with the level's W, y with its H) is exactly -1, size, 0 and size-1, each
+  also +-1e-3 px, plus locations -0.3 and 1.4 (far outside) and exactly 0 and 1; mixed with
+  in-range values so that x is on an edge while y is inside, y on an edge while x is inside, and
+  both on edges (REFERENCE.md 4.6's in-range test and per-corner zero).  With the levels
+  [[6, 4], [3, 2]] the x values are exact in float32 (W = 4, 2 are powers of two); the y values of
+  H = 6, 3 are the nearest float32.
+- ``ms_deform_attn/ref4_mask_b2``, ``ms_deform_attn/hd71_mask``: ``padding_mask`` as a padded
+  batch makes it: image i has a valid height/width ratio (vh, vw); on each level (H, W) the rows
+  >= ceil(vh*H) and the columns >= ceil(vw*W) are padding (1.0), the rest 0.0 (flattened
+  row-major per level, levels concatenated).
+- ``deform_conv2d/borders``: ``offset`` (dy, dx) chosen so that the sampling points
+  (oy*sh - ph + i*dh + dy, ox*sw - pw + j*dw + dx) land exactly on y = -1, H, H-1, 0 and
+  x = -1, W, W-1, 0 (each also +-1e-3), half a pixel outside, well outside, and inside on
+  integer and half-integer positions (REFERENCE.md 5.1's range test and per-corner zero).
+
+Every builder is generic in the case's shapes (a different batch works too) and draws from
+``numpy.random.default_rng`` with a fixed seed, so the arrays are the same on every run.
+"""
+
+from fractions import Fraction
+import math
+
+import numpy as np
+
+SEED = 20240601
+
+
+def _structured_pairs(xs_edge, xs_in, ys_edge, ys_in, n, rng):
+    """``n`` (x, y) pairs: every edge x with an inside y, every edge y with an inside x, edge x with
+    edge y, then random pairs over all candidates; shuffled."""
+    pairs = [(x, rng.choice(ys_in)) for x in xs_edge]
+    pairs += [(rng.choice(xs_in), y) for y in ys_edge]
+    pairs += list(zip(xs_edge, rng.permutation(ys_edge)))
+    all_x, all_y = list(xs_edge) + list(xs_in), list(ys_edge) + list(ys_in)
+    while len(pairs) < n:
+        pairs.append((rng.choice(all_x), rng.choice(all_y)))
+    pairs = np.array(pairs, dtype=np.float64)
+    return pairs[rng.permutation(len(pairs))[:n]]
+
+
+def _edge_locs(size):
+    """Normalized locations of the sampler's edge cases for a level of extent ``size``."""
+    out = []
+    for pix in (-1, size, 0, size - 1):
+        for eps in (0.0, -1e-3, 1e-3):
+            out.append((pix + 0.5 + eps) / size)
+    return out + [-0.3, 1.4, 0.0, 1.0]
+
+
+def border_locations(params, batch, shape):
+    """``sampling_locations [N, Lq, M, L, P, 2]`` hitting the edge cases on every level."""
+    rng = np.random.default_rng(SEED)
+    n, lq, m, nl, pts, _ = shape
+    loc = np.empty(shape, dtype=np.float64)
+    for lid, (h, w) in enumerate(params["spatial_shapes"]):
+        count = n * lq * m * pts
+        pairs = _structured_pairs(_edge_locs(w), rng.uniform(0.1, 0.9, 8), _edge_locs(h), rng.uniform(0.1, 0.9, 8),
+                                  count, rng)
+        loc[:, :, :, lid] = pairs.reshape(n, lq, m, pts, 2)
+    return loc.astype(np.float32)
+
+
+# Valid (height, width) ratios per image of the padded-batch cases (image i uses entry i mod len).
+VALID_RATIOS = {"ms_deform_attn/ref4_mask_b2": [("0.75", "0.6"), ("1.0", "0.45")],
+                "ms_deform_attn/hd71_mask": [("0.7", "0.8")]}
+
+
+def padding_mask(name):
+    """Builder of ``padding_mask [N, S]`` for the case ``name`` (ratios in ``VALID_RATIOS``)."""
+    def build(params, batch, shape):
+        ratios = VALID_RATIOS[name]
+        out = np.zeros(shape, dtype=np.float32)
+        for i in range(shape[0]):
+            vh, vw = (Fraction(r) for r in ratios[i % len(ratios)])
+            levels = []
+            for h, w in params["spatial_shapes"]:
+                lvl = np.zeros((h, w), dtype=np.float32)
+                lvl[math.ceil(vh * h):, :] = 1.0
+                lvl[:, math.ceil(vw * w):] = 1.0
+                levels.append(lvl.reshape(-1))
+            out[i] = np.concatenate(levels)
+        return out
+    return build
+
+
+def border_offsets(params, batch, shape):
+    """``offset [B, 2*G*kh*kw, Ho, Wo]`` putting deform_conv2d's sampling points on the edges."""
+    rng = np.random.default_rng(SEED + 1)
+    b, _, ho, wo = shape
+    (h, w), (kh, kw) = params["img_size"], params["kernel_size"]
+    (sh, sw), (ph, pw), (dh, dw) = params["stride"], params["padding"], params["dilation"]
+    g = params["offset_groups"]
+
+    def edges(size):
+        out = [t + e for t in (-1, size, size - 1, 0) for e in (0.0, -1e-3, 1e-3)]
+        return out + [-0.5, size - 0.5, -2.0, size + 1.5]
+
+    def inside(size):
+        return [0.5 * k for k in range(1, 2 * size - 2)]  # 0.5, 1, ..., size-1.5
+
+    count = b * g * kh * kw * ho * wo
+    pairs = _structured_pairs(edges(w), inside(w), edges(h), inside(h), count, rng)
+    target = pairs.reshape(b, g, kh, kw, ho, wo, 2)  # (x, y) per sample
+    base_y = (np.arange(ho) * sh - ph)[:, None] + (np.arange(kh) * dh)[:, None, None]  # [kh, Ho, 1]
+    base_x = (np.arange(wo) * sw - pw)[None, :] + (np.arange(kw) * dw)[:, None, None]  # [kw, 1, Wo]
+    dy = target[..., 1] - base_y[None, None, :, None]
+    dx = target[..., 0] - base_x[None, None, None, :]
+    off = np.stack([dy, dx], axis=-1)  # [B, G, kh, kw, Ho, Wo, 2]
+    off = off.transpose(0, 1, 2, 3, 6, 4, 5).reshape(b, 2 * g * kh * kw, ho, wo)
+    return off.astype(np.float32)
+
+
+# case name -> (op kind, {input name: builder(params, batch, shape) -> float32 array})
+STORED = {
+    "ms_deform_attn_core/borders": ("ms_deform_attn_core", {"sampling_locations": border_locations}),
+    "ms_deform_attn/ref4_mask_b2": ("ms_deform_attn", {"padding_mask": padding_mask("ms_deform_attn/ref4_mask_b2")}),
+    "ms_deform_attn/hd71_mask": ("ms_deform_attn", {"padding_mask": padding_mask("ms_deform_attn/hd71_mask")}),
+    "deform_conv2d/borders": ("deform_conv2d", {"offset": border_offsets}),
+}
+
+
+def stored_inputs(case, in_shapes):
+    """The stored inputs of ``case`` (name -> float32 array of the shape in ``in_shapes``), or {}."""
+    entry = STORED.get(case["name"])
+    if entry is None or entry[0] != case["op"]:
+        return {}
+    out = {}
+    for name, build in entry[1].items():
+        if name in in_shapes:
+            arr = build(case["params"], case["batch"], in_shapes[name])
+            if list(arr.shape) != list(in_shapes[name]):
+                raise AssertionError("%s: stored %s has shape %s, want %s"
+                                     % (case["name"], name, list(arr.shape), in_shapes[name]))
+            out[name] = np.ascontiguousarray(arr, dtype=np.float32)
+    return out
