@@ -257,13 +257,7 @@ func (s *msDeformAttnSpec) samplingColumns() int {
 }
 
 func (s *msDeformAttnSpec) Weights() []bench.ArraySpec {
-	d, k := s.dModel, s.samplingColumns()
-	return []bench.ArraySpec{
-		{Name: "sampling_offsets.weight", Shape: bench.Shape{2 * k, d}}, {Name: "sampling_offsets.bias", Shape: bench.Shape{2 * k}},
-		{Name: "attention_weights.weight", Shape: bench.Shape{k, d}}, {Name: "attention_weights.bias", Shape: bench.Shape{k}},
-		{Name: "value_proj.weight", Shape: bench.Shape{d, d}}, {Name: "value_proj.bias", Shape: bench.Shape{d}},
-		{Name: "output_proj.weight", Shape: bench.Shape{d, d}}, {Name: "output_proj.bias", Shape: bench.Shape{d}},
-	}
+	return msdaWeights("", s.dModel, s.samplingColumns())
 }
 func (s *msDeformAttnSpec) Outputs() []bench.ArraySpec {
 	c := s.node.MSDeformCore
@@ -271,35 +265,70 @@ func (s *msDeformAttnSpec) Outputs() []bench.ArraySpec {
 }
 
 // MACs counts the four projections and the sampling.
-func (s *msDeformAttnSpec) MACs() int64 {
-	c, d, k := s.node.MSDeformCore, int64(s.dModel), int64(s.samplingColumns())
-	nq, ns := int64(c.Batch)*int64(c.Queries), int64(c.Batch)*int64(c.Values())
-	return ns*d*d + nq*d*3*k + nq*d*d + c.MACs()
-}
+func (s *msDeformAttnSpec) MACs() int64   { return msdaMACs(s.node.MSDeformCore, s.dModel) }
 func (s *msDeformAttnSpec) Bytes() int64  { return bench.BytesOf(s.Inputs(), s.Weights(), s.Outputs()) }
 func (s *msDeformAttnSpec) Params() int64 { return bench.BytesOf(s.Weights()) / 4 }
 func (s *msDeformAttnSpec) Graph() *bench.Graph {
-	c, d, k := s.node.MSDeformCore, s.dModel, s.samplingColumns()
 	g := &bench.Graph{}
-	g.Temp("msda.value", bench.Shape{c.Batch, c.Values(), d})
-	g.Temp("msda.offsets", bench.Shape{c.Batch, c.Queries, 2 * k})
-	g.Temp("msda.logits", bench.Shape{c.Batch, c.Queries, k})
-	g.Temp("msda.ctx", bench.Shape{c.Batch, c.Queries, d})
-	sampleIn := []string{"msda.value", "reference_points", "msda.offsets", "msda.logits"}
+	mask := ""
 	if s.node.Masked {
-		sampleIn = append(sampleIn, "padding_mask")
+		mask = "padding_mask"
+	}
+	msdaSteps(g, s.node, s.dModel, "", "query", "reference_points", "input_flatten", mask, "out", "")
+	return g
+}
+
+// msdaSteps appends MSDeformAttn's sub-graph: the value projection of
+// valueIn, the offset and weight projections of query, the fused sampling
+// with refs (and the padding mask when mask is not ""), and the output
+// projection into out, plus residual when it is not "". Weights are under
+// prefix; the intermediates "msda.*" are shared by every such sub-graph
+// of a graph with the same shapes.
+func msdaSteps(g *bench.Graph, node MSDeformSample, dModel int, prefix, query, refs, valueIn, mask, out, residual string) {
+	c, d := node.MSDeformCore, dModel
+	k := c.Heads * len(c.Levels) * c.Points
+	tag := fmt.Sprintf("msda.q%d.", c.Queries)
+	g.Temp("msda.value", bench.Shape{c.Batch, c.Values(), d})
+	g.Temp(tag+"offsets", bench.Shape{c.Batch, c.Queries, 2 * k})
+	g.Temp(tag+"logits", bench.Shape{c.Batch, c.Queries, k})
+	g.Temp(tag+"ctx", bench.Shape{c.Batch, c.Queries, d})
+	sampleIn := []string{"msda.value", refs, tag + "offsets", tag + "logits"}
+	node.Masked = mask != ""
+	if node.Masked {
+		sampleIn = append(sampleIn, mask)
+	}
+	projIn := []string{tag + "ctx", prefix + "output_proj.weight", prefix + "output_proj.bias"}
+	if residual != "" {
+		projIn = append(projIn, residual)
 	}
 	g.Steps = append(g.Steps,
 		bench.Step{Node: Gemm{Batch: c.Batch, M: c.Values(), N: d, K: d, TransB: true, Bias: true},
-			In: []string{"input_flatten", "value_proj.weight", "value_proj.bias"}, Out: []string{"msda.value"}},
+			In: []string{valueIn, prefix + "value_proj.weight", prefix + "value_proj.bias"}, Out: []string{"msda.value"}},
 		bench.Step{Node: Gemm{Batch: c.Batch, M: c.Queries, N: 2 * k, K: d, TransB: true, Bias: true},
-			In: []string{"query", "sampling_offsets.weight", "sampling_offsets.bias"}, Out: []string{"msda.offsets"}},
+			In: []string{query, prefix + "sampling_offsets.weight", prefix + "sampling_offsets.bias"}, Out: []string{tag + "offsets"}},
 		bench.Step{Node: Gemm{Batch: c.Batch, M: c.Queries, N: k, K: d, TransB: true, Bias: true},
-			In: []string{"query", "attention_weights.weight", "attention_weights.bias"}, Out: []string{"msda.logits"}},
-		bench.Step{Node: s.node, In: sampleIn, Out: []string{"msda.ctx"}},
-		bench.Step{Node: Gemm{Batch: c.Batch, M: c.Queries, N: d, K: d, TransB: true, Bias: true},
-			In: []string{"msda.ctx", "output_proj.weight", "output_proj.bias"}, Out: []string{"out"}})
-	return g
+			In: []string{query, prefix + "attention_weights.weight", prefix + "attention_weights.bias"}, Out: []string{tag + "logits"}},
+		bench.Step{Node: node, In: sampleIn, Out: []string{tag + "ctx"}},
+		bench.Step{Node: Gemm{Batch: c.Batch, M: c.Queries, N: d, K: d, TransB: true, Bias: true, Residual: residual != ""},
+			In: projIn, Out: []string{out}})
+}
+
+// msdaWeights lists MSDeformAttn's weights under prefix.
+func msdaWeights(prefix string, dModel, samplingColumns int) []bench.ArraySpec {
+	d, k := dModel, samplingColumns
+	return []bench.ArraySpec{
+		{Name: prefix + "sampling_offsets.weight", Shape: bench.Shape{2 * k, d}}, {Name: prefix + "sampling_offsets.bias", Shape: bench.Shape{2 * k}},
+		{Name: prefix + "attention_weights.weight", Shape: bench.Shape{k, d}}, {Name: prefix + "attention_weights.bias", Shape: bench.Shape{k}},
+		{Name: prefix + "value_proj.weight", Shape: bench.Shape{d, d}}, {Name: prefix + "value_proj.bias", Shape: bench.Shape{d}},
+		{Name: prefix + "output_proj.weight", Shape: bench.Shape{d, d}}, {Name: prefix + "output_proj.bias", Shape: bench.Shape{d}},
+	}
+}
+
+// msdaMACs counts MSDeformAttn's four projections and its sampling.
+func msdaMACs(c MSDeformCore, dModel int) int64 {
+	d, k := int64(dModel), int64(c.Heads*len(c.Levels)*c.Points)
+	nq, ns := int64(c.Batch)*int64(c.Queries), int64(c.Batch)*int64(c.Values())
+	return ns*d*d + nq*d*3*k + nq*d*d + c.MACs()
 }
 
 // String describes the levels for error messages.

@@ -78,7 +78,8 @@ func Generate(seed uint64, name string, p Params, n int) []float32 {
 // performer's random features w 0 ± 1; anything else 0 ± 0.02. Inputs
 // with a role of their own: sampling_locations 0.5 ± 0.6 (normalized, some
 // outside the map), attention_weights, reference_points and mask 0.5 ± 0.5,
-// offset 0 ± 2 (pixels), padding_mask 0 ± 0 (no padding).
+// offset 0 ± 2 (pixels), padding_mask 0 ± 0 (no padding). The learned
+// queries query_embed.weight are 0 ± 1.
 func DefaultParams(name string, shape []int, isInput bool) Params {
 	switch {
 	case isInput:
@@ -93,6 +94,8 @@ func DefaultParams(name string, shape []int, isInput bool) Params {
 			return Params{Center: 0, Scale: 0}
 		}
 		return Params{Center: 0, Scale: 1}
+	case strings.HasSuffix(name, "query_embed.weight"):
+		return Params{Center: 0, Scale: 1} // nn.Embedding's scale: spread reference points
 	case strings.HasSuffix(name, "bias"):
 		return Params{Center: 0, Scale: 0.02}
 	case strings.HasSuffix(name, "weight") && len(shape) >= 2:

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"regexp"
+	"runtime/pprof"
 	"time"
 
 	"vitbench/bench/cases"
@@ -39,6 +41,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	isa := fs.String("isa", "", "force the CPU ISA path (avx512, avx2, go)")
 	out := fs.String("o", "", "write the Go benchmark format to this file instead of stdout")
 	jsonOut := fs.String("json", "", "also write JSON rows to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	if err := parseFlags(fs, args); err != nil {
 		return exitUsage, err
 	}
@@ -54,6 +57,17 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	re, err := compileRun(*runRE)
 	if err != nil {
 		return exitUsage, err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return exitFail, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return exitFail, err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	stop := watchSignals()
 	defer stop.Close()

@@ -89,7 +89,8 @@ func (b *Backend) Supports(op string, dt bench.DType) error {
 	switch op {
 	case "patch_embed", "soft_split", "gemm", "conv2d", "layernorm", "attention_core", "fold", "avg_pool2d",
 		"tokens_prefix", "take_token", "average", "reshape", "performer_core", "tokens_to_image",
-		"ms_deform_attn_core", "ms_deform_attn", "deform_conv2d":
+		"ms_deform_attn_core", "ms_deform_attn", "deform_conv2d",
+		"add", "sigmoid", "level_embed", "valid_ratios", "encoder_ref_points", "query_embed", "scale_refs", "merge_qkv":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
 	}
@@ -248,6 +249,22 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.msDeformSample(n, hin, hout)
 	case ops.DeformConv2d:
 		return b.deformConv2d(n, hin, hout)
+	case ops.Add:
+		return b.add(n, hin, hout)
+	case ops.Sigmoid:
+		return b.sigmoid(n, hin, hout)
+	case ops.LevelEmbed:
+		return b.levelEmbed(n, hin, hout)
+	case ops.ValidRatios:
+		return b.validRatios(n, hin, hout)
+	case ops.EncoderRefPoints:
+		return b.encoderRefPoints(n, hin, hout)
+	case ops.QueryEmbed:
+		return b.queryEmbed(n, hin, hout)
+	case ops.ScaleRefs:
+		return b.scaleRefs(n, hin, hout)
+	case ops.MergeQKV:
+		return b.mergeQKV(n, hin, hout)
 	}
 	return fmt.Errorf("cpu: no kernel for op %q", node.OpName())
 }

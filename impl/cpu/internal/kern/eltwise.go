@@ -17,6 +17,23 @@ func Add(n int, x, y, out []float32) {
 	addGo(x[:n], y[:n], out[:n])
 }
 
+// ReLU sets out = max(x, 0) elementwise over n values, NaN staying NaN:
+//
+//	for i < n: out[i] = max(x[i], 0)
+//
+// out may be x (in place); otherwise the slices must not overlap.
+func ReLU(n int, x, out []float32) {
+	if n == 0 {
+		return
+	}
+	_, _ = x[n-1], out[n-1]
+	if k := eltwiseFor(active); k != nil {
+		k.relu(n, &x[0], &out[0])
+		return
+	}
+	reluGo(x[:n], out[:n])
+}
+
 // Scale sets out = alpha·x elementwise over n values:
 //
 //	for i < n: out[i] = alpha * x[i]
@@ -57,6 +74,7 @@ func AddScaled(n int, alpha float32, x, y, out []float32) {
 // eltwiseKernels are the SIMD elementwise kernels of one path.
 type eltwiseKernels struct {
 	add       func(n int, x, y, out *float32)
+	relu      func(n int, x, out *float32)
 	scale     func(n int, alpha float32, x, out *float32)
 	addScaled func(n int, alpha float32, x, y, out *float32)
 }

@@ -23,3 +23,10 @@ func addScaledGo(alpha float32, x, y, out []float32) {
 		out[i] = v + alpha*y[i]
 	}
 }
+
+func reluGo(x, out []float32) {
+	out = out[:len(x)]
+	for i, v := range x {
+		out[i] = max(v, 0)
+	}
+}

@@ -22,3 +22,13 @@ func addScaledRef(n int, alpha float32, x, y, out []float32) {
 		out[i] = float32(float64(x[i]) + float64(alpha)*float64(y[i]))
 	}
 }
+
+func reluRef(n int, x, out []float32) {
+	for i := 0; i < n; i++ {
+		if x[i] > 0 || x[i] != x[i] {
+			out[i] = x[i]
+		} else {
+			out[i] = 0
+		}
+	}
+}

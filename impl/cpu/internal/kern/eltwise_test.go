@@ -47,6 +47,7 @@ type eltwiseCase struct {
 
 var eltwiseCases = []eltwiseCase{
 	{"Add", func(n int, x, y, o []float32) { Add(n, x, y, o) }, addRef, 0},
+	{"ReLU", func(n int, x, _, o []float32) { ReLU(n, x, o) }, func(n int, x, _, o []float32) { reluRef(n, x, o) }, 0},
 	{"Scale", func(n int, x, _, o []float32) { Scale(n, -1.75, x, o) }, func(n int, x, _, o []float32) { scaleRef(n, -1.75, x, o) }, 0},
 	// x + alpha·y fused or not: within an ulp of |x| + |alpha·y|.
 	{"AddScaled", func(n int, x, y, o []float32) { AddScaled(n, 0.3, x, y, o) }, func(n int, x, y, o []float32) { addScaledRef(n, 0.3, x, y, o) }, 1.2e-7},

@@ -27,22 +27,17 @@ func (e *Epilogue) active() bool { return e.Bias != nil || e.Act != ActNone || e
 
 // apply finishes row, the outputs C[i, j0 : j0+len(row)].
 func (e *Epilogue) apply(row []float32, i, j0 int) {
+	n := len(row)
 	if e.Bias != nil {
-		for j, v := range e.Bias[j0 : j0+len(row)] {
-			row[j] += v
-		}
+		Add(n, row, e.Bias[j0:j0+n], row)
 	}
 	switch e.Act {
 	case ActReLU:
-		for j, v := range row {
-			row[j] = max(v, 0)
-		}
+		ReLU(n, row, row)
 	case ActGELU:
-		GELU(len(row), row, row)
+		GELU(n, row, row)
 	}
 	if e.Residual != nil {
-		for j, v := range e.Residual[i*e.LdR+j0 : i*e.LdR+j0+len(row)] {
-			row[j] += v
-		}
+		Add(n, row, e.Residual[i*e.LdR+j0:i*e.LdR+j0+n], row)
 	}
 }

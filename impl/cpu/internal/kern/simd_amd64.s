@@ -1122,6 +1122,68 @@ addAVX512_done:
 	VZEROUPPER
 	RET
 
+// func reluAVX512(n int, x *float32, out *float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·reluAVX512(SB), NOSPLIT, $0-24
+	MOVQ   n+0(FP), CX
+	MOVQ   x+8(FP), SI
+	MOVQ   out+16(FP), DI
+	VXORPS Z4, Z4, Z4
+
+reluAVX512_blocks:
+	CMPQ CX, $0x00000040
+	JB   reluAVX512_vectors
+
+	// out = max(0, x), x returned when NaN
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	VMAXPS  Z0, Z4, Z0
+	VMOVUPS Z0, (DI)
+	VMAXPS  Z1, Z4, Z1
+	VMOVUPS Z1, 64(DI)
+	VMAXPS  Z2, Z4, Z2
+	VMOVUPS Z2, 128(DI)
+	VMAXPS  Z3, Z4, Z3
+	VMOVUPS Z3, 192(DI)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x00000040, CX
+	JMP     reluAVX512_blocks
+
+reluAVX512_vectors:
+	CMPQ CX, $0x00000010
+	JB   reluAVX512_tail
+
+	// out = max(0, x), x returned when NaN
+	VMOVUPS (SI), Z0
+	VMAXPS  Z0, Z4, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     reluAVX512_vectors
+
+reluAVX512_tail:
+	TESTQ CX, CX
+	JZ    reluAVX512_done
+
+	// K1 = lanes < n
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+
+	// out = max(0, x), x returned when NaN
+	VMOVUPS.Z (SI), K1, Z0
+	VMAXPS    Z0, Z4, Z0
+	VMOVUPS   Z0, K1, (DI)
+
+reluAVX512_done:
+	VZEROUPPER
+	RET
+
 // func scaleAVX512(n int, alpha float32, x *float32, out *float32)
 // Requires: AVX, AVX512F, SSE
 TEXT ·scaleAVX512(SB), NOSPLIT, $0-32
@@ -2758,6 +2820,61 @@ addAVX2_tail:
 	VMASKMOVPS Y0, Y15, (DI)
 
 addAVX2_done:
+	VZEROUPPER
+	RET
+
+// func reluAVX2(n int, x *float32, out *float32)
+// Requires: AVX, AVX2
+TEXT ·reluAVX2(SB), NOSPLIT, $0-24
+	MOVQ   n+0(FP), CX
+	MOVQ   x+8(FP), SI
+	MOVQ   out+16(FP), DI
+	VXORPS Y2, Y2, Y2
+
+reluAVX2_blocks:
+	CMPQ CX, $0x00000010
+	JB   reluAVX2_vectors
+
+	// out = max(0, x), x returned when NaN
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMAXPS  Y0, Y2, Y0
+	VMOVUPS Y0, (DI)
+	VMAXPS  Y1, Y2, Y1
+	VMOVUPS Y1, 32(DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     reluAVX2_blocks
+
+reluAVX2_vectors:
+	CMPQ CX, $0x00000008
+	JB   reluAVX2_tail
+
+	// out = max(0, x), x returned when NaN
+	VMOVUPS (SI), Y0
+	VMAXPS  Y0, Y2, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     reluAVX2_vectors
+
+reluAVX2_tail:
+	TESTQ CX, CX
+	JZ    reluAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+
+	// out = max(0, x), x returned when NaN
+	VMASKMOVPS (SI), Y15, Y0
+	VMAXPS     Y0, Y2, Y0
+	VMASKMOVPS Y0, Y15, (DI)
+
+reluAVX2_done:
 	VZEROUPPER
 	RET
 

@@ -19,6 +19,11 @@ func gemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, accumulat
 //go:noescape
 func addAVX512(n int, x *float32, y *float32, out *float32)
 
+// reluAVX512 sets out[i] = max(x[i], 0) for i < n (NaN stays NaN).
+//
+//go:noescape
+func reluAVX512(n int, x *float32, out *float32)
+
 // scaleAVX512 sets out[i] = alpha·x[i] for i < n.
 //
 //go:noescape
@@ -65,6 +70,11 @@ func weightedRowsAVX512(n int, src *float32, offs *int32, w *float32, taps int, 
 //
 //go:noescape
 func addAVX2(n int, x *float32, y *float32, out *float32)
+
+// reluAVX2 sets out[i] = max(x[i], 0) for i < n (NaN stays NaN).
+//
+//go:noescape
+func reluAVX2(n int, x *float32, out *float32)
 
 // scaleAVX2 sets out[i] = alpha·x[i] for i < n.
 //

@@ -21,6 +21,7 @@ func vectorKernels() {
 		{suffix: "AVX2", lanes: 8, bytes: 32, unroll: 2, v: []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}},
 	} {
 		s.add()
+		s.relu()
 		s.scale()
 		s.addScaled()
 		s.gelu()
@@ -246,6 +247,32 @@ func (s vecISA) add() {
 		for j := 0; j < u; j++ {
 			VADDPS(b[j], a[j], a[j])
 			s.st(a[j], at(2, j), tail)
+		}
+	})
+	s.end()
+}
+
+// relu emits out[i] = max(x[i], 0) for i < n; a NaN stays NaN (it is
+// the operand VMAXPS returns when either is NaN).
+func (s vecISA) relu() {
+	name := "relu" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, x, out *float32)")
+	Pragma("noescape")
+	Doc(name + " sets out[i] = max(x[i], 0) for i < n (NaN stays NaN).")
+	Load(Param("n"), RCX)
+	Load(Param("x"), RSI)
+	Load(Param("out"), RDI)
+	zero := s.v[s.unroll]
+	VXORPS(zero, zero, zero)
+	a := s.v[:s.unroll]
+	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+		Comment("out = max(0, x), x returned when NaN")
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), a[j], tail)
+		}
+		for j := 0; j < u; j++ {
+			VMAXPS(a[j], zero, a[j])
+			s.st(a[j], at(1, j), tail)
 		}
 	})
 	s.end()

@@ -1,0 +1,88 @@
+package ops
+
+// The small nodes of Deformable DETR's transformer (REFERENCE.md §4.3,
+// §4.7, §4.8) around its attention and feed-forward layers.
+
+// Add is the elementwise sum out = a + b of two tensors of Elems values.
+type Add struct{ Elems int }
+
+// OpName implements bench.Node.
+func (Add) OpName() string { return "add" }
+
+// Sigmoid is out = 1 / (1 + exp(−x)) elementwise over Elems values.
+type Sigmoid struct{ Elems int }
+
+// OpName implements bench.Node.
+func (Sigmoid) OpName() string { return "sigmoid" }
+
+// LevelEmbed adds each level's learned embedding to the position
+// embeddings of its rows: from pos [N, S, D] and level_embed [L, D],
+//
+//	out[n, s, :] = pos[n, s, :] + level_embed[l, :]   for s in level l
+type LevelEmbed struct {
+	Batch, Dim int
+	Levels     []Level
+}
+
+// OpName implements bench.Node.
+func (LevelEmbed) OpName() string { return "level_embed" }
+
+// ValidRatios is the fraction of each level that is not padding, from a
+// padding mask [N, S] (nonzero = padded), as get_valid_ratio computes it:
+//
+//	valid_H = #rows r with mask[n, level l, r, 0] == 0
+//	valid_W = #columns c with mask[n, level l, 0, c] == 0
+//	out[n, l] = (valid_W / W_l, valid_H / H_l)
+//
+// Without a mask (Masked false, no input) every ratio is 1.
+type ValidRatios struct {
+	Batch  int
+	Levels []Level
+	Masked bool
+}
+
+// OpName implements bench.Node.
+func (ValidRatios) OpName() string { return "valid_ratios" }
+
+// EncoderRefPoints is the encoder's reference points from the valid
+// ratios vr [N, L, 2] (get_reference_points): for every pixel (row, col)
+// of every level l, and every level l2,
+//
+//	ref = ((col + 0.5) / (vr[n, l, 0]·W_l), (row + 0.5) / (vr[n, l, 1]·H_l))
+//	out[n, s, l2, :] = ref · vr[n, l2, :]
+//
+// so out is [N, S, L, 2].
+type EncoderRefPoints struct {
+	Batch  int
+	Levels []Level
+}
+
+// OpName implements bench.Node.
+func (EncoderRefPoints) OpName() string { return "encoder_ref_points" }
+
+// QueryEmbed splits the learned queries query_embed [Q, 2D] into the query
+// position embeddings (the first D columns) and the initial decoder input
+// (the last D), each repeated over the batch: out [N, Q, D] twice.
+type QueryEmbed struct{ Batch, Queries, Dim int }
+
+// OpName implements bench.Node.
+func (QueryEmbed) OpName() string { return "query_embed" }
+
+// ScaleRefs gives each decoder query its reference point on every level:
+// from ref [N, Q, 2] and the valid ratios vr [N, L, 2],
+//
+//	out[n, q, l, :] = ref[n, q, :] · vr[n, l, :]
+type ScaleRefs struct{ Batch, Queries, Levels int }
+
+// OpName implements bench.Node.
+func (ScaleRefs) OpName() string { return "scale_refs" }
+
+// MergeQKV assembles nn.MultiheadAttention's projections when queries and
+// keys come from one input and values from another: from a and b, both
+// [N, T, 3D] (each input through the whole packed in_proj), out [N, T, 3D]
+// takes the q and k columns [0, 2D) from a and the v columns [2D, 3D)
+// from b, the layout AttentionCore reads.
+type MergeQKV struct{ Batch, Tokens, Dim int }
+
+// OpName implements bench.Node.
+func (MergeQKV) OpName() string { return "merge_qkv" }

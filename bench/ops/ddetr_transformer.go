@@ -1,0 +1,279 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"vitbench/bench"
+)
+
+// DDETRTransformerParams is the JSON form of a ddetr_transformer case:
+// Deformable DETR's DeformableTransformer (single stage, no box
+// refinement) with the detector's learned queries.
+type DDETRTransformerParams struct {
+	SpatialShapes   [][2]int `json:"spatial_shapes"`
+	LevelStartIndex []int    `json:"level_start_index,omitempty"`
+	DModel          int      `json:"d_model,omitempty"`    // default 256
+	Heads           int      `json:"heads,omitempty"`      // default 8
+	EncLayers       int      `json:"enc_layers,omitempty"` // default 6
+	DecLayers       int      `json:"dec_layers,omitempty"` // default 6
+	FFNDim          int      `json:"ffn_dim,omitempty"`    // default 1024
+	EncPoints       int      `json:"enc_points,omitempty"` // default 4
+	DecPoints       int      `json:"dec_points,omitempty"` // default 4
+	Queries         int      `json:"queries,omitempty"`    // default 300
+	PaddingMask     bool     `json:"padding_mask,omitempty"`
+	Probe           bool     `json:"probe,omitempty"`
+}
+
+// ddetrTransformer is a resolved ddetr_transformer case.
+type ddetrTransformer struct {
+	batch, d, heads, encLayers, decLayers, ffn, encPoints, decPoints, queries int
+	levels                                                                    []Level
+	masked, probe                                                             bool
+}
+
+type ddetrTransformerKind struct{}
+
+func (ddetrTransformerKind) Name() string { return "ddetr_transformer" }
+func (ddetrTransformerKind) Summary() string {
+	return "Deformable DETR transformer: deformable encoder (post-norm) and decoder with learned queries, 2-d references"
+}
+
+func orInt(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func (ddetrTransformerKind) Parse(raw json.RawMessage, batch int) (bench.Spec, error) {
+	const op = "ddetr_transformer"
+	var p DDETRTransformerParams
+	if err := decodeStrict(op, raw, &p); err != nil {
+		return nil, err
+	}
+	t := &ddetrTransformer{batch: batch, d: orInt(p.DModel, 256), heads: orInt(p.Heads, 8),
+		encLayers: orInt(p.EncLayers, 6), decLayers: orInt(p.DecLayers, 6), ffn: orInt(p.FFNDim, 1024),
+		encPoints: orInt(p.EncPoints, 4), decPoints: orInt(p.DecPoints, 4), queries: orInt(p.Queries, 300),
+		masked: p.PaddingMask, probe: p.Probe}
+	if err := positive(op, "batch", batch, "d_model", t.d, "heads", t.heads, "enc_layers", t.encLayers,
+		"dec_layers", t.decLayers, "ffn_dim", t.ffn, "enc_points", t.encPoints, "dec_points", t.decPoints,
+		"queries", t.queries); err != nil {
+		return nil, err
+	}
+	if err := checkDims(op, "batch", batch, "d_model", t.d, "ffn_dim", t.ffn, "queries", t.queries); err != nil {
+		return nil, err
+	}
+	if t.encLayers > 64 || t.decLayers > 64 {
+		return nil, errorf("%s params: at most 64 encoder and 64 decoder layers", op)
+	}
+	if t.d%t.heads != 0 {
+		return nil, errorf("%s params: d_model %d is not a multiple of heads %d", op, t.d, t.heads)
+	}
+	levels, err := parseLevels(op, p.SpatialShapes, p.LevelStartIndex)
+	if err != nil {
+		return nil, err
+	}
+	t.levels = levels
+	return t, nil
+}
+
+func (t *ddetrTransformer) values() int { return MSDeformCore{Levels: t.levels}.Values() }
+
+// sampler is the MSDeformAttn of the encoder (queries = every value row)
+// or of the decoder.
+func (t *ddetrTransformer) sampler(decoder bool) MSDeformSample {
+	c := MSDeformCore{Batch: t.batch, Queries: t.values(), Heads: t.heads, HeadDim: t.d / t.heads, Points: t.encPoints, Levels: t.levels}
+	if decoder {
+		c.Queries, c.Points = t.queries, t.decPoints
+	}
+	return MSDeformSample{MSDeformCore: c, RefDims: 2, Masked: t.masked}
+}
+
+func (t *ddetrTransformer) Op() string { return "ddetr_transformer" }
+
+func (t *ddetrTransformer) Inputs() []bench.ArraySpec {
+	s := t.values()
+	in := []bench.ArraySpec{{Name: "src", Shape: bench.Shape{t.batch, s, t.d}}, {Name: "pos", Shape: bench.Shape{t.batch, s, t.d}}}
+	if t.masked {
+		in = append(in, bench.ArraySpec{Name: "padding_mask", Shape: bench.Shape{t.batch, s}})
+	}
+	return in
+}
+
+func linear(name string, out, in int) []bench.ArraySpec {
+	return []bench.ArraySpec{{Name: name + ".weight", Shape: bench.Shape{out, in}}, {Name: name + ".bias", Shape: bench.Shape{out}}}
+}
+
+func norm(name string, d int) []bench.ArraySpec {
+	return []bench.ArraySpec{{Name: name + ".weight", Shape: bench.Shape{d}}, {Name: name + ".bias", Shape: bench.Shape{d}}}
+}
+
+func (t *ddetrTransformer) encPrefix(i int) string {
+	return fmt.Sprintf("transformer.encoder.layers.%d.", i)
+}
+func (t *ddetrTransformer) decPrefix(i int) string {
+	return fmt.Sprintf("transformer.decoder.layers.%d.", i)
+}
+
+// Weights are named as in the Deformable DETR detector's state_dict, so a
+// converted checkpoint loads unchanged.
+func (t *ddetrTransformer) Weights() []bench.ArraySpec {
+	d, l := t.d, len(t.levels)
+	w := []bench.ArraySpec{{Name: "transformer.level_embed", Shape: bench.Shape{l, d}}}
+	for i := 0; i < t.encLayers; i++ {
+		p := t.encPrefix(i)
+		w = append(w, msdaWeights(p+"self_attn.", d, t.heads*l*t.encPoints)...)
+		w = append(w, norm(p+"norm1", d)...)
+		w = append(w, linear(p+"linear1", t.ffn, d)...)
+		w = append(w, linear(p+"linear2", d, t.ffn)...)
+		w = append(w, norm(p+"norm2", d)...)
+	}
+	for i := 0; i < t.decLayers; i++ {
+		p := t.decPrefix(i)
+		w = append(w, msdaWeights(p+"cross_attn.", d, t.heads*l*t.decPoints)...)
+		w = append(w, norm(p+"norm1", d)...)
+		w = append(w, bench.ArraySpec{Name: p + "self_attn.in_proj_weight", Shape: bench.Shape{3 * d, d}},
+			bench.ArraySpec{Name: p + "self_attn.in_proj_bias", Shape: bench.Shape{3 * d}})
+		w = append(w, linear(p+"self_attn.out_proj", d, d)...)
+		w = append(w, norm(p+"norm2", d)...)
+		w = append(w, linear(p+"linear1", t.ffn, d)...)
+		w = append(w, linear(p+"linear2", d, t.ffn)...)
+		w = append(w, norm(p+"norm3", d)...)
+	}
+	w = append(w, linear("transformer.reference_points", 2, d)...)
+	return append(w, bench.ArraySpec{Name: "query_embed.weight", Shape: bench.Shape{t.queries, 2 * d}})
+}
+
+func (t *ddetrTransformer) Outputs() []bench.ArraySpec {
+	s := t.values()
+	out := []bench.ArraySpec{
+		{Name: "memory", Shape: bench.Shape{t.batch, s, t.d}},
+		{Name: "hs", Shape: bench.Shape{t.batch, t.queries, t.d}},
+		{Name: "reference_points", Shape: bench.Shape{t.batch, t.queries, 2}},
+	}
+	if t.probe {
+		out = append(out, bench.ArraySpec{Name: "stages.enc0", Shape: bench.Shape{t.batch, s, t.d}},
+			bench.ArraySpec{Name: "stages.dec0", Shape: bench.Shape{t.batch, t.queries, t.d}})
+	}
+	return out
+}
+
+// MACs counts every projection, the deformable sampling, the decoder's
+// self-attention (both inputs through the whole packed in_proj, as the
+// graph computes it) and the feed-forward layers.
+func (t *ddetrTransformer) MACs() int64 {
+	b, s, q, d, f := int64(t.batch), int64(t.values()), int64(t.queries), int64(t.d), int64(t.ffn)
+	enc := msdaMACs(t.sampler(false).MSDeformCore, t.d) + 2*b*s*d*f
+	dec := msdaMACs(t.sampler(true).MSDeformCore, t.d) + 2*b*q*d*3*d + b*q*d*d + 2*b*q*q*d + 2*b*q*d*f
+	return int64(t.encLayers)*enc + int64(t.decLayers)*dec + b*q*d*2
+}
+
+func (t *ddetrTransformer) Bytes() int64 { return bench.BytesOf(t.Inputs(), t.Weights(), t.Outputs()) }
+
+func (t *ddetrTransformer) Params() int64 { return bench.BytesOf(t.Weights()) / 4 }
+
+// Graph is the encoder over every value row, then the decoder over the
+// queries, both post-norm:
+//
+//	encoder layer: x = norm1(x + MSDeformAttn(x + pos_l, refs, value x));  x = norm2(x + FFN(x))
+//	decoder layer: y = norm2(y + MHA(y + qpos, y + qpos, y));  y = norm1(y + MSDeformAttn(y + qpos, refs, memory))
+//	               y = norm3(y + FFN(y))
+func (t *ddetrTransformer) Graph() *bench.Graph {
+	b, s, q, d, l := t.batch, t.values(), t.queries, t.d, len(t.levels)
+	g := &bench.Graph{}
+	tok := bench.Shape{b, s, d}
+	qs := bench.Shape{b, q, d}
+	mask := ""
+	var vrIn []string
+	if t.masked {
+		mask = "padding_mask"
+		vrIn = []string{mask}
+	}
+	for _, name := range []string{"enc.lvl_pos", "enc.x", "enc.q", "enc.sum"} {
+		g.Temp(name, tok)
+	}
+	g.Temp("enc.hidden", bench.Shape{b, s, t.ffn})
+	g.Temp("valid_ratios", bench.Shape{b, l, 2})
+	g.Temp("enc.refs", bench.Shape{b, s, l, 2})
+	g.Steps = append(g.Steps,
+		bench.Step{Node: LevelEmbed{Batch: b, Dim: d, Levels: t.levels}, In: []string{"pos", "transformer.level_embed"}, Out: []string{"enc.lvl_pos"}},
+		bench.Step{Node: ValidRatios{Batch: b, Levels: t.levels, Masked: t.masked}, In: vrIn, Out: []string{"valid_ratios"}},
+		bench.Step{Node: EncoderRefPoints{Batch: b, Levels: t.levels}, In: []string{"valid_ratios"}, Out: []string{"enc.refs"}})
+	x := "src"
+	enc := t.sampler(false)
+	for i := 0; i < t.encLayers; i++ {
+		p := t.encPrefix(i)
+		out := "enc.x"
+		if i == t.encLayers-1 {
+			out = "memory"
+		}
+		g.Steps = append(g.Steps, bench.Step{Node: Add{Elems: b * s * d}, In: []string{x, "enc.lvl_pos"}, Out: []string{"enc.q"}})
+		msdaSteps(g, enc, d, p+"self_attn.", "enc.q", "enc.refs", x, mask, "enc.sum", x)
+		g.Steps = append(g.Steps,
+			bench.Step{Node: LayerNorm{Batch: b, Tokens: s, Dim: d, Eps: 1e-5}, In: []string{"enc.sum", p + "norm1.weight", p + "norm1.bias"}, Out: []string{"enc.x"}},
+			bench.Step{Node: Gemm{Batch: b, M: s, N: t.ffn, K: d, TransB: true, Bias: true, Act: "relu"},
+				In: []string{"enc.x", p + "linear1.weight", p + "linear1.bias"}, Out: []string{"enc.hidden"}},
+			bench.Step{Node: Gemm{Batch: b, M: s, N: d, K: t.ffn, TransB: true, Bias: true, Residual: true},
+				In: []string{"enc.hidden", p + "linear2.weight", p + "linear2.bias", "enc.x"}, Out: []string{"enc.sum"}},
+			bench.Step{Node: LayerNorm{Batch: b, Tokens: s, Dim: d, Eps: 1e-5}, In: []string{"enc.sum", p + "norm2.weight", p + "norm2.bias"}, Out: []string{out}})
+		if i == 0 && t.probe {
+			g.Steps = append(g.Steps, bench.Step{Node: Reshape{From: tok, To: tok}, In: []string{out}, Out: []string{"stages.enc0"}})
+		}
+		x = out
+	}
+	// The decoder.
+	for _, name := range []string{"dec.qpos", "dec.y", "dec.q", "dec.sum", "dec.ctx"} {
+		g.Temp(name, qs)
+	}
+	g.Temp("dec.qkv_a", bench.Shape{b, q, 3 * d})
+	g.Temp("dec.qkv_b", bench.Shape{b, q, 3 * d})
+	g.Temp("dec.qkv", bench.Shape{b, q, 3 * d})
+	g.Temp("dec.hidden", bench.Shape{b, q, t.ffn})
+	g.Temp("dec.ref_logits", bench.Shape{b, q, 2})
+	g.Temp("dec.refs", bench.Shape{b, q, l, 2})
+	g.Steps = append(g.Steps,
+		bench.Step{Node: QueryEmbed{Batch: b, Queries: q, Dim: d}, In: []string{"query_embed.weight"}, Out: []string{"dec.qpos", "dec.y"}},
+		bench.Step{Node: Gemm{Batch: b, M: q, N: 2, K: d, TransB: true, Bias: true},
+			In: []string{"dec.qpos", "transformer.reference_points.weight", "transformer.reference_points.bias"}, Out: []string{"dec.ref_logits"}},
+		bench.Step{Node: Sigmoid{Elems: b * q * 2}, In: []string{"dec.ref_logits"}, Out: []string{"reference_points"}},
+		bench.Step{Node: ScaleRefs{Batch: b, Queries: q, Levels: l}, In: []string{"reference_points", "valid_ratios"}, Out: []string{"dec.refs"}})
+	dec := t.sampler(true)
+	y := "dec.y"
+	for i := 0; i < t.decLayers; i++ {
+		p := t.decPrefix(i)
+		out := "dec.y"
+		if i == t.decLayers-1 {
+			out = "hs"
+		}
+		g.Steps = append(g.Steps,
+			bench.Step{Node: Add{Elems: b * q * d}, In: []string{y, "dec.qpos"}, Out: []string{"dec.q"}},
+			bench.Step{Node: Gemm{Batch: b, M: q, N: 3 * d, K: d, TransB: true, Bias: true},
+				In: []string{"dec.q", p + "self_attn.in_proj_weight", p + "self_attn.in_proj_bias"}, Out: []string{"dec.qkv_a"}},
+			bench.Step{Node: Gemm{Batch: b, M: q, N: 3 * d, K: d, TransB: true, Bias: true},
+				In: []string{y, p + "self_attn.in_proj_weight", p + "self_attn.in_proj_bias"}, Out: []string{"dec.qkv_b"}},
+			bench.Step{Node: MergeQKV{Batch: b, Tokens: q, Dim: d}, In: []string{"dec.qkv_a", "dec.qkv_b"}, Out: []string{"dec.qkv"}},
+			bench.Step{Node: AttentionCore{Batch: b, Tokens: q, Heads: t.heads, HeadDim: d / t.heads, Scale: 1 / math.Sqrt(float64(d/t.heads))},
+				In: []string{"dec.qkv"}, Out: []string{"dec.ctx"}},
+			bench.Step{Node: Gemm{Batch: b, M: q, N: d, K: d, TransB: true, Bias: true, Residual: true},
+				In: []string{"dec.ctx", p + "self_attn.out_proj.weight", p + "self_attn.out_proj.bias", y}, Out: []string{"dec.sum"}},
+			bench.Step{Node: LayerNorm{Batch: b, Tokens: q, Dim: d, Eps: 1e-5}, In: []string{"dec.sum", p + "norm2.weight", p + "norm2.bias"}, Out: []string{"dec.y"}},
+			bench.Step{Node: Add{Elems: b * q * d}, In: []string{"dec.y", "dec.qpos"}, Out: []string{"dec.q"}})
+		msdaSteps(g, dec, d, p+"cross_attn.", "dec.q", "dec.refs", "memory", mask, "dec.sum", "dec.y")
+		g.Steps = append(g.Steps,
+			bench.Step{Node: LayerNorm{Batch: b, Tokens: q, Dim: d, Eps: 1e-5}, In: []string{"dec.sum", p + "norm1.weight", p + "norm1.bias"}, Out: []string{"dec.y"}},
+			bench.Step{Node: Gemm{Batch: b, M: q, N: t.ffn, K: d, TransB: true, Bias: true, Act: "relu"},
+				In: []string{"dec.y", p + "linear1.weight", p + "linear1.bias"}, Out: []string{"dec.hidden"}},
+			bench.Step{Node: Gemm{Batch: b, M: q, N: d, K: t.ffn, TransB: true, Bias: true, Residual: true},
+				In: []string{"dec.hidden", p + "linear2.weight", p + "linear2.bias", "dec.y"}, Out: []string{"dec.sum"}},
+			bench.Step{Node: LayerNorm{Batch: b, Tokens: q, Dim: d, Eps: 1e-5}, In: []string{"dec.sum", p + "norm3.weight", p + "norm3.bias"}, Out: []string{out}})
+		if i == 0 && t.probe {
+			g.Steps = append(g.Steps, bench.Step{Node: Reshape{From: qs, To: qs}, In: []string{out}, Out: []string{"stages.dec0"}})
+		}
+		y = out
+	}
+	return g
+}
+
+func init() { bench.RegisterOpKind(ddetrTransformerKind{}) }
