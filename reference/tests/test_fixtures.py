@@ -20,12 +20,12 @@ from vitbench_ref import export as E
 from vitbench_ref.modules import (attention_float64, avg_pool_float64, block_float64, conv_bn_act_float64,
                                   fold_float64, layernorm_float64, patch_embed_gemm, soft_split_loops,
                                   t2t_float64, token_layer_float64, vit_float64, ms_deform_sample_float64,
-                                  ms_deform_attn_float64, deform_conv2d_float64)
+                                  ms_deform_attn_float64, deform_conv2d_float64, ddetr_transformer_float64)
 from vitbench_ref.synth import synth
 
 torch.set_num_threads(2)
 TOL = {"exact": (0.0, 0.0, 0.0), "elementwise": (1.3e-6, 1e-5, 1e-10), "gemm": (1e-3, 1e-3, 5e-4),
-       "network": (1e-2, 1e-2, 2e-3), "sampling": (1e-4, 1e-4, 1e-10)}
+       "network": (1e-2, 1e-2, 2e-3), "sampling": (1e-4, 1e-4, 1e-10), "detector": (1e-3, 1e-3, 1e-6)}
 
 
 def case_dirs(root):
@@ -48,6 +48,16 @@ def recompute(doc, stored=None):
             spec = doc["synth"]["arrays"][name]
             arrays[name] = torch.from_numpy(synth(seed, name, shape, spec["center"], spec["scale"]))
     p = doc["params"]
+    if doc["op"] == "ddetr_transformer":
+        np_a = {k: v.numpy() for k, v in arrays.items()}
+        loops = ddetr_transformer_float64(np_a["src"], np_a["pos"], np_a.get("padding_mask"),
+                                          {k: np_a[k] for k in doc["weights"]}, p)
+        module = C.build_module(doc["op"], p)
+        module.load_state_dict({k: arrays[k] for k in doc["weights"]}, strict=True)
+        order = C.shapes(doc["op"], p, doc["batch"])[0]
+        with torch.no_grad():
+            second = module.eval()(*E.module_args({k: np_a[k] for k in order}))
+        return loops, {k: v.double() for k, v in second.items()}
     if doc["op"] in ("ms_deform_attn_core", "ms_deform_attn", "deform_conv2d"):
         np_a = {k: v.numpy() for k, v in arrays.items()}
         if doc["op"] == "ms_deform_attn_core":

@@ -56,6 +56,11 @@ PARAMS = {
                        "level_start_index": "auto", "head_dim": "auto", "ref_dims": 2, "padding_mask": False},
     "deform_conv2d": {"in_chans": None, "out_chans": None, "img_size": None, "kernel_size": None, "stride": 1,
                       "padding": 0, "dilation": 1, "groups": 1, "offset_groups": 1, "bias": True, "mask": True},
+    # Deformable DETR's transformer (single-stage, no box refinement) with its query_embed; defaults are
+    # the detector's (REFERENCE.md 4.1).
+    "ddetr_transformer": {"spatial_shapes": None, "level_start_index": "auto", "d_model": 256, "heads": 8,
+                          "enc_layers": 6, "dec_layers": 6, "ffn_dim": 1024, "enc_points": 4, "dec_points": 4,
+                          "queries": 300, "padding_mask": False, "probe": False},
 }
 PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation"}
 # Params that stay a single integer even though other op kinds take a pair for the name.
@@ -64,8 +69,9 @@ TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv
              "layernorm": "elementwise", "mhsa": "gemm", "block": "gemm", "fold": "elementwise",
              "avg_pool2d": "elementwise", "vit": "network", "token_transformer": "gemm",
              "token_performer": "gemm", "t2t_module": "gemm", "t2t_vit": "network",
-             "ms_deform_attn_core": "sampling", "ms_deform_attn": "sampling", "deform_conv2d": "sampling"}
-KIND = {"vit": "network", "t2t_vit": "network"}  # every other op kind is a component
+             "ms_deform_attn_core": "sampling", "ms_deform_attn": "sampling", "deform_conv2d": "sampling",
+             "ddetr_transformer": "detector"}
+KIND = {"vit": "network", "t2t_vit": "network", "ddetr_transformer": "network"}  # every other op kind is a component
 MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "soft_split": "reference.vitbench_ref.modules.SoftSplit",
                "gemm": "reference.vitbench_ref.modules.Gemm",
@@ -82,7 +88,8 @@ MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "block": "reference.vitbench_ref.modules.Block",
                "ms_deform_attn_core": "reference.vitbench_ref.modules.MSDeformAttnCore",
                "ms_deform_attn": "reference.vitbench_ref.modules.MSDeformAttn",
-               "deform_conv2d": "reference.vitbench_ref.modules.DeformConv2d"}
+               "deform_conv2d": "reference.vitbench_ref.modules.DeformConv2d",
+               "ddetr_transformer": "reference.vitbench_ref.modules.DDETRTransformer"}
 BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe",
          "mask", "padding_mask"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale", "kernel_ratio"}
@@ -163,7 +170,7 @@ def normalize_params(op, params):
         if "bn_eps" in params:
             raise ValueError("conv2d: bn_eps needs bn")
         del out["bn_eps"]
-    if op in ("ms_deform_attn_core", "ms_deform_attn"):
+    if op in ("ms_deform_attn_core", "ms_deform_attn", "ddetr_transformer"):
         expected = modules.level_start_index(out["spatial_shapes"])
         if out["level_start_index"] == "auto":
             out["level_start_index"] = expected
@@ -178,6 +185,8 @@ def normalize_params(op, params):
             out["head_dim"] = d // m
         elif m * out["head_dim"] != d:
             raise ValueError("ms_deform_attn: heads %d * head_dim %d != d_model %d" % (m, out["head_dim"], d))
+    if op == "ddetr_transformer" and out["d_model"] % out["heads"]:
+        raise ValueError("ddetr_transformer: d_model %d is not a multiple of heads %d" % (out["d_model"], out["heads"]))
     if op == "deform_conv2d":
         for key in ("in_chans", "out_chans"):
             if out[key] % out["groups"]:
@@ -374,6 +383,8 @@ def shapes(op, p, batch):
                    "value_proj.weight": [d, d], "value_proj.bias": [d],
                    "output_proj.weight": [d, d], "output_proj.bias": [d]}
         return inputs, weights, {"out": [b, lq, d]}
+    if op == "ddetr_transformer":
+        return ddetr_shapes(p, b)
     if op == "deform_conv2d":
         ho, wo = conv_out(p)
         if ho < 1 or wo < 1:
@@ -393,6 +404,57 @@ def shapes(op, p, batch):
             weights["bias"] = [n]
         return ({"x": [b, m, k]}, weights, {"out": [b, m, n]})
     raise ValueError("unknown op kind %r" % op)
+
+
+def _msdeform_weights(prefix, d, m, nl, pts):
+    o = m * nl * pts
+    return {prefix + "sampling_offsets.weight": [2 * o, d], prefix + "sampling_offsets.bias": [2 * o],
+            prefix + "attention_weights.weight": [o, d], prefix + "attention_weights.bias": [o],
+            prefix + "value_proj.weight": [d, d], prefix + "value_proj.bias": [d],
+            prefix + "output_proj.weight": [d, d], prefix + "output_proj.bias": [d]}
+
+
+def ddetr_shapes(p, b):
+    """``(inputs, weights, outputs)`` of ``ddetr_transformer``: inputs ``src``, ``pos`` [B, S, d]
+    and, with padding_mask, ``padding_mask [B, S]``; the weights are the state_dict of the full
+    Deformable DETR detector restricted to ``transformer.*`` and ``query_embed.weight``."""
+    shp = p["spatial_shapes"]
+    s_, nl = sum(h * w for h, w in shp), len(shp)
+    d, m, f, q = p["d_model"], p["heads"], p["ffn_dim"], p["queries"]
+    inputs = {"src": [b, s_, d], "pos": [b, s_, d]}
+    if p["padding_mask"]:
+        inputs["padding_mask"] = [b, s_]
+
+    def norm(name):
+        return {name + ".weight": [d], name + ".bias": [d]}
+
+    def ffn(pre):
+        return {pre + "linear1.weight": [f, d], pre + "linear1.bias": [f],
+                pre + "linear2.weight": [d, f], pre + "linear2.bias": [d]}
+
+    weights = {"transformer.level_embed": [nl, d]}
+    for i in range(p["enc_layers"]):
+        pre = "transformer.encoder.layers.%d." % i
+        weights.update(_msdeform_weights(pre + "self_attn.", d, m, nl, p["enc_points"]))
+        weights.update(norm(pre + "norm1"))
+        weights.update(ffn(pre))
+        weights.update(norm(pre + "norm2"))
+    for i in range(p["dec_layers"]):
+        pre = "transformer.decoder.layers.%d." % i
+        weights.update(_msdeform_weights(pre + "cross_attn.", d, m, nl, p["dec_points"]))
+        weights.update(norm(pre + "norm1"))
+        weights.update({pre + "self_attn.in_proj_weight": [3 * d, d], pre + "self_attn.in_proj_bias": [3 * d],
+                        pre + "self_attn.out_proj.weight": [d, d], pre + "self_attn.out_proj.bias": [d]})
+        weights.update(norm(pre + "norm2"))
+        weights.update(ffn(pre))
+        weights.update(norm(pre + "norm3"))
+    weights.update({"transformer.reference_points.weight": [2, d], "transformer.reference_points.bias": [2],
+                    "query_embed.weight": [q, 2 * d]})
+    outs = {"memory": [b, s_, d], "hs": [b, q, d], "reference_points": [b, q, 2]}
+    if p["probe"]:
+        outs["stages.enc0"] = [b, s_, d]
+        outs["stages.dec0"] = [b, q, d]
+    return inputs, weights, outs
 
 
 def build_module(op, p):
@@ -434,6 +496,9 @@ def build_module(op, p):
         return modules.MSDeformAttnCore(p["spatial_shapes"])
     if op == "ms_deform_attn":
         return modules.MSDeformAttn(p["d_model"], p["heads"], p["points"], p["spatial_shapes"], p["head_dim"])
+    if op == "ddetr_transformer":
+        return modules.DDETRTransformer(p["spatial_shapes"], p["d_model"], p["heads"], p["enc_layers"], p["dec_layers"],
+                                        p["ffn_dim"], p["enc_points"], p["dec_points"], p["queries"], p["probe"])
     if op == "deform_conv2d":
         return modules.DeformConv2d(p["in_chans"], p["out_chans"], p["kernel_size"], p["stride"], p["padding"],
                                     p["dilation"], p["groups"], p["bias"])
@@ -443,7 +508,22 @@ def build_module(op, p):
 def macs(op, p, batch):
     """Multiply-accumulates of one forward pass: patch_embed B*N*E*C*ph*pw; soft_split 0;
     gemm B*M*N*K; ms_deform_attn_core N*Lq*M*L*P*D*5 (a bilinear sample counted as 5 MACs per
-    channel); ms_deform_attn adds its four Linears; deform_conv2d B*Cout*Ho*Wo*(Cin/groups)*kh*kw."""
+    channel); ms_deform_attn adds its four Linears; deform_conv2d B*Cout*Ho*Wo*(Cin/groups)*kh*kw.
+
+    ddetr_transformer (N = batch, S = sum H*W, Q = queries, d = d_model, F = ffn_dim):
+    enc_layers * [ms_deform_attn(queries = S, points = enc_points) + 2*N*S*d*F]
+    + dec_layers * [ms_deform_attn(queries = Q, points = dec_points; its value_proj over all S)
+                    + 2*N*Q*d*3d (the packed in_proj applied to tgt + query_pos and to tgt)
+                    + N*Q*d*d (out_proj) + 2*N*Q*Q*d (scores and weighted sum) + 2*N*Q*d*F]
+    + N*Q*d*2 (reference_points Linear)."""
+    if op == "ddetr_transformer":
+        n, d, f, q = batch, p["d_model"], p["ffn_dim"], p["queries"]
+        s_ = sum(h * w for h, w in p["spatial_shapes"])
+        att = {"d_model": d, "heads": p["heads"], "head_dim": d // p["heads"], "spatial_shapes": p["spatial_shapes"]}
+        enc = macs("ms_deform_attn", dict(att, queries=s_, points=p["enc_points"]), n) + 2 * n * s_ * d * f
+        dec = (macs("ms_deform_attn", dict(att, queries=q, points=p["dec_points"]), n)
+               + 2 * n * q * d * 3 * d + n * q * d * d + 2 * n * q * q * d + 2 * n * q * d * f)
+        return p["enc_layers"] * enc + p["dec_layers"] * dec + n * q * d * 2
     if op in ("ms_deform_attn_core", "ms_deform_attn"):
         nl, lq, m, pts = len(p["spatial_shapes"]), p["queries"], p["heads"], p["points"]
         core = batch * lq * m * nl * pts * p["head_dim"] * 5

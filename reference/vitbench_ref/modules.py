@@ -852,3 +852,301 @@ def deform_conv2d_float64(x, offset, mask, weight, bias, p):
     if bias is not None:
         out += np.asarray(bias, dtype=np.float64)[None, :, None, None]
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Deformable DETR's transformer (REFERENCE.md 4.3, 4.7, 4.8): single-stage, no box refinement,
+# return_intermediate_dec True, ReLU, post-norm; dropout is absent (eval).
+
+
+def valid_ratios_from_masks(masks, dtype=torch.float32):
+    """Deformable DETR's ``get_valid_ratio`` stacked over levels: for each level's bool mask
+    ``[N, H, W]`` (True = padding), ``(valid_W / W, valid_H / H)`` with valid_H the count of
+    non-padded entries of the first column and valid_W that of the first row.  Returns
+    ``[N, L, 2]`` in ``dtype`` (float32 is the original's ``.float()``)."""
+    out = []
+    for mask in masks:
+        _, h, w = mask.shape
+        valid_h = torch.sum(~mask[:, :, 0], 1)
+        valid_w = torch.sum(~mask[:, 0, :], 1)
+        out.append(torch.stack([valid_w.to(dtype) / w, valid_h.to(dtype) / h], -1))
+    return torch.stack(out, 1)
+
+
+def encoder_reference_points(spatial_shapes, valid_ratios):
+    """``DeformableTransformerEncoder.get_reference_points`` (REFERENCE.md 4.7): per level the
+    pixel centres ``linspace(0.5, H-0.5, H)`` x ``linspace(0.5, W-0.5, W)`` (ij meshgrid), y divided
+    by ``valid_ratio_h * H`` and x by ``valid_ratio_w * W``, stacked (x, y), concatenated over
+    levels, then ``ref[:, :, None] * valid_ratios[:, None]`` -> ``[N, S, L, 2]``."""
+    dtype = valid_ratios.dtype
+    refs = []
+    for lvl, (h, w) in enumerate(spatial_shapes):
+        ref_y, ref_x = torch.meshgrid(torch.linspace(0.5, h - 0.5, h, dtype=dtype),
+                                      torch.linspace(0.5, w - 0.5, w, dtype=dtype), indexing="ij")
+        ref_y = ref_y.reshape(-1)[None] / (valid_ratios[:, None, lvl, 1] * h)
+        ref_x = ref_x.reshape(-1)[None] / (valid_ratios[:, None, lvl, 0] * w)
+        refs.append(torch.stack((ref_x, ref_y), -1))
+    ref = torch.cat(refs, 1)
+    return ref[:, :, None] * valid_ratios[:, None]
+
+
+class DeformableTransformerEncoderLayer(nn.Module):
+    """Encoder layer (REFERENCE.md 4.7): ``src2 = self_attn(src + pos, ref, src, mask)``;
+    ``src = norm1(src + src2)``; ``src = norm2(src + linear2(relu(linear1(src))))``."""
+
+    def __init__(self, d_model, d_ffn, heads, points, spatial_shapes):
+        super().__init__()
+        self.self_attn = MSDeformAttn(d_model, heads, points, spatial_shapes)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.linear1 = nn.Linear(d_model, d_ffn)
+        self.linear2 = nn.Linear(d_ffn, d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+
+    def forward(self, src, pos, reference_points, padding_mask=None):
+        src2 = self.self_attn(src + pos, reference_points, src, padding_mask)
+        src = self.norm1(src + src2)
+        return self.norm2(src + self.linear2(F.relu(self.linear1(src))))
+
+
+class DeformableTransformerDecoderLayer(nn.Module):
+    """Decoder layer (REFERENCE.md 4.8): ``q = k = tgt + query_pos``, value ``tgt`` through
+    ``self_attn`` (nn.MultiheadAttention, sequence-first), ``tgt = norm2(tgt + .)``; then
+    ``cross_attn(tgt + query_pos, ref, memory, mask)``, ``tgt = norm1(tgt + .)``; then the FFN
+    and ``norm3``."""
+
+    def __init__(self, d_model, d_ffn, heads, points, spatial_shapes):
+        super().__init__()
+        self.cross_attn = MSDeformAttn(d_model, heads, points, spatial_shapes)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.self_attn = nn.MultiheadAttention(d_model, heads)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.linear1 = nn.Linear(d_model, d_ffn)
+        self.linear2 = nn.Linear(d_ffn, d_model)
+        self.norm3 = nn.LayerNorm(d_model)
+
+    def forward(self, tgt, query_pos, reference_points, src, padding_mask=None):
+        q = k = tgt + query_pos
+        tgt2 = self.self_attn(q.transpose(0, 1), k.transpose(0, 1), tgt.transpose(0, 1))[0].transpose(0, 1)
+        tgt = self.norm2(tgt + tgt2)
+        tgt2 = self.cross_attn(tgt + query_pos, reference_points, src, padding_mask)
+        tgt = self.norm1(tgt + tgt2)
+        return self.norm3(tgt + self.linear2(F.relu(self.linear1(tgt))))
+
+
+class DeformableTransformerEncoder(nn.Module):
+    """``layers`` (a ModuleList) run in turn on ``src`` with the level-embedded positions and the
+    reference points of :func:`encoder_reference_points`.  ``stages`` (a dict, optional) receives
+    the output of layer 0 as ``stages.enc0``."""
+
+    def __init__(self, layer_fn, num_layers, spatial_shapes):
+        super().__init__()
+        self.spatial_shapes = spatial_shapes
+        self.layers = nn.ModuleList([layer_fn() for _ in range(num_layers)])
+
+    def forward(self, src, valid_ratios, pos, padding_mask=None, stages=None):
+        reference_points = encoder_reference_points(self.spatial_shapes, valid_ratios)
+        output = src
+        for i, layer in enumerate(self.layers):
+            output = layer(output, pos, reference_points, padding_mask)
+            if stages is not None and i == 0:
+                stages["stages.enc0"] = output
+        return output
+
+
+class DeformableTransformerDecoder(nn.Module):
+    """``layers`` run in turn; without box refinement the 2-d reference points stay fixed and each
+    layer gets ``ref[:, :, None] * valid_ratios[:, None]``.  ``return_intermediate`` (True in the
+    detector) stacks every layer's output and reference points; ``stages`` receives layer 0's
+    output as ``stages.dec0``."""
+
+    def __init__(self, layer_fn, num_layers, return_intermediate=True):
+        super().__init__()
+        self.layers = nn.ModuleList([layer_fn() for _ in range(num_layers)])
+        self.return_intermediate = return_intermediate
+
+    def forward(self, tgt, reference_points, src, valid_ratios, query_pos, padding_mask=None, stages=None):
+        output = tgt
+        intermediate, intermediate_refs = [], []
+        for i, layer in enumerate(self.layers):
+            reference_points_input = reference_points[:, :, None] * valid_ratios[:, None]
+            output = layer(output, query_pos, reference_points_input, src, padding_mask)
+            if stages is not None and i == 0:
+                stages["stages.dec0"] = output
+            if self.return_intermediate:
+                intermediate.append(output)
+                intermediate_refs.append(reference_points)
+        if self.return_intermediate:
+            return torch.stack(intermediate), torch.stack(intermediate_refs)
+        return output, reference_points
+
+
+class DeformableTransformer(nn.Module):
+    """Deformable DETR's ``DeformableTransformer`` (two_stage False, REFERENCE.md 4.3, 4.7, 4.8),
+    taking the already flattened multi-scale features.  State dict: ``level_embed [L, d]``,
+    ``encoder.layers.{i}.*``, ``decoder.layers.{i}.*``, ``reference_points`` (Linear(d, 2))."""
+
+    def __init__(self, d_model, heads, enc_layers, dec_layers, ffn_dim, enc_points, dec_points, spatial_shapes):
+        super().__init__()
+        self.spatial_shapes = [tuple(int(v) for v in hw) for hw in spatial_shapes]
+        self.level_start_index = level_start_index(self.spatial_shapes)
+        self.d_model = d_model
+        self.encoder = DeformableTransformerEncoder(
+            lambda: DeformableTransformerEncoderLayer(d_model, ffn_dim, heads, enc_points, self.spatial_shapes),
+            enc_layers, self.spatial_shapes)
+        self.decoder = DeformableTransformerDecoder(
+            lambda: DeformableTransformerDecoderLayer(d_model, ffn_dim, heads, dec_points, self.spatial_shapes),
+            dec_layers, True)
+        self.level_embed = nn.Parameter(torch.empty(len(self.spatial_shapes), d_model))
+        self.reference_points = nn.Linear(d_model, 2)
+
+    def level_masks(self, padding_mask):
+        """The per-level ``[N, H_l, W_l]`` blocks of a flat ``[N, S]`` mask."""
+        n = padding_mask.shape[0]
+        return [padding_mask[:, s:s + h * w].reshape(n, h, w)
+                for s, (h, w) in zip(self.level_start_index, self.spatial_shapes)]
+
+    def forward(self, src_flatten, pos_flatten, mask_flatten, query_embed, stages=None):
+        """Returns ``(hs [dec_layers, N, Q, d], init_reference_out [N, Q, 2], memory [N, S, d])``."""
+        n = src_flatten.shape[0]
+        lvl_pos = torch.cat([pos_flatten[:, s:s + h * w] + self.level_embed[lvl].view(1, 1, -1)
+                             for lvl, (s, (h, w)) in enumerate(zip(self.level_start_index, self.spatial_shapes))], 1)
+        if mask_flatten is None:
+            valid_ratios = torch.ones(n, len(self.spatial_shapes), 2, dtype=src_flatten.dtype)
+        else:
+            valid_ratios = valid_ratios_from_masks(self.level_masks(mask_flatten), src_flatten.dtype)
+        memory = self.encoder(src_flatten, valid_ratios, lvl_pos, mask_flatten, stages)
+        query_pos, tgt = torch.split(query_embed, self.d_model, dim=1)
+        query_pos = query_pos.unsqueeze(0).expand(n, -1, -1)
+        tgt = tgt.unsqueeze(0).expand(n, -1, -1)
+        reference_points = self.reference_points(query_pos).sigmoid()
+        hs, _ = self.decoder(tgt, reference_points, memory, valid_ratios, query_pos, mask_flatten, stages)
+        return hs, reference_points, memory
+
+
+class DDETRTransformer(nn.Module):
+    """Op kind ``ddetr_transformer``: Deformable DETR's transformer with the detector's
+    ``query_embed`` (nn.Embedding(queries, 2d)), so the state dict names equal the full
+    detector's (``transformer.*``, ``query_embed.weight``).
+
+    ``forward(src [N, S, d], pos [N, S, d], padding_mask=None [N, S] bool, True = padding)``
+    returns a dict: ``memory [N, S, d]`` (encoder output), ``hs [N, Q, d]`` (the last decoder
+    layer's output, hs[-1]), ``reference_points [N, Q, 2]`` (the initial sigmoid references) and,
+    with ``probe``, ``stages.enc0`` / ``stages.dec0`` (after encoder / decoder layer 0)."""
+
+    def __init__(self, spatial_shapes, d_model=256, heads=8, enc_layers=6, dec_layers=6, ffn_dim=1024,
+                 enc_points=4, dec_points=4, queries=300, probe=False):
+        super().__init__()
+        if d_model % heads:
+            raise ValueError("d_model %d is not a multiple of heads %d" % (d_model, heads))
+        self.transformer = DeformableTransformer(d_model, heads, enc_layers, dec_layers, ffn_dim, enc_points,
+                                                 dec_points, spatial_shapes)
+        self.query_embed = nn.Embedding(queries, 2 * d_model)
+        self.probe = probe
+        self.eval()
+
+    def forward(self, src, pos, padding_mask=None):
+        stages = {} if self.probe else None
+        hs, ref, memory = self.transformer(src, pos, padding_mask, self.query_embed.weight, stages)
+        out = {"memory": memory, "hs": hs[-1], "reference_points": ref}
+        if stages:
+            out.update(stages)
+        return out
+
+
+def valid_ratios_float64(padding_mask, spatial_shapes):
+    """``[N, L, 2]`` (valid_W / W, valid_H / H) per level from a flat ``[N, S]`` mask (nonzero =
+    padding), counting the valid entries of each level block's first row (W) and first column
+    (H), in float64 NumPy."""
+    import numpy as np
+    mask = np.asarray(padding_mask) != 0
+    n = mask.shape[0]
+    out = np.empty((n, len(spatial_shapes), 2))
+    for lvl, (st, (h, w)) in enumerate(zip(level_start_index(spatial_shapes), spatial_shapes)):
+        blk = mask[:, st:st + h * w].reshape(n, h, w)
+        out[:, lvl, 0] = (~blk[:, 0, :]).sum(axis=1) / w
+        out[:, lvl, 1] = (~blk[:, :, 0]).sum(axis=1) / h
+    return out
+
+
+def encoder_reference_points_float64(spatial_shapes, valid_ratios):
+    """The encoder reference points ``[N, S, L, 2]`` in float64 NumPy: the pixel centre
+    ((col + 0.5) / (vr_w * W), (row + 0.5) / (vr_h * H)) of every position of level l (its own
+    valid ratios), times the valid ratios of each sampled level."""
+    import numpy as np
+    vr = np.asarray(valid_ratios, dtype=np.float64)
+    refs = []
+    for lvl, (h, w) in enumerate(spatial_shapes):
+        rows, cols = np.divmod(np.arange(h * w), w)
+        rx = (cols + 0.5)[None] / (vr[:, lvl, 0:1] * w)
+        ry = (rows + 0.5)[None] / (vr[:, lvl, 1:2] * h)
+        refs.append(np.stack([rx, ry], -1))
+    return np.concatenate(refs, 1)[:, :, None] * vr[:, None]
+
+
+def ddetr_transformer_float64(src, pos, padding_mask, weights, p):
+    """The ``ddetr_transformer`` op recomputed in float64 NumPy from the weights (no torch
+    modules): level embedding, valid ratios from the level blocks of the mask (first column /
+    first row), encoder reference points, post-norm encoder layers with
+    :func:`ms_deform_attn_float64`, the query_embed split, sigmoid reference points, decoder
+    layers with a hand-written multi-head self-attention.  Returns the module's output dict."""
+    import numpy as np
+    w = {k: np.asarray(v, dtype=np.float64) for k, v in weights.items()}
+    src = np.asarray(src, dtype=np.float64)
+    pos = np.asarray(pos, dtype=np.float64)
+    n, s, d = src.shape
+    shapes = [(int(h), int(wd)) for h, wd in p["spatial_shapes"]]
+    starts = level_start_index(shapes)
+    nl, m = len(shapes), p["heads"]
+    mask = None if padding_mask is None else np.asarray(padding_mask) != 0
+
+    def lin(x, name):
+        return x @ w[name + ".weight"].T + w[name + ".bias"]
+
+    def ln(x, name):
+        return layernorm_float64(x, w[name + ".weight"], w[name + ".bias"], 1e-5)
+
+    def sub(prefix):
+        return {k[len(prefix):]: v for k, v in w.items() if k.startswith(prefix)}
+
+    lvl_pos = np.concatenate([pos[:, st:st + h * wd] + w["transformer.level_embed"][lvl]
+                              for lvl, (st, (h, wd)) in enumerate(zip(starts, shapes))], axis=1)
+    vr = np.ones((n, nl, 2)) if mask is None else valid_ratios_float64(mask, shapes)
+    enc_ref = encoder_reference_points_float64(shapes, vr)
+
+    out = {}
+    x = src
+    for i in range(p["enc_layers"]):
+        pre = "transformer.encoder.layers.%d." % i
+        a = ms_deform_attn_float64(x + lvl_pos, enc_ref, x, mask, sub(pre + "self_attn."),
+                                   {"heads": m, "points": p["enc_points"], "spatial_shapes": shapes})
+        x = ln(x + a, pre + "norm1")
+        x = ln(x + lin(np.maximum(lin(x, pre + "linear1"), 0), pre + "linear2"), pre + "norm2")
+        if i == 0 and p["probe"]:
+            out["stages.enc0"] = x
+    memory = x
+    qe = w["query_embed.weight"]
+    query_pos = np.broadcast_to(qe[:, :d], (n,) + qe[:, :d].shape)
+    tgt = np.broadcast_to(qe[:, d:], (n,) + qe[:, d:].shape)
+    ref = 1 / (1 + np.exp(-lin(query_pos, "transformer.reference_points")))
+    dec_ref = ref[:, :, None] * vr[:, None]
+    hd = d // m
+    for i in range(p["dec_layers"]):
+        pre = "transformer.decoder.layers.%d." % i
+        wi, bi = w[pre + "self_attn.in_proj_weight"], w[pre + "self_attn.in_proj_bias"]
+        qk = tgt + query_pos
+        q = (qk @ wi[:d].T + bi[:d]).reshape(n, -1, m, hd)
+        k = (qk @ wi[d:2 * d].T + bi[d:2 * d]).reshape(n, -1, m, hd)
+        v = (tgt @ wi[2 * d:].T + bi[2 * d:]).reshape(n, -1, m, hd)
+        sc = np.einsum("nqmc,nkmc->nmqk", q, k) / np.sqrt(hd)
+        sc = np.exp(sc - sc.max(axis=-1, keepdims=True))
+        sc = sc / sc.sum(axis=-1, keepdims=True)
+        ctx = np.einsum("nmqk,nkmc->nqmc", sc, v).reshape(n, -1, d)
+        tgt = ln(tgt + lin(ctx, pre + "self_attn.out_proj"), pre + "norm2")
+        a = ms_deform_attn_float64(tgt + query_pos, dec_ref, memory, mask, sub(pre + "cross_attn."),
+                                   {"heads": m, "points": p["dec_points"], "spatial_shapes": shapes})
+        tgt = ln(tgt + a, pre + "norm1")
+        tgt = ln(tgt + lin(np.maximum(lin(tgt, pre + "linear1"), 0), pre + "linear2"), pre + "norm3")
+        if i == 0 and p["probe"]:
+            out["stages.dec0"] = tgt
+    out.update({"memory": memory, "hs": tgt, "reference_points": ref})
+    return out

@@ -16,6 +16,12 @@ left out of ``case.json``'s ``synth.arrays``); the case's other inputs stay synt
   batch makes it: image i has a valid height/width ratio (vh, vw); on each level (H, W) the rows
   >= ceil(vh*H) and the columns >= ceil(vw*W) are padding (1.0), the rest 0.0 (flattened
   row-major per level, levels concatenated).
+- ``ddetr_transformer_small_b2``: ``padding_mask`` as Deformable DETR builds it for a padded
+  batch (REFERENCE.md 4.2): each image has a valid (height, width) inside the padded batch image,
+  whose size is the one listed here (consistent with the levels: level l of a padded image
+  (Hp, Wp) is (ceil(Hp / (8*2^l)), ceil(Wp / (8*2^l)))); the batch's image mask ``[N, Hp, Wp]`` (True = padding)
+  goes to every level by ``F.interpolate(mask[None].float(), size=(H_l, W_l)).to(torch.bool)[0]`` (mode
+  nearest: source index floor(dst * in/out)), flattened row-major per level, levels concatenated.
 - ``deform_conv2d/borders``: ``offset`` (dy, dx) chosen so that the sampling points
   (oy*sh - ph + i*dh + dy, ox*sw - pw + j*dw + dx) land exactly on y = -1, H, H-1, 0 and
   x = -1, W, W-1, 0 (each also +-1e-3), half a pixel outside, well outside, and inside on
@@ -91,6 +97,33 @@ def padding_mask(name):
     return build
 
 
+# Padded batch image (Hp, Wp) and each image's valid (height, width) inside it, per case (image i uses
+# entry i mod len).  Image 0 is padded on the right, image 1 at the bottom.
+IMAGE_SIZES = {"ddetr_transformer_small_b2": ((61, 77), [(61, 50), (39, 77)])}
+
+
+def image_padding_mask(name):
+    """Builder of ``padding_mask [N, S]`` for the case ``name`` from image masks interpolated to
+    every level (sizes in ``IMAGE_SIZES``)."""
+    def build(params, batch, shape):
+        import torch
+        import torch.nn.functional as F
+        (hp, wp), images = IMAGE_SIZES[name]
+        for lvl, (h, w) in enumerate(params["spatial_shapes"]):
+            stride = 8 << lvl
+            if (h, w) != (-(-hp // stride), -(-wp // stride)):
+                raise AssertionError("%s: level %d is %dx%d, a %dx%d image gives %dx%d"
+                                     % (name, lvl, h, w, hp, wp, -(-hp // stride), -(-wp // stride)))
+        mask = torch.ones(shape[0], hp, wp, dtype=torch.bool)  # the batch's image mask, True = padding
+        for i in range(shape[0]):
+            vh, vw = images[i % len(images)]
+            mask[i, :vh, :vw] = False
+        levels = [F.interpolate(mask[None].float(), size=(h, w)).to(torch.bool)[0].reshape(shape[0], -1)
+                  for h, w in params["spatial_shapes"]]
+        return torch.cat(levels, 1).numpy().astype(np.float32)
+    return build
+
+
 def border_offsets(params, batch, shape):
     """``offset [B, 2*G*kh*kw, Ho, Wo]`` putting deform_conv2d's sampling points on the edges."""
     rng = np.random.default_rng(SEED + 1)
@@ -124,6 +157,7 @@ STORED = {
     "ms_deform_attn/ref4_mask_b2": ("ms_deform_attn", {"padding_mask": padding_mask("ms_deform_attn/ref4_mask_b2")}),
     "ms_deform_attn/hd71_mask": ("ms_deform_attn", {"padding_mask": padding_mask("ms_deform_attn/hd71_mask")}),
     "deform_conv2d/borders": ("deform_conv2d", {"offset": border_offsets}),
+    "ddetr_transformer_small_b2": ("ddetr_transformer", {"padding_mask": image_padding_mask("ddetr_transformer_small_b2")}),
 }
 
 

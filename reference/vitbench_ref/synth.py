@@ -123,6 +123,8 @@ def default_role(name, shape, is_input):
 
     Weights (``is_input`` false), by name:
 
+    - name ends in ``query_embed.weight`` (Deformable DETR's nn.Embedding of the queries, whose
+      init is N(0, 1); the reference points ``sigmoid(Linear(query_pos))`` then spread): (0, 1)
     - name ends in ``weight`` with >= 2 dims (Linear / conv weight): (0, 1/sqrt(fan_in)),
       fan_in = product of all dims but the first
     - name ends in ``weight`` with 1 dim (norm scale): (1, 0.1)
@@ -133,6 +135,8 @@ def default_role(name, shape, is_input):
     """
     if is_input:
         return INPUT_ROLES.get(name, (0.0, 1.0))
+    if name.endswith("query_embed.weight"):
+        return 0.0, 1.0
     if name.endswith("weight"):
         if len(shape) >= 2:
             fan_in = 1
