@@ -19,6 +19,9 @@ type CompareOptions struct {
 	// Threshold is the smallest relative change that counts (0.05 = 5%); 0 counts any
 	// significant change.
 	Threshold float64
+	// Worse and Better are the verdict words of a significant change beyond Threshold;
+	// "" means "REGRESSION" and "improvement".
+	Worse, Better string
 }
 
 // CompareResult is Compare's verdict.
@@ -27,8 +30,8 @@ type CompareResult struct {
 	Regressions []string
 	// Improvements lists the rows significantly better by more than Threshold.
 	Improvements []string
-	// DeterministicChanges lists every change of MACs/op or B/peak (including measured vs
-	// not measured); a gate treats them as hard failures.
+	// DeterministicChanges lists every change of MACs/op, B/peak (including measured vs
+	// not measured) or bytes moved; a gate treats them as hard failures.
 	DeterministicChanges []string
 	// Geomean is the geometric mean over the rows present in both files of head median time /
 	// base median time (1.05 = 5% slower overall); NaN when no row is common.
@@ -50,40 +53,69 @@ func (k rowKey) String() string {
 // the Mann–Whitney p-value (benchmath.AssumeNothing) and "~" when not significant, then a
 // geomean row over the rows present in both. The metric is time per call (lower is better),
 // or GFLOP/s per sample (higher is better) where MACs/op differ between the files, since
-// then the two runs did different work.
+// then the two runs did different work. The lists of regressions, improvements,
+// deterministic changes and unmatched rows follow the table.
 func Compare(w io.Writer, base, head results.BenchFile, opt CompareOptions) (CompareResult, error) {
+	t := compareFiles(base, head, opt)
+	fmt.Fprintf(w, "Comparison: base %s vs head %s (Mann–Whitney U, alpha %.3g, threshold %.3g%%)\n\n",
+		describe(base.Meta), describe(head.Meta), t.opt.Alpha, 100*t.opt.Threshold)
+	if err := t.write(w); err != nil {
+		return t.res, err
+	}
+	printList(w, "Regressions", t.res.Regressions)
+	printList(w, "Improvements", t.res.Improvements)
+	printList(w, "Deterministic changes (hard failures)", t.res.DeterministicChanges)
+	printList(w, "Only in base", t.onlyBase)
+	printList(w, "Only in head", t.onlyHead)
+	return t.res, nil
+}
+
+// compareTable is the outcome of comparing two timing files: the table's cells, the
+// verdict and the rows found on one side only.
+type compareTable struct {
+	opt                CompareOptions // with defaults filled in
+	cells              [][]string
+	res                CompareResult
+	onlyBase, onlyHead []string
+}
+
+// write renders the comparison table.
+func (t compareTable) write(w io.Writer) error {
+	return writeTable(w, "llrrllrrrll",
+		[]string{"case", "backend", "batch", "threads", "dtype", "unit", "base ± 95% CI", "head ± 95% CI", "change", "p", "verdict"}, t.cells)
+}
+
+// compareFiles compares every row of base with the row of head having the same key (see
+// Compare) and judges each change: significant (p < Alpha) and worse or better by more
+// than Threshold.
+func compareFiles(base, head results.BenchFile, opt CompareOptions) compareTable {
 	if opt.Alpha <= 0 {
 		opt.Alpha = 0.05
 	}
+	worseWord, betterWord := cmp.Or(opt.Worse, "REGRESSION"), cmp.Or(opt.Better, "improvement")
 	thr := &benchmath.Thresholds{CompareAlpha: opt.Alpha}
 	b, h := indexRows(base), indexRows(head)
 	keys := unionKeys(b, h)
 
-	res := CompareResult{Geomean: math.NaN()}
-	var cells [][]string
+	t := compareTable{opt: opt, res: CompareResult{Geomean: math.NaN()}}
+	res := &t.res
 	var logSum, logBase, logHead float64
 	var common int
-	var onlyBase, onlyHead []string
 	for _, k := range keys {
 		br, inBase := b[k]
 		hr, inHead := h[k]
 		switch {
 		case !inHead:
-			onlyBase = append(onlyBase, k.String())
+			t.onlyBase = append(t.onlyBase, k.String())
 			continue
 		case !inBase:
-			onlyHead = append(onlyHead, k.String())
+			t.onlyHead = append(t.onlyHead, k.String())
 			continue
 		}
-		if br.MACs != hr.MACs {
-			res.DeterministicChanges = append(res.DeterministicChanges, fmt.Sprintf("%s: MACs/op %d -> %d", k, br.MACs, hr.MACs))
-		}
-		if br.PeakBytes != hr.PeakBytes {
-			res.DeterministicChanges = append(res.DeterministicChanges, fmt.Sprintf("%s: B/peak %d -> %d", k, br.PeakBytes, hr.PeakBytes))
-		}
+		res.DeterministicChanges = append(res.DeterministicChanges, deterministicChanges(k, br, hr)...)
 
 		if len(br.SamplesNs) == 0 || len(hr.SamplesNs) == 0 {
-			cells = append(cells, []string{k.caseName, k.backend, fmt.Sprint(k.batch), fmt.Sprint(k.threads), k.dtype, "ms",
+			t.cells = append(t.cells, []string{k.caseName, k.backend, fmt.Sprint(k.batch), fmt.Sprint(k.threads), k.dtype, "ms",
 				fmtMs(br.MedianNs), fmtMs(hr.MedianNs), dash, "no samples", ""})
 			continue
 		}
@@ -105,14 +137,14 @@ func Compare(w io.Writer, base, head results.BenchFile, opt CompareOptions) (Com
 			line := fmt.Sprintf("%s: %s %s -> %s (%+.2f%%, %s)", k, m.unit, m.format(sumB.Center), m.format(sumH.Center), 100*change, c)
 			switch {
 			case worseBy > opt.Threshold:
-				verdict = "REGRESSION"
+				verdict = worseWord
 				res.Regressions = append(res.Regressions, line)
 			case -worseBy > opt.Threshold:
-				verdict = "improvement"
+				verdict = betterWord
 				res.Improvements = append(res.Improvements, line)
 			}
 		}
-		cells = append(cells, []string{k.caseName, k.backend, fmt.Sprint(k.batch), fmt.Sprint(k.threads), k.dtype, m.unit,
+		t.cells = append(t.cells, []string{k.caseName, k.backend, fmt.Sprint(k.batch), fmt.Sprint(k.threads), k.dtype, m.unit,
 			m.format(sumB.Center) + " ± " + sumB.PctRangeString(), m.format(sumH.Center) + " ± " + sumH.PctRangeString(),
 			delta, c.String(), verdict})
 
@@ -126,23 +158,30 @@ func Compare(w io.Writer, base, head results.BenchFile, opt CompareOptions) (Com
 	if common > 0 {
 		n := float64(common)
 		res.Geomean = math.Exp(logSum / n)
-		cells = append(cells, []string{"geomean", "", "", "", "", "ms",
+		t.cells = append(t.cells, []string{"geomean", "", "", "", "", "ms",
 			fmtMs(math.Exp(logBase / n)), fmtMs(math.Exp(logHead / n)),
 			fmt.Sprintf("%+.2f%%", 100*(res.Geomean-1)), fmt.Sprintf("n=%d rows", common), ""})
 	}
+	return t
+}
 
-	fmt.Fprintf(w, "Comparison: base %s vs head %s (Mann–Whitney U, alpha %.3g, threshold %.3g%%)\n\n",
-		describe(base.Meta), describe(head.Meta), opt.Alpha, 100*opt.Threshold)
-	if err := writeTable(w, "llrrllrrrll",
-		[]string{"case", "backend", "batch", "threads", "dtype", "unit", "base ± 95% CI", "head ± 95% CI", "change", "p", "verdict"}, cells); err != nil {
-		return res, err
+// deterministicChanges lists the changes between two rows of the same key in the metrics
+// that do not depend on timing: MACs/op, allocator peak bytes (B/peak, including measured
+// vs not measured) and bytes moved per run. Bytes are compared to 0.1%, because a text file
+// carries them only as GB/s (bytes = GB/s × ns, rounded); an exact count differs more
+// whenever the formula changes.
+func deterministicChanges(k rowKey, b, h results.BenchRow) []string {
+	var out []string
+	if b.MACs != h.MACs {
+		out = append(out, fmt.Sprintf("%s: MACs/op %d -> %d", k, b.MACs, h.MACs))
 	}
-	printList(w, "Regressions", res.Regressions)
-	printList(w, "Improvements", res.Improvements)
-	printList(w, "Deterministic changes (hard failures)", res.DeterministicChanges)
-	printList(w, "Only in base", onlyBase)
-	printList(w, "Only in head", onlyHead)
-	return res, nil
+	if b.PeakBytes != h.PeakBytes {
+		out = append(out, fmt.Sprintf("%s: B/peak %d -> %d", k, b.PeakBytes, h.PeakBytes))
+	}
+	if b.Bytes > 0 && h.Bytes > 0 && math.Abs(float64(h.Bytes-b.Bytes)) > 1e-3*float64(b.Bytes) {
+		out = append(out, fmt.Sprintf("%s: bytes/op %d -> %d", k, b.Bytes, h.Bytes))
+	}
+	return out
 }
 
 // metric is what Compare judges a row by.

@@ -12,6 +12,14 @@ const (
 // the PyTorch columns instead of rows of their own.
 const TorchBackend = "torch"
 
+// NumPyBackend is the backend name of the NumPy rows reference/bench_torch.py writes for
+// plain matrix products (NumPy's BLAS).
+const NumPyBackend = "numpy"
+
+// isReference reports whether a backend's rows come from reference/bench_torch.py rather
+// than from vitbench.
+func isReference(backend string) bool { return backend == TorchBackend || backend == NumPyBackend }
+
 // CaseInfo describes a case independently of any backend: what it computes and its size.
 // MACs and Bytes are per image for networks (batch 1).
 type CaseInfo struct {
@@ -19,6 +27,9 @@ type CaseInfo struct {
 	Params         int64 // parameters (networks)
 	MACs, Bytes    int64
 	ImgSize        string // e.g. "224"
+	// Top1 says the case's conformance check also compares the top-1 class of every image
+	// (a network with a logits output).
+	Top1 bool
 }
 
 // Input is everything a report is built from.
@@ -36,7 +47,28 @@ type Input struct {
 	// PeakByBackend overrides PeakGFLOPs for the backends it names (a GPU's peak is not the
 	// CPU's); a backend mapped to 0 gets no "% of peak".
 	PeakByBackend map[string]float64
-	Title         string
+	// Roof is the machine's measured ceilings the roofline chart draws (zero = unknown).
+	Roof  Roof
+	Title string
+	// Figures are the charts written beside the report (WriteFigures), shown in the Plots
+	// section; FigureNotes say, one line each, which charts were not drawn and why.
+	Figures     []FigureRef
+	FigureNotes []string
+	// Base, when set, is the timing file the A/B section compares the report's own
+	// vitbench rows with (BasePath names it). Without it the A/B section compares
+	// PyTorch (base) with each vitbench backend on the same machine (head).
+	Base     *results.BenchFile
+	BasePath string
+}
+
+// Roof holds the ceilings of the roofline chart: the compute peak (GFLOP/s) and the
+// memory bandwidth (GB/s) measured on the machine (vitbench peak), at Threads threads.
+// They apply to the backends running on the host CPU (every backend but cuda).
+type Roof struct {
+	GFLOPs, GBps float64
+	Threads      int
+	// Source says where the figures come from, e.g. "peak.json: avx512 FMA, triad/copy".
+	Source string
 }
 
 // peak returns the peak GFLOP/s that backend's rows are compared with; 0 = unknown.

@@ -14,8 +14,9 @@ type netGroup struct {
 
 // writeNetworks writes the papers' table for network cases: model, image size, params (M),
 // GMACs per image, backend, batch-1 latency (median [95% CI] and p90), throughput in img/s at
-// each batch measured (batch / median), allocator peak memory (largest over batches), and the
-// PyTorch figures measured on the same machine beside them.
+// each batch measured (batch / median), allocator peak memory (largest over batches), the
+// agreement with the reference (status, NMSE, top-1) and the PyTorch figures measured on
+// the same machine beside them.
 func writeNetworks(w io.Writer, in Input, es []entry) error {
 	var groups []*netGroup
 	index := map[string]*netGroup{}
@@ -70,14 +71,14 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 		}
 		row := []string{g.first.Case, orDash(info.ImgSize), millions(info.Params), billions(gmacs),
 			g.first.Backend, g.first.DType, fmt.Sprint(g.first.Threads),
-			in.checkStatus(g.first.Case, g.first.Backend, g.first.DType),
+			in.agreement(g.first.Case, g.first.Backend, g.first.DType),
 			lat, p90, strings.Join(thr, "; "), fmtMiB(peak), torchLat, orDash(strings.Join(tthr, "; "))}
 		if multi {
 			row = append([]string{g.first.machine}, row...)
 		}
 		cells = append(cells, row)
 	}
-	header := []string{"model", "image size", "params (M)", "GMACs", "backend", "dtype", "threads", "check",
+	header := []string{"model", "image size", "params (M)", "GMACs", "backend", "dtype", "threads", "agreement with reference",
 		"batch-1 ms [95% CI]", "batch-1 p90 ms", "img/s (batch: rate)", "peak MiB", "PyTorch batch-1 ms", "PyTorch img/s"}
 	align := "lrrrllrlrrlrrl"
 	if multi {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"vitbench/bench/cases"
 	"vitbench/bench/report"
@@ -17,7 +19,8 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 	out := fs.String("o", "", "write the report to this file instead of stdout")
 	title := fs.String("title", "vitbench report", "report title")
 	peak := fs.Float64("peak-gflops", 0, "the machine's measured fp32 peak in GFLOP/s, for % of peak (0 = unknown)")
-	peakFile := fs.String("peak", "", "a peak.json (vitbench peak -json, or vitbench run's) giving the CPU rows' % of peak")
+	peakFile := fs.String("peak", "", "a peak.json (vitbench peak -json, or vitbench run's) giving the CPU rows' % of peak and the roofline's ceilings")
+	base := fs.String("base", "", "a timing file to compare this report's vitbench rows with in the A/B section (default: PyTorch against vitbench)")
 	if err := parseFlags(fs, args); err != nil {
 		return exitUsage, err
 	}
@@ -29,14 +32,23 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{err}
 	}
 	in.Title, in.PeakGFLOPs = *title, *peak
+	in.Roof.GFLOPs = *peak
 	if *peakFile != "" {
 		pk, err := readPeak(*peakFile)
 		if err != nil {
 			return exitUsage, usageError{err}
 		}
 		in.PeakByBackend = map[string]float64{"cpu": cpuPeakFor(pk, threadsOfRows(in))}
+		in.Roof = roofFor(pk, threadsOfRows(in), *peakFile)
 	}
-	return writeReport(in, *out, stdout)
+	if *base != "" {
+		bf, err := results.ReadBench(*base)
+		if err != nil {
+			return exitUsage, usageError{err}
+		}
+		in.Base, in.BasePath = &bf, *base
+	}
+	return writeReport(in, *out, stdout, stderr)
 }
 
 // loadReportInput reads result files of either kind, sniffing each.
@@ -76,20 +88,35 @@ func caseInfos() map[string]report.CaseInfo {
 			// The networks table reads MACs and bytes per image.
 			macs, bytes = macs/int64(c.Batch), bytes/int64(c.Batch)
 		}
+		top1 := false
+		for _, o := range s.Outputs() {
+			top1 = top1 || (c.Kind == "network" && o.Name == "logits" && len(o.Shape) == 2)
+		}
 		m[c.Name] = report.CaseInfo{Name: c.Name, Kind: c.Kind, Op: c.Op, Params: s.Params(), MACs: macs,
-			Bytes: bytes, ImgSize: img}
+			Bytes: bytes, ImgSize: img, Top1: top1}
 	}
 	return m
 }
 
-func writeReport(in report.Input, path string, stdout io.Writer) (int, error) {
+// writeReport writes the Markdown report to stdout, or to path with its charts beside it
+// (path's name without extension, then -latency.png and -roofline.png), every file atomically.
+func writeReport(in report.Input, path string, stdout, stderr io.Writer) (int, error) {
 	if path == "" {
 		return exitOK, report.Markdown(stdout, in)
 	}
+	prefix := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	figs, notes, err := report.WriteFigures(filepath.Dir(path), prefix, in)
+	if err != nil {
+		return exitFail, fmt.Errorf("plots: %v", err)
+	}
+	in.Figures, in.FigureNotes = figs, notes
 	if err := results.WriteFileAtomic(path, func(w io.Writer) error { return report.Markdown(w, in) }); err != nil {
 		return exitFail, err
 	}
-	fmt.Fprintf(os.Stderr, "report written to %s\n", path)
+	for _, f := range figs {
+		fmt.Fprintf(stderr, "plot written to %s\n", filepath.Join(filepath.Dir(path), f.Path))
+	}
+	fmt.Fprintf(stderr, "report written to %s\n", path)
 	return exitOK, nil
 }
 
@@ -116,6 +143,17 @@ func cpuPeakFor(pk vcpu.PeakResult, threads int) float64 {
 		return pk.FMAPerCore
 	}
 	return pk.FMATotal
+}
+
+// roofFor returns the roofline's ceilings for rows run on threads threads: the one-thread
+// FMA peak and bandwidth for single-threaded rows, the all-threads figures otherwise.
+func roofFor(pk vcpu.PeakResult, threads int, source string) report.Roof {
+	r := report.Roof{GFLOPs: pk.FMATotal, GBps: pk.BandwidthTotal, Threads: pk.Threads,
+		Source: fmt.Sprintf("%s: fp32 FMA (%s), best of triad and copy", source, pk.ISA)}
+	if threads == 1 {
+		r.GFLOPs, r.GBps, r.Threads = pk.FMAPerCore, pk.Bandwidth1T, 1
+	}
+	return r
 }
 
 // threadsOfRows returns the thread count of the vitbench timing files (the

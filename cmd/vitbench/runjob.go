@@ -18,7 +18,8 @@ import (
 
 func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlags("run", stderr)
-	outDir := fs.String("o", "out", "directory for check.json, bench.txt, bench.json, torch.txt and report.md")
+	outDir := fs.String("o", "out", "directory for peak.json, check.json, bench.txt, bench.json, torch.txt, report.md and its plots")
+	base := fs.String("base", "", "a timing file of an earlier run (bench.txt or bench.json) for the report's A/B section (default: PyTorch against vitbench)")
 	dir := fs.String("fixtures", "fixtures", "fixture directory")
 	runRE := fs.String("run", "", "only cases whose name matches this regular expression")
 	threads := fs.Int("threads", 0, "CPU threads for vitbench and PyTorch (0 = all available)")
@@ -39,6 +40,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	re, err := compileRun(*runRE)
 	if err != nil {
 		return exitUsage, err
+	}
+	var baseFile *results.BenchFile
+	if *base != "" {
+		bf, err := results.ReadBench(*base)
+		if err != nil {
+			return exitUsage, usageError{err}
+		}
+		baseFile = &bf
 	}
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return exitUsage, usageError{err}
@@ -133,8 +142,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	in.Title = "vitbench report"
 	in.PeakByBackend = map[string]float64{"cpu": cpuPeakFor(pk, bf.Meta.Threads)}
+	in.Roof = roofFor(pk, bf.Meta.Threads, "peak.json") // beside the report
+	in.Base, in.BasePath = baseFile, *base
 	reportPath := filepath.Join(*outDir, "report.md")
-	if code, err := writeReport(in, reportPath, stdout); err != nil {
+	if code, err := writeReport(in, reportPath, stdout, stderr); err != nil {
 		return code, err
 	}
 	if code, ok := isInterrupted(stopErr); ok {
