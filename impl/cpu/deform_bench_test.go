@@ -79,3 +79,14 @@ func BenchmarkDeformConvDCN256(b *testing.B) {
 	}
 	b.ReportMetric(2*float64(dc.MACs())/1e9*float64(b.N)/b.Elapsed().Seconds(), "GFLOP/s")
 }
+
+// BenchmarkTransposeChannelsLast times the NCHW → channels-last copy of a
+// 256×50×50 image.
+func BenchmarkTransposeChannelsLast(b *testing.B) {
+	src := make([]float32, 256*2500)
+	dst := make([]float32, 256*2500)
+	for b.Loop() {
+		transposeToChannelsLast(2, 256, 2500, src, dst)
+	}
+	b.SetBytes(int64(len(src)) * 8)
+}
