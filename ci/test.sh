@@ -78,6 +78,13 @@ step "the main job end to end (short), report with the PyTorch column"
 grep -q "PyTorch ms" "$tmp/run/report.md"
 grep -q "patch_embed/vit_s16" "$tmp/run/report.md"
 "$tmp/vitbench" compare "$tmp/run/bench.txt" "$tmp/run/bench.txt" >/dev/null
+test -s "$tmp/run/report-latency.png" && test -s "$tmp/run/report-roofline.png"
+grep -q "](report-roofline.png)" "$tmp/run/report.md"
+grep -q "## A/B: PyTorch → vitbench" "$tmp/run/report.md"
+"$tmp/vitbench" compare -max-slowdown 10% "$tmp/run" "$tmp/run" >/dev/null
+
+step "deterministic metrics against ci/baselines/cpu.json (no timings; regenerate: go run ./cmd/vitbench baseline -o ci/baselines/cpu.json)"
+"$tmp/vitbench" baseline -check ci/baselines/cpu.json
 
 echo
 echo "ci/test.sh: all checks passed"
