@@ -181,14 +181,33 @@ func (t *ddetrTransformer) Params() int64 { return bench.BytesOf(t.Weights()) / 
 //	decoder layer: y = norm2(y + MHA(y + qpos, y + qpos, y));  y = norm1(y + MSDeformAttn(y + qpos, refs, memory))
 //	               y = norm3(y + FFN(y))
 func (t *ddetrTransformer) Graph() *bench.Graph {
-	b, s, q, d, l := t.batch, t.values(), t.queries, t.d, len(t.levels)
 	g := &bench.Graph{}
+	names := transformerNames{src: "src", pos: "pos", memory: "memory", hs: "hs", refs: "reference_points"}
+	if t.masked {
+		names.mask = "padding_mask"
+	}
+	if t.probe {
+		names.enc0, names.dec0 = "stages.enc0", "stages.dec0"
+	}
+	t.steps(g, names)
+	return g
+}
+
+// transformerNames are the values the transformer's sub-graph reads
+// (src, pos and, unless "", mask) and writes (memory, hs, refs and,
+// unless "", the probes enc0 and dec0).
+type transformerNames struct {
+	src, pos, mask, memory, hs, refs, enc0, dec0 string
+}
+
+// steps appends the transformer's sub-graph.
+func (t *ddetrTransformer) steps(g *bench.Graph, nm transformerNames) {
+	b, s, q, d, l := t.batch, t.values(), t.queries, t.d, len(t.levels)
 	tok := bench.Shape{b, s, d}
 	qs := bench.Shape{b, q, d}
-	mask := ""
+	mask := nm.mask
 	var vrIn []string
-	if t.masked {
-		mask = "padding_mask"
+	if mask != "" {
 		vrIn = []string{mask}
 	}
 	for _, name := range []string{"enc.lvl_pos", "enc.x", "enc.q", "enc.sum"} {
@@ -198,16 +217,16 @@ func (t *ddetrTransformer) Graph() *bench.Graph {
 	g.Temp("valid_ratios", bench.Shape{b, l, 2})
 	g.Temp("enc.refs", bench.Shape{b, s, l, 2})
 	g.Steps = append(g.Steps,
-		bench.Step{Node: LevelEmbed{Batch: b, Dim: d, Levels: t.levels}, In: []string{"pos", "transformer.level_embed"}, Out: []string{"enc.lvl_pos"}},
-		bench.Step{Node: ValidRatios{Batch: b, Levels: t.levels, Masked: t.masked}, In: vrIn, Out: []string{"valid_ratios"}},
+		bench.Step{Node: LevelEmbed{Batch: b, Dim: d, Levels: t.levels}, In: []string{nm.pos, "transformer.level_embed"}, Out: []string{"enc.lvl_pos"}},
+		bench.Step{Node: ValidRatios{Batch: b, Levels: t.levels, Masked: mask != ""}, In: vrIn, Out: []string{"valid_ratios"}},
 		bench.Step{Node: EncoderRefPoints{Batch: b, Levels: t.levels}, In: []string{"valid_ratios"}, Out: []string{"enc.refs"}})
-	x := "src"
+	x := nm.src
 	enc := t.sampler(false)
 	for i := 0; i < t.encLayers; i++ {
 		p := t.encPrefix(i)
 		out := "enc.x"
 		if i == t.encLayers-1 {
-			out = "memory"
+			out = nm.memory
 		}
 		g.Steps = append(g.Steps, bench.Step{Node: Add{Elems: b * s * d}, In: []string{x, "enc.lvl_pos"}, Out: []string{"enc.q"}})
 		msdaSteps(g, enc, d, p+"self_attn.", "enc.q", "enc.refs", x, mask, "enc.sum", x)
@@ -218,8 +237,8 @@ func (t *ddetrTransformer) Graph() *bench.Graph {
 			bench.Step{Node: Gemm{Batch: b, M: s, N: d, K: t.ffn, TransB: true, Bias: true, Residual: true},
 				In: []string{"enc.hidden", p + "linear2.weight", p + "linear2.bias", "enc.x"}, Out: []string{"enc.sum"}},
 			bench.Step{Node: LayerNorm{Batch: b, Tokens: s, Dim: d, Eps: 1e-5}, In: []string{"enc.sum", p + "norm2.weight", p + "norm2.bias"}, Out: []string{out}})
-		if i == 0 && t.probe {
-			g.Steps = append(g.Steps, bench.Step{Node: Reshape{From: tok, To: tok}, In: []string{out}, Out: []string{"stages.enc0"}})
+		if i == 0 && nm.enc0 != "" {
+			g.Steps = append(g.Steps, bench.Step{Node: Reshape{From: tok, To: tok}, In: []string{out}, Out: []string{nm.enc0}})
 		}
 		x = out
 	}
@@ -237,15 +256,15 @@ func (t *ddetrTransformer) Graph() *bench.Graph {
 		bench.Step{Node: QueryEmbed{Batch: b, Queries: q, Dim: d}, In: []string{"query_embed.weight"}, Out: []string{"dec.qpos", "dec.y"}},
 		bench.Step{Node: Gemm{Batch: b, M: q, N: 2, K: d, TransB: true, Bias: true},
 			In: []string{"dec.qpos", "transformer.reference_points.weight", "transformer.reference_points.bias"}, Out: []string{"dec.ref_logits"}},
-		bench.Step{Node: Sigmoid{Elems: b * q * 2}, In: []string{"dec.ref_logits"}, Out: []string{"reference_points"}},
-		bench.Step{Node: ScaleRefs{Batch: b, Queries: q, Levels: l}, In: []string{"reference_points", "valid_ratios"}, Out: []string{"dec.refs"}})
+		bench.Step{Node: Sigmoid{Elems: b * q * 2}, In: []string{"dec.ref_logits"}, Out: []string{nm.refs}},
+		bench.Step{Node: ScaleRefs{Batch: b, Queries: q, Levels: l}, In: []string{nm.refs, "valid_ratios"}, Out: []string{"dec.refs"}})
 	dec := t.sampler(true)
 	y := "dec.y"
 	for i := 0; i < t.decLayers; i++ {
 		p := t.decPrefix(i)
 		out := "dec.y"
 		if i == t.decLayers-1 {
-			out = "hs"
+			out = nm.hs
 		}
 		g.Steps = append(g.Steps,
 			bench.Step{Node: Add{Elems: b * q * d}, In: []string{y, "dec.qpos"}, Out: []string{"dec.q"}},
@@ -260,7 +279,7 @@ func (t *ddetrTransformer) Graph() *bench.Graph {
 				In: []string{"dec.ctx", p + "self_attn.out_proj.weight", p + "self_attn.out_proj.bias", y}, Out: []string{"dec.sum"}},
 			bench.Step{Node: LayerNorm{Batch: b, Tokens: q, Dim: d, Eps: 1e-5}, In: []string{"dec.sum", p + "norm2.weight", p + "norm2.bias"}, Out: []string{"dec.y"}},
 			bench.Step{Node: Add{Elems: b * q * d}, In: []string{"dec.y", "dec.qpos"}, Out: []string{"dec.q"}})
-		msdaSteps(g, dec, d, p+"cross_attn.", "dec.q", "dec.refs", "memory", mask, "dec.sum", "dec.y")
+		msdaSteps(g, dec, d, p+"cross_attn.", "dec.q", "dec.refs", nm.memory, mask, "dec.sum", "dec.y")
 		g.Steps = append(g.Steps,
 			bench.Step{Node: LayerNorm{Batch: b, Tokens: q, Dim: d, Eps: 1e-5}, In: []string{"dec.sum", p + "norm1.weight", p + "norm1.bias"}, Out: []string{"dec.y"}},
 			bench.Step{Node: Gemm{Batch: b, M: q, N: t.ffn, K: d, TransB: true, Bias: true, Act: "relu"},
@@ -268,12 +287,11 @@ func (t *ddetrTransformer) Graph() *bench.Graph {
 			bench.Step{Node: Gemm{Batch: b, M: q, N: d, K: t.ffn, TransB: true, Bias: true, Residual: true},
 				In: []string{"dec.hidden", p + "linear2.weight", p + "linear2.bias", "dec.y"}, Out: []string{"dec.sum"}},
 			bench.Step{Node: LayerNorm{Batch: b, Tokens: q, Dim: d, Eps: 1e-5}, In: []string{"dec.sum", p + "norm3.weight", p + "norm3.bias"}, Out: []string{out}})
-		if i == 0 && t.probe {
-			g.Steps = append(g.Steps, bench.Step{Node: Reshape{From: qs, To: qs}, In: []string{out}, Out: []string{"stages.dec0"}})
+		if i == 0 && nm.dec0 != "" {
+			g.Steps = append(g.Steps, bench.Step{Node: Reshape{From: qs, To: qs}, In: []string{out}, Out: []string{nm.dec0}})
 		}
 		y = out
 	}
-	return g
 }
 
 func init() { bench.RegisterOpKind(ddetrTransformerKind{}) }

@@ -90,7 +90,8 @@ func (b *Backend) Supports(op string, dt bench.DType) error {
 	case "patch_embed", "soft_split", "gemm", "conv2d", "layernorm", "attention_core", "fold", "avg_pool2d",
 		"tokens_prefix", "take_token", "average", "reshape", "performer_core", "tokens_to_image",
 		"ms_deform_attn_core", "ms_deform_attn", "deform_conv2d",
-		"add", "sigmoid", "level_embed", "valid_ratios", "encoder_ref_points", "query_embed", "scale_refs", "merge_qkv":
+		"add", "sigmoid", "level_embed", "valid_ratios", "encoder_ref_points", "query_embed", "scale_refs", "merge_qkv",
+		"relu", "max_pool2d", "group_norm", "level_masks", "position_sine", "flatten_levels", "box_decode", "post_process":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
 	}
@@ -265,6 +266,22 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.scaleRefs(n, hin, hout)
 	case ops.MergeQKV:
 		return b.mergeQKV(n, hin, hout)
+	case ops.ReLU:
+		return b.relu(n, hin, hout)
+	case ops.MaxPool2d:
+		return b.maxPool2d(n, hin, hout)
+	case ops.GroupNorm:
+		return b.groupNorm(n, hin, hout)
+	case ops.LevelMasks:
+		return b.levelMasks(n, hin, hout)
+	case ops.PositionSine:
+		return b.positionSine(n, hin, hout)
+	case ops.FlattenLevels:
+		return b.flattenLevels(n, hin, hout)
+	case ops.BoxDecode:
+		return b.boxDecode(n, hin, hout)
+	case ops.PostProcess:
+		return b.postProcess(n, hin, hout)
 	}
 	return fmt.Errorf("cpu: no kernel for op %q", node.OpName())
 }

@@ -1,0 +1,313 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"vitbench/bench"
+	"vitbench/bench/ops"
+	"vitbench/impl/cpu/internal/kern"
+)
+
+// The detector's nodes around the backbone and the transformer; see
+// package ops for what each computes.
+
+func (b *Backend) relu(n ops.ReLU, in, out []*tensor) error {
+	if err := checkElems("relu", in, out, 1, n.Elems); err != nil {
+		return err
+	}
+	x, y := in[0].data, out[0].data
+	threads := b.threads
+	if n.Elems < 1<<16 {
+		threads = 1
+	}
+	parallelFor(threads, n.Elems, 4096, func(lo, hi int) { kern.ReLU(hi-lo, x[lo:hi], y[lo:hi]) })
+	return nil
+}
+
+func (b *Backend) maxPool2d(m ops.MaxPool2d, in, out []*tensor) error {
+	oh, ow := m.OutH(), m.OutW()
+	if err := checkShapes("max_pool2d", in, []bench.Shape{{m.Batch, m.Chans, m.Height, m.Width}}); err != nil {
+		return err
+	}
+	if err := checkShapes("max_pool2d", out, []bench.Shape{{m.Batch, m.Chans, oh, ow}}); err != nil {
+		return err
+	}
+	x, y := in[0].data, out[0].data
+	planes := m.Batch * m.Chans
+	parallelFor(b.threads, planes, 4, func(lo, hi int) {
+		for pl := lo; pl < hi; pl++ {
+			src := x[pl*m.Height*m.Width : (pl+1)*m.Height*m.Width]
+			dst := y[pl*oh*ow : (pl+1)*oh*ow]
+			for oy := 0; oy < oh; oy++ {
+				y0 := oy*m.Stride - m.Pad
+				for ox := 0; ox < ow; ox++ {
+					x0 := ox*m.Stride - m.Pad
+					best := float32(math.Inf(-1))
+					for ky := max(0, -y0); ky < m.Kernel && y0+ky < m.Height; ky++ {
+						row := src[(y0+ky)*m.Width:]
+						for kx := max(0, -x0); kx < m.Kernel && x0+kx < m.Width; kx++ {
+							if v := row[x0+kx]; v > best || v != v {
+								best = v
+							}
+						}
+					}
+					dst[oy*ow+ox] = best
+				}
+			}
+		}
+	})
+	return nil
+}
+
+func (b *Backend) groupNorm(n ops.GroupNorm, in, out []*tensor) error {
+	c := bench.Shape{n.Chans}
+	x := bench.Shape{n.Batch, n.Chans, n.Height, n.Width}
+	pixels := n.Height * n.Width
+	if err := checkShapes("group_norm", in, []bench.Shape{x, c, c}); err != nil {
+		return err
+	}
+	if err := checkShapes("group_norm", out, []bench.Shape{x}); err != nil {
+		return err
+	}
+	if n.Groups <= 0 || n.Chans%n.Groups != 0 {
+		return fmt.Errorf("cpu: group_norm: %d channels in %d groups", n.Chans, n.Groups)
+	}
+	src, gamma, beta, dst := in[0].data, in[1].data, in[2].data, out[0].data
+	cg := n.Chans / n.Groups
+	size := cg * pixels
+	parallelFor(b.threads, n.Batch*n.Groups, 1, func(lo, hi int) {
+		for gi := lo; gi < hi; gi++ {
+			v := src[gi*size : (gi+1)*size]
+			var sum float64
+			for _, e := range v {
+				sum += float64(e)
+			}
+			mean := sum / float64(size)
+			var sq float64
+			for _, e := range v {
+				d := float64(e) - mean
+				sq += d * d
+			}
+			rstd := 1 / math.Sqrt(sq/float64(size)+n.Eps)
+			g0 := (gi % n.Groups) * cg
+			for ch := 0; ch < cg; ch++ {
+				s := float32(rstd) * gamma[g0+ch]
+				sh := beta[g0+ch] - float32(mean)*s
+				row := v[ch*pixels : (ch+1)*pixels]
+				o := dst[gi*size+ch*pixels : gi*size+(ch+1)*pixels]
+				for i, e := range row {
+					o[i] = e*s + sh
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// nearestIndex is F.interpolate's "nearest" source index for output
+// index i when resizing in → out: min(⌊i·(in/out)⌋, in − 1), the ratio
+// in float32 as PyTorch's CPU kernel computes it.
+func nearestIndex(i, in, out int) int {
+	if in == out {
+		return i
+	}
+	scale := float32(in) / float32(out)
+	return min(int(float32(i)*scale), in-1)
+}
+
+func (b *Backend) levelMasks(n ops.LevelMasks, in, out []*tensor) error {
+	s := ops.MSDeformCore{Levels: n.Levels}.Values()
+	if err := checkShapes("level_masks", in, []bench.Shape{{n.Batch, n.Height, n.Width}}); err != nil {
+		return err
+	}
+	if err := checkShapes("level_masks", out, []bench.Shape{{n.Batch, s}}); err != nil {
+		return err
+	}
+	m, y := in[0].data, out[0].data
+	for img := 0; img < n.Batch; img++ {
+		for _, lv := range n.Levels {
+			for r := 0; r < lv.H; r++ {
+				sr := nearestIndex(r, n.Height, lv.H)
+				for c := 0; c < lv.W; c++ {
+					sc := nearestIndex(c, n.Width, lv.W)
+					v := float32(0)
+					if m[(img*n.Height+sr)*n.Width+sc] != 0 {
+						v = 1
+					}
+					y[img*s+lv.Start+r*lv.W+c] = v
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (b *Backend) positionSine(n ops.PositionSine, in, out []*tensor) error {
+	const feats = 128
+	s := ops.MSDeformCore{Levels: n.Levels}.Values()
+	var want []bench.Shape
+	if n.Masked {
+		want = []bench.Shape{{n.Batch, s}}
+	}
+	if err := checkShapes("position_sine", in, want); err != nil {
+		return err
+	}
+	if err := checkShapes("position_sine", out, []bench.Shape{{n.Batch, s, 2 * feats}}); err != nil {
+		return err
+	}
+	// dim_t[i] = 10000^(2·⌊i/2⌋/128), in float32 as PyTorch forms it.
+	var dimT [feats]float32
+	for i := range dimT {
+		dimT[i] = float32(math.Pow(10000, float64(float32(2*(i/2))/feats)))
+	}
+	const scale = float32(2 * math.Pi)
+	y := out[0].data
+	for img := 0; img < n.Batch; img++ {
+		for _, lv := range n.Levels {
+			notMask := func(r, c int) float32 {
+				if n.Masked && in[0].data[img*s+lv.Start+r*lv.W+c] != 0 {
+					return 0
+				}
+				return 1
+			}
+			// Cumulative sums of unpadded pixels down the rows and along the columns.
+			yEmb := make([]float32, lv.H*lv.W)
+			xEmb := make([]float32, lv.H*lv.W)
+			for r := 0; r < lv.H; r++ {
+				for c := 0; c < lv.W; c++ {
+					v := notMask(r, c)
+					yEmb[r*lv.W+c], xEmb[r*lv.W+c] = v, v
+					if r > 0 {
+						yEmb[r*lv.W+c] += yEmb[(r-1)*lv.W+c]
+					}
+					if c > 0 {
+						xEmb[r*lv.W+c] += xEmb[r*lv.W+c-1]
+					}
+				}
+			}
+			for r := 0; r < lv.H; r++ {
+				for c := 0; c < lv.W; c++ {
+					ey := (yEmb[r*lv.W+c] - 0.5) / (yEmb[(lv.H-1)*lv.W+c] + 1e-6) * scale
+					ex := (xEmb[r*lv.W+c] - 0.5) / (xEmb[r*lv.W+lv.W-1] + 1e-6) * scale
+					o := y[(img*s+lv.Start+r*lv.W+c)*2*feats:]
+					for i := 0; i < feats; i += 2 {
+						a, bx := ey/dimT[i], ex/dimT[i]
+						o[i] = float32(math.Sin(float64(a)))
+						o[i+1] = float32(math.Cos(float64(ey / dimT[i+1])))
+						o[feats+i] = float32(math.Sin(float64(bx)))
+						o[feats+i+1] = float32(math.Cos(float64(ex / dimT[i+1])))
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (b *Backend) flattenLevels(n ops.FlattenLevels, in, out []*tensor) error {
+	s := ops.MSDeformCore{Levels: n.Levels}.Values()
+	var want []bench.Shape
+	for _, lv := range n.Levels {
+		want = append(want, bench.Shape{n.Batch, n.Chans, lv.H, lv.W})
+	}
+	if err := checkShapes("flatten_levels", in, want); err != nil {
+		return err
+	}
+	if err := checkShapes("flatten_levels", out, []bench.Shape{{n.Batch, s, n.Chans}}); err != nil {
+		return err
+	}
+	y := out[0].data
+	for img := 0; img < n.Batch; img++ {
+		for li, lv := range n.Levels {
+			hw := lv.H * lv.W
+			src := in[li].data[img*n.Chans*hw : (img+1)*n.Chans*hw]
+			transpose(n.Chans, hw, src, hw, y[(img*s+lv.Start)*n.Chans:], n.Chans)
+		}
+	}
+	return nil
+}
+
+// inverseSigmoid is Deformable DETR's inverse_sigmoid with eps 1e-5.
+func inverseSigmoid(x float32) float32 {
+	x = min(max(x, 0), 1)
+	return float32(math.Log(float64(max(x, 1e-5)) / float64(max(1-x, 1e-5))))
+}
+
+func (b *Backend) boxDecode(n ops.BoxDecode, in, out []*tensor) error {
+	if err := checkShapes("box_decode", in, []bench.Shape{{n.Batch, n.Queries, 4}, {n.Batch, n.Queries, 2}}); err != nil {
+		return err
+	}
+	if err := checkShapes("box_decode", out, []bench.Shape{{n.Batch, n.Queries, 4}}); err != nil {
+		return err
+	}
+	t, ref, y := in[0].data, in[1].data, out[0].data
+	for r := 0; r < n.Batch*n.Queries; r++ {
+		for j := 0; j < 4; j++ {
+			v := t[r*4+j]
+			if j < 2 {
+				v += inverseSigmoid(ref[r*2+j])
+			}
+			y[r*4+j] = float32(1 / (1 + math.Exp(-float64(v))))
+		}
+	}
+	return nil
+}
+
+func (b *Backend) postProcess(n ops.PostProcess, in, out []*tensor) error {
+	q, c, k := n.Queries, n.Classes, n.TopK
+	want := []bench.Shape{{n.Batch, q, c}, {n.Batch, q, 4}}
+	if n.Masked {
+		want = append(want, bench.Shape{n.Batch, n.Height, n.Width})
+	}
+	if err := checkShapes("post_process", in, want); err != nil {
+		return err
+	}
+	if err := checkShapes("post_process", out, []bench.Shape{{n.Batch, k}, {n.Batch, k}, {n.Batch, k, 4}}); err != nil {
+		return err
+	}
+	if k > q*c {
+		return fmt.Errorf("cpu: post_process: top %d of %d scores", k, q*c)
+	}
+	logits, boxes := in[0].data, in[1].data
+	scores, labels, out4 := out[0].data, out[1].data, out[2].data
+	prob := make([]float32, q*c)
+	idx := make([]int, q*c)
+	for img := 0; img < n.Batch; img++ {
+		for i, v := range logits[img*q*c : (img+1)*q*c] {
+			prob[i] = float32(1 / (1 + math.Exp(-float64(v))))
+			idx[i] = i
+		}
+		sort.Slice(idx, func(a, b int) bool {
+			pa, pb := prob[idx[a]], prob[idx[b]]
+			return pa > pb || (pa == pb && idx[a] < idx[b])
+		})
+		w, h := float32(n.Width), float32(n.Height)
+		if n.Masked {
+			m := in[2].data[img*n.Height*n.Width : (img+1)*n.Height*n.Width]
+			vh, vw := 0, 0
+			for r := 0; r < n.Height; r++ {
+				if m[r*n.Width] == 0 {
+					vh++
+				}
+			}
+			for col := 0; col < n.Width; col++ {
+				if m[col] == 0 {
+					vw++
+				}
+			}
+			w, h = float32(vw), float32(vh)
+		}
+		for j := 0; j < k; j++ {
+			i := idx[j]
+			scores[img*k+j] = prob[i]
+			labels[img*k+j] = float32(i % c)
+			bx := boxes[(img*q+i/c)*4:]
+			cx, cy, bw, bh := bx[0], bx[1], bx[2], bx[3]
+			o := out4[(img*k+j)*4:]
+			o[0], o[1], o[2], o[3] = (cx-0.5*bw)*w, (cy-0.5*bh)*h, (cx+0.5*bw)*w, (cy+0.5*bh)*h
+		}
+	}
+	return nil
+}
