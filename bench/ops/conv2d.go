@@ -15,6 +15,7 @@ import (
 //	  acc := bias[o] (0 without bias)
 //	  for c, ky, kx: acc += x[b, c, oy·SH−PH+ky·DH, ox·SW−PW+kx·DW] · w[o, c, ky, kx]  (0 outside)
 //	  if BN:   acc = (acc − mean[o]) / √(var[o] + eps) · gamma[o] + beta[o]
+//	  if Residual: acc += res[b, o, oy, ox]
 //	  if ReLU: acc = max(acc, 0)
 //	  out[b, o, oy, ox] = acc
 //
@@ -28,6 +29,10 @@ type Conv2d struct {
 	BN       bool
 	BNEps    float64
 	ReLU     bool
+	// Residual adds one more input, res [B, O, OH, OW], after the
+	// BatchNorm and before the ReLU: out = relu(bn(conv(x)) + res), the end
+	// of a ResNet bottleneck. Graphs use it; conv2d cases do not.
+	Residual bool
 }
 
 // OpName implements bench.Node.

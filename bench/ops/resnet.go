@@ -34,11 +34,12 @@ func (r *resnet50) stageSize(s int) (int, int) {
 	return h, w
 }
 
-// conv appends a conv + frozen BN (+ ReLU) step reading in and writing out.
-func (r *resnet50) conv(g *bench.Graph, name, in, out string, cin, cout, h, w, k, stride, pad int, relu bool) {
+// conv appends a conv + frozen BN (+ residual) (+ ReLU) step reading in
+// (and res, unless "") and writing out.
+func (r *resnet50) conv(g *bench.Graph, name, in, out string, cin, cout, h, w, k, stride, pad int, relu bool, res ...string) {
 	u := Unfold{Batch: r.batch, InChans: cin, Height: h, Width: w, KernelH: k, KernelW: k, StrideH: stride, StrideW: stride,
 		PadH: pad, PadW: pad, DilationH: 1, DilationW: 1}
-	c := Conv2d{Unfold: u, OutChans: cout, BN: true, BNEps: 1e-5, ReLU: relu}
+	c := Conv2d{Unfold: u, OutChans: cout, BN: true, BNEps: 1e-5, ReLU: relu, Residual: len(res) > 0}
 	p := r.prefix + name
 	bn := r.prefix + bnOf(name)
 	ws := []bench.ArraySpec{{Name: p + ".weight", Shape: bench.Shape{cout, cin, k, k}}}
@@ -50,6 +51,7 @@ func (r *resnet50) conv(g *bench.Graph, name, in, out string, cin, cout, h, w, k
 	for _, a := range ws {
 		in2 = append(in2, a.Name)
 	}
+	in2 = append(in2, res...)
 	g.Temp(out, bench.Shape{r.batch, cout, u.OutH(), u.OutW()})
 	g.Steps = append(g.Steps, bench.Step{Node: c, In: in2, Out: []string{out}})
 	r.macs += c.macsOf()
@@ -98,7 +100,6 @@ func (r *resnet50) steps(g *bench.Graph, image, c3, c4, c5 string) {
 			}
 			r.conv(g, p+"conv1", x, t1, cin, width, h, w, 1, 1, 0, true)
 			r.conv(g, p+"conv2", t1, tag+"t2", width, width, h, w, 3, stride, 1, true)
-			r.conv(g, p+"conv3", tag+"t2", tag+"t3", width, cout, oh, ow, 1, 1, 0, false)
 			identity := x
 			if j == 0 {
 				r.conv(g, p+"downsample.0", x, tag+"id", cin, cout, h, w, 1, stride, 0, false)
@@ -107,14 +108,9 @@ func (r *resnet50) steps(g *bench.Graph, image, c3, c4, c5 string) {
 			out := fmt.Sprintf("%sx%d", tag, j%2)
 			if j == st.blocks-1 && outs[s] != "" {
 				out = outs[s]
-			} else {
-				g.Temp(out, bench.Shape{b, cout, oh, ow})
 			}
-			n := b * cout * oh * ow
-			g.Temp(tag+"sum", bench.Shape{b, cout, oh, ow})
-			g.Steps = append(g.Steps,
-				bench.Step{Node: Add{Elems: n}, In: []string{tag + "t3", identity}, Out: []string{tag + "sum"}},
-				bench.Step{Node: ReLU{Elems: n}, In: []string{tag + "sum"}, Out: []string{out}})
+			// conv3 + BN, the identity added, then ReLU, in one step.
+			r.conv(g, p+"conv3", tag+"t2", out, width, cout, oh, ow, 1, 1, 0, true, identity)
 			x, cin, h, w = out, cout, oh, ow
 		}
 	}

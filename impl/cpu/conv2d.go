@@ -44,10 +44,17 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	if c.BN {
 		want = append(want, perChan, perChan, perChan, perChan)
 	}
+	oh, ow := c.OutH(), c.OutW()
+	if c.Residual {
+		want = append(want, bench.Shape{c.Batch, c.OutChans, oh, ow})
+	}
 	if err := checkShapes("conv2d", in, want); err != nil {
 		return err
 	}
-	oh, ow := c.OutH(), c.OutW()
+	var res []float32
+	if c.Residual {
+		res, in = in[len(in)-1].data, in[:len(in)-1]
+	}
 	if err := checkShapes("conv2d", out, []bench.Shape{{c.Batch, c.OutChans, oh, ow}}); err != nil {
 		return err
 	}
@@ -57,25 +64,21 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 		SH: c.StrideH, SW: c.StrideW, PH: c.PadH, PW: c.PadW, DH: c.DilationH, DW: c.DilationW, OH: oh, OW: ow}
 	x, y := in[0].data, out[0].data
 	act := kern.ActNone
-	if c.ReLU {
+	if c.ReLU && !c.Residual {
 		act = kern.ActReLU
 	}
 	// Implicit GEMM: the windows are packed straight from the image; each
 	// worker multiplies a chunk of them by the folded weight (bias and ReLU
-	// fused) into tokens [rows, O] and scatters those into the NCHW output.
+	// fused) into tokens [rows, O] and writes those into the NCHW output
+	// in tiles, adding the residual and applying the ReLU on the way when
+	// the node has a residual.
 	b.windowsGEMM(kern.NewWindowsA(geom, x), c.Batch*windows, fw.pbs[0], kern.Epilogue{Bias: fw.bias, Act: act},
 		nil, func(r0, r1 int, tok []float32) {
-			// Channel by channel, so each output plane is written in runs.
 			for r := r0; r < r1; {
 				img, l := r/windows, r%windows
 				end := min(r1, (img+1)*windows)
-				src := tok[(r-r0)*o:]
-				for ch := 0; ch < o; ch++ {
-					dst := y[(img*o+ch)*windows+l : (img*o+ch)*windows+l+end-r]
-					for i := range dst {
-						dst[i] = src[i*o+ch]
-					}
-				}
+				base := img * o * windows
+				storeNCHW(end-r, o, tok[(r-r0)*o:], y[base+l:], windows, res, base+l, c.Residual && c.ReLU)
 				r = end
 			}
 		})
@@ -123,4 +126,29 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor) *foldedWeight {
 	w.folded = f
 	b.account(f.bytes())
 	return f
+}
+
+// storeNCHW writes tokens tok [rows, o] into NCHW planes as
+// dst[ch·ld + i] = tok[i·o + ch], channel by channel so each plane is
+// written in one run (the strided reads hit the worker's cached chunk);
+// with res it adds res[resOff + ch·ld + i] first, and with relu clamps at
+// zero after.
+func storeNCHW(rows, o int, tok, dst []float32, ld int, res []float32, resOff int, relu bool) {
+	for ch := 0; ch < o; ch++ {
+		d := dst[ch*ld : ch*ld+rows]
+		if res == nil {
+			for i := range d {
+				d[i] = tok[i*o+ch]
+			}
+			continue
+		}
+		rr := res[resOff+ch*ld : resOff+ch*ld+rows]
+		for i := range d {
+			v := tok[i*o+ch] + rr[i]
+			if relu {
+				v = max(v, 0)
+			}
+			d[i] = v
+		}
+	}
 }
