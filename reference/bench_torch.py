@@ -14,8 +14,10 @@ Per line: ns/op (``time.perf_counter_ns`` around one forward call with all the c
 GFLOP/s = 2*MACs/ns (omitted when MACs = 0), GB/s = bytes/ns with bytes = 4*(input + weight +
 output elements), and MACs/op (``cases.macs``: patch_embed B*N*E*C*ph*pw; soft_split 0;
 ms_deform_attn_core N*Lq*M*L*P*D*5; ddetr_transformer: its encoder and decoder layers and the
-reference-point Linear, formula in ``cases.macs``; ...).  Network cases that return a dict of
-outputs (vit, t2t_vit, ddetr_transformer) are timed the same way: one ``module(*inputs)`` call.
+reference-point Linear, formula in ``cases.macs``; deformable_detr: every conv of the ResNet-50 body
+and input_proj, its transformer and the last layer's heads; ...).  Network cases that return a dict
+of outputs (vit, t2t_vit, ddetr_transformer, deformable_detr: backbone to post-processing) are timed
+the same way: one ``module(*inputs)`` call.
 The file is written atomically.
 """
 

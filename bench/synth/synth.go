@@ -78,7 +78,7 @@ func Generate(seed uint64, name string, p Params, n int) []float32 {
 // performer's random features w 0 ± 1; anything else 0 ± 0.02. Inputs
 // with a role of their own: sampling_locations 0.5 ± 0.6 (normalized, some
 // outside the map), attention_weights, reference_points and mask 0.5 ± 0.5,
-// offset 0 ± 2 (pixels), padding_mask 0 ± 0 (no padding). The learned
+// offset 0 ± 2 (pixels), padding_mask and image_mask 0 ± 0 (no padding). The learned
 // queries query_embed.weight are 0 ± 1.
 func DefaultParams(name string, shape []int, isInput bool) Params {
 	switch {
@@ -90,7 +90,7 @@ func DefaultParams(name string, shape []int, isInput bool) Params {
 			return Params{Center: 0.5, Scale: 0.5}
 		case "offset":
 			return Params{Center: 0, Scale: 2}
-		case "padding_mask":
+		case "padding_mask", "image_mask":
 			return Params{Center: 0, Scale: 0}
 		}
 		return Params{Center: 0, Scale: 1}

@@ -1,6 +1,7 @@
 """The committed fixtures/: case.json agrees with the case rules, MANIFEST.sha256 matches, and
 every stored output (or its stored sample, ``sampled_outputs``) equals an independent
-recomputation from the synthesized and stored inputs/weights.  Also exercises the exporter on
+recomputation from the synthesized and stored inputs/weights (deformable_detr: its module in float64,
+see test_detr.py for its parts), top-k labels exactly.  Also exercises the exporter on
 user-defined --case-json cases."""
 
 import hashlib
@@ -58,6 +59,18 @@ def recompute(doc, stored=None):
         with torch.no_grad():
             second = module.eval()(*E.module_args({k: np_a[k] for k in order}))
         return loops, {k: v.double() for k, v in second.items()}
+    if doc["op"] == "deformable_detr":
+        # The detector in float64 (the exporter's check: the same module run with float64 weights and
+        # inputs; its parts are tested against independent code in test_detr.py), and in float32.
+        np_a = {k: v.numpy() for k, v in arrays.items()}
+        order = C.shapes(doc["op"], p, doc["batch"])[0]
+        ins = {k: np_a[k] for k in order}
+        f64 = E.detector_float64({"op": doc["op"], "params": p}, ins, {k: np_a[k] for k in doc["weights"]})
+        module = C.build_module(doc["op"], p)
+        module.load_state_dict({k: arrays[k] for k in doc["weights"]}, strict=True)
+        with torch.no_grad():
+            second = module.eval()(*E.module_args(ins))
+        return f64, {k: v.double() for k, v in second.items()}
     if doc["op"] in ("ms_deform_attn_core", "ms_deform_attn", "deform_conv2d"):
         np_a = {k: v.numpy() for k, v in arrays.items()}
         if doc["op"] == "ms_deform_attn_core":
@@ -190,6 +203,8 @@ def check_dir(tc, root, d):
             den = float(np.sum(ref.astype(np.float64) ** 2))
             nmse = float(np.sum(err ** 2)) / den if den else float(np.sum(err ** 2))
             tc.assertLessEqual(nmse, nmse_max)
+            if k == "labels":
+                tc.assertTrue(np.array_equal(out, ref), doc["name"] + " labels")
             if k == "logits":
                 tc.assertTrue(np.array_equal(out.argmax(axis=1), ref.argmax(axis=1)), doc["name"] + " top-1")
     if doc["op"] == "patch_embed":  # much tighter than the gemm class in practice

@@ -61,6 +61,12 @@ PARAMS = {
     "ddetr_transformer": {"spatial_shapes": None, "level_start_index": "auto", "d_model": 256, "heads": 8,
                           "enc_layers": 6, "dec_layers": 6, "ffn_dim": 1024, "enc_points": 4, "dec_points": 4,
                           "queries": 300, "padding_mask": False, "probe": False},
+    # The whole single-stage Deformable DETR detector (ResNet-50, 4 levels, no box refinement, no
+    # two-stage; REFERENCE.md 4.1-4.9); img_size is the padded batch image [H, W], top_k the
+    # PostProcess's k (<= queries * num_classes).
+    "deformable_detr": {"img_size": None, "num_classes": 91, "queries": 300, "d_model": 256, "heads": 8,
+                        "enc_layers": 6, "dec_layers": 6, "ffn_dim": 1024, "enc_points": 4, "dec_points": 4,
+                        "top_k": 100, "padding_mask": False, "probe": False},
 }
 PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation"}
 # Params that stay a single integer even though other op kinds take a pair for the name.
@@ -70,8 +76,9 @@ TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv
              "avg_pool2d": "elementwise", "vit": "network", "token_transformer": "gemm",
              "token_performer": "gemm", "t2t_module": "gemm", "t2t_vit": "network",
              "ms_deform_attn_core": "sampling", "ms_deform_attn": "sampling", "deform_conv2d": "sampling",
-             "ddetr_transformer": "detector"}
-KIND = {"vit": "network", "t2t_vit": "network", "ddetr_transformer": "network"}  # every other op kind is a component
+             "ddetr_transformer": "detector", "deformable_detr": "detector"}
+KIND = {"vit": "network", "t2t_vit": "network", "ddetr_transformer": "network",
+        "deformable_detr": "network"}  # every other op kind is a component
 MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "soft_split": "reference.vitbench_ref.modules.SoftSplit",
                "gemm": "reference.vitbench_ref.modules.Gemm",
@@ -89,7 +96,8 @@ MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "ms_deform_attn_core": "reference.vitbench_ref.modules.MSDeformAttnCore",
                "ms_deform_attn": "reference.vitbench_ref.modules.MSDeformAttn",
                "deform_conv2d": "reference.vitbench_ref.modules.DeformConv2d",
-               "ddetr_transformer": "reference.vitbench_ref.modules.DDETRTransformer"}
+               "ddetr_transformer": "reference.vitbench_ref.modules.DDETRTransformer",
+               "deformable_detr": "reference.vitbench_ref.modules.DeformableDETR"}
 BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe",
          "mask", "padding_mask"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale", "kernel_ratio"}
@@ -185,8 +193,15 @@ def normalize_params(op, params):
             out["head_dim"] = d // m
         elif m * out["head_dim"] != d:
             raise ValueError("ms_deform_attn: heads %d * head_dim %d != d_model %d" % (m, out["head_dim"], d))
-    if op == "ddetr_transformer" and out["d_model"] % out["heads"]:
-        raise ValueError("ddetr_transformer: d_model %d is not a multiple of heads %d" % (out["d_model"], out["heads"]))
+    if op in ("ddetr_transformer", "deformable_detr") and out["d_model"] % out["heads"]:
+        raise ValueError("%s: d_model %d is not a multiple of heads %d" % (op, out["d_model"], out["heads"]))
+    if op == "deformable_detr":
+        if out["d_model"] % 32:
+            raise ValueError("deformable_detr: d_model %d is not a multiple of 32 (GroupNorm(32, d_model))"
+                             % out["d_model"])
+        if out["top_k"] > out["queries"] * out["num_classes"]:
+            raise ValueError("deformable_detr: top_k %d exceeds queries * num_classes = %d"
+                             % (out["top_k"], out["queries"] * out["num_classes"]))
     if op == "deform_conv2d":
         for key in ("in_chans", "out_chans"):
             if out[key] % out["groups"]:
@@ -385,6 +400,8 @@ def shapes(op, p, batch):
         return inputs, weights, {"out": [b, lq, d]}
     if op == "ddetr_transformer":
         return ddetr_shapes(p, b)
+    if op == "deformable_detr":
+        return detr_shapes(p, b)
     if op == "deform_conv2d":
         ho, wo = conv_out(p)
         if ho < 1 or wo < 1:
@@ -457,6 +474,54 @@ def ddetr_shapes(p, b):
     return inputs, weights, outs
 
 
+def detr_transformer_params(p):
+    """The ``ddetr_transformer`` params of a ``deformable_detr`` case's transformer (its level shapes
+    from ``img_size``, :func:`modules.ddetr_level_shapes`)."""
+    shp = modules.ddetr_level_shapes(p["img_size"])
+    keys = ("d_model", "heads", "enc_layers", "dec_layers", "ffn_dim", "enc_points", "dec_points", "queries",
+            "padding_mask")
+    return dict({k: p[k] for k in keys}, spatial_shapes=shp, level_start_index=modules.level_start_index(shp),
+                probe=False)
+
+
+def detr_shapes(p, b):
+    """``(inputs, weights, outputs)`` of ``deformable_detr``.  Inputs ``images [N, 3, H, W]`` and, with
+    padding_mask, ``image_mask [N, H, W]``.  Weights: the original detector's state_dict, in module
+    order: ``backbone.0.body.*`` (every ResNet-50 conv weight and its FrozenBatchNorm2d's weight,
+    bias, running_mean, running_var), ``input_proj.{l}.{0,1}.{weight,bias}``, ``transformer.*`` and
+    ``query_embed.weight`` (as ``ddetr_transformer``), ``class_embed.{i}.*`` and
+    ``bbox_embed.{i}.layers.{0,1,2}.*`` for every decoder layer i (one shared module repeated: the
+    LAST copy is the one a loaded module holds)."""
+    h, w = p["img_size"]
+    d, c, q, k = p["d_model"], p["num_classes"], p["queries"], p["top_k"]
+    inputs = {"images": [b, 3, h, w]}
+    if p["padding_mask"]:
+        inputs["image_mask"] = [b, h, w]
+    weights = {}
+    for cv in modules.resnet50_layout(p["img_size"]):
+        weights["backbone.0.body.%s.weight" % cv["conv"]] = [cv["cout"], cv["cin"], cv["k"], cv["k"]]
+        for name in ("weight", "bias", "running_mean", "running_var"):
+            weights["backbone.0.body.%s.%s" % (cv["bn"], name)] = [cv["cout"]]
+    for lvl, (cin, kk) in enumerate(((512, 1), (1024, 1), (2048, 1), (2048, 3))):
+        weights.update({"input_proj.%d.0.weight" % lvl: [d, cin, kk, kk], "input_proj.%d.0.bias" % lvl: [d],
+                        "input_proj.%d.1.weight" % lvl: [d], "input_proj.%d.1.bias" % lvl: [d]})
+    tp = detr_transformer_params(p)
+    weights.update(ddetr_shapes(tp, b)[1])
+    for i in range(p["dec_layers"]):
+        weights.update({"class_embed.%d.weight" % i: [c, d], "class_embed.%d.bias" % i: [c]})
+        for j, (o, ii) in enumerate(((d, d), (d, d), (4, d))):
+            weights.update({"bbox_embed.%d.layers.%d.weight" % (i, j): [o, ii],
+                            "bbox_embed.%d.layers.%d.bias" % (i, j): [o]})
+    outs = {"pred_logits": [b, q, c], "pred_boxes": [b, q, 4], "scores": [b, k], "labels": [b, k],
+            "boxes": [b, k, 4]}
+    if p["probe"]:
+        (h3, w3), _, (h5, w5), _ = tp["spatial_shapes"]
+        s_ = sum(hh * ww for hh, ww in tp["spatial_shapes"])
+        outs.update({"stages.c3": [b, 512, h3, w3], "stages.c5": [b, 2048, h5, w5], "stages.src": [b, s_, d],
+                     "stages.memory": [b, s_, d], "stages.hs": [b, q, d]})
+    return inputs, weights, outs
+
+
 def build_module(op, p):
     """Construct the reference module (eval mode) for normalised params ``p``."""
     if op == "patch_embed":
@@ -502,6 +567,10 @@ def build_module(op, p):
     if op == "deform_conv2d":
         return modules.DeformConv2d(p["in_chans"], p["out_chans"], p["kernel_size"], p["stride"], p["padding"],
                                     p["dilation"], p["groups"], p["bias"])
+    if op == "deformable_detr":
+        return modules.DeformableDETR(p["img_size"], p["num_classes"], p["queries"], p["d_model"], p["heads"],
+                                      p["enc_layers"], p["dec_layers"], p["ffn_dim"], p["enc_points"], p["dec_points"],
+                                      p["top_k"], p["probe"])
     raise ValueError("unknown op kind %r" % op)
 
 
@@ -515,7 +584,26 @@ def macs(op, p, batch):
     + dec_layers * [ms_deform_attn(queries = Q, points = dec_points; its value_proj over all S)
                     + 2*N*Q*d*3d (the packed in_proj applied to tgt + query_pos and to tgt)
                     + N*Q*d*d (out_proj) + 2*N*Q*Q*d (scores and weighted sum) + 2*N*Q*d*F]
-    + N*Q*d*2 (reference_points Linear)."""
+    + N*Q*d*2 (reference_points Linear).
+
+    deformable_detr (N = batch, d = d_model, Q = queries, C = num_classes): every convolution
+    N*Cout*Ho*Wo*Cin*kh*kw (the 53 convs of the ResNet-50 body, downsamples included, and the four
+    input_proj convs: 1x1 from 512/1024/2048 channels on C3-C5, 3x3 s2 from 2048 on C5)
+    + the ddetr_transformer MACs of its transformer (level shapes from img_size)
+    + class_embed N*Q*d*C + bbox_embed N*Q*(d*d*2 + d*4) (the last decoder layer's heads only).
+    FrozenBN, GroupNorm, the position embedding, sigmoid/top-k post-processing: not counted."""
+    if op == "deformable_detr":
+        n, d, q, c = batch, p["d_model"], p["queries"], p["num_classes"]
+        total = 0
+        for cv in modules.resnet50_layout(p["img_size"]):
+            ho, wo = cv["out"]
+            total += n * cv["cout"] * ho * wo * cv["cin"] * cv["k"] * cv["k"]
+        tp = detr_transformer_params(p)
+        for lvl, (cin, kk) in enumerate(((512, 1), (1024, 1), (2048, 1), (2048, 3))):
+            ho, wo = tp["spatial_shapes"][lvl]
+            total += n * d * ho * wo * cin * kk * kk
+        total += macs("ddetr_transformer", tp, n)
+        return total + n * q * d * c + n * q * (d * d * 2 + d * 4)
     if op == "ddetr_transformer":
         n, d, f, q = batch, p["d_model"], p["ffn_dim"], p["queries"]
         s_ = sum(h * w for h, w in p["spatial_shapes"])

@@ -1150,3 +1150,318 @@ def ddetr_transformer_float64(src, pos, padding_mask, weights, p):
             out["stages.dec0"] = tgt
     out.update({"memory": memory, "hs": tgt, "reference_points": ref})
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole single-stage Deformable DETR detector (REFERENCE.md 4.1-4.9): ResNet-50 backbone with
+# FrozenBatchNorm2d, sine position embedding, input projections, the transformer above, the heads
+# of the last decoder layer and PostProcess.  Default config, no box refinement, no two-stage.
+
+RESNET50_BLOCKS = (3, 4, 6, 3)
+RESNET50_WIDTHS = (64, 128, 256, 512)  # bottleneck width per stage; output channels are 4x
+
+
+def _conv_size(n, k, s, p):
+    return (n + 2 * p - k) // s + 1
+
+
+def resnet50_layout(img_size):
+    """Every convolution of torchvision's ResNet-50 body (v1.5: the stride is in each stage's first
+    3x3 conv and its 1x1 downsample; stem conv1 7x7 s2 p3 then maxpool 3x3 s2 p1) in execution
+    order, for an input of ``img_size`` (H, W).  Each entry is a dict: ``conv`` / ``bn`` (the
+    state_dict prefixes of the conv and its FrozenBatchNorm2d), ``cin``, ``cout``, ``k``, ``stride``,
+    ``pad``, ``out`` (Ho, Wo).  The maxpool is not listed; ``resnet50_stage_sizes`` gives it."""
+    h, w = pair(img_size)
+    convs = []
+
+    def add(conv, bn, cin, cout, k, s, p, hw):
+        out = (_conv_size(hw[0], k, s, p), _conv_size(hw[1], k, s, p))
+        convs.append({"conv": conv, "bn": bn, "cin": cin, "cout": cout, "k": k, "stride": s, "pad": p, "out": out})
+        return out
+
+    hw = add("conv1", "bn1", 3, 64, 7, 2, 3, (h, w))
+    hw = (_conv_size(hw[0], 3, 2, 1), _conv_size(hw[1], 3, 2, 1))  # maxpool
+    cin = 64
+    for stage, (blocks, width) in enumerate(zip(RESNET50_BLOCKS, RESNET50_WIDTHS)):
+        for j in range(blocks):
+            s = 2 if (j == 0 and stage > 0) else 1
+            pre = "layer%d.%d." % (stage + 1, j)
+            a = add(pre + "conv1", pre + "bn1", cin, width, 1, 1, 0, hw)
+            b = add(pre + "conv2", pre + "bn2", width, width, 3, s, 1, a)
+            out = add(pre + "conv3", pre + "bn3", width, 4 * width, 1, 1, 0, b)
+            if j == 0:
+                add(pre + "downsample.0", pre + "downsample.1", cin, 4 * width, 1, s, 0, hw)
+            cin, hw = 4 * width, out
+    return convs
+
+
+def ddetr_level_shapes(img_size):
+    """The four level shapes ``[[H, W], ...]`` of the detector for a padded batch image ``img_size``:
+    C3, C4, C5 (outputs of layer2-4, strides 8/16/32) and the extra level of input_proj[3]
+    (3x3 s2 p1 conv on C5).  Every stride-2 step maps n -> ceil(n / 2) (REFERENCE.md 4.2)."""
+    convs = resnet50_layout(img_size)
+    ends = {c["conv"]: c["out"] for c in convs}
+    levels = [list(ends["layer%d.%d.conv3" % (i + 1, RESNET50_BLOCKS[i] - 1)]) for i in (1, 2, 3)]
+    h5, w5 = levels[-1]
+    levels.append([_conv_size(h5, 3, 2, 1), _conv_size(w5, 3, 2, 1)])
+    return levels
+
+
+class FrozenBatchNorm2d(nn.Module):
+    """BatchNorm2d with fixed statistics and affine parameters, all four buffers (REFERENCE.md 4.2):
+    ``y = x * scale + (bias - running_mean * scale)``, ``scale = weight * rsqrt(running_var + eps)``,
+    eps 1e-5.  No ``num_batches_tracked``."""
+
+    def __init__(self, n, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.register_buffer("weight", torch.ones(n))
+        self.register_buffer("bias", torch.zeros(n))
+        self.register_buffer("running_mean", torch.zeros(n))
+        self.register_buffer("running_var", torch.ones(n))
+
+    def forward(self, x):
+        scale = self.weight * (self.running_var + self.eps).rsqrt()
+        bias = self.bias - self.running_mean * scale
+        return x * scale[None, :, None, None] + bias[None, :, None, None]
+
+
+class Bottleneck(nn.Module):
+    """ResNet v1.5 bottleneck: 1x1 -> 3x3 (stride here) -> 1x1 (4x width), FrozenBN after each
+    conv, ReLU after the first two and after the residual sum; ``downsample`` (1x1 conv with the
+    stride + FrozenBN) on the identity of each stage's first block."""
+
+    def __init__(self, cin, width, stride, downsample):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
+        self.bn1 = FrozenBatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.bn2 = FrozenBatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, 4 * width, 1, bias=False)
+        self.bn3 = FrozenBatchNorm2d(4 * width)
+        self.downsample = (nn.Sequential(nn.Conv2d(cin, 4 * width, 1, stride, bias=False),
+                                         FrozenBatchNorm2d(4 * width)) if downsample else None)
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = F.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        identity = x if self.downsample is None else self.downsample(x)
+        return F.relu(out + identity)
+
+
+class ResNet50Body(nn.Module):
+    """ResNet-50 without avgpool / fc (Deformable DETR's ``IntermediateLayerGetter`` body), written
+    from the spec: ``forward(x) -> [C3, C4, C5]`` (outputs of layer2, layer3, layer4).  State dict
+    as torchvision's resnet50 minus ``fc``: ``conv1``, ``bn1``, ``layer{1..4}.{j}.{conv1, bn1, conv2,
+    bn2, conv3, bn3}``, ``layer{1..4}.0.downsample.{0, 1}``."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+        self.bn1 = FrozenBatchNorm2d(64)
+        cin = 64
+        for stage, (blocks, width) in enumerate(zip(RESNET50_BLOCKS, RESNET50_WIDTHS)):
+            layer = []
+            for j in range(blocks):
+                layer.append(Bottleneck(cin, width, 2 if (j == 0 and stage > 0) else 1, j == 0))
+                cin = 4 * width
+            setattr(self, "layer%d" % (stage + 1), nn.Sequential(*layer))
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = F.max_pool2d(x, 3, 2, 1)
+        x = self.layer1(x)
+        c3 = self.layer2(x)
+        c4 = self.layer3(c3)
+        c5 = self.layer4(c4)
+        return [c3, c4, c5]
+
+
+class DDETRBackbone(nn.Module):
+    """Deformable DETR's ``Backbone``: its only child is ``body`` (so the keys are ``body.*``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = ResNet50Body()
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def position_embedding_sine(mask, num_pos_feats=128, temperature=10000, scale=2 * math.pi, dtype=torch.float32):
+    """Deformable DETR's ``PositionEmbeddingSine`` (normalize True; REFERENCE.md 4.2) of a bool mask
+    ``[N, H, W]`` (True = padding) -> ``[N, 2*num_pos_feats, H, W]``: cumulative sums of the
+    unpadded entries down the rows (y) and along the columns (x), ``(embed - 0.5) / (last + 1e-6) *
+    scale`` (the -0.5 offset is Deformable DETR's), divided by ``temperature^(2*(i//2)/F)``, sin on
+    even and cos on odd channels (interleaved), channels ``[pos_y, pos_x]``.  The original computes
+    in float32 (``cumsum(dtype=float32)``); here in ``dtype`` so the float64 check is float64
+    throughout (float32 gives the original's arithmetic)."""
+    not_mask = ~mask
+    y_embed = not_mask.cumsum(1, dtype=dtype)
+    x_embed = not_mask.cumsum(2, dtype=dtype)
+    eps = 1e-6
+    y_embed = (y_embed - 0.5) / (y_embed[:, -1:, :] + eps) * scale
+    x_embed = (x_embed - 0.5) / (x_embed[:, :, -1:] + eps) * scale
+    dim_t = torch.arange(num_pos_feats, dtype=dtype)
+    dim_t = temperature ** (2 * torch.div(dim_t, 2, rounding_mode="floor") / num_pos_feats)
+    pos_x = x_embed[:, :, :, None] / dim_t
+    pos_y = y_embed[:, :, :, None] / dim_t
+    pos_x = torch.stack((pos_x[:, :, :, 0::2].sin(), pos_x[:, :, :, 1::2].cos()), dim=4).flatten(3)
+    pos_y = torch.stack((pos_y[:, :, :, 0::2].sin(), pos_y[:, :, :, 1::2].cos()), dim=4).flatten(3)
+    return torch.cat((pos_y, pos_x), dim=3).permute(0, 3, 1, 2)
+
+
+class PositionEmbeddingSine(nn.Module):
+    """:func:`position_embedding_sine` as the parameter-free module ``backbone.1`` of the detector."""
+
+    def __init__(self, num_pos_feats=128):
+        super().__init__()
+        self.num_pos_feats = num_pos_feats
+
+    def forward(self, mask, dtype=torch.float32):
+        return position_embedding_sine(mask, self.num_pos_feats, dtype=dtype)
+
+
+class MLP(nn.Module):
+    """DETR's MLP: ``layers`` (a ModuleList of Linear), ReLU between them (not after the last)."""
+
+    def __init__(self, input_dim, hidden_dim, output_dim, num_layers):
+        super().__init__()
+        h = [hidden_dim] * (num_layers - 1)
+        self.layers = nn.ModuleList(nn.Linear(n, k) for n, k in zip([input_dim] + h, h + [output_dim]))
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = F.relu(layer(x)) if i < len(self.layers) - 1 else layer(x)
+        return x
+
+
+def inverse_sigmoid(x, eps=1e-5):
+    """Deformable DETR's ``inverse_sigmoid`` (REFERENCE.md 4.8): clamp to [0, 1], then
+    ``log(clamp(x, eps) / clamp(1 - x, eps))``."""
+    x = x.clamp(min=0, max=1)
+    return torch.log(x.clamp(min=eps) / (1 - x).clamp(min=eps))
+
+
+def box_cxcywh_to_xyxy(b):
+    cx, cy, w, h = b.unbind(-1)
+    return torch.stack([cx - 0.5 * w, cy - 0.5 * h, cx + 0.5 * w, cy + 0.5 * h], -1)
+
+
+def ddetr_postprocess(logits, boxes, sizes, top_k):
+    """Deformable DETR's ``PostProcess`` (REFERENCE.md 4.9): ``prob = sigmoid(logits [N, Q, C])``,
+    top-k over the flattened Q*C scores (descending, torch.topk), box index ``idx // C``, label
+    ``idx % C``, the box (cx, cy, w, h) -> (x0, y0, x1, y1) times ``[w, h, w, h]`` of ``sizes
+    [N, 2]`` (each image's (h, w)).  Returns ``(scores [N, K], labels [N, K] (float), boxes [N, K, 4])``."""
+    n, _, c = logits.shape
+    prob = logits.sigmoid()
+    scores, idx = torch.topk(prob.reshape(n, -1), top_k, dim=1)
+    qi = torch.div(idx, c, rounding_mode="floor")
+    labels = idx % c
+    xyxy = box_cxcywh_to_xyxy(boxes)
+    picked = torch.gather(xyxy, 1, qi.unsqueeze(-1).repeat(1, 1, 4))
+    img_h, img_w = sizes.to(logits.dtype).unbind(1)
+    scale = torch.stack([img_w, img_h, img_w, img_h], dim=1)
+    return scores, labels.to(logits.dtype), picked * scale[:, None, :]
+
+
+class DeformableDETR(nn.Module):
+    """Op kind ``deformable_detr``: the single-stage Deformable DETR detector without box refinement
+    (REFERENCE.md 4.1-4.9), default config, 4 feature levels, for padded batch images of
+    ``img_size`` (H, W) (the level shapes of the transformer are fixed at construction,
+    :func:`ddetr_level_shapes`).
+
+    ``forward(images [N, 3, H, W] (normalised), image_mask=None [N, H, W], nonzero = padded)``:
+
+    1. C3, C4, C5 = the ResNet-50 body (FrozenBN) outputs of layer2-4; each level's mask is
+       ``F.interpolate(image_mask[None].float(), size).to(bool)[0]`` (nearest); without a mask
+       nothing is padded (the original's all-False mask; equivalent to no mask downstream);
+    2. pos_l = sine embedding of the level mask (-0.5 offset); src_l = input_proj[l](C_{l+3})
+       (1x1 conv + GroupNorm(32)) for l = 0..2, src_3 = input_proj[3](C5) (3x3 s2 p1 conv on the
+       raw C5 + GroupNorm) with its mask interpolated from the image mask and its own sine pos;
+    3. the transformer (:class:`DeformableTransformer`) on the flattened levels with query_embed;
+    4. heads on the LAST decoder layer only: ``pred_logits = class_embed(hs)``, ``pred_boxes =
+       sigmoid(bbox_embed(hs) + [inverse_sigmoid(reference)[..., :2], 0, 0])`` with reference = the
+       sigmoid reference points (fixed without refinement);
+    5. :func:`ddetr_postprocess` with each image's VALID size (h, w) = (unpadded rows of column 0,
+       unpadded columns of row 0 of its image_mask; the full img_size without a mask).  The
+       original scales by the caller's target size (the original image size); here the image's
+       unpadded extent in the padded batch stands for it.
+
+    Returns a dict: ``pred_logits [N, Q, C]``, ``pred_boxes [N, Q, 4]`` (cx, cy, w, h normalised),
+    ``scores [N, K]``, ``labels [N, K]`` (float), ``boxes [N, K, 4]`` (x0, y0, x1, y1 pixels); with
+    ``probe`` also ``stages.c3``, ``stages.c5``, ``stages.src`` (flattened input_proj outputs
+    [N, S, d]), ``stages.memory`` and ``stages.hs`` (last decoder layer).
+
+    State dict = the original's: ``backbone.0.body.*`` (:class:`ResNet50Body`; ``backbone.1``, the
+    position embedding, has no parameters), ``input_proj.{l}.{0,1}.*``, ``transformer.*``,
+    ``query_embed.weight``, ``class_embed.{i}.*`` and ``bbox_embed.{i}.layers.{0,1,2}.*`` for
+    i < dec_layers.  Without box refinement class_embed / bbox_embed are ONE module each, repeated
+    in the ModuleList (as the original's ``nn.ModuleList([self.class_embed for _ in range(n)])``):
+    the state_dict lists every copy, and loading a state_dict whose copies differ (synthesized
+    weights) leaves the LAST copy (index dec_layers - 1) in the shared module, so that is the one
+    a backend must use."""
+
+    def __init__(self, img_size, num_classes=91, queries=300, d_model=256, heads=8, enc_layers=6, dec_layers=6,
+                 ffn_dim=1024, enc_points=4, dec_points=4, top_k=100, probe=False):
+        super().__init__()
+        if d_model % heads or d_model % 32:
+            raise ValueError("d_model %d must be a multiple of heads %d and of 32 (GroupNorm)" % (d_model, heads))
+        if not 1 <= top_k <= queries * num_classes:
+            raise ValueError("top_k %d must be in [1, queries * num_classes]" % top_k)
+        self.img_size = pair(img_size)
+        self.spatial_shapes = [tuple(hw) for hw in ddetr_level_shapes(self.img_size)]
+        self.num_classes, self.top_k, self.probe, self.d_model = num_classes, top_k, probe, d_model
+        self.backbone = nn.Sequential(DDETRBackbone(), PositionEmbeddingSine(d_model // 2))
+        self.input_proj = nn.ModuleList(
+            [nn.Sequential(nn.Conv2d(c, d_model, 1), nn.GroupNorm(32, d_model)) for c in (512, 1024, 2048)]
+            + [nn.Sequential(nn.Conv2d(2048, d_model, 3, 2, 1), nn.GroupNorm(32, d_model))])
+        self.transformer = DeformableTransformer(d_model, heads, enc_layers, dec_layers, ffn_dim, enc_points,
+                                                 dec_points, self.spatial_shapes)
+        self.query_embed = nn.Embedding(queries, 2 * d_model)
+        class_embed = nn.Linear(d_model, num_classes)
+        bbox_embed = MLP(d_model, d_model, 4, 3)
+        self.class_embed = nn.ModuleList([class_embed for _ in range(dec_layers)])
+        self.bbox_embed = nn.ModuleList([bbox_embed for _ in range(dec_layers)])
+        self.eval()
+
+    def forward(self, images, image_mask=None):
+        n, _, h, w = images.shape
+        if (h, w) != self.img_size:
+            raise ValueError("images are %dx%d, the module was built for %dx%d" % ((h, w) + self.img_size))
+        dtype = images.dtype
+        mask = None if image_mask is None else image_mask != 0
+        feats = self.backbone[0](images)
+        srcs = [proj(f) for proj, f in zip(self.input_proj, feats)]
+        srcs.append(self.input_proj[3](feats[-1]))
+        masks, pos = [], []
+        for src in srcs:
+            hl, wl = src.shape[-2:]
+            if mask is None:
+                m = torch.zeros(n, hl, wl, dtype=torch.bool)
+            else:
+                m = F.interpolate(mask[None].float(), size=(hl, wl)).to(torch.bool)[0]
+            masks.append(m)
+            pos.append(self.backbone[1](m, dtype))
+        if [tuple(s.shape[-2:]) for s in srcs] != self.spatial_shapes:
+            raise AssertionError("level shapes %s != %s" % ([tuple(s.shape[-2:]) for s in srcs], self.spatial_shapes))
+        src_flatten = torch.cat([s.flatten(2).transpose(1, 2) for s in srcs], 1)
+        pos_flatten = torch.cat([p.flatten(2).transpose(1, 2) for p in pos], 1)
+        mask_flatten = None if mask is None else torch.cat([m.flatten(1) for m in masks], 1)
+        hs, reference, memory = self.transformer(src_flatten, pos_flatten, mask_flatten, self.query_embed.weight)
+        hs = hs[-1]
+        logits = self.class_embed[-1](hs)
+        tmp = self.bbox_embed[-1](hs)
+        tmp = torch.cat([tmp[..., :2] + inverse_sigmoid(reference), tmp[..., 2:]], -1)
+        boxes = tmp.sigmoid()
+        if mask is None:
+            sizes = torch.tensor([list(self.img_size)] * n, dtype=dtype)
+        else:
+            sizes = torch.stack([(~mask[:, :, 0]).sum(1), (~mask[:, 0, :]).sum(1)], 1).to(dtype)
+        scores, labels, pboxes = ddetr_postprocess(logits, boxes, sizes, self.top_k)
+        out = {"pred_logits": logits, "pred_boxes": boxes, "scores": scores, "labels": labels, "boxes": pboxes}
+        if self.probe:
+            out.update({"stages.c3": feats[0], "stages.c5": feats[2], "stages.src": src_flatten,
+                        "stages.memory": memory, "stages.hs": hs})
+        return out

@@ -22,6 +22,9 @@ left out of ``case.json``'s ``synth.arrays``); the case's other inputs stay synt
   (Hp, Wp) is (ceil(Hp / (8*2^l)), ceil(Wp / (8*2^l)))); the batch's image mask ``[N, Hp, Wp]`` (True = padding)
   goes to every level by ``F.interpolate(mask[None].float(), size=(H_l, W_l)).to(torch.bool)[0]`` (mode
   nearest: source index floor(dst * in/out)), flattened row-major per level, levels concatenated.
+- ``deformable_detr_r50_b2``: ``image_mask [N, H, W]`` of a padded batch (1.0 = padding): image i is
+  valid in its top-left (height, width) of ``IMAGE_VALID`` and padded elsewhere (image 0 at the bottom,
+  image 1 on the right); the detector interpolates it to every level itself.
 - ``deform_conv2d/borders``: ``offset`` (dy, dx) chosen so that the sampling points
   (oy*sh - ph + i*dh + dy, ox*sw - pw + j*dw + dx) land exactly on y = -1, H, H-1, 0 and
   x = -1, W, W-1, 0 (each also +-1e-3), half a pixel outside, well outside, and inside on
@@ -124,6 +127,25 @@ def image_padding_mask(name):
     return build
 
 
+# Valid (height, width) of each image of a padded batch whose image mask is stored (image i uses entry i mod len).
+IMAGE_VALID = {"deformable_detr_r50_b2": [(96, 128), (128, 100)]}
+
+
+def image_mask(name):
+    """Builder of ``image_mask [N, H, W]`` (1.0 = padding) for the case ``name`` (``IMAGE_VALID``)."""
+    def build(params, batch, shape):
+        valid = IMAGE_VALID[name]
+        out = np.ones(shape, dtype=np.float32)
+        for i in range(shape[0]):
+            vh, vw = valid[i % len(valid)]
+            if not (1 <= vh <= shape[1] and 1 <= vw <= shape[2]):
+                raise AssertionError("%s: valid size %dx%d outside the %dx%d batch image"
+                                     % (name, vh, vw, shape[1], shape[2]))
+            out[i, :vh, :vw] = 0.0
+        return out
+    return build
+
+
 def border_offsets(params, batch, shape):
     """``offset [B, 2*G*kh*kw, Ho, Wo]`` putting deform_conv2d's sampling points on the edges."""
     rng = np.random.default_rng(SEED + 1)
@@ -158,6 +180,7 @@ STORED = {
     "ms_deform_attn/hd71_mask": ("ms_deform_attn", {"padding_mask": padding_mask("ms_deform_attn/hd71_mask")}),
     "deform_conv2d/borders": ("deform_conv2d", {"offset": border_offsets}),
     "ddetr_transformer_small_b2": ("ddetr_transformer", {"padding_mask": image_padding_mask("ddetr_transformer_small_b2")}),
+    "deformable_detr_r50_b2": ("deformable_detr", {"image_mask": image_mask("deformable_detr_r50_b2")}),
 }
 
 

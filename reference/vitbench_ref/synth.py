@@ -106,7 +106,8 @@ def synth(seed, name, shape, center=0.0, scale=1.0):
 
 # Inputs whose default (center, scale) is not (0, 1), by input name.
 INPUT_ROLES = {"sampling_locations": (0.5, 0.6), "attention_weights": (0.5, 0.5), "reference_points": (0.5, 0.5),
-               "offset": (0.0, 2.0), "mask": (0.5, 0.5), "padding_mask": (0.0, 0.0)}
+               "offset": (0.0, 2.0), "mask": (0.5, 0.5), "padding_mask": (0.0, 0.0),
+               "image_mask": (0.0, 0.0)}
 
 
 def default_role(name, shape, is_input):
@@ -118,7 +119,8 @@ def default_role(name, shape, is_input):
       samples outside the map
     - ``attention_weights``, ``reference_points``, ``mask`` (DCNv2 modulation): (0.5, 0.5)
     - ``offset`` (deform_conv2d pixel offsets): (0, 2)
-    - ``padding_mask``: (0, 0), all zeros = no padding
+    - ``padding_mask``, ``image_mask`` (deformable_detr's padded-batch image mask): (0, 0), all zeros
+      = no padding (the (0, 1) default would pad nearly every pixel: nonzero = padded)
     - any other input (images / activations): (0, 1)
 
     Weights (``is_input`` false), by name:
