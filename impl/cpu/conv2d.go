@@ -128,27 +128,20 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor) *foldedWeight {
 	return f
 }
 
-// storeNCHW writes tokens tok [rows, o] into NCHW planes as
-// dst[ch·ld + i] = tok[i·o + ch], channel by channel so each plane is
-// written in one run (the strided reads hit the worker's cached chunk);
-// with res it adds res[resOff + ch·ld + i] first, and with relu clamps at
-// zero after.
+// storeNCHW writes tokens tok [rows, o] into NCHW planes,
+// dst[ch·ld + i] = tok[i·o + ch] (kern.Transpose); with res it then adds
+// res[resOff + ch·ld + i] to each plane's run, and with relu clamps it at
+// zero, while the run is in cache.
 func storeNCHW(rows, o int, tok, dst []float32, ld int, res []float32, resOff int, relu bool) {
+	kern.Transpose(rows, o, tok, o, dst, ld)
+	if res == nil {
+		return
+	}
 	for ch := 0; ch < o; ch++ {
 		d := dst[ch*ld : ch*ld+rows]
-		if res == nil {
-			for i := range d {
-				d[i] = tok[i*o+ch]
-			}
-			continue
-		}
-		rr := res[resOff+ch*ld : resOff+ch*ld+rows]
-		for i := range d {
-			v := tok[i*o+ch] + rr[i]
-			if relu {
-				v = max(v, 0)
-			}
-			d[i] = v
+		kern.Add(rows, d, res[resOff+ch*ld:resOff+ch*ld+rows], d)
+		if relu {
+			kern.ReLU(rows, d, d)
 		}
 	}
 }

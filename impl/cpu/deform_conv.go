@@ -124,7 +124,7 @@ func (b *Backend) deformConv2d(dc ops.DeformConv2d, in, out []*tensor) error {
 						epi.Bias = dw.bias[gw*og0 : (gw+1)*og0]
 					}
 					kern.SgemmPackedEpi(rows, col[gw*taps*cg:], cols, dw.pbs[gw], res, og0, epi, 0, og0)
-					transpose(rows, og0, res, og0, yImg[gw*og0*pixels+p0:], pixels)
+					kern.Transpose(rows, og0, res, og0, yImg[gw*og0*pixels+p0:], pixels)
 				}
 			}
 		})
@@ -165,27 +165,8 @@ func transposeToChannelsLast(threads, c, n int, src, dst []float32) {
 	const blk = 64
 	parallelFor(threads, (n+blk-1)/blk, 4, func(lo, hi int) {
 		p0, p1 := lo*blk, min(hi*blk, n)
-		transpose(c, p1-p0, src[p0:], n, dst[p0*c:], c)
+		kern.Transpose(c, p1-p0, src[p0:], n, dst[p0*c:], c)
 	})
-}
-
-// transpose writes the rows×cols matrix src (row stride lds) as dst
-// (cols×rows, row stride ldd): dst[j·ldd + i] = src[i·lds + j], in 16×16
-// tiles so that both sides are touched a cache line at a time.
-func transpose(rows, cols int, src []float32, lds int, dst []float32, ldd int) {
-	const t = 16
-	for i0 := 0; i0 < rows; i0 += t {
-		i1 := min(i0+t, rows)
-		for j0 := 0; j0 < cols; j0 += t {
-			j1 := min(j0+t, cols)
-			for i := i0; i < i1; i++ {
-				row := src[i*lds+j0 : i*lds+j1]
-				for j, v := range row {
-					dst[(j0+j)*ldd+i] = v
-				}
-			}
-		}
-	}
 }
 
 // deformWeights returns the weight of each group reordered to

@@ -223,7 +223,7 @@ func (b *Backend) flattenLevels(n ops.FlattenLevels, in, out []*tensor) error {
 		for li, lv := range n.Levels {
 			hw := lv.H * lv.W
 			src := in[li].data[img*n.Chans*hw : (img+1)*n.Chans*hw]
-			transpose(n.Chans, hw, src, hw, y[(img*s+lv.Start)*n.Chans:], n.Chans)
+			kern.Transpose(n.Chans, hw, src, hw, y[(img*s+lv.Start)*n.Chans:], n.Chans)
 		}
 	}
 	return nil

@@ -4182,3 +4182,93 @@ weightedRowsAVX2_tail_store:
 weightedRowsAVX2_done:
 	VZEROUPPER
 	RET
+
+// func transposeStripAVX2(blocks int, src *float32, lds int, dst *float32, ldd int)
+// Requires: AVX
+TEXT ·transposeStripAVX2(SB), NOSPLIT, $0-40
+	MOVQ blocks+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), AX
+	MOVQ dst+24(FP), DI
+	MOVQ ldd+32(FP), DX
+	SHLQ $0x02, AX
+	SHLQ $0x02, DX
+
+transposeStripAVX2_loop:
+	TESTQ CX, CX
+	JZ    transposeStripAVX2_done
+
+	// load rows 0..7 of the block
+	MOVQ    SI, R8
+	VMOVUPS (R8), Y0
+	ADDQ    AX, R8
+	VMOVUPS (R8), Y1
+	ADDQ    AX, R8
+	VMOVUPS (R8), Y2
+	ADDQ    AX, R8
+	VMOVUPS (R8), Y3
+	ADDQ    AX, R8
+	VMOVUPS (R8), Y4
+	ADDQ    AX, R8
+	VMOVUPS (R8), Y5
+	ADDQ    AX, R8
+	VMOVUPS (R8), Y6
+	ADDQ    AX, R8
+	VMOVUPS (R8), Y7
+
+	// interleave pairs of rows
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+
+	// gather 4-element columns within each 128-bit lane
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xee, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xee, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xee, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xee, Y15, Y13, Y7
+
+	// join the lanes of rows 0–3 and 4–7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y7, Y3, Y15
+
+	// store columns 0..7 of the block
+	MOVQ    DI, R8
+	VMOVUPS Y8, (R8)
+	ADDQ    DX, R8
+	VMOVUPS Y9, (R8)
+	ADDQ    DX, R8
+	VMOVUPS Y10, (R8)
+	ADDQ    DX, R8
+	VMOVUPS Y11, (R8)
+	ADDQ    DX, R8
+	VMOVUPS Y12, (R8)
+	ADDQ    DX, R8
+	VMOVUPS Y13, (R8)
+	ADDQ    DX, R8
+	VMOVUPS Y14, (R8)
+	ADDQ    DX, R8
+	VMOVUPS Y15, (R8)
+	ADDQ    DX, R8
+	MOVQ    R8, DI
+	ADDQ    $0x00000020, SI
+	DECQ    CX
+	JMP     transposeStripAVX2_loop
+
+transposeStripAVX2_done:
+	VZEROUPPER
+	RET

@@ -117,3 +117,8 @@ func layerNormRowAVX2(n int, x *float32, gamma *float32, beta *float32, y *float
 //
 //go:noescape
 func weightedRowsAVX2(n int, src *float32, offs *int32, w *float32, taps int, out *float32)
+
+// transposeStripAVX2 sets dst[j·ldd + r] = src[r·lds + j] for r < 8, j < 8·blocks.
+//
+//go:noescape
+func transposeStripAVX2(blocks int, src *float32, lds int, dst *float32, ldd int)

@@ -22,7 +22,8 @@ func main() {
 	ymm := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
 	gemmKernel("gemm12x32AVX512", 12, 2, zmm, 64)
 	gemmKernel("gemm6x16AVX2", 6, 2, ymm, 32)
-	vectorKernels() // gen_vector.go: elementwise and row kernels
+	vectorKernels()  // gen_vector.go: elementwise and row kernels
+	transposeStrip() // gen_transpose.go
 	Generate()
 }
 
