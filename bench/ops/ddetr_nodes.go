@@ -68,11 +68,12 @@ type QueryEmbed struct{ Batch, Queries, Dim int }
 // OpName implements bench.Node.
 func (QueryEmbed) OpName() string { return "query_embed" }
 
-// ScaleRefs gives each decoder query its reference point on every level:
-// from ref [N, Q, 2] and the valid ratios vr [N, L, 2],
+// ScaleRefs gives each decoder query its reference on every level: from
+// ref [N, Q, R] (R = 2: points; R = 4: boxes cx, cy, w, h) and the valid
+// ratios vr [N, L, 2],
 //
-//	out[n, q, l, :] = ref[n, q, :] · vr[n, l, :]
-type ScaleRefs struct{ Batch, Queries, Levels int }
+//	out[n, q, l, :] = ref[n, q, :] · (vr[n, l, 0], vr[n, l, 1] [, vr[n, l, 0], vr[n, l, 1]])
+type ScaleRefs struct{ Batch, Queries, Levels, RefDims int }
 
 // OpName implements bench.Node.
 func (ScaleRefs) OpName() string { return "scale_refs" }

@@ -23,6 +23,7 @@ type DDETRTransformerParams struct {
 	DecPoints       int      `json:"dec_points,omitempty"` // default 4
 	Queries         int      `json:"queries,omitempty"`    // default 300
 	PaddingMask     bool     `json:"padding_mask,omitempty"`
+	BoxRefine       bool     `json:"box_refine,omitempty"`
 	Probe           bool     `json:"probe,omitempty"`
 }
 
@@ -30,7 +31,11 @@ type DDETRTransformerParams struct {
 type ddetrTransformer struct {
 	batch, d, heads, encLayers, decLayers, ffn, encPoints, decPoints, queries int
 	levels                                                                    []Level
-	masked, probe                                                             bool
+	masked, probe, refine                                                     bool
+	// bboxPrefix names the refinement MLPs: the decoder's own
+	// ("transformer.decoder.bbox_embed.") or, in the whole detector, the
+	// shared top-level "bbox_embed." that loading a state_dict fills last.
+	bboxPrefix string
 }
 
 type ddetrTransformerKind struct{}
@@ -56,7 +61,7 @@ func (ddetrTransformerKind) Parse(raw json.RawMessage, batch int) (bench.Spec, e
 	t := &ddetrTransformer{batch: batch, d: orInt(p.DModel, 256), heads: orInt(p.Heads, 8),
 		encLayers: orInt(p.EncLayers, 6), decLayers: orInt(p.DecLayers, 6), ffn: orInt(p.FFNDim, 1024),
 		encPoints: orInt(p.EncPoints, 4), decPoints: orInt(p.DecPoints, 4), queries: orInt(p.Queries, 300),
-		masked: p.PaddingMask, probe: p.Probe}
+		masked: p.PaddingMask, probe: p.Probe, refine: p.BoxRefine, bboxPrefix: "transformer.decoder.bbox_embed."}
 	if err := positive(op, "batch", batch, "d_model", t.d, "heads", t.heads, "enc_layers", t.encLayers,
 		"dec_layers", t.decLayers, "ffn_dim", t.ffn, "enc_points", t.encPoints, "dec_points", t.decPoints,
 		"queries", t.queries); err != nil {
@@ -143,7 +148,28 @@ func (t *ddetrTransformer) Weights() []bench.ArraySpec {
 		w = append(w, norm(p+"norm3", d)...)
 	}
 	w = append(w, linear("transformer.reference_points", 2, d)...)
+	if t.refine {
+		w = append(w, t.bboxWeights("transformer.decoder.bbox_embed.")...)
+	}
 	return append(w, bench.ArraySpec{Name: "query_embed.weight", Shape: bench.Shape{t.queries, 2 * d}})
+}
+
+// bboxWeights lists one box MLP (d → d → d → 4) per decoder layer under prefix.
+func (t *ddetrTransformer) bboxWeights(prefix string) []bench.ArraySpec {
+	var w []bench.ArraySpec
+	for i := 0; i < t.decLayers; i++ {
+		p := fmt.Sprintf("%s%d.layers.", prefix, i)
+		w = append(w, linear(p+"0", t.d, t.d)...)
+		w = append(w, linear(p+"1", t.d, t.d)...)
+		w = append(w, linear(p+"2", 4, t.d)...)
+	}
+	return w
+}
+
+// bboxMLPParams is the parameter count of one box MLP.
+func (t *ddetrTransformer) bboxMLPParams() int64 {
+	d := int64(t.d)
+	return 2*(d*d+d) + 4*d + 4
 }
 
 func (t *ddetrTransformer) Outputs() []bench.ArraySpec {
@@ -152,6 +178,9 @@ func (t *ddetrTransformer) Outputs() []bench.ArraySpec {
 		{Name: "memory", Shape: bench.Shape{t.batch, s, t.d}},
 		{Name: "hs", Shape: bench.Shape{t.batch, t.queries, t.d}},
 		{Name: "reference_points", Shape: bench.Shape{t.batch, t.queries, 2}},
+	}
+	if t.refine {
+		out = append(out, bench.ArraySpec{Name: "last_reference", Shape: bench.Shape{t.batch, t.queries, 4}})
 	}
 	if t.probe {
 		out = append(out, bench.ArraySpec{Name: "stages.enc0", Shape: bench.Shape{t.batch, s, t.d}},
@@ -167,6 +196,9 @@ func (t *ddetrTransformer) MACs() int64 {
 	b, s, q, d, f := int64(t.batch), int64(t.values()), int64(t.queries), int64(t.d), int64(t.ffn)
 	enc := msdaMACs(t.sampler(false).MSDeformCore, t.d) + 2*b*s*d*f
 	dec := msdaMACs(t.sampler(true).MSDeformCore, t.d) + 2*b*q*d*3*d + b*q*d*d + 2*b*q*q*d + 2*b*q*d*f
+	if t.refine {
+		dec += b * q * (2*d*d + 4*d)
+	}
 	return int64(t.encLayers)*enc + int64(t.decLayers)*dec + b*q*d*2
 }
 
@@ -189,15 +221,18 @@ func (t *ddetrTransformer) Graph() *bench.Graph {
 	if t.probe {
 		names.enc0, names.dec0 = "stages.enc0", "stages.dec0"
 	}
+	if t.refine {
+		names.lastRef = "last_reference"
+	}
 	t.steps(g, names)
 	return g
 }
 
 // transformerNames are the values the transformer's sub-graph reads
-// (src, pos and, unless "", mask) and writes (memory, hs, refs and,
-// unless "", the probes enc0 and dec0).
+// (src, pos and, unless "", mask) and writes (memory, hs, refs, with box
+// refinement lastRef, and unless "", the probes enc0 and dec0).
 type transformerNames struct {
-	src, pos, mask, memory, hs, refs, enc0, dec0 string
+	src, pos, mask, memory, hs, refs, lastRef, enc0, dec0 string
 }
 
 // steps appends the transformer's sub-graph.
@@ -257,9 +292,18 @@ func (t *ddetrTransformer) steps(g *bench.Graph, nm transformerNames) {
 		bench.Step{Node: Gemm{Batch: b, M: q, N: 2, K: d, TransB: true, Bias: true},
 			In: []string{"dec.qpos", "transformer.reference_points.weight", "transformer.reference_points.bias"}, Out: []string{"dec.ref_logits"}},
 		bench.Step{Node: Sigmoid{Elems: b * q * 2}, In: []string{"dec.ref_logits"}, Out: []string{nm.refs}},
-		bench.Step{Node: ScaleRefs{Batch: b, Queries: q, Levels: l}, In: []string{nm.refs, "valid_ratios"}, Out: []string{"dec.refs"}})
+		bench.Step{Node: ScaleRefs{Batch: b, Queries: q, Levels: l, RefDims: 2}, In: []string{nm.refs, "valid_ratios"}, Out: []string{"dec.refs"}})
 	dec := t.sampler(true)
 	y := "dec.y"
+	refs := "dec.refs" // this layer's references on every level
+	if t.refine {
+		for _, name := range []string{"dec.box1", "dec.box2"} {
+			g.Temp(name, qs)
+		}
+		g.Temp("dec.box3", bench.Shape{b, q, 4})
+		g.Temp("dec.ref4", bench.Shape{b, q, 4})
+		g.Temp("dec.refs4", bench.Shape{b, q, l, 4})
+	}
 	for i := 0; i < t.decLayers; i++ {
 		p := t.decPrefix(i)
 		out := "dec.y"
@@ -279,7 +323,11 @@ func (t *ddetrTransformer) steps(g *bench.Graph, nm transformerNames) {
 				In: []string{"dec.ctx", p + "self_attn.out_proj.weight", p + "self_attn.out_proj.bias", y}, Out: []string{"dec.sum"}},
 			bench.Step{Node: LayerNorm{Batch: b, Tokens: q, Dim: d, Eps: 1e-5}, In: []string{"dec.sum", p + "norm2.weight", p + "norm2.bias"}, Out: []string{"dec.y"}},
 			bench.Step{Node: Add{Elems: b * q * d}, In: []string{"dec.y", "dec.qpos"}, Out: []string{"dec.q"}})
-		msdaSteps(g, dec, d, p+"cross_attn.", "dec.q", "dec.refs", nm.memory, mask, "dec.sum", "dec.y")
+		cross := dec
+		if refs == "dec.refs4" {
+			cross.RefDims = 4
+		}
+		msdaSteps(g, cross, d, p+"cross_attn.", "dec.q", refs, nm.memory, mask, "dec.sum", "dec.y")
 		g.Steps = append(g.Steps,
 			bench.Step{Node: LayerNorm{Batch: b, Tokens: q, Dim: d, Eps: 1e-5}, In: []string{"dec.sum", p + "norm1.weight", p + "norm1.bias"}, Out: []string{"dec.y"}},
 			bench.Step{Node: Gemm{Batch: b, M: q, N: t.ffn, K: d, TransB: true, Bias: true, Act: "relu"},
@@ -289,6 +337,32 @@ func (t *ddetrTransformer) steps(g *bench.Graph, nm transformerNames) {
 			bench.Step{Node: LayerNorm{Batch: b, Tokens: q, Dim: d, Eps: 1e-5}, In: []string{"dec.sum", p + "norm3.weight", p + "norm3.bias"}, Out: []string{out}})
 		if i == 0 && nm.dec0 != "" {
 			g.Steps = append(g.Steps, bench.Step{Node: Reshape{From: qs, To: qs}, In: []string{out}, Out: []string{nm.dec0}})
+		}
+		if t.refine {
+			// The layer's box MLP refines the references: 2-d points become
+			// boxes after the first layer.
+			bp := fmt.Sprintf("%s%d.layers.", t.bboxPrefix, i)
+			prev, prevDims := nm.refs, 2
+			if i > 0 {
+				prev, prevDims = "dec.ref4", 4
+			}
+			next := "dec.ref4"
+			if i == t.decLayers-1 {
+				next = nm.lastRef
+			}
+			g.Steps = append(g.Steps,
+				bench.Step{Node: Gemm{Batch: b, M: q, N: d, K: d, TransB: true, Bias: true, Act: "relu"},
+					In: []string{out, bp + "0.weight", bp + "0.bias"}, Out: []string{"dec.box1"}},
+				bench.Step{Node: Gemm{Batch: b, M: q, N: d, K: d, TransB: true, Bias: true, Act: "relu"},
+					In: []string{"dec.box1", bp + "1.weight", bp + "1.bias"}, Out: []string{"dec.box2"}},
+				bench.Step{Node: Gemm{Batch: b, M: q, N: 4, K: d, TransB: true, Bias: true},
+					In: []string{"dec.box2", bp + "2.weight", bp + "2.bias"}, Out: []string{"dec.box3"}},
+				bench.Step{Node: BoxDecode{Batch: b, Queries: q, RefDims: prevDims}, In: []string{"dec.box3", prev}, Out: []string{next}})
+			if i < t.decLayers-1 {
+				g.Steps = append(g.Steps, bench.Step{Node: ScaleRefs{Batch: b, Queries: q, Levels: l, RefDims: 4},
+					In: []string{"dec.ref4", "valid_ratios"}, Out: []string{"dec.refs4"}})
+				refs = "dec.refs4"
+			}
 		}
 		y = out
 	}

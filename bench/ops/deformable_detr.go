@@ -22,6 +22,7 @@ type DeformableDETRParams struct {
 	DecPoints   int  `json:"dec_points,omitempty"`  // default 4
 	TopK        int  `json:"top_k,omitempty"`       // default 100
 	PaddingMask bool `json:"padding_mask,omitempty"`
+	BoxRefine   bool `json:"box_refine,omitempty"`
 	Probe       bool `json:"probe,omitempty"`
 }
 
@@ -62,13 +63,14 @@ func (deformableDETRKind) Parse(raw json.RawMessage, batch int) (bench.Spec, err
 	shapes = append(shapes, [2]int{halve(lh), halve(lw)})
 	tp, _ := json.Marshal(DDETRTransformerParams{SpatialShapes: shapes, DModel: p.DModel, Heads: p.Heads,
 		EncLayers: p.EncLayers, DecLayers: p.DecLayers, FFNDim: p.FFNDim, EncPoints: p.EncPoints, DecPoints: p.DecPoints,
-		Queries: p.Queries, PaddingMask: p.PaddingMask})
+		Queries: p.Queries, PaddingMask: p.PaddingMask, BoxRefine: p.BoxRefine})
 	ts, err := ddetrTransformerKind{}.Parse(tp, batch)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	t := ts.(*ddetrTransformer)
 	t.probe = p.Probe
+	t.bboxPrefix = "bbox_embed." // the shared heads, which a loaded state_dict fills last
 	d := &deformableDETR{t: t, h: h, w: w, classes: orInt(p.NumClasses, 91), topK: orInt(p.TopK, 100), backbone: bb}
 	if err := positive(op, "num_classes", d.classes, "top_k", d.topK); err != nil {
 		return nil, err
@@ -96,10 +98,13 @@ func (d *deformableDETR) Inputs() []bench.ArraySpec {
 // levelChans are the backbone channels feeding each input projection.
 var levelChans = [4]int{512, 1024, 2048, 2048}
 
-// Weights are the detector's state_dict entries. class_embed and
-// bbox_embed are one module repeated six times without box refinement:
-// every copy is listed (as the state_dict lists them); the graph uses the
-// last, which is what loading a state_dict into the shared module leaves.
+// Weights are the detector's state_dict entries. Without box refinement
+// class_embed and bbox_embed are one module repeated six times: every
+// copy is listed (as the state_dict lists them); the graph uses the last,
+// which is what loading a state_dict into the shared module leaves. With
+// box refinement they are six independent modules, and the decoder's
+// transformer.decoder.bbox_embed is the same list again: the graph reads
+// the top-level bbox_embed, which the state_dict lists (and loads) last.
 func (d *deformableDETR) Weights() []bench.ArraySpec {
 	g := &bench.Graph{}
 	bb := *d.backbone
@@ -120,13 +125,7 @@ func (d *deformableDETR) Weights() []bench.ArraySpec {
 	for i := 0; i < d.t.decLayers; i++ {
 		w = append(w, linear(fmt.Sprintf("class_embed.%d", i), d.classes, dm)...)
 	}
-	for i := 0; i < d.t.decLayers; i++ {
-		p := fmt.Sprintf("bbox_embed.%d.layers.", i)
-		w = append(w, linear(p+"0", dm, dm)...)
-		w = append(w, linear(p+"1", dm, dm)...)
-		w = append(w, linear(p+"2", 4, dm)...)
-	}
-	return w
+	return append(w, d.t.bboxWeights("bbox_embed.")...)
 }
 
 func (d *deformableDETR) Outputs() []bench.ArraySpec {
@@ -179,7 +178,10 @@ func (d *deformableDETR) Bytes() int64 { return bench.BytesOf(d.Inputs(), d.Weig
 func (d *deformableDETR) Params() int64 {
 	dm := int64(d.t.d)
 	n := bench.BytesOf(d.Weights()) / 4
-	shared := int64(d.t.decLayers-1) * (dm*int64(d.classes) + int64(d.classes) + 2*(dm*dm+dm) + 4*dm + 4)
+	shared := int64(d.t.decLayers-1) * (dm*int64(d.classes) + int64(d.classes) + d.t.bboxMLPParams())
+	if d.t.refine {
+		shared = int64(d.t.decLayers) * d.t.bboxMLPParams() // transformer.decoder.bbox_embed
+	}
 	var frozen int64
 	for _, a := range d.backbone.weightsList() {
 		if len(a.Shape) == 1 {
@@ -238,6 +240,10 @@ func (d *deformableDETR) Graph() *bench.Graph {
 	g.Temp("det.pos", bench.Shape{b, s, dm})
 	g.Steps = append(g.Steps, bench.Step{Node: FlattenLevels{Batch: b, Chans: dm, Levels: t.levels}, In: lvNames, Out: []string{"det.src"}})
 	names := transformerNames{src: "det.src", pos: "det.pos", memory: "det.memory", hs: "det.hs", refs: "det.refs"}
+	if t.refine {
+		// The last layer's refinement is the box head: sigmoid(bbox_embed[last](hs) + inverse_sigmoid(ref)).
+		names.lastRef = "pred_boxes"
+	}
 	var posIn []string
 	if t.masked {
 		g.Temp("det.mask", bench.Shape{b, s})
@@ -255,19 +261,21 @@ func (d *deformableDETR) Graph() *bench.Graph {
 	last := d.t.decLayers - 1
 	ce := fmt.Sprintf("class_embed.%d.", last)
 	be := fmt.Sprintf("bbox_embed.%d.layers.", last)
-	g.Temp("det.box1", bench.Shape{b, q, dm})
-	g.Temp("det.box2", bench.Shape{b, q, dm})
-	g.Temp("det.box3", bench.Shape{b, q, 4})
-	g.Steps = append(g.Steps,
-		bench.Step{Node: Gemm{Batch: b, M: q, N: d.classes, K: dm, TransB: true, Bias: true},
-			In: []string{"det.hs", ce + "weight", ce + "bias"}, Out: []string{"pred_logits"}},
-		bench.Step{Node: Gemm{Batch: b, M: q, N: dm, K: dm, TransB: true, Bias: true, Act: "relu"},
-			In: []string{"det.hs", be + "0.weight", be + "0.bias"}, Out: []string{"det.box1"}},
-		bench.Step{Node: Gemm{Batch: b, M: q, N: dm, K: dm, TransB: true, Bias: true, Act: "relu"},
-			In: []string{"det.box1", be + "1.weight", be + "1.bias"}, Out: []string{"det.box2"}},
-		bench.Step{Node: Gemm{Batch: b, M: q, N: 4, K: dm, TransB: true, Bias: true},
-			In: []string{"det.box2", be + "2.weight", be + "2.bias"}, Out: []string{"det.box3"}},
-		bench.Step{Node: BoxDecode{Batch: b, Queries: q}, In: []string{"det.box3", "det.refs"}, Out: []string{"pred_boxes"}})
+	g.Steps = append(g.Steps, bench.Step{Node: Gemm{Batch: b, M: q, N: d.classes, K: dm, TransB: true, Bias: true},
+		In: []string{"det.hs", ce + "weight", ce + "bias"}, Out: []string{"pred_logits"}})
+	if !t.refine {
+		g.Temp("det.box1", bench.Shape{b, q, dm})
+		g.Temp("det.box2", bench.Shape{b, q, dm})
+		g.Temp("det.box3", bench.Shape{b, q, 4})
+		g.Steps = append(g.Steps,
+			bench.Step{Node: Gemm{Batch: b, M: q, N: dm, K: dm, TransB: true, Bias: true, Act: "relu"},
+				In: []string{"det.hs", be + "0.weight", be + "0.bias"}, Out: []string{"det.box1"}},
+			bench.Step{Node: Gemm{Batch: b, M: q, N: dm, K: dm, TransB: true, Bias: true, Act: "relu"},
+				In: []string{"det.box1", be + "1.weight", be + "1.bias"}, Out: []string{"det.box2"}},
+			bench.Step{Node: Gemm{Batch: b, M: q, N: 4, K: dm, TransB: true, Bias: true},
+				In: []string{"det.box2", be + "2.weight", be + "2.bias"}, Out: []string{"det.box3"}},
+			bench.Step{Node: BoxDecode{Batch: b, Queries: q, RefDims: 2}, In: []string{"det.box3", "det.refs"}, Out: []string{"pred_boxes"}})
+	}
 	ppIn := []string{"pred_logits", "pred_boxes"}
 	if t.masked {
 		ppIn = append(ppIn, "image_mask")

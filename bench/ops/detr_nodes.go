@@ -80,14 +80,16 @@ type FlattenLevels struct {
 // OpName implements bench.Node.
 func (FlattenLevels) OpName() string { return "flatten_levels" }
 
-// BoxDecode is the detector's box head output: from the bbox MLP's output
-// t [N, Q, 4] and the reference points ref [N, Q, 2],
+// BoxDecode is the detector's box head output and the decoder's box
+// refinement: from the bbox MLP's output t [N, Q, 4] and the reference
+// ref [N, Q, R] (R = 2 points or 4 boxes),
 //
-//	out = sigmoid(t + (inverse_sigmoid(ref_x), inverse_sigmoid(ref_y), 0, 0))
+//	out[.., j] = sigmoid(t[.., j] + inverse_sigmoid(ref[.., j]))   for j < R
+//	out[.., j] = sigmoid(t[.., j])                                 for R ≤ j < 4
 //
 // with inverse_sigmoid(x) = log(max(x, 1e-5) / max(1 − x, 1e-5)), x
 // clamped to [0, 1] first: boxes (cx, cy, w, h), normalized.
-type BoxDecode struct{ Batch, Queries int }
+type BoxDecode struct{ Batch, Queries, RefDims int }
 
 // OpName implements bench.Node.
 func (BoxDecode) OpName() string { return "box_decode" }

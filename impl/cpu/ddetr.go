@@ -159,20 +159,24 @@ func (b *Backend) queryEmbed(n ops.QueryEmbed, in, out []*tensor) error {
 }
 
 func (b *Backend) scaleRefs(n ops.ScaleRefs, in, out []*tensor) error {
-	q, l := n.Queries, n.Levels
-	if err := checkShapes("scale_refs", in, []bench.Shape{{n.Batch, q, 2}, {n.Batch, l, 2}}); err != nil {
+	q, l, r := n.Queries, n.Levels, n.RefDims
+	if r != 2 && r != 4 {
+		return fmt.Errorf("cpu: scale_refs: references of %d values", r)
+	}
+	if err := checkShapes("scale_refs", in, []bench.Shape{{n.Batch, q, r}, {n.Batch, l, 2}}); err != nil {
 		return err
 	}
-	if err := checkShapes("scale_refs", out, []bench.Shape{{n.Batch, q, l, 2}}); err != nil {
+	if err := checkShapes("scale_refs", out, []bench.Shape{{n.Batch, q, l, r}}); err != nil {
 		return err
 	}
 	ref, vr, y := in[0].data, in[1].data, out[0].data
 	for img := 0; img < n.Batch; img++ {
-		for r := 0; r < q; r++ {
+		for qi := 0; qi < q; qi++ {
 			for li := 0; li < l; li++ {
-				o := ((img*q+r)*l + li) * 2
-				y[o] = ref[(img*q+r)*2] * vr[(img*l+li)*2]
-				y[o+1] = ref[(img*q+r)*2+1] * vr[(img*l+li)*2+1]
+				o := ((img*q+qi)*l + li) * r
+				for j := 0; j < r; j++ {
+					y[o+j] = ref[(img*q+qi)*r+j] * vr[(img*l+li)*2+j%2]
+				}
 			}
 		}
 	}

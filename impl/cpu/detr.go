@@ -236,7 +236,10 @@ func inverseSigmoid(x float32) float32 {
 }
 
 func (b *Backend) boxDecode(n ops.BoxDecode, in, out []*tensor) error {
-	if err := checkShapes("box_decode", in, []bench.Shape{{n.Batch, n.Queries, 4}, {n.Batch, n.Queries, 2}}); err != nil {
+	if n.RefDims != 2 && n.RefDims != 4 {
+		return fmt.Errorf("cpu: box_decode: references of %d values", n.RefDims)
+	}
+	if err := checkShapes("box_decode", in, []bench.Shape{{n.Batch, n.Queries, 4}, {n.Batch, n.Queries, n.RefDims}}); err != nil {
 		return err
 	}
 	if err := checkShapes("box_decode", out, []bench.Shape{{n.Batch, n.Queries, 4}}); err != nil {
@@ -246,8 +249,8 @@ func (b *Backend) boxDecode(n ops.BoxDecode, in, out []*tensor) error {
 	for r := 0; r < n.Batch*n.Queries; r++ {
 		for j := 0; j < 4; j++ {
 			v := t[r*4+j]
-			if j < 2 {
-				v += inverseSigmoid(ref[r*2+j])
+			if j < n.RefDims {
+				v += inverseSigmoid(ref[r*n.RefDims+j])
 			}
 			y[r*4+j] = float32(1 / (1 + math.Exp(-float64(v))))
 		}
