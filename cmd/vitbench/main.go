@@ -4,10 +4,12 @@
 //	vitbench list     [-json] [-run RE]
 //	vitbench info     [-json]
 //	vitbench check    [-backend B] [-fixtures DIR] [-run RE] [-json FILE]
-//	vitbench bench    [-backend B] [-run RE] [-batch N] [-threads N] [-count N] [-o FILE] [-json FILE]
-//	vitbench report   [-o FILE] RESULTS...
-//	vitbench compare  [-threshold F] BASE HEAD
-//	vitbench run      [-o DIR]
+//	vitbench bench    [-backend B] [-run RE] [-batch N] [-threads N] [-count N] [-o FILE] [-json FILE] [-cpuprofile FILE]
+//	vitbench report   [-o FILE] [-peak FILE] [-base BENCH] RESULTS...
+//	vitbench compare  [-max-slowdown P] BASE HEAD
+//	vitbench baseline -o FILE | -check FILE
+//	vitbench peak     [-json]
+//	vitbench run      [-o DIR] [-torch auto|on|off] [-base BENCH]
 //
 // Exit status: 0 success, 1 a case failed (or a compare gate tripped),
 // 2 bad usage or unreadable input.
