@@ -81,8 +81,9 @@ def sigmoid(x):
 def manual_detector(images, image_mask, weights, p):
     """The detector composed from independent parts, float64: torchvision's body, torch's functional
     conv / group_norm for input_proj, NumPy level masks and position embeddings, the NumPy
-    transformer (ddetr_transformer_float64), NumPy heads (the LAST class_embed / bbox_embed copy)
-    and NumPy post-processing."""
+    transformer (ddetr_transformer_float64), NumPy heads (the LAST class_embed / bbox_embed copy;
+    with box_refine the reference after layer dec_layers - 2, refined by the transformer's
+    ``transformer.decoder.bbox_embed.*`` entries of ``weights``) and NumPy post-processing."""
     w64 = {k: np.asarray(v, dtype=np.float64) for k, v in weights.items()}
     t = {k: torch.from_numpy(v) for k, v in w64.items()}
     x = torch.from_numpy(np.asarray(images, dtype=np.float64))
@@ -107,10 +108,13 @@ def manual_detector(images, image_mask, weights, p):
         mask_f.append(m.reshape(n, h * w))
     tp = dict(C.detr_transformer_params(p), spatial_shapes=levels)
     tw = {k: v for k, v in w64.items() if k.startswith("transformer.") or k == "query_embed.weight"}
+    refs = []
     tr = ddetr_transformer_float64(np.concatenate(src_f, 1), np.concatenate(pos_f, 1),
-                                   None if image_mask is None else np.concatenate(mask_f, 1), tw, tp)
+                                   None if image_mask is None else np.concatenate(mask_f, 1), tw, tp, refs)
     hs, ref = tr["hs"], tr["reference_points"]
     last = p["dec_layers"] - 1
+    if p.get("box_refine") and last > 0:
+        ref = refs[last - 1]  # the 4-d reference after layer last - 1
 
     def lin(v, name):
         return v @ w64[name + ".weight"].T + w64[name + ".bias"]
@@ -120,7 +124,7 @@ def manual_detector(images, image_mask, weights, p):
     tmp = lin(np.maximum(lin(np.maximum(lin(hs, bb + "0"), 0), bb + "1"), 0), bb + "2")
     r = np.clip(ref, 0, 1)
     inv = np.log(np.maximum(r, 1e-5) / np.maximum(1 - r, 1e-5))
-    tmp[..., :2] += inv
+    tmp[..., :ref.shape[-1]] += inv  # only (cx, cy) for a 2-d reference
     boxes = sigmoid(tmp)
     c, k = p["num_classes"], p["top_k"]
     prob = sigmoid(logits).reshape(n, -1)
@@ -413,7 +417,7 @@ class TestCases(unittest.TestCase):
         full, small, b2 = (C.select(n)[0] for n in ("^deformable_detr_r50$", "_small$", "^deformable_detr_r50_b2$"))
         self.assertFalse(C.FIXTURE["deformable_detr_r50"])
         self.assertEqual([c["name"] for c in C.select("^deformable_detr", fixtures_only=True)],
-                         ["deformable_detr_r50_small", "deformable_detr_r50_b2"])
+                         ["deformable_detr_r50_small", "deformable_detr_r50_b2", "deformable_detr_r50_refine"])
         ins, _, outs = C.shapes("deformable_detr", full["params"], 1)
         self.assertEqual(ins, {"images": [1, 3, 800, 1066]})
         self.assertEqual(outs, {"pred_logits": [1, 300, 91], "pred_boxes": [1, 300, 4], "scores": [1, 100],

@@ -56,18 +56,23 @@ PARAMS = {
                        "level_start_index": "auto", "head_dim": "auto", "ref_dims": 2, "padding_mask": False},
     "deform_conv2d": {"in_chans": None, "out_chans": None, "img_size": None, "kernel_size": None, "stride": 1,
                       "padding": 0, "dilation": 1, "groups": 1, "offset_groups": 1, "bias": True, "mask": True},
-    # Deformable DETR's transformer (single-stage, no box refinement) with its query_embed; defaults are
-    # the detector's (REFERENCE.md 4.1).
+    # Deformable DETR's transformer (single-stage) with its query_embed; defaults are the detector's
+    # (REFERENCE.md 4.1).  box_refine: iterative box refinement (REFERENCE.md 4.8), the decoder's own
+    # bbox_embed MLPs, output last_reference.
     "ddetr_transformer": {"spatial_shapes": None, "level_start_index": "auto", "d_model": 256, "heads": 8,
                           "enc_layers": 6, "dec_layers": 6, "ffn_dim": 1024, "enc_points": 4, "dec_points": 4,
-                          "queries": 300, "padding_mask": False, "probe": False},
-    # The whole single-stage Deformable DETR detector (ResNet-50, 4 levels, no box refinement, no
-    # two-stage; REFERENCE.md 4.1-4.9); img_size is the padded batch image [H, W], top_k the
-    # PostProcess's k (<= queries * num_classes).
+                          "queries": 300, "padding_mask": False, "probe": False, "box_refine": False},
+    # The whole single-stage Deformable DETR detector (ResNet-50, 4 levels, no two-stage; REFERENCE.md
+    # 4.1-4.9), optionally with iterative box refinement (box_refine); img_size is the padded batch
+    # image [H, W], top_k the PostProcess's k (<= queries * num_classes).
     "deformable_detr": {"img_size": None, "num_classes": 91, "queries": 300, "d_model": 256, "heads": 8,
                         "enc_layers": 6, "dec_layers": 6, "ffn_dim": 1024, "enc_points": 4, "dec_points": 4,
-                        "top_k": 100, "padding_mask": False, "probe": False},
+                        "top_k": 100, "padding_mask": False, "probe": False, "box_refine": False},
 }
+# Params written out only when true: normalize_params drops them when false (their default), so the
+# normalised params of a case that does not use them (and the committed case.json files made before
+# they existed) stay as they were.
+OMIT_FALSE = {("ddetr_transformer", "box_refine"), ("deformable_detr", "box_refine")}
 PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation"}
 # Params that stay a single integer even though other op kinds take a pair for the name.
 SCALAR = {("vit", "patch_size")}
@@ -99,7 +104,7 @@ MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "ddetr_transformer": "reference.vitbench_ref.modules.DDETRTransformer",
                "deformable_detr": "reference.vitbench_ref.modules.DeformableDETR"}
 BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe",
-         "mask", "padding_mask"}
+         "mask", "padding_mask", "box_refine"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale", "kernel_ratio"}
 
 
@@ -174,6 +179,8 @@ def normalize_params(op, params):
         out[key] = v
     if out.get("scale", 0) is None:
         del out["scale"]
+    for key in [k for k in out if (op, k) in OMIT_FALSE and out[k] is False]:
+        del out[key]
     if op == "conv2d" and not out["bn"]:
         if "bn_eps" in params:
             raise ValueError("conv2d: bn_eps needs bn")
@@ -431,10 +438,22 @@ def _msdeform_weights(prefix, d, m, nl, pts):
             prefix + "output_proj.weight": [d, d], prefix + "output_proj.bias": [d]}
 
 
+def _bbox_embed_weights(prefix, n, d):
+    """The weights of ``n`` box MLPs (d -> d -> d -> 4) ``{prefix}{i}.layers.{0,1,2}.{weight,bias}``."""
+    out = {}
+    for i in range(n):
+        for j, (o, ii) in enumerate(((d, d), (d, d), (4, d))):
+            out.update({"%s%d.layers.%d.weight" % (prefix, i, j): [o, ii], "%s%d.layers.%d.bias" % (prefix, i, j): [o]})
+    return out
+
+
 def ddetr_shapes(p, b):
     """``(inputs, weights, outputs)`` of ``ddetr_transformer``: inputs ``src``, ``pos`` [B, S, d]
     and, with padding_mask, ``padding_mask [B, S]``; the weights are the state_dict of the full
-    Deformable DETR detector restricted to ``transformer.*`` and ``query_embed.weight``."""
+    Deformable DETR detector restricted to ``transformer.*`` and ``query_embed.weight``.  With
+    box_refine the decoder's box MLPs ``transformer.decoder.bbox_embed.{i}.layers.{0,1,2}.*`` (one
+    independent MLP per decoder layer) are weights too, and the output ``last_reference [B, Q, 4]``
+    (the reference boxes after the last layer's refinement) is added."""
     shp = p["spatial_shapes"]
     s_, nl = sum(h * w for h, w in shp), len(shp)
     d, m, f, q = p["d_model"], p["heads"], p["ffn_dim"], p["queries"]
@@ -465,9 +484,13 @@ def ddetr_shapes(p, b):
         weights.update(norm(pre + "norm2"))
         weights.update(ffn(pre))
         weights.update(norm(pre + "norm3"))
+    if p.get("box_refine"):
+        weights.update(_bbox_embed_weights("transformer.decoder.bbox_embed.", p["dec_layers"], d))
     weights.update({"transformer.reference_points.weight": [2, d], "transformer.reference_points.bias": [2],
                     "query_embed.weight": [q, 2 * d]})
     outs = {"memory": [b, s_, d], "hs": [b, q, d], "reference_points": [b, q, 2]}
+    if p.get("box_refine"):
+        outs["last_reference"] = [b, q, 4]
     if p["probe"]:
         outs["stages.enc0"] = [b, s_, d]
         outs["stages.dec0"] = [b, q, d]
@@ -480,8 +503,11 @@ def detr_transformer_params(p):
     shp = modules.ddetr_level_shapes(p["img_size"])
     keys = ("d_model", "heads", "enc_layers", "dec_layers", "ffn_dim", "enc_points", "dec_points", "queries",
             "padding_mask")
-    return dict({k: p[k] for k in keys}, spatial_shapes=shp, level_start_index=modules.level_start_index(shp),
-                probe=False)
+    out = dict({k: p[k] for k in keys}, spatial_shapes=shp, level_start_index=modules.level_start_index(shp),
+               probe=False)
+    if p.get("box_refine"):
+        out["box_refine"] = True
+    return out
 
 
 def detr_shapes(p, b):
@@ -491,7 +517,15 @@ def detr_shapes(p, b):
     bias, running_mean, running_var), ``input_proj.{l}.{0,1}.{weight,bias}``, ``transformer.*`` and
     ``query_embed.weight`` (as ``ddetr_transformer``), ``class_embed.{i}.*`` and
     ``bbox_embed.{i}.layers.{0,1,2}.*`` for every decoder layer i (one shared module repeated: the
-    LAST copy is the one a loaded module holds)."""
+    LAST copy is the one a loaded module holds).
+
+    With box_refine the heads are dec_layers independent clones, and the transformer's keys include
+    ``transformer.decoder.bbox_embed.{i}.*``: the SAME modules as the top-level ``bbox_embed.{i}.*``
+    (the original sets ``transformer.decoder.bbox_embed = bbox_embed``), listed twice by the
+    state_dict.  Loading a state_dict whose two copies differ (synthesized weights) leaves the
+    top-level ``bbox_embed.{i}.*`` values in the modules (loaded after the transformer's), so a
+    backend must use ``bbox_embed.{i}.*`` both for the refinement of decoder layer i and for the box
+    head, and ``class_embed.{dec_layers-1}.*`` for the logits."""
     h, w = p["img_size"]
     d, c, q, k = p["d_model"], p["num_classes"], p["queries"], p["top_k"]
     inputs = {"images": [b, 3, h, w]}
@@ -509,9 +543,7 @@ def detr_shapes(p, b):
     weights.update(ddetr_shapes(tp, b)[1])
     for i in range(p["dec_layers"]):
         weights.update({"class_embed.%d.weight" % i: [c, d], "class_embed.%d.bias" % i: [c]})
-        for j, (o, ii) in enumerate(((d, d), (d, d), (4, d))):
-            weights.update({"bbox_embed.%d.layers.%d.weight" % (i, j): [o, ii],
-                            "bbox_embed.%d.layers.%d.bias" % (i, j): [o]})
+    weights.update(_bbox_embed_weights("bbox_embed.", p["dec_layers"], d))
     outs = {"pred_logits": [b, q, c], "pred_boxes": [b, q, 4], "scores": [b, k], "labels": [b, k],
             "boxes": [b, k, 4]}
     if p["probe"]:
@@ -563,14 +595,15 @@ def build_module(op, p):
         return modules.MSDeformAttn(p["d_model"], p["heads"], p["points"], p["spatial_shapes"], p["head_dim"])
     if op == "ddetr_transformer":
         return modules.DDETRTransformer(p["spatial_shapes"], p["d_model"], p["heads"], p["enc_layers"], p["dec_layers"],
-                                        p["ffn_dim"], p["enc_points"], p["dec_points"], p["queries"], p["probe"])
+                                        p["ffn_dim"], p["enc_points"], p["dec_points"], p["queries"], p["probe"],
+                                        p.get("box_refine", False))
     if op == "deform_conv2d":
         return modules.DeformConv2d(p["in_chans"], p["out_chans"], p["kernel_size"], p["stride"], p["padding"],
                                     p["dilation"], p["groups"], p["bias"])
     if op == "deformable_detr":
         return modules.DeformableDETR(p["img_size"], p["num_classes"], p["queries"], p["d_model"], p["heads"],
                                       p["enc_layers"], p["dec_layers"], p["ffn_dim"], p["enc_points"], p["dec_points"],
-                                      p["top_k"], p["probe"])
+                                      p["top_k"], p["probe"], p.get("box_refine", False))
     raise ValueError("unknown op kind %r" % op)
 
 
@@ -584,13 +617,15 @@ def macs(op, p, batch):
     + dec_layers * [ms_deform_attn(queries = Q, points = dec_points; its value_proj over all S)
                     + 2*N*Q*d*3d (the packed in_proj applied to tgt + query_pos and to tgt)
                     + N*Q*d*d (out_proj) + 2*N*Q*Q*d (scores and weighted sum) + 2*N*Q*d*F]
-    + N*Q*d*2 (reference_points Linear).
+    + N*Q*d*2 (reference_points Linear)
+    + with box_refine, dec_layers * N*Q*(2*d*d + 4*d) (the refinement MLP of every decoder layer).
 
     deformable_detr (N = batch, d = d_model, Q = queries, C = num_classes): every convolution
     N*Cout*Ho*Wo*Cin*kh*kw (the 53 convs of the ResNet-50 body, downsamples included, and the four
     input_proj convs: 1x1 from 512/1024/2048 channels on C3-C5, 3x3 s2 from 2048 on C5)
     + the ddetr_transformer MACs of its transformer (level shapes from img_size)
-    + class_embed N*Q*d*C + bbox_embed N*Q*(d*d*2 + d*4) (the last decoder layer's heads only).
+    + class_embed N*Q*d*C + bbox_embed N*Q*(d*d*2 + d*4) (the last decoder layer's heads only; with
+    box_refine the transformer's MACs include the refinement MLPs and this heads term is unchanged).
     FrozenBN, GroupNorm, the position embedding, sigmoid/top-k post-processing: not counted."""
     if op == "deformable_detr":
         n, d, q, c = batch, p["d_model"], p["queries"], p["num_classes"]
@@ -611,6 +646,8 @@ def macs(op, p, batch):
         enc = macs("ms_deform_attn", dict(att, queries=s_, points=p["enc_points"]), n) + 2 * n * s_ * d * f
         dec = (macs("ms_deform_attn", dict(att, queries=q, points=p["dec_points"]), n)
                + 2 * n * q * d * 3 * d + n * q * d * d + 2 * n * q * q * d + 2 * n * q * d * f)
+        if p.get("box_refine"):
+            dec += n * q * (2 * d * d + 4 * d)
         return p["enc_layers"] * enc + p["dec_layers"] * dec + n * q * d * 2
     if op in ("ms_deform_attn_core", "ms_deform_attn"):
         nl, lq, m, pts = len(p["spatial_shapes"]), p["queries"], p["heads"], p["points"]

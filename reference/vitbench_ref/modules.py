@@ -855,8 +855,8 @@ def deform_conv2d_float64(x, offset, mask, weight, bias, p):
 
 
 # ---------------------------------------------------------------------------------------------
-# Deformable DETR's transformer (REFERENCE.md 4.3, 4.7, 4.8): single-stage, no box refinement,
-# return_intermediate_dec True, ReLU, post-norm; dropout is absent (eval).
+# Deformable DETR's transformer (REFERENCE.md 4.3, 4.7, 4.8): single-stage, optional iterative box
+# refinement, return_intermediate_dec True, ReLU, post-norm; dropout is absent (eval).
 
 
 def valid_ratios_from_masks(masks, dtype=torch.float32):
@@ -954,24 +954,42 @@ class DeformableTransformerEncoder(nn.Module):
 
 
 class DeformableTransformerDecoder(nn.Module):
-    """``layers`` run in turn; without box refinement the 2-d reference points stay fixed and each
-    layer gets ``ref[:, :, None] * valid_ratios[:, None]``.  ``return_intermediate`` (True in the
-    detector) stacks every layer's output and reference points; ``stages`` receives layer 0's
-    output as ``stages.dec0``."""
+    """``layers`` run in turn.  Each layer gets ``ref[:, :, None] * valid_ratios[:, None]`` for 2-d
+    references and ``ref[:, :, None] * cat([valid_ratios, valid_ratios], -1)[:, None]`` for 4-d
+    ones (MSDeformAttn then uses the box sampling rule).  Without box refinement (``bbox_embed``
+    None) the 2-d reference points stay fixed; with it (``bbox_embed`` a ModuleList of one MLP per
+    layer, set by the owner as in the original) after layer i ``tmp = bbox_embed[i](output)`` and
+    the new reference is ``sigmoid(tmp + inverse_sigmoid(ref))`` for a 4-d ref, or ``tmp`` with its
+    first two entries plus ``inverse_sigmoid(ref)`` then sigmoid for a 2-d one (so the references
+    are boxes from layer 1 on; detached in the original).  ``return_intermediate`` (True in the
+    detector) stacks every layer's output and its reference AFTER that layer's refinement;
+    ``stages`` receives layer 0's output as ``stages.dec0``."""
 
     def __init__(self, layer_fn, num_layers, return_intermediate=True):
         super().__init__()
         self.layers = nn.ModuleList([layer_fn() for _ in range(num_layers)])
         self.return_intermediate = return_intermediate
+        self.bbox_embed = None
 
     def forward(self, tgt, reference_points, src, valid_ratios, query_pos, padding_mask=None, stages=None):
         output = tgt
         intermediate, intermediate_refs = [], []
         for i, layer in enumerate(self.layers):
-            reference_points_input = reference_points[:, :, None] * valid_ratios[:, None]
+            if reference_points.shape[-1] == 4:
+                reference_points_input = reference_points[:, :, None] * torch.cat([valid_ratios, valid_ratios], -1)[:, None]
+            else:
+                reference_points_input = reference_points[:, :, None] * valid_ratios[:, None]
             output = layer(output, query_pos, reference_points_input, src, padding_mask)
             if stages is not None and i == 0:
                 stages["stages.dec0"] = output
+            if self.bbox_embed is not None:
+                tmp = self.bbox_embed[i](output)
+                if reference_points.shape[-1] == 4:
+                    new_reference_points = (tmp + inverse_sigmoid(reference_points)).sigmoid()
+                else:
+                    new_reference_points = torch.cat([tmp[..., :2] + inverse_sigmoid(reference_points), tmp[..., 2:]],
+                                                     -1).sigmoid()
+                reference_points = new_reference_points.detach()
             if self.return_intermediate:
                 intermediate.append(output)
                 intermediate_refs.append(reference_points)
@@ -983,7 +1001,8 @@ class DeformableTransformerDecoder(nn.Module):
 class DeformableTransformer(nn.Module):
     """Deformable DETR's ``DeformableTransformer`` (two_stage False, REFERENCE.md 4.3, 4.7, 4.8),
     taking the already flattened multi-scale features.  State dict: ``level_embed [L, d]``,
-    ``encoder.layers.{i}.*``, ``decoder.layers.{i}.*``, ``reference_points`` (Linear(d, 2))."""
+    ``encoder.layers.{i}.*``, ``decoder.layers.{i}.*``, ``decoder.bbox_embed.{i}.*`` once the owner
+    has set ``decoder.bbox_embed`` (box refinement), ``reference_points`` (Linear(d, 2))."""
 
     def __init__(self, d_model, heads, enc_layers, dec_layers, ffn_dim, enc_points, dec_points, spatial_shapes):
         super().__init__()
@@ -1006,7 +1025,9 @@ class DeformableTransformer(nn.Module):
                 for s, (h, w) in zip(self.level_start_index, self.spatial_shapes)]
 
     def forward(self, src_flatten, pos_flatten, mask_flatten, query_embed, stages=None):
-        """Returns ``(hs [dec_layers, N, Q, d], init_reference_out [N, Q, 2], memory [N, S, d])``."""
+        """Returns ``(hs [dec_layers, N, Q, d], init_reference_out [N, Q, 2], inter_references
+        [dec_layers, N, Q, 2 or 4] (the reference after each layer's refinement; the initial one
+        repeated without refinement), memory [N, S, d])``."""
         n = src_flatten.shape[0]
         lvl_pos = torch.cat([pos_flatten[:, s:s + h * w] + self.level_embed[lvl].view(1, 1, -1)
                              for lvl, (s, (h, w)) in enumerate(zip(self.level_start_index, self.spatial_shapes))], 1)
@@ -1019,8 +1040,9 @@ class DeformableTransformer(nn.Module):
         query_pos = query_pos.unsqueeze(0).expand(n, -1, -1)
         tgt = tgt.unsqueeze(0).expand(n, -1, -1)
         reference_points = self.reference_points(query_pos).sigmoid()
-        hs, _ = self.decoder(tgt, reference_points, memory, valid_ratios, query_pos, mask_flatten, stages)
-        return hs, reference_points, memory
+        hs, inter_references = self.decoder(tgt, reference_points, memory, valid_ratios, query_pos, mask_flatten,
+                                            stages)
+        return hs, reference_points, inter_references, memory
 
 
 class DDETRTransformer(nn.Module):
@@ -1031,23 +1053,33 @@ class DDETRTransformer(nn.Module):
     ``forward(src [N, S, d], pos [N, S, d], padding_mask=None [N, S] bool, True = padding)``
     returns a dict: ``memory [N, S, d]`` (encoder output), ``hs [N, Q, d]`` (the last decoder
     layer's output, hs[-1]), ``reference_points [N, Q, 2]`` (the initial sigmoid references) and,
-    with ``probe``, ``stages.enc0`` / ``stages.dec0`` (after encoder / decoder layer 0)."""
+    with ``probe``, ``stages.enc0`` / ``stages.dec0`` (after encoder / decoder layer 0).
+
+    With ``box_refine`` the decoder owns ``dec_layers`` independent box MLPs (d -> d -> d -> 4,
+    state dict ``transformer.decoder.bbox_embed.{i}.layers.{0,1,2}.*``) refining the references
+    after every layer (:class:`DeformableTransformerDecoder`), and the output dict also has
+    ``last_reference [N, Q, 4]``, the reference boxes after the last layer's refinement."""
 
     def __init__(self, spatial_shapes, d_model=256, heads=8, enc_layers=6, dec_layers=6, ffn_dim=1024,
-                 enc_points=4, dec_points=4, queries=300, probe=False):
+                 enc_points=4, dec_points=4, queries=300, probe=False, box_refine=False):
         super().__init__()
         if d_model % heads:
             raise ValueError("d_model %d is not a multiple of heads %d" % (d_model, heads))
         self.transformer = DeformableTransformer(d_model, heads, enc_layers, dec_layers, ffn_dim, enc_points,
                                                  dec_points, spatial_shapes)
+        if box_refine:
+            self.transformer.decoder.bbox_embed = nn.ModuleList([MLP(d_model, d_model, 4, 3)
+                                                                 for _ in range(dec_layers)])
         self.query_embed = nn.Embedding(queries, 2 * d_model)
-        self.probe = probe
+        self.probe, self.box_refine = probe, box_refine
         self.eval()
 
     def forward(self, src, pos, padding_mask=None):
         stages = {} if self.probe else None
-        hs, ref, memory = self.transformer(src, pos, padding_mask, self.query_embed.weight, stages)
+        hs, ref, inter_refs, memory = self.transformer(src, pos, padding_mask, self.query_embed.weight, stages)
         out = {"memory": memory, "hs": hs[-1], "reference_points": ref}
+        if self.box_refine:
+            out["last_reference"] = inter_refs[-1]
         if stages:
             out.update(stages)
         return out
@@ -1083,12 +1115,23 @@ def encoder_reference_points_float64(spatial_shapes, valid_ratios):
     return np.concatenate(refs, 1)[:, :, None] * vr[:, None]
 
 
-def ddetr_transformer_float64(src, pos, padding_mask, weights, p):
+def inverse_sigmoid_float64(x, eps=1e-5):
+    """``inverse_sigmoid`` in float64 NumPy: clip to [0, 1], log(max(x, eps) / max(1 - x, eps))."""
+    import numpy as np
+    x = np.clip(x, 0, 1)
+    return np.log(np.maximum(x, eps) / np.maximum(1 - x, eps))
+
+
+def ddetr_transformer_float64(src, pos, padding_mask, weights, p, refs_out=None):
     """The ``ddetr_transformer`` op recomputed in float64 NumPy from the weights (no torch
     modules): level embedding, valid ratios from the level blocks of the mask (first column /
     first row), encoder reference points, post-norm encoder layers with
     :func:`ms_deform_attn_float64`, the query_embed split, sigmoid reference points, decoder
-    layers with a hand-written multi-head self-attention.  Returns the module's output dict."""
+    layers with a hand-written multi-head self-attention; with ``box_refine`` the refinement of the
+    references after every decoder layer by ``transformer.decoder.bbox_embed.{i}`` (2-d -> 4-d
+    after layer 0, the 4-d references scaled by (vr_w, vr_h, vr_w, vr_h) per level).  Returns the
+    module's output dict; ``refs_out`` (a list, optional) receives the reference after each
+    decoder layer (the initial one while nothing is refined)."""
     import numpy as np
     w = {k: np.asarray(v, dtype=np.float64) for k, v in weights.items()}
     src = np.asarray(src, dtype=np.float64)
@@ -1128,9 +1171,11 @@ def ddetr_transformer_float64(src, pos, padding_mask, weights, p):
     query_pos = np.broadcast_to(qe[:, :d], (n,) + qe[:, :d].shape)
     tgt = np.broadcast_to(qe[:, d:], (n,) + qe[:, d:].shape)
     ref = 1 / (1 + np.exp(-lin(query_pos, "transformer.reference_points")))
-    dec_ref = ref[:, :, None] * vr[:, None]
+    init_ref = ref
     hd = d // m
     for i in range(p["dec_layers"]):
+        # 2-d: (x, y) * (vr_w, vr_h); 4-d: (cx, cy, w, h) * (vr_w, vr_h, vr_w, vr_h), per level.
+        dec_ref = ref[:, :, None] * (vr if ref.shape[-1] == 2 else np.concatenate([vr, vr], -1))[:, None]
         pre = "transformer.decoder.layers.%d." % i
         wi, bi = w[pre + "self_attn.in_proj_weight"], w[pre + "self_attn.in_proj_bias"]
         qk = tgt + query_pos
@@ -1148,14 +1193,27 @@ def ddetr_transformer_float64(src, pos, padding_mask, weights, p):
         tgt = ln(tgt + lin(np.maximum(lin(tgt, pre + "linear1"), 0), pre + "linear2"), pre + "norm3")
         if i == 0 and p["probe"]:
             out["stages.dec0"] = tgt
-    out.update({"memory": memory, "hs": tgt, "reference_points": ref})
+        if p.get("box_refine"):
+            bb = "transformer.decoder.bbox_embed.%d.layers." % i
+            tmp = lin(np.maximum(lin(np.maximum(lin(tgt, bb + "0"), 0), bb + "1"), 0), bb + "2")
+            if ref.shape[-1] == 2:
+                tmp = tmp.copy()
+                tmp[..., :2] += inverse_sigmoid_float64(ref)
+            else:
+                tmp = tmp + inverse_sigmoid_float64(ref)
+            ref = 1 / (1 + np.exp(-tmp))
+        if refs_out is not None:
+            refs_out.append(ref)
+    out.update({"memory": memory, "hs": tgt, "reference_points": init_ref})
+    if p.get("box_refine"):
+        out["last_reference"] = ref
     return out
 
 
 # ---------------------------------------------------------------------------------------------
 # The whole single-stage Deformable DETR detector (REFERENCE.md 4.1-4.9): ResNet-50 backbone with
 # FrozenBatchNorm2d, sine position embedding, input projections, the transformer above, the heads
-# of the last decoder layer and PostProcess.  Default config, no box refinement, no two-stage.
+# of the last decoder layer and PostProcess.  Default config, optional box refinement, no two-stage.
 
 RESNET50_BLOCKS = (3, 4, 6, 3)
 RESNET50_WIDTHS = (64, 128, 256, 512)  # bottleneck width per stage; output channels are 4x
@@ -1367,8 +1425,8 @@ def ddetr_postprocess(logits, boxes, sizes, top_k):
 
 
 class DeformableDETR(nn.Module):
-    """Op kind ``deformable_detr``: the single-stage Deformable DETR detector without box refinement
-    (REFERENCE.md 4.1-4.9), default config, 4 feature levels, for padded batch images of
+    """Op kind ``deformable_detr``: the single-stage Deformable DETR detector, optionally with
+    iterative box refinement (REFERENCE.md 4.1-4.9), default config, 4 feature levels, for padded batch images of
     ``img_size`` (H, W) (the level shapes of the transformer are fixed at construction,
     :func:`ddetr_level_shapes`).
 
@@ -1381,9 +1439,11 @@ class DeformableDETR(nn.Module):
        (1x1 conv + GroupNorm(32)) for l = 0..2, src_3 = input_proj[3](C5) (3x3 s2 p1 conv on the
        raw C5 + GroupNorm) with its mask interpolated from the image mask and its own sine pos;
     3. the transformer (:class:`DeformableTransformer`) on the flattened levels with query_embed;
-    4. heads on the LAST decoder layer only: ``pred_logits = class_embed(hs)``, ``pred_boxes =
-       sigmoid(bbox_embed(hs) + [inverse_sigmoid(reference)[..., :2], 0, 0])`` with reference = the
-       sigmoid reference points (fixed without refinement);
+    4. heads on the LAST decoder layer only: ``pred_logits = class_embed[-1](hs)``, ``pred_boxes =
+       sigmoid(bbox_embed[-1](hs) + inverse_sigmoid(reference))`` (only the first two coordinates
+       when the reference is 2-d) with reference = the sigmoid reference points without refinement
+       (fixed), with refinement the 4-d reference after decoder layer dec_layers - 2
+       (``inter_references[-2]``; the initial 2-d one when dec_layers is 1);
     5. :func:`ddetr_postprocess` with each image's VALID size (h, w) = (unpadded rows of column 0,
        unpadded columns of row 0 of its image_mask; the full img_size without a mask).  The
        original scales by the caller's target size (the original image size); here the image's
@@ -1401,10 +1461,20 @@ class DeformableDETR(nn.Module):
     in the ModuleList (as the original's ``nn.ModuleList([self.class_embed for _ in range(n)])``):
     the state_dict lists every copy, and loading a state_dict whose copies differ (synthesized
     weights) leaves the LAST copy (index dec_layers - 1) in the shared module, so that is the one
-    a backend must use."""
+    a backend must use.
+
+    With ``box_refine`` class_embed and bbox_embed are ``dec_layers`` independent clones, and
+    ``transformer.decoder.bbox_embed`` IS the top-level ``bbox_embed`` ModuleList (the original's
+    ``self.transformer.decoder.bbox_embed = self.bbox_embed``): the state_dict lists the same
+    tensors as ``transformer.decoder.bbox_embed.{i}.*`` and ``bbox_embed.{i}.*``.  The modules are
+    registered in the original's order (transformer, class_embed, bbox_embed, query_embed,
+    input_proj, backbone), so loading a state_dict whose two copies differ (synthesized weights)
+    loads ``bbox_embed.{i}.*`` last: those values are what the module uses, both for the
+    refinement after decoder layer i and for the box head (i = dec_layers - 1); the logits use
+    ``class_embed.{dec_layers-1}``."""
 
     def __init__(self, img_size, num_classes=91, queries=300, d_model=256, heads=8, enc_layers=6, dec_layers=6,
-                 ffn_dim=1024, enc_points=4, dec_points=4, top_k=100, probe=False):
+                 ffn_dim=1024, enc_points=4, dec_points=4, top_k=100, probe=False, box_refine=False):
         super().__init__()
         if d_model % heads or d_model % 32:
             raise ValueError("d_model %d must be a multiple of heads %d and of 32 (GroupNorm)" % (d_model, heads))
@@ -1413,17 +1483,26 @@ class DeformableDETR(nn.Module):
         self.img_size = pair(img_size)
         self.spatial_shapes = [tuple(hw) for hw in ddetr_level_shapes(self.img_size)]
         self.num_classes, self.top_k, self.probe, self.d_model = num_classes, top_k, probe, d_model
-        self.backbone = nn.Sequential(DDETRBackbone(), PositionEmbeddingSine(d_model // 2))
+        self.box_refine = box_refine
+        # Registration order = the original's (it decides which copy a loaded state_dict leaves in a
+        # module listed twice).
+        self.transformer = DeformableTransformer(d_model, heads, enc_layers, dec_layers, ffn_dim, enc_points,
+                                                 dec_points, self.spatial_shapes)
+        if box_refine:
+            self.class_embed = nn.ModuleList([nn.Linear(d_model, num_classes) for _ in range(dec_layers)])
+            self.bbox_embed = nn.ModuleList([MLP(d_model, d_model, 4, 3) for _ in range(dec_layers)])
+        else:
+            class_embed = nn.Linear(d_model, num_classes)
+            bbox_embed = MLP(d_model, d_model, 4, 3)
+            self.class_embed = nn.ModuleList([class_embed for _ in range(dec_layers)])
+            self.bbox_embed = nn.ModuleList([bbox_embed for _ in range(dec_layers)])
+        self.query_embed = nn.Embedding(queries, 2 * d_model)
         self.input_proj = nn.ModuleList(
             [nn.Sequential(nn.Conv2d(c, d_model, 1), nn.GroupNorm(32, d_model)) for c in (512, 1024, 2048)]
             + [nn.Sequential(nn.Conv2d(2048, d_model, 3, 2, 1), nn.GroupNorm(32, d_model))])
-        self.transformer = DeformableTransformer(d_model, heads, enc_layers, dec_layers, ffn_dim, enc_points,
-                                                 dec_points, self.spatial_shapes)
-        self.query_embed = nn.Embedding(queries, 2 * d_model)
-        class_embed = nn.Linear(d_model, num_classes)
-        bbox_embed = MLP(d_model, d_model, 4, 3)
-        self.class_embed = nn.ModuleList([class_embed for _ in range(dec_layers)])
-        self.bbox_embed = nn.ModuleList([bbox_embed for _ in range(dec_layers)])
+        self.backbone = nn.Sequential(DDETRBackbone(), PositionEmbeddingSine(d_model // 2))
+        if box_refine:
+            self.transformer.decoder.bbox_embed = self.bbox_embed
         self.eval()
 
     def forward(self, images, image_mask=None):
@@ -1449,11 +1528,16 @@ class DeformableDETR(nn.Module):
         src_flatten = torch.cat([s.flatten(2).transpose(1, 2) for s in srcs], 1)
         pos_flatten = torch.cat([p.flatten(2).transpose(1, 2) for p in pos], 1)
         mask_flatten = None if mask is None else torch.cat([m.flatten(1) for m in masks], 1)
-        hs, reference, memory = self.transformer(src_flatten, pos_flatten, mask_flatten, self.query_embed.weight)
+        hs, init_reference, inter_references, memory = self.transformer(src_flatten, pos_flatten, mask_flatten,
+                                                                        self.query_embed.weight)
+        reference = inter_references[-2] if (self.box_refine and hs.shape[0] > 1) else init_reference
         hs = hs[-1]
         logits = self.class_embed[-1](hs)
         tmp = self.bbox_embed[-1](hs)
-        tmp = torch.cat([tmp[..., :2] + inverse_sigmoid(reference), tmp[..., 2:]], -1)
+        if reference.shape[-1] == 4:
+            tmp = tmp + inverse_sigmoid(reference)
+        else:
+            tmp = torch.cat([tmp[..., :2] + inverse_sigmoid(reference), tmp[..., 2:]], -1)
         boxes = tmp.sigmoid()
         if mask is None:
             sizes = torch.tensor([list(self.img_size)] * n, dtype=dtype)
