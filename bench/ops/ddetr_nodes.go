@@ -87,3 +87,57 @@ type MergeQKV struct{ Batch, Tokens, Dim int }
 
 // OpName implements bench.Node.
 func (MergeQKV) OpName() string { return "merge_qkv" }
+
+// Proposals are the two-stage encoder's box proposals, one per value row
+// (gen_encoder_output_proposals): for pixel (row, col) of level l, with
+// the level's valid height and width from the padding mask [N, S] (the
+// whole level without one),
+//
+//	p = ((col + 0.5)/valid_W, (row + 0.5)/valid_H, 0.05·2^l, 0.05·2^l)
+//	out[n, s, :] = log(p / (1 − p))   if every p_j is in (0.01, 0.99) and s is not padding
+//	             = +∞                 otherwise
+//
+// so out is [N, S, 4].
+type Proposals struct {
+	Batch  int
+	Levels []Level
+	Masked bool
+}
+
+// OpName implements bench.Node.
+func (Proposals) OpName() string { return "proposals" }
+
+// ZeroInvalid copies x [N, S, D], zeroing the rows whose proposal
+// [N, S, 4] has an infinite coordinate (padding or out of range).
+type ZeroInvalid struct{ Batch, Rows, Dim int }
+
+// OpName implements bench.Node.
+func (ZeroInvalid) OpName() string { return "zero_invalid" }
+
+// TopKRows selects, per image, the K rows with the largest score
+// (column 0 of scores [N, S, C]; equal scores: lower row first, in
+// descending order) and gathers their values [N, S, W] into out [N, K, W].
+type TopKRows struct{ Batch, Rows, K, Classes, Width int }
+
+// OpName implements bench.Node.
+func (TopKRows) OpName() string { return "topk_rows" }
+
+// ProposalPosEmbed is the two-stage decoder's query embedding of the
+// selected proposals (get_proposal_pos_embed): from coords [N, Q, 4] (in
+// logit space), with p = sigmoid(coords)·2π and dim_t[i] = 10000^(2⌊i/2⌋/128),
+//
+//	out[n, q, 128·k + 2j]     = sin(p[n, q, k] / dim_t[2j])
+//	out[n, q, 128·k + 2j + 1] = cos(p[n, q, k] / dim_t[2j + 1])
+//
+// so out is [N, Q, 512].
+type ProposalPosEmbed struct{ Batch, Queries int }
+
+// OpName implements bench.Node.
+func (ProposalPosEmbed) OpName() string { return "proposal_pos_embed" }
+
+// SplitColumns splits x [N, R, 2D] into its first and last D columns:
+// two outputs [N, R, D].
+type SplitColumns struct{ Batch, Rows, Dim int }
+
+// OpName implements bench.Node.
+func (SplitColumns) OpName() string { return "split_columns" }

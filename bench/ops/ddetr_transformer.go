@@ -24,18 +24,27 @@ type DDETRTransformerParams struct {
 	Queries         int      `json:"queries,omitempty"`    // default 300
 	PaddingMask     bool     `json:"padding_mask,omitempty"`
 	BoxRefine       bool     `json:"box_refine,omitempty"`
-	Probe           bool     `json:"probe,omitempty"`
+	// TwoStage selects the queries from the encoder's box proposals; it
+	// needs BoxRefine and d_model 256 (the proposal embedding has 4·128
+	// features), and NumClasses sizes its class head (default 91).
+	TwoStage   bool `json:"two_stage,omitempty"`
+	NumClasses int  `json:"num_classes,omitempty"`
+	Probe      bool `json:"probe,omitempty"`
 }
 
 // ddetrTransformer is a resolved ddetr_transformer case.
 type ddetrTransformer struct {
 	batch, d, heads, encLayers, decLayers, ffn, encPoints, decPoints, queries int
 	levels                                                                    []Level
-	masked, probe, refine                                                     bool
+	masked, probe, refine, twoStage                                           bool
+	classes                                                                   int // the two-stage class head's
 	// bboxPrefix names the refinement MLPs: the decoder's own
 	// ("transformer.decoder.bbox_embed.") or, in the whole detector, the
 	// shared top-level "bbox_embed." that loading a state_dict fills last.
 	bboxPrefix string
+	// classPrefix names the class heads the two-stage encoder scores its
+	// proposals with, as bboxPrefix.
+	classPrefix string
 }
 
 type ddetrTransformerKind struct{}
@@ -61,7 +70,8 @@ func (ddetrTransformerKind) Parse(raw json.RawMessage, batch int) (bench.Spec, e
 	t := &ddetrTransformer{batch: batch, d: orInt(p.DModel, 256), heads: orInt(p.Heads, 8),
 		encLayers: orInt(p.EncLayers, 6), decLayers: orInt(p.DecLayers, 6), ffn: orInt(p.FFNDim, 1024),
 		encPoints: orInt(p.EncPoints, 4), decPoints: orInt(p.DecPoints, 4), queries: orInt(p.Queries, 300),
-		masked: p.PaddingMask, probe: p.Probe, refine: p.BoxRefine, bboxPrefix: "transformer.decoder.bbox_embed."}
+		masked: p.PaddingMask, probe: p.Probe, refine: p.BoxRefine, bboxPrefix: "transformer.decoder.bbox_embed.",
+		twoStage: p.TwoStage, classes: orInt(p.NumClasses, 91), classPrefix: "transformer.decoder.class_embed."}
 	if err := positive(op, "batch", batch, "d_model", t.d, "heads", t.heads, "enc_layers", t.encLayers,
 		"dec_layers", t.decLayers, "ffn_dim", t.ffn, "enc_points", t.encPoints, "dec_points", t.decPoints,
 		"queries", t.queries); err != nil {
@@ -75,6 +85,16 @@ func (ddetrTransformerKind) Parse(raw json.RawMessage, batch int) (bench.Spec, e
 	}
 	if t.d%t.heads != 0 {
 		return nil, errorf("%s params: d_model %d is not a multiple of heads %d", op, t.d, t.heads)
+	}
+	switch {
+	case t.twoStage && !t.refine:
+		return nil, errorf("%s params: two_stage needs box_refine (the released two-stage model refines its boxes)", op)
+	case t.twoStage && t.d != 256:
+		return nil, errorf("%s params: two_stage needs d_model 256: the proposal embedding has 4·128 features, got d_model %d", op, t.d)
+	case p.NumClasses != 0 && !t.twoStage:
+		return nil, errorf("%s params: num_classes sizes the two-stage class head; it needs two_stage", op)
+	case t.classes <= 0 || t.classes > maxDim:
+		return nil, errorf("%s params: num_classes must be in 1..%d", op, maxDim)
 	}
 	levels, err := parseLevels(op, p.SpatialShapes, p.LevelStartIndex)
 	if err != nil {
@@ -147,6 +167,14 @@ func (t *ddetrTransformer) Weights() []bench.ArraySpec {
 		w = append(w, linear(p+"linear2", d, t.ffn)...)
 		w = append(w, norm(p+"norm3", d)...)
 	}
+	if t.twoStage {
+		w = append(w, linear("transformer.enc_output", d, d)...)
+		w = append(w, norm("transformer.enc_output_norm", d)...)
+		w = append(w, linear("transformer.pos_trans", 2*d, 2*d)...)
+		w = append(w, norm("transformer.pos_trans_norm", 2*d)...)
+		w = append(w, t.classWeights("transformer.decoder.class_embed.")...)
+		return append(w, t.bboxWeights("transformer.decoder.bbox_embed.")...)
+	}
 	w = append(w, linear("transformer.reference_points", 2, d)...)
 	if t.refine {
 		w = append(w, t.bboxWeights("transformer.decoder.bbox_embed.")...)
@@ -154,10 +182,28 @@ func (t *ddetrTransformer) Weights() []bench.ArraySpec {
 	return append(w, bench.ArraySpec{Name: "query_embed.weight", Shape: bench.Shape{t.queries, 2 * d}})
 }
 
+// boxHeads is the number of class and box heads: one per decoder layer, and
+// one more for the two-stage encoder.
+func (t *ddetrTransformer) boxHeads() int {
+	if t.twoStage {
+		return t.decLayers + 1
+	}
+	return t.decLayers
+}
+
+// classWeights lists the two-stage class heads (Linear(d, classes)) under prefix.
+func (t *ddetrTransformer) classWeights(prefix string) []bench.ArraySpec {
+	var w []bench.ArraySpec
+	for i := 0; i < t.boxHeads(); i++ {
+		w = append(w, linear(fmt.Sprintf("%s%d", prefix, i), t.classes, t.d)...)
+	}
+	return w
+}
+
 // bboxWeights lists one box MLP (d → d → d → 4) per decoder layer under prefix.
 func (t *ddetrTransformer) bboxWeights(prefix string) []bench.ArraySpec {
 	var w []bench.ArraySpec
-	for i := 0; i < t.decLayers; i++ {
+	for i := 0; i < t.boxHeads(); i++ {
 		p := fmt.Sprintf("%s%d.layers.", prefix, i)
 		w = append(w, linear(p+"0", t.d, t.d)...)
 		w = append(w, linear(p+"1", t.d, t.d)...)
@@ -177,7 +223,7 @@ func (t *ddetrTransformer) Outputs() []bench.ArraySpec {
 	out := []bench.ArraySpec{
 		{Name: "memory", Shape: bench.Shape{t.batch, s, t.d}},
 		{Name: "hs", Shape: bench.Shape{t.batch, t.queries, t.d}},
-		{Name: "reference_points", Shape: bench.Shape{t.batch, t.queries, 2}},
+		{Name: "reference_points", Shape: bench.Shape{t.batch, t.queries, t.initRefDims()}},
 	}
 	if t.refine {
 		out = append(out, bench.ArraySpec{Name: "last_reference", Shape: bench.Shape{t.batch, t.queries, 4}})
@@ -187,6 +233,14 @@ func (t *ddetrTransformer) Outputs() []bench.ArraySpec {
 			bench.ArraySpec{Name: "stages.dec0", Shape: bench.Shape{t.batch, t.queries, t.d}})
 	}
 	return out
+}
+
+// initRefDims is 4 when the queries start from two-stage boxes, else 2.
+func (t *ddetrTransformer) initRefDims() int {
+	if t.twoStage {
+		return 4
+	}
+	return 2
 }
 
 // MACs counts every projection, the deformable sampling, the decoder's
@@ -199,7 +253,12 @@ func (t *ddetrTransformer) MACs() int64 {
 	if t.refine {
 		dec += b * q * (2*d*d + 4*d)
 	}
-	return int64(t.encLayers)*enc + int64(t.decLayers)*dec + b*q*d*2
+	total := int64(t.encLayers)*enc + int64(t.decLayers)*dec
+	if t.twoStage {
+		// enc_output, the class and box heads on every memory row, pos_trans.
+		return total + b*s*d*d + b*s*d*int64(t.classes) + b*s*(2*d*d+4*d) + b*q*4*d*d
+	}
+	return total + b*q*d*2
 }
 
 func (t *ddetrTransformer) Bytes() int64 { return bench.BytesOf(t.Inputs(), t.Weights(), t.Outputs()) }
@@ -285,17 +344,24 @@ func (t *ddetrTransformer) steps(g *bench.Graph, nm transformerNames) {
 	g.Temp("dec.qkv_b", bench.Shape{b, q, 3 * d})
 	g.Temp("dec.qkv", bench.Shape{b, q, 3 * d})
 	g.Temp("dec.hidden", bench.Shape{b, q, t.ffn})
-	g.Temp("dec.ref_logits", bench.Shape{b, q, 2})
-	g.Temp("dec.refs", bench.Shape{b, q, l, 2})
-	g.Steps = append(g.Steps,
-		bench.Step{Node: QueryEmbed{Batch: b, Queries: q, Dim: d}, In: []string{"query_embed.weight"}, Out: []string{"dec.qpos", "dec.y"}},
-		bench.Step{Node: Gemm{Batch: b, M: q, N: 2, K: d, TransB: true, Bias: true},
-			In: []string{"dec.qpos", "transformer.reference_points.weight", "transformer.reference_points.bias"}, Out: []string{"dec.ref_logits"}},
-		bench.Step{Node: Sigmoid{Elems: b * q * 2}, In: []string{"dec.ref_logits"}, Out: []string{nm.refs}},
-		bench.Step{Node: ScaleRefs{Batch: b, Queries: q, Levels: l, RefDims: 2}, In: []string{nm.refs, "valid_ratios"}, Out: []string{"dec.refs"}})
+	if t.twoStage {
+		t.twoStageQueries(g, nm)
+	} else {
+		g.Temp("dec.ref_logits", bench.Shape{b, q, 2})
+		g.Temp("dec.refs", bench.Shape{b, q, l, 2})
+		g.Steps = append(g.Steps,
+			bench.Step{Node: QueryEmbed{Batch: b, Queries: q, Dim: d}, In: []string{"query_embed.weight"}, Out: []string{"dec.qpos", "dec.y"}},
+			bench.Step{Node: Gemm{Batch: b, M: q, N: 2, K: d, TransB: true, Bias: true},
+				In: []string{"dec.qpos", "transformer.reference_points.weight", "transformer.reference_points.bias"}, Out: []string{"dec.ref_logits"}},
+			bench.Step{Node: Sigmoid{Elems: b * q * 2}, In: []string{"dec.ref_logits"}, Out: []string{nm.refs}},
+			bench.Step{Node: ScaleRefs{Batch: b, Queries: q, Levels: l, RefDims: 2}, In: []string{nm.refs, "valid_ratios"}, Out: []string{"dec.refs"}})
+	}
 	dec := t.sampler(true)
 	y := "dec.y"
 	refs := "dec.refs" // this layer's references on every level
+	if t.twoStage {
+		refs = "dec.refs4"
+	}
 	if t.refine {
 		for _, name := range []string{"dec.box1", "dec.box2"} {
 			g.Temp(name, qs)
@@ -342,7 +408,7 @@ func (t *ddetrTransformer) steps(g *bench.Graph, nm transformerNames) {
 			// The layer's box MLP refines the references: 2-d points become
 			// boxes after the first layer.
 			bp := fmt.Sprintf("%s%d.layers.", t.bboxPrefix, i)
-			prev, prevDims := nm.refs, 2
+			prev, prevDims := nm.refs, t.initRefDims()
 			if i > 0 {
 				prev, prevDims = "dec.ref4", 4
 			}
@@ -366,6 +432,57 @@ func (t *ddetrTransformer) steps(g *bench.Graph, nm transformerNames) {
 		}
 		y = out
 	}
+}
+
+// twoStageQueries appends the two-stage query selection: proposals from
+// every memory row, scored by the encoder's class head (the last one) and
+// offset by its box head, the top queries' boxes as the initial 4-d
+// references and their sine embedding, through pos_trans and its norm,
+// as the query positions and the decoder's input.
+func (t *ddetrTransformer) twoStageQueries(g *bench.Graph, nm transformerNames) {
+	b, s, q, d, l := t.batch, t.values(), t.queries, t.d, len(t.levels)
+	tok, box := bench.Shape{b, s, d}, bench.Shape{b, s, 4}
+	for _, name := range []string{"ts.mem0", "ts.mem1", "ts.mem2", "ts.b1", "ts.b2"} {
+		g.Temp(name, tok)
+	}
+	for _, name := range []string{"ts.prop", "ts.b3", "ts.coord"} {
+		g.Temp(name, box)
+	}
+	g.Temp("ts.cls", bench.Shape{b, s, t.classes})
+	g.Temp("ts.topk", bench.Shape{b, q, 4})
+	g.Temp("ts.ppe", bench.Shape{b, q, 2 * d})
+	g.Temp("ts.pt", bench.Shape{b, q, 2 * d})
+	g.Temp("ts.ptn", bench.Shape{b, q, 2 * d})
+	g.Temp("dec.refs4", bench.Shape{b, q, l, 4})
+	var propIn []string
+	if nm.mask != "" {
+		propIn = []string{nm.mask}
+	}
+	last := t.boxHeads() - 1
+	cp := fmt.Sprintf("%s%d.", t.classPrefix, last)
+	bp := fmt.Sprintf("%s%d.layers.", t.bboxPrefix, last)
+	gemm := func(m, n, k int, act string) Gemm {
+		return Gemm{Batch: b, M: m, N: n, K: k, TransB: true, Bias: true, Act: act}
+	}
+	g.Steps = append(g.Steps,
+		bench.Step{Node: Proposals{Batch: b, Levels: t.levels, Masked: nm.mask != ""}, In: propIn, Out: []string{"ts.prop"}},
+		bench.Step{Node: ZeroInvalid{Batch: b, Rows: s, Dim: d}, In: []string{nm.memory, "ts.prop"}, Out: []string{"ts.mem0"}},
+		bench.Step{Node: gemm(s, d, d, ""), In: []string{"ts.mem0", "transformer.enc_output.weight", "transformer.enc_output.bias"}, Out: []string{"ts.mem1"}},
+		bench.Step{Node: LayerNorm{Batch: b, Tokens: s, Dim: d, Eps: 1e-5},
+			In: []string{"ts.mem1", "transformer.enc_output_norm.weight", "transformer.enc_output_norm.bias"}, Out: []string{"ts.mem2"}},
+		bench.Step{Node: gemm(s, t.classes, d, ""), In: []string{"ts.mem2", cp + "weight", cp + "bias"}, Out: []string{"ts.cls"}},
+		bench.Step{Node: gemm(s, d, d, "relu"), In: []string{"ts.mem2", bp + "0.weight", bp + "0.bias"}, Out: []string{"ts.b1"}},
+		bench.Step{Node: gemm(s, d, d, "relu"), In: []string{"ts.b1", bp + "1.weight", bp + "1.bias"}, Out: []string{"ts.b2"}},
+		bench.Step{Node: gemm(s, 4, d, ""), In: []string{"ts.b2", bp + "2.weight", bp + "2.bias"}, Out: []string{"ts.b3"}},
+		bench.Step{Node: Add{Elems: b * s * 4}, In: []string{"ts.b3", "ts.prop"}, Out: []string{"ts.coord"}},
+		bench.Step{Node: TopKRows{Batch: b, Rows: s, K: q, Classes: t.classes, Width: 4}, In: []string{"ts.cls", "ts.coord"}, Out: []string{"ts.topk"}},
+		bench.Step{Node: Sigmoid{Elems: b * q * 4}, In: []string{"ts.topk"}, Out: []string{nm.refs}},
+		bench.Step{Node: ProposalPosEmbed{Batch: b, Queries: q}, In: []string{"ts.topk"}, Out: []string{"ts.ppe"}},
+		bench.Step{Node: gemm(q, 2*d, 2*d, ""), In: []string{"ts.ppe", "transformer.pos_trans.weight", "transformer.pos_trans.bias"}, Out: []string{"ts.pt"}},
+		bench.Step{Node: LayerNorm{Batch: b, Tokens: q, Dim: 2 * d, Eps: 1e-5},
+			In: []string{"ts.pt", "transformer.pos_trans_norm.weight", "transformer.pos_trans_norm.bias"}, Out: []string{"ts.ptn"}},
+		bench.Step{Node: SplitColumns{Batch: b, Rows: q, Dim: d}, In: []string{"ts.ptn"}, Out: []string{"dec.qpos", "dec.y"}},
+		bench.Step{Node: ScaleRefs{Batch: b, Queries: q, Levels: l, RefDims: 4}, In: []string{nm.refs, "valid_ratios"}, Out: []string{"dec.refs4"}})
 }
 
 func init() { bench.RegisterOpKind(ddetrTransformerKind{}) }

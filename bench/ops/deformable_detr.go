@@ -23,6 +23,7 @@ type DeformableDETRParams struct {
 	TopK        int  `json:"top_k,omitempty"`       // default 100
 	PaddingMask bool `json:"padding_mask,omitempty"`
 	BoxRefine   bool `json:"box_refine,omitempty"`
+	TwoStage    bool `json:"two_stage,omitempty"`
 	Probe       bool `json:"probe,omitempty"`
 }
 
@@ -63,7 +64,7 @@ func (deformableDETRKind) Parse(raw json.RawMessage, batch int) (bench.Spec, err
 	shapes = append(shapes, [2]int{halve(lh), halve(lw)})
 	tp, _ := json.Marshal(DDETRTransformerParams{SpatialShapes: shapes, DModel: p.DModel, Heads: p.Heads,
 		EncLayers: p.EncLayers, DecLayers: p.DecLayers, FFNDim: p.FFNDim, EncPoints: p.EncPoints, DecPoints: p.DecPoints,
-		Queries: p.Queries, PaddingMask: p.PaddingMask, BoxRefine: p.BoxRefine})
+		Queries: p.Queries, PaddingMask: p.PaddingMask, BoxRefine: p.BoxRefine, TwoStage: p.TwoStage})
 	ts, err := ddetrTransformerKind{}.Parse(tp, batch)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -71,7 +72,9 @@ func (deformableDETRKind) Parse(raw json.RawMessage, batch int) (bench.Spec, err
 	t := ts.(*ddetrTransformer)
 	t.probe = p.Probe
 	t.bboxPrefix = "bbox_embed." // the shared heads, which a loaded state_dict fills last
+	t.classPrefix = "class_embed."
 	d := &deformableDETR{t: t, h: h, w: w, classes: orInt(p.NumClasses, 91), topK: orInt(p.TopK, 100), backbone: bb}
+	t.classes = d.classes
 	if err := positive(op, "num_classes", d.classes, "top_k", d.topK); err != nil {
 		return nil, err
 	}
@@ -122,7 +125,7 @@ func (d *deformableDETR) Weights() []bench.ArraySpec {
 		w = append(w, norm(p+"1", dm)...)
 	}
 	w = append(w, d.t.Weights()...)
-	for i := 0; i < d.t.decLayers; i++ {
+	for i := 0; i < d.t.boxHeads(); i++ {
 		w = append(w, linear(fmt.Sprintf("class_embed.%d", i), d.classes, dm)...)
 	}
 	return append(w, d.t.bboxWeights("bbox_embed.")...)
@@ -179,8 +182,11 @@ func (d *deformableDETR) Params() int64 {
 	dm := int64(d.t.d)
 	n := bench.BytesOf(d.Weights()) / 4
 	shared := int64(d.t.decLayers-1) * (dm*int64(d.classes) + int64(d.classes) + d.t.bboxMLPParams())
-	if d.t.refine {
-		shared = int64(d.t.decLayers) * d.t.bboxMLPParams() // transformer.decoder.bbox_embed
+	switch {
+	case d.t.twoStage: // transformer.decoder.class_embed and .bbox_embed
+		shared = int64(d.t.boxHeads()) * (dm*int64(d.classes) + int64(d.classes) + d.t.bboxMLPParams())
+	case d.t.refine: // transformer.decoder.bbox_embed
+		shared = int64(d.t.decLayers) * d.t.bboxMLPParams()
 	}
 	var frozen int64
 	for _, a := range d.backbone.weightsList() {
@@ -255,7 +261,7 @@ func (d *deformableDETR) Graph() *bench.Graph {
 	g.Steps = append(g.Steps, bench.Step{Node: PositionSine{Batch: b, Levels: t.levels, Masked: t.masked}, In: posIn, Out: []string{"det.pos"}})
 	g.Temp("det.memory", bench.Shape{b, s, dm})
 	g.Temp("det.hs", bench.Shape{b, q, dm})
-	g.Temp("det.refs", bench.Shape{b, q, 2})
+	g.Temp("det.refs", bench.Shape{b, q, t.initRefDims()})
 	t.steps(g, names)
 	// The heads of the last decoder layer.
 	last := d.t.decLayers - 1

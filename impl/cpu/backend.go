@@ -91,7 +91,8 @@ func (b *Backend) Supports(op string, dt bench.DType) error {
 		"tokens_prefix", "take_token", "average", "reshape", "performer_core", "tokens_to_image",
 		"ms_deform_attn_core", "ms_deform_attn", "deform_conv2d",
 		"add", "sigmoid", "level_embed", "valid_ratios", "encoder_ref_points", "query_embed", "scale_refs", "merge_qkv",
-		"relu", "max_pool2d", "group_norm", "level_masks", "position_sine", "flatten_levels", "box_decode", "post_process":
+		"relu", "max_pool2d", "group_norm", "level_masks", "position_sine", "flatten_levels", "box_decode", "post_process",
+		"proposals", "zero_invalid", "topk_rows", "proposal_pos_embed", "split_columns":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
 	}
@@ -282,6 +283,16 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.boxDecode(n, hin, hout)
 	case ops.PostProcess:
 		return b.postProcess(n, hin, hout)
+	case ops.Proposals:
+		return b.proposals(n, hin, hout)
+	case ops.ZeroInvalid:
+		return b.zeroInvalid(n, hin, hout)
+	case ops.TopKRows:
+		return b.topKRows(n, hin, hout)
+	case ops.ProposalPosEmbed:
+		return b.proposalPosEmbed(n, hin, hout)
+	case ops.SplitColumns:
+		return b.splitColumns(n, hin, hout)
 	}
 	return fmt.Errorf("cpu: no kernel for op %q", node.OpName())
 }

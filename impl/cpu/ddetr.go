@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"vitbench/bench"
 	"vitbench/bench/ops"
@@ -196,6 +197,153 @@ func (b *Backend) mergeQKV(n ops.MergeQKV, in, out []*tensor) error {
 		o := r * 3 * d
 		copy(out[0].data[o:o+2*d], in[0].data[o:o+2*d])
 		copy(out[0].data[o+2*d:o+3*d], in[1].data[o+2*d:o+3*d])
+	}
+	return nil
+}
+
+func (b *Backend) proposals(n ops.Proposals, in, out []*tensor) error {
+	s := ops.MSDeformCore{Levels: n.Levels}.Values()
+	var want []bench.Shape
+	if n.Masked {
+		want = []bench.Shape{{n.Batch, s}}
+	}
+	if err := checkShapes("proposals", in, want); err != nil {
+		return err
+	}
+	if err := checkShapes("proposals", out, []bench.Shape{{n.Batch, s, 4}}); err != nil {
+		return err
+	}
+	y := out[0].data
+	inf := float32(math.Inf(1))
+	logit := func(p float32) float32 { return float32(math.Log(float64(p / (1 - p)))) }
+	inside := func(p float32) bool { return p > 0.01 && p < 0.99 }
+	for img := 0; img < n.Batch; img++ {
+		for li, lv := range n.Levels {
+			var m []float32
+			vh, vw := lv.H, lv.W
+			if n.Masked {
+				m = in[0].data[img*s+lv.Start : img*s+lv.Start+lv.H*lv.W]
+				vh, vw = 0, 0
+				for r := 0; r < lv.H; r++ {
+					if m[r*lv.W] == 0 {
+						vh++
+					}
+				}
+				for c := 0; c < lv.W; c++ {
+					if m[c] == 0 {
+						vw++
+					}
+				}
+			}
+			wh := float32(0.05) * float32(math.Pow(2, float64(li)))
+			for r := 0; r < lv.H; r++ {
+				for c := 0; c < lv.W; c++ {
+					p := [4]float32{(float32(c) + 0.5) / float32(vw), (float32(r) + 0.5) / float32(vh), wh, wh}
+					o := y[(img*s+lv.Start+r*lv.W+c)*4:]
+					ok := (m == nil || m[r*lv.W+c] == 0) && inside(p[0]) && inside(p[1]) && inside(p[2]) && inside(p[3])
+					for j := range p {
+						if ok {
+							o[j] = logit(p[j])
+						} else {
+							o[j] = inf
+						}
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (b *Backend) zeroInvalid(n ops.ZeroInvalid, in, out []*tensor) error {
+	x := bench.Shape{n.Batch, n.Rows, n.Dim}
+	if err := checkShapes("zero_invalid", in, []bench.Shape{x, {n.Batch, n.Rows, 4}}); err != nil {
+		return err
+	}
+	if err := checkShapes("zero_invalid", out, []bench.Shape{x}); err != nil {
+		return err
+	}
+	src, prop, y := in[0].data, in[1].data, out[0].data
+	for r := 0; r < n.Batch*n.Rows; r++ {
+		row := y[r*n.Dim : (r+1)*n.Dim]
+		bad := false
+		for _, v := range prop[r*4 : r*4+4] {
+			bad = bad || math.IsInf(float64(v), 0)
+		}
+		if bad {
+			clear(row)
+		} else {
+			copy(row, src[r*n.Dim:(r+1)*n.Dim])
+		}
+	}
+	return nil
+}
+
+func (b *Backend) topKRows(n ops.TopKRows, in, out []*tensor) error {
+	if err := checkShapes("topk_rows", in, []bench.Shape{{n.Batch, n.Rows, n.Classes}, {n.Batch, n.Rows, n.Width}}); err != nil {
+		return err
+	}
+	if err := checkShapes("topk_rows", out, []bench.Shape{{n.Batch, n.K, n.Width}}); err != nil {
+		return err
+	}
+	if n.K > n.Rows {
+		return fmt.Errorf("cpu: topk_rows: %d of %d rows", n.K, n.Rows)
+	}
+	scores, vals, y := in[0].data, in[1].data, out[0].data
+	idx := make([]int, n.Rows)
+	for img := 0; img < n.Batch; img++ {
+		for i := range idx {
+			idx[i] = i
+		}
+		score := func(i int) float32 { return scores[(img*n.Rows+i)*n.Classes] }
+		sort.Slice(idx, func(a, c int) bool {
+			sa, sc := score(idx[a]), score(idx[c])
+			return sa > sc || (sa == sc && idx[a] < idx[c])
+		})
+		for k := 0; k < n.K; k++ {
+			copy(y[(img*n.K+k)*n.Width:(img*n.K+k+1)*n.Width], vals[(img*n.Rows+idx[k])*n.Width:])
+		}
+	}
+	return nil
+}
+
+func (b *Backend) proposalPosEmbed(n ops.ProposalPosEmbed, in, out []*tensor) error {
+	const feats = 128
+	if err := checkShapes("proposal_pos_embed", in, []bench.Shape{{n.Batch, n.Queries, 4}}); err != nil {
+		return err
+	}
+	if err := checkShapes("proposal_pos_embed", out, []bench.Shape{{n.Batch, n.Queries, 4 * feats}}); err != nil {
+		return err
+	}
+	var dimT [feats]float32
+	for i := range dimT {
+		dimT[i] = float32(math.Pow(10000, float64(float32(2*(i/2))/feats)))
+	}
+	x, y := in[0].data, out[0].data
+	for r := 0; r < n.Batch*n.Queries; r++ {
+		for k := 0; k < 4; k++ {
+			p := float32(1/(1+math.Exp(-float64(x[r*4+k])))) * float32(2*math.Pi)
+			o := y[(r*4+k)*feats : (r*4+k+1)*feats]
+			for j := 0; j < feats; j += 2 {
+				o[j] = float32(math.Sin(float64(p / dimT[j])))
+				o[j+1] = float32(math.Cos(float64(p / dimT[j+1])))
+			}
+		}
+	}
+	return nil
+}
+
+func (b *Backend) splitColumns(n ops.SplitColumns, in, out []*tensor) error {
+	if err := checkShapes("split_columns", in, []bench.Shape{{n.Batch, n.Rows, 2 * n.Dim}}); err != nil {
+		return err
+	}
+	if err := checkShapes("split_columns", out, []bench.Shape{{n.Batch, n.Rows, n.Dim}, {n.Batch, n.Rows, n.Dim}}); err != nil {
+		return err
+	}
+	d := n.Dim
+	for r := 0; r < n.Batch*n.Rows; r++ {
+		copy(out[0].data[r*d:(r+1)*d], in[0].data[r*2*d:r*2*d+d])
+		copy(out[1].data[r*d:(r+1)*d], in[0].data[r*2*d+d:(r+1)*2*d])
 	}
 	return nil
 }
