@@ -276,7 +276,7 @@ class TestCaseRules(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"level_start_index.*\[0, 6\]"):
             C.normalize_params("ddetr_transformer", dict(base, level_start_index=[0, 5]))
         with self.assertRaisesRegex(ValueError, "unknown params"):
-            C.normalize_params("ddetr_transformer", dict(base, two_stage=False))
+            C.normalize_params("ddetr_transformer", dict(base, with_box_refine=True))
         for key in ("d_model", "heads", "enc_layers", "dec_layers", "ffn_dim", "enc_points", "dec_points", "queries"):
             for bad in (0, 1.5, True):
                 with self.subTest(key=key, bad=bad), self.assertRaises(ValueError):

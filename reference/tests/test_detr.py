@@ -398,7 +398,7 @@ class TestCases(unittest.TestCase):
             C.normalize_params("deformable_detr", dict(base, d_model=48, heads=4))
         with self.assertRaisesRegex(ValueError, "d_model 64 is not a multiple of heads 3"):
             C.normalize_params("deformable_detr", dict(base, d_model=64, heads=3))
-        for bad in ({"with_box_refine": False}, {"two_stage": False}, {"spatial_shapes": [[8, 8]]}):
+        for bad in ({"with_box_refine": False}, {"as_two_stage": False}, {"spatial_shapes": [[8, 8]]}):
             with self.subTest(bad=bad), self.assertRaisesRegex(ValueError, "unknown params"):
                 C.normalize_params("deformable_detr", dict(base, **bad))
         for key in ("num_classes", "queries", "d_model", "heads", "enc_layers", "dec_layers", "ffn_dim", "enc_points",
@@ -417,7 +417,8 @@ class TestCases(unittest.TestCase):
         full, small, b2 = (C.select(n)[0] for n in ("^deformable_detr_r50$", "_small$", "^deformable_detr_r50_b2$"))
         self.assertFalse(C.FIXTURE["deformable_detr_r50"])
         self.assertEqual([c["name"] for c in C.select("^deformable_detr", fixtures_only=True)],
-                         ["deformable_detr_r50_small", "deformable_detr_r50_b2", "deformable_detr_r50_refine"])
+                         ["deformable_detr_r50_small", "deformable_detr_r50_b2", "deformable_detr_r50_refine",
+                          "deformable_detr_r50_two_stage"])
         ins, _, outs = C.shapes("deformable_detr", full["params"], 1)
         self.assertEqual(ins, {"images": [1, 3, 800, 1066]})
         self.assertEqual(outs, {"pred_logits": [1, 300, 91], "pred_boxes": [1, 300, 4], "scores": [1, 100],

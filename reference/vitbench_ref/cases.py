@@ -56,23 +56,28 @@ PARAMS = {
                        "level_start_index": "auto", "head_dim": "auto", "ref_dims": 2, "padding_mask": False},
     "deform_conv2d": {"in_chans": None, "out_chans": None, "img_size": None, "kernel_size": None, "stride": 1,
                       "padding": 0, "dilation": 1, "groups": 1, "offset_groups": 1, "bias": True, "mask": True},
-    # Deformable DETR's transformer (single-stage) with its query_embed; defaults are the detector's
-    # (REFERENCE.md 4.1).  box_refine: iterative box refinement (REFERENCE.md 4.8), the decoder's own
-    # bbox_embed MLPs, output last_reference.
+    # Deformable DETR's transformer with its query_embed; defaults are the detector's (REFERENCE.md
+    # 4.1).  box_refine: iterative box refinement (REFERENCE.md 4.8), the decoder's own bbox_embed
+    # MLPs, output last_reference.  two_stage (needs box_refine and d_model 256): queries from the
+    # encoder's proposals, no query_embed; num_classes sizes its class heads and is allowed (and
+    # written out) only with two_stage.
     "ddetr_transformer": {"spatial_shapes": None, "level_start_index": "auto", "d_model": 256, "heads": 8,
                           "enc_layers": 6, "dec_layers": 6, "ffn_dim": 1024, "enc_points": 4, "dec_points": 4,
-                          "queries": 300, "padding_mask": False, "probe": False, "box_refine": False},
-    # The whole single-stage Deformable DETR detector (ResNet-50, 4 levels, no two-stage; REFERENCE.md
-    # 4.1-4.9), optionally with iterative box refinement (box_refine); img_size is the padded batch
-    # image [H, W], top_k the PostProcess's k (<= queries * num_classes).
+                          "queries": 300, "padding_mask": False, "probe": False, "box_refine": False,
+                          "two_stage": False, "num_classes": 91},
+    # The whole Deformable DETR detector (ResNet-50, 4 levels; REFERENCE.md 4.1-4.9), optionally with
+    # iterative box refinement (box_refine) and two-stage (two_stage, needs box_refine); img_size is
+    # the padded batch image [H, W], top_k the PostProcess's k (<= queries * num_classes).
     "deformable_detr": {"img_size": None, "num_classes": 91, "queries": 300, "d_model": 256, "heads": 8,
                         "enc_layers": 6, "dec_layers": 6, "ffn_dim": 1024, "enc_points": 4, "dec_points": 4,
-                        "top_k": 100, "padding_mask": False, "probe": False, "box_refine": False},
+                        "top_k": 100, "padding_mask": False, "probe": False, "box_refine": False,
+                        "two_stage": False},
 }
 # Params written out only when true: normalize_params drops them when false (their default), so the
 # normalised params of a case that does not use them (and the committed case.json files made before
 # they existed) stay as they were.
-OMIT_FALSE = {("ddetr_transformer", "box_refine"), ("deformable_detr", "box_refine")}
+OMIT_FALSE = {("ddetr_transformer", "box_refine"), ("deformable_detr", "box_refine"),
+              ("ddetr_transformer", "two_stage"), ("deformable_detr", "two_stage")}
 PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation"}
 # Params that stay a single integer even though other op kinds take a pair for the name.
 SCALAR = {("vit", "patch_size")}
@@ -104,7 +109,7 @@ MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "ddetr_transformer": "reference.vitbench_ref.modules.DDETRTransformer",
                "deformable_detr": "reference.vitbench_ref.modules.DeformableDETR"}
 BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe",
-         "mask", "padding_mask", "box_refine"}
+         "mask", "padding_mask", "box_refine", "two_stage"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale", "kernel_ratio"}
 
 
@@ -202,6 +207,21 @@ def normalize_params(op, params):
             raise ValueError("ms_deform_attn: heads %d * head_dim %d != d_model %d" % (m, out["head_dim"], d))
     if op in ("ddetr_transformer", "deformable_detr") and out["d_model"] % out["heads"]:
         raise ValueError("%s: d_model %d is not a multiple of heads %d" % (op, out["d_model"], out["heads"]))
+    if op == "ddetr_transformer" and not out.get("two_stage"):
+        # num_classes sizes only the two-stage class heads: not allowed, and not written out, without.
+        if "num_classes" in params:
+            raise ValueError("ddetr_transformer: num_classes needs two_stage (it sizes the two-stage class heads)")
+        del out["num_classes"]
+    if op in ("ddetr_transformer", "deformable_detr") and out.get("two_stage"):
+        if not out.get("box_refine"):
+            raise ValueError("%s: two_stage needs box_refine (the released two-stage model refines its boxes)" % op)
+        if out["d_model"] != 256:
+            raise ValueError("%s: two_stage needs d_model 256: the proposal embedding has 4 * 128 features "
+                             "(pos_trans is Linear(2 d_model, 2 d_model)), got d_model %d" % (op, out["d_model"]))
+        levels = out["spatial_shapes"] if op == "ddetr_transformer" else modules.ddetr_level_shapes(out["img_size"])
+        s_ = sum(h * w for h, w in levels)
+        if out["queries"] > s_:
+            raise ValueError("%s: two_stage selects queries %d of the %d encoder rows" % (op, out["queries"], s_))
     if op == "deformable_detr":
         if out["d_model"] % 32:
             raise ValueError("deformable_detr: d_model %d is not a multiple of 32 (GroupNorm(32, d_model))"
@@ -447,13 +467,28 @@ def _bbox_embed_weights(prefix, n, d):
     return out
 
 
+def _class_embed_weights(prefix, n, d, c):
+    """The weights of ``n`` class heads Linear(d, c) ``{prefix}{i}.{weight,bias}``."""
+    out = {}
+    for i in range(n):
+        out.update({"%s%d.weight" % (prefix, i): [c, d], "%s%d.bias" % (prefix, i): [c]})
+    return out
+
+
 def ddetr_shapes(p, b):
     """``(inputs, weights, outputs)`` of ``ddetr_transformer``: inputs ``src``, ``pos`` [B, S, d]
     and, with padding_mask, ``padding_mask [B, S]``; the weights are the state_dict of the full
     Deformable DETR detector restricted to ``transformer.*`` and ``query_embed.weight``.  With
     box_refine the decoder's box MLPs ``transformer.decoder.bbox_embed.{i}.layers.{0,1,2}.*`` (one
     independent MLP per decoder layer) are weights too, and the output ``last_reference [B, Q, 4]``
-    (the reference boxes after the last layer's refinement) is added."""
+    (the reference boxes after the last layer's refinement) is added.
+
+    With two_stage: no ``transformer.reference_points.*`` and no ``query_embed.weight``; instead
+    ``transformer.enc_output.*`` [d, d], ``transformer.enc_output_norm.*`` [d],
+    ``transformer.pos_trans.*`` [2d, 2d], ``transformer.pos_trans_norm.*`` [2d], and dec_layers + 1
+    class heads ``transformer.decoder.class_embed.{i}.*`` [num_classes, d] and box MLPs
+    ``transformer.decoder.bbox_embed.{i}.*`` (index dec_layers scores the encoder's proposals);
+    ``reference_points`` is [B, Q, 4] (the selected proposal boxes)."""
     shp = p["spatial_shapes"]
     s_, nl = sum(h * w for h, w in shp), len(shp)
     d, m, f, q = p["d_model"], p["heads"], p["ffn_dim"], p["queries"]
@@ -484,11 +519,21 @@ def ddetr_shapes(p, b):
         weights.update(norm(pre + "norm2"))
         weights.update(ffn(pre))
         weights.update(norm(pre + "norm3"))
+    two = bool(p.get("two_stage"))
+    if two:
+        weights.update({"transformer.enc_output.weight": [d, d], "transformer.enc_output.bias": [d]})
+        weights.update(norm("transformer.enc_output_norm"))
+        weights.update({"transformer.pos_trans.weight": [2 * d, 2 * d], "transformer.pos_trans.bias": [2 * d],
+                        "transformer.pos_trans_norm.weight": [2 * d], "transformer.pos_trans_norm.bias": [2 * d]})
+    heads_n = p["dec_layers"] + 1 if two else p["dec_layers"]
     if p.get("box_refine"):
-        weights.update(_bbox_embed_weights("transformer.decoder.bbox_embed.", p["dec_layers"], d))
-    weights.update({"transformer.reference_points.weight": [2, d], "transformer.reference_points.bias": [2],
-                    "query_embed.weight": [q, 2 * d]})
-    outs = {"memory": [b, s_, d], "hs": [b, q, d], "reference_points": [b, q, 2]}
+        weights.update(_bbox_embed_weights("transformer.decoder.bbox_embed.", heads_n, d))
+    if two:
+        weights.update(_class_embed_weights("transformer.decoder.class_embed.", heads_n, d, p["num_classes"]))
+    else:
+        weights.update({"transformer.reference_points.weight": [2, d], "transformer.reference_points.bias": [2],
+                        "query_embed.weight": [q, 2 * d]})
+    outs = {"memory": [b, s_, d], "hs": [b, q, d], "reference_points": [b, q, 4 if two else 2]}
     if p.get("box_refine"):
         outs["last_reference"] = [b, q, 4]
     if p["probe"]:
@@ -507,6 +552,8 @@ def detr_transformer_params(p):
                probe=False)
     if p.get("box_refine"):
         out["box_refine"] = True
+    if p.get("two_stage"):
+        out.update(two_stage=True, num_classes=p["num_classes"])
     return out
 
 
@@ -525,7 +572,12 @@ def detr_shapes(p, b):
     state_dict.  Loading a state_dict whose two copies differ (synthesized weights) leaves the
     top-level ``bbox_embed.{i}.*`` values in the modules (loaded after the transformer's), so a
     backend must use ``bbox_embed.{i}.*`` both for the refinement of decoder layer i and for the box
-    head, and ``class_embed.{dec_layers-1}.*`` for the logits."""
+    head, and ``class_embed.{dec_layers-1}.*`` for the logits.
+
+    With two_stage there is no ``query_embed.weight``, the transformer's keys are two-stage
+    ``ddetr_transformer``'s, and class_embed / bbox_embed have dec_layers + 1 entries, the SAME
+    modules as ``transformer.decoder.class_embed.{i}`` / ``transformer.decoder.bbox_embed.{i}``: the
+    top-level values are the ones a loaded module holds (index dec_layers: the encoder's heads)."""
     h, w = p["img_size"]
     d, c, q, k = p["d_model"], p["num_classes"], p["queries"], p["top_k"]
     inputs = {"images": [b, 3, h, w]}
@@ -541,9 +593,9 @@ def detr_shapes(p, b):
                         "input_proj.%d.1.weight" % lvl: [d], "input_proj.%d.1.bias" % lvl: [d]})
     tp = detr_transformer_params(p)
     weights.update(ddetr_shapes(tp, b)[1])
-    for i in range(p["dec_layers"]):
-        weights.update({"class_embed.%d.weight" % i: [c, d], "class_embed.%d.bias" % i: [c]})
-    weights.update(_bbox_embed_weights("bbox_embed.", p["dec_layers"], d))
+    heads_n = p["dec_layers"] + 1 if p.get("two_stage") else p["dec_layers"]
+    weights.update(_class_embed_weights("class_embed.", heads_n, d, c))
+    weights.update(_bbox_embed_weights("bbox_embed.", heads_n, d))
     outs = {"pred_logits": [b, q, c], "pred_boxes": [b, q, 4], "scores": [b, k], "labels": [b, k],
             "boxes": [b, k, 4]}
     if p["probe"]:
@@ -596,14 +648,15 @@ def build_module(op, p):
     if op == "ddetr_transformer":
         return modules.DDETRTransformer(p["spatial_shapes"], p["d_model"], p["heads"], p["enc_layers"], p["dec_layers"],
                                         p["ffn_dim"], p["enc_points"], p["dec_points"], p["queries"], p["probe"],
-                                        p.get("box_refine", False))
+                                        p.get("box_refine", False), p.get("two_stage", False),
+                                        p.get("num_classes", 91))
     if op == "deform_conv2d":
         return modules.DeformConv2d(p["in_chans"], p["out_chans"], p["kernel_size"], p["stride"], p["padding"],
                                     p["dilation"], p["groups"], p["bias"])
     if op == "deformable_detr":
         return modules.DeformableDETR(p["img_size"], p["num_classes"], p["queries"], p["d_model"], p["heads"],
                                       p["enc_layers"], p["dec_layers"], p["ffn_dim"], p["enc_points"], p["dec_points"],
-                                      p["top_k"], p["probe"], p.get("box_refine", False))
+                                      p["top_k"], p["probe"], p.get("box_refine", False), p.get("two_stage", False))
     raise ValueError("unknown op kind %r" % op)
 
 
@@ -617,8 +670,11 @@ def macs(op, p, batch):
     + dec_layers * [ms_deform_attn(queries = Q, points = dec_points; its value_proj over all S)
                     + 2*N*Q*d*3d (the packed in_proj applied to tgt + query_pos and to tgt)
                     + N*Q*d*d (out_proj) + 2*N*Q*Q*d (scores and weighted sum) + 2*N*Q*d*F]
-    + N*Q*d*2 (reference_points Linear)
-    + with box_refine, dec_layers * N*Q*(2*d*d + 4*d) (the refinement MLP of every decoder layer).
+    + N*Q*d*2 (reference_points Linear; not with two_stage)
+    + with box_refine, dec_layers * N*Q*(2*d*d + 4*d) (the refinement MLP of every decoder layer)
+    + with two_stage (C = num_classes): N*S*d*d (enc_output) + N*S*d*C (the encoder's class head on
+      every memory row) + N*S*(2*d*d + 4*d) (its box MLP on every memory row) + N*Q*(2d)*(2d)
+      (pos_trans).  LayerNorms, the proposals, top-k and the sine embedding are not counted.
 
     deformable_detr (N = batch, d = d_model, Q = queries, C = num_classes): every convolution
     N*Cout*Ho*Wo*Cin*kh*kw (the 53 convs of the ResNet-50 body, downsamples included, and the four
@@ -648,7 +704,11 @@ def macs(op, p, batch):
                + 2 * n * q * d * 3 * d + n * q * d * d + 2 * n * q * q * d + 2 * n * q * d * f)
         if p.get("box_refine"):
             dec += n * q * (2 * d * d + 4 * d)
-        return p["enc_layers"] * enc + p["dec_layers"] * dec + n * q * d * 2
+        total = p["enc_layers"] * enc + p["dec_layers"] * dec
+        if p.get("two_stage"):
+            return (total + n * s_ * d * d + n * s_ * d * p["num_classes"] + n * s_ * (2 * d * d + 4 * d)
+                    + n * q * (2 * d) * (2 * d))
+        return total + n * q * d * 2
     if op in ("ms_deform_attn_core", "ms_deform_attn"):
         nl, lq, m, pts = len(p["spatial_shapes"]), p["queries"], p["heads"], p["points"]
         core = batch * lq * m * nl * pts * p["head_dim"] * 5

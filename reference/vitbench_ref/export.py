@@ -121,7 +121,8 @@ def independent_metrics(case, inputs, weights, outputs, refs=None):
     stored outputs (a float64 NumPy recomputation of ResNet-50 + transformer would be too slow);
     the module's parts are tested separately (tests/test_detr.py: the backbone against
     torchvision's resnet50, the position embedding against NumPy, post-processing by hand; the
-    transformer is ddetr_transformer's).
+    transformer is ddetr_transformer's).  Two-stage cases are also checked for an unambiguous
+    top-k selection (:func:`check_topk_gap`, in :func:`export_case`).
     """
     if refs is None:
         refs = independent_reference(case, inputs, weights)
@@ -286,12 +287,49 @@ def case_document(case, seed, shape_info, record, created):
 # under 1 GB for the full-size case, S = 17,821, so every case is verified).  deformable_detr is held
 # to the same bounds against its own module run in float64 (detector_float64), with identical labels.
 VERIFY = {"exact": (0.0, None), "sampling": (1e-4, 1e-10), "detector": (1e-3, 1e-6)}
+# Two-stage cases: each of the ``queries`` selected class-0 scores of the encoder must exceed the next
+# score in descending order by more than this, so a backend's selection (and its order) cannot
+# differ from the reference's by float32 rounding (torch.topk's order for equal values is unspecified).
+TOPK_GAP = 1e-5
+
+
+def two_stage_score_hook(module, case):
+    """For a two-stage case, a forward hook on the encoder's class head (the transformer decoder's
+    ``class_embed[dec_layers]``, shared with the detector's top level) that records its class-0
+    scores [N, S]; returns ``(handle, list)`` or ``(None, None)`` for other cases."""
+    if not case["params"].get("two_stage"):
+        return None, None
+    seen = []
+    head = module.transformer.decoder.class_embed[case["params"]["dec_layers"]]
+    handle = head.register_forward_hook(lambda mod, args, out: seen.append(out[..., 0].detach().numpy().copy()))
+    return handle, seen
+
+
+def check_topk_gap(name, scores, k, gap=TOPK_GAP):
+    """Raise AssertionError unless, for every image of ``scores [N, S]``, the ``k`` largest scores are
+    strictly decreasing with each more than ``gap`` above the next score in descending order
+    (the (k+1)-th included when S > k).  Returns the smallest such difference."""
+    worst = np.inf
+    for img, row in enumerate(np.asarray(scores, dtype=np.float64)):
+        s = np.sort(row)[::-1]
+        diffs = s[:min(k, len(s) - 1)] - s[1:min(k, len(s) - 1) + 1]
+        if diffs.size:
+            worst = min(worst, float(diffs.min()))
+        if diffs.size and not diffs.min() > gap:
+            i = int(np.argmin(diffs))
+            raise AssertionError("%s: image %d: two-stage top-%d scores %d and %d differ by %g <= %g (ambiguous "
+                                 "selection)" % (name, img, k, i, i + 1, float(diffs[i]), gap))
+    return worst
 
 
 def export_case(out_dir, case, seed, created, verify=True):
     """Export one case into ``out_dir/<name>/``; return (case_dir, output shape, max check diff)."""
     module, inputs, weights, shape_info, record = materialize(case, seed)
+    handle, scores = two_stage_score_hook(module, case)
     outputs = run_reference(module, inputs)
+    if handle is not None:
+        handle.remove()
+        check_topk_gap(case["name"], scores[0], case["params"]["queries"])
     for k, shp in shape_info[2].items():
         if list(outputs[k].shape) != shp:
             raise AssertionError("%s: output %s has shape %s, format says %s"

@@ -855,8 +855,8 @@ def deform_conv2d_float64(x, offset, mask, weight, bias, p):
 
 
 # ---------------------------------------------------------------------------------------------
-# Deformable DETR's transformer (REFERENCE.md 4.3, 4.7, 4.8): single-stage, optional iterative box
-# refinement, return_intermediate_dec True, ReLU, post-norm; dropout is absent (eval).
+# Deformable DETR's transformer (REFERENCE.md 4.3, 4.7, 4.8): single-stage or two-stage, optional
+# iterative box refinement, return_intermediate_dec True, ReLU, post-norm; dropout is absent (eval).
 
 
 def valid_ratios_from_masks(masks, dtype=torch.float32):
@@ -970,6 +970,7 @@ class DeformableTransformerDecoder(nn.Module):
         self.layers = nn.ModuleList([layer_fn() for _ in range(num_layers)])
         self.return_intermediate = return_intermediate
         self.bbox_embed = None
+        self.class_embed = None  # two-stage: set by the owner, index num_layers scores the proposals
 
     def forward(self, tgt, reference_points, src, valid_ratios, query_pos, padding_mask=None, stages=None):
         output = tgt
@@ -998,17 +999,74 @@ class DeformableTransformerDecoder(nn.Module):
         return output, reference_points
 
 
-class DeformableTransformer(nn.Module):
-    """Deformable DETR's ``DeformableTransformer`` (two_stage False, REFERENCE.md 4.3, 4.7, 4.8),
-    taking the already flattened multi-scale features.  State dict: ``level_embed [L, d]``,
-    ``encoder.layers.{i}.*``, ``decoder.layers.{i}.*``, ``decoder.bbox_embed.{i}.*`` once the owner
-    has set ``decoder.bbox_embed`` (box refinement), ``reference_points`` (Linear(d, 2))."""
+def encoder_output_proposals(spatial_shapes, padding_mask, n, dtype=torch.float32):
+    """Deformable DETR's ``gen_encoder_output_proposals`` without the memory part (REFERENCE.md 4.8,
+    two-stage): for each level l (H, W), valid_H / valid_W = the unpadded entries of the level's
+    first column / first row of ``padding_mask [N, S]`` (True = padding; None = nothing padded),
+    ``grid_y, grid_x = meshgrid(linspace(0, H-1, H), linspace(0, W-1, W))`` (ij),
+    ``(cx, cy) = (grid_x + 0.5, grid_y + 0.5) / (valid_W, valid_H)``, ``w = h = 0.05 * 2^l``;
+    concatenated over levels -> p [N, S, 4].  ``valid [N, S, 1]`` = every coordinate in (0.01, 0.99)
+    (strict); the proposals are ``log(p / (1 - p))``, +inf on padded rows and on invalid ones.
+    Computed in ``dtype`` (the original: float32).  Returns ``(proposals, valid)``."""
+    props = []
+    start = 0
+    for lvl, (h, w) in enumerate(spatial_shapes):
+        h, w = int(h), int(w)
+        if padding_mask is None:
+            valid_h = torch.full((n,), h, dtype=dtype)
+            valid_w = torch.full((n,), w, dtype=dtype)
+        else:
+            m = padding_mask[:, start:start + h * w].view(n, h, w)
+            valid_h = torch.sum(~m[:, :, 0], 1).to(dtype)
+            valid_w = torch.sum(~m[:, 0, :], 1).to(dtype)
+        grid_y, grid_x = torch.meshgrid(torch.linspace(0, h - 1, h, dtype=dtype),
+                                        torch.linspace(0, w - 1, w, dtype=dtype), indexing="ij")
+        grid = torch.cat([grid_x.unsqueeze(-1), grid_y.unsqueeze(-1)], -1)
+        scale = torch.cat([valid_w.unsqueeze(-1), valid_h.unsqueeze(-1)], 1).view(n, 1, 1, 2)
+        grid = (grid.unsqueeze(0).expand(n, -1, -1, -1) + 0.5) / scale
+        wh = torch.ones_like(grid) * 0.05 * (2.0 ** lvl)
+        props.append(torch.cat((grid, wh), -1).view(n, -1, 4))
+        start += h * w
+    proposals = torch.cat(props, 1)
+    valid = ((proposals > 0.01) & (proposals < 0.99)).all(-1, keepdim=True)
+    proposals = torch.log(proposals / (1 - proposals))
+    if padding_mask is not None:
+        proposals = proposals.masked_fill(padding_mask.unsqueeze(-1), float("inf"))
+    proposals = proposals.masked_fill(~valid, float("inf"))
+    return proposals, valid
 
-    def __init__(self, d_model, heads, enc_layers, dec_layers, ffn_dim, enc_points, dec_points, spatial_shapes):
+
+def proposal_pos_embed(proposals, num_pos_feats=128, temperature=10000, scale=2 * math.pi):
+    """Deformable DETR's ``get_proposal_pos_embed`` (REFERENCE.md 4.8): ``dim_t[i] =
+    temperature^(2*(i//2)/F)`` (i < F = num_pos_feats), ``p = sigmoid(proposals) * 2 pi``, ``pos =
+    p[..., None] / dim_t`` -> [N, Q, 4, F], then per coordinate sin of the even and cos of the odd
+    channels interleaved (sin(a0), cos(a1), sin(a2), ...) -> [N, Q, 4F] (coordinate-major).  The
+    original fixes F = 128, so 4F = 512 = 2 d_model (pos_trans's input) only for d_model 256, which
+    two_stage therefore requires."""
+    dim_t = torch.arange(num_pos_feats, dtype=proposals.dtype)
+    dim_t = temperature ** (2 * torch.div(dim_t, 2, rounding_mode="floor") / num_pos_feats)
+    pos = (proposals.sigmoid() * scale)[:, :, :, None] / dim_t
+    return torch.stack((pos[:, :, :, 0::2].sin(), pos[:, :, :, 1::2].cos()), dim=4).flatten(3).flatten(2)
+
+
+class DeformableTransformer(nn.Module):
+    """Deformable DETR's ``DeformableTransformer`` (REFERENCE.md 4.3, 4.7, 4.8), taking the already
+    flattened multi-scale features.  State dict: ``level_embed [L, d]``, ``encoder.layers.{i}.*``,
+    ``decoder.layers.{i}.*``, ``decoder.bbox_embed.{i}.*`` once the owner has set
+    ``decoder.bbox_embed`` (box refinement), ``reference_points`` (Linear(d, 2)).
+
+    With ``two_stage`` there is no ``reference_points``; instead ``enc_output`` (Linear(d, d)),
+    ``enc_output_norm`` (LayerNorm(d)), ``pos_trans`` (Linear(2d, 2d)) and ``pos_trans_norm``
+    (LayerNorm(2d)), and the owner sets ``decoder.class_embed`` / ``decoder.bbox_embed`` (dec_layers + 1
+    heads each; index dec_layers scores the encoder's proposals).  ``queries`` proposals are kept."""
+
+    def __init__(self, d_model, heads, enc_layers, dec_layers, ffn_dim, enc_points, dec_points, spatial_shapes,
+                 two_stage=False, queries=300):
         super().__init__()
         self.spatial_shapes = [tuple(int(v) for v in hw) for hw in spatial_shapes]
         self.level_start_index = level_start_index(self.spatial_shapes)
         self.d_model = d_model
+        self.two_stage, self.queries = two_stage, queries
         self.encoder = DeformableTransformerEncoder(
             lambda: DeformableTransformerEncoderLayer(d_model, ffn_dim, heads, enc_points, self.spatial_shapes),
             enc_layers, self.spatial_shapes)
@@ -1016,7 +1074,16 @@ class DeformableTransformer(nn.Module):
             lambda: DeformableTransformerDecoderLayer(d_model, ffn_dim, heads, dec_points, self.spatial_shapes),
             dec_layers, True)
         self.level_embed = nn.Parameter(torch.empty(len(self.spatial_shapes), d_model))
-        self.reference_points = nn.Linear(d_model, 2)
+        if two_stage:
+            if d_model != 256:
+                raise ValueError("two_stage needs d_model 256 (the proposal embedding has 4 * 128 features), "
+                                 "got %d" % d_model)
+            self.enc_output = nn.Linear(d_model, d_model)
+            self.enc_output_norm = nn.LayerNorm(d_model)
+            self.pos_trans = nn.Linear(d_model * 2, d_model * 2)
+            self.pos_trans_norm = nn.LayerNorm(d_model * 2)
+        else:
+            self.reference_points = nn.Linear(d_model, 2)
 
     def level_masks(self, padding_mask):
         """The per-level ``[N, H_l, W_l]`` blocks of a flat ``[N, S]`` mask."""
@@ -1024,10 +1091,37 @@ class DeformableTransformer(nn.Module):
         return [padding_mask[:, s:s + h * w].reshape(n, h, w)
                 for s, (h, w) in zip(self.level_start_index, self.spatial_shapes)]
 
+    def two_stage_queries(self, memory, mask_flatten):
+        """The two-stage query selection (REFERENCE.md 4.8): ``output_memory`` = memory with padded and
+        invalid-proposal rows zeroed, through ``enc_output`` and ``enc_output_norm``; scores
+        ``decoder.class_embed[L](output_memory)`` and coordinates ``decoder.bbox_embed[L](output_memory)
+        + proposals`` (L = dec_layers); ``torch.topk`` of the class-0 scores (``queries`` rows per
+        image, descending); the selected coordinates (detached), their sigmoid as the 4-d initial
+        references, and ``pos_trans_norm(pos_trans(proposal_pos_embed(coords)))`` split into
+        ``query_pos`` (first d) and ``tgt``.  Returns ``(reference_points [N, Q, 4], query_pos, tgt,
+        enc_scores [N, S])``."""
+        n, _, d = memory.shape
+        proposals, valid = encoder_output_proposals(self.spatial_shapes, mask_flatten, n, memory.dtype)
+        out = memory
+        if mask_flatten is not None:
+            out = out.masked_fill(mask_flatten.unsqueeze(-1), 0.0)
+        out = out.masked_fill(~valid, 0.0)
+        out = self.enc_output_norm(self.enc_output(out))
+        last = len(self.decoder.layers)
+        enc_class = self.decoder.class_embed[last](out)
+        enc_coord_unact = self.decoder.bbox_embed[last](out) + proposals
+        topk = torch.topk(enc_class[..., 0], self.queries, dim=1)[1]
+        coords = torch.gather(enc_coord_unact, 1, topk.unsqueeze(-1).repeat(1, 1, 4)).detach()
+        reference_points = coords.sigmoid()
+        pos_trans_out = self.pos_trans_norm(self.pos_trans(proposal_pos_embed(coords)))
+        query_pos, tgt = torch.split(pos_trans_out, d, dim=2)
+        return reference_points, query_pos, tgt, enc_class[..., 0]
+
     def forward(self, src_flatten, pos_flatten, mask_flatten, query_embed, stages=None):
-        """Returns ``(hs [dec_layers, N, Q, d], init_reference_out [N, Q, 2], inter_references
-        [dec_layers, N, Q, 2 or 4] (the reference after each layer's refinement; the initial one
-        repeated without refinement), memory [N, S, d])``."""
+        """Returns ``(hs [dec_layers, N, Q, d], init_reference_out [N, Q, 2] (two-stage: [N, Q, 4]),
+        inter_references [dec_layers, N, Q, 2 or 4] (the reference after each layer's refinement; the
+        initial one repeated without refinement), memory [N, S, d])``.  ``query_embed`` is None with
+        two_stage."""
         n = src_flatten.shape[0]
         lvl_pos = torch.cat([pos_flatten[:, s:s + h * w] + self.level_embed[lvl].view(1, 1, -1)
                              for lvl, (s, (h, w)) in enumerate(zip(self.level_start_index, self.spatial_shapes))], 1)
@@ -1036,10 +1130,13 @@ class DeformableTransformer(nn.Module):
         else:
             valid_ratios = valid_ratios_from_masks(self.level_masks(mask_flatten), src_flatten.dtype)
         memory = self.encoder(src_flatten, valid_ratios, lvl_pos, mask_flatten, stages)
-        query_pos, tgt = torch.split(query_embed, self.d_model, dim=1)
-        query_pos = query_pos.unsqueeze(0).expand(n, -1, -1)
-        tgt = tgt.unsqueeze(0).expand(n, -1, -1)
-        reference_points = self.reference_points(query_pos).sigmoid()
+        if self.two_stage:
+            reference_points, query_pos, tgt, _ = self.two_stage_queries(memory, mask_flatten)
+        else:
+            query_pos, tgt = torch.split(query_embed, self.d_model, dim=1)
+            query_pos = query_pos.unsqueeze(0).expand(n, -1, -1)
+            tgt = tgt.unsqueeze(0).expand(n, -1, -1)
+            reference_points = self.reference_points(query_pos).sigmoid()
         hs, inter_references = self.decoder(tgt, reference_points, memory, valid_ratios, query_pos, mask_flatten,
                                             stages)
         return hs, reference_points, inter_references, memory
@@ -1058,25 +1155,44 @@ class DDETRTransformer(nn.Module):
     With ``box_refine`` the decoder owns ``dec_layers`` independent box MLPs (d -> d -> d -> 4,
     state dict ``transformer.decoder.bbox_embed.{i}.layers.{0,1,2}.*``) refining the references
     after every layer (:class:`DeformableTransformerDecoder`), and the output dict also has
-    ``last_reference [N, Q, 4]``, the reference boxes after the last layer's refinement."""
+    ``last_reference [N, Q, 4]``, the reference boxes after the last layer's refinement.
+
+    With ``two_stage`` (needs ``box_refine``, as the released two-stage model) there is no
+    ``query_embed``: the queries come from the encoder's proposals
+    (:meth:`DeformableTransformer.two_stage_queries`), scored by ``num_classes``-way class heads.
+    The decoder owns ``dec_layers + 1`` independent class heads Linear(d, num_classes)
+    (``transformer.decoder.class_embed.{i}.*``) and ``dec_layers + 1`` box MLPs
+    (``transformer.decoder.bbox_embed.{i}.*``); index dec_layers scores / offsets the proposals,
+    0..dec_layers-1 refine (the class heads 0..dec_layers-1 are unused here: in the detector they
+    are its per-layer heads).  ``reference_points`` is then ``[N, Q, 4]`` (the selected proposal
+    boxes, the decoder's initial references)."""
 
     def __init__(self, spatial_shapes, d_model=256, heads=8, enc_layers=6, dec_layers=6, ffn_dim=1024,
-                 enc_points=4, dec_points=4, queries=300, probe=False, box_refine=False):
+                 enc_points=4, dec_points=4, queries=300, probe=False, box_refine=False, two_stage=False,
+                 num_classes=91):
         super().__init__()
         if d_model % heads:
             raise ValueError("d_model %d is not a multiple of heads %d" % (d_model, heads))
+        if two_stage and not box_refine:
+            raise ValueError("two_stage needs box_refine")
         self.transformer = DeformableTransformer(d_model, heads, enc_layers, dec_layers, ffn_dim, enc_points,
-                                                 dec_points, spatial_shapes)
+                                                 dec_points, spatial_shapes, two_stage, queries)
+        heads_n = dec_layers + 1 if two_stage else dec_layers
         if box_refine:
             self.transformer.decoder.bbox_embed = nn.ModuleList([MLP(d_model, d_model, 4, 3)
-                                                                 for _ in range(dec_layers)])
-        self.query_embed = nn.Embedding(queries, 2 * d_model)
-        self.probe, self.box_refine = probe, box_refine
+                                                                 for _ in range(heads_n)])
+        if two_stage:
+            self.transformer.decoder.class_embed = nn.ModuleList([nn.Linear(d_model, num_classes)
+                                                                  for _ in range(heads_n)])
+        else:
+            self.query_embed = nn.Embedding(queries, 2 * d_model)
+        self.probe, self.box_refine, self.two_stage = probe, box_refine, two_stage
         self.eval()
 
     def forward(self, src, pos, padding_mask=None):
         stages = {} if self.probe else None
-        hs, ref, inter_refs, memory = self.transformer(src, pos, padding_mask, self.query_embed.weight, stages)
+        qe = None if self.two_stage else self.query_embed.weight
+        hs, ref, inter_refs, memory = self.transformer(src, pos, padding_mask, qe, stages)
         out = {"memory": memory, "hs": hs[-1], "reference_points": ref}
         if self.box_refine:
             out["last_reference"] = inter_refs[-1]
@@ -1122,6 +1238,51 @@ def inverse_sigmoid_float64(x, eps=1e-5):
     return np.log(np.maximum(x, eps) / np.maximum(1 - x, eps))
 
 
+def encoder_output_proposals_float64(spatial_shapes, padding_mask, n):
+    """:func:`encoder_output_proposals` in float64 NumPy, written from the rule: row s of level l at
+    (row, col) gets p = ((col + 0.5) / valid_W, (row + 0.5) / valid_H, 0.05 * 2^l, 0.05 * 2^l) with
+    the level's valid_W / valid_H the unpadded entries of its first row / column (the whole level
+    without a mask); valid = every p_j in (0.01, 0.99); returns ``(log(p / (1 - p)) with +inf on
+    padded or invalid rows [N, S, 4], valid [N, S] bool)``."""
+    import numpy as np
+    mask = None if padding_mask is None else np.asarray(padding_mask) != 0
+    out = []
+    for lvl, (st, (h, w)) in enumerate(zip(level_start_index(spatial_shapes), spatial_shapes)):
+        if mask is None:
+            vh, vw = np.full(n, float(h)), np.full(n, float(w))
+        else:
+            blk = mask[:, st:st + h * w].reshape(n, h, w)
+            vh = (~blk[:, :, 0]).sum(axis=1).astype(np.float64)
+            vw = (~blk[:, 0, :]).sum(axis=1).astype(np.float64)
+        rows, cols = np.divmod(np.arange(h * w), w)
+        pl = np.empty((n, h * w, 4))
+        pl[..., 0] = (cols + 0.5)[None] / vw[:, None]
+        pl[..., 1] = (rows + 0.5)[None] / vh[:, None]
+        pl[..., 2:] = 0.05 * 2.0 ** lvl
+        out.append(pl)
+    prop = np.concatenate(out, 1)
+    valid = np.all((prop > 0.01) & (prop < 0.99), axis=-1)
+    keep = valid if mask is None else valid & ~mask
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logit = np.log(prop / (1 - prop))
+    return np.where(keep[..., None], logit, np.inf), valid
+
+
+def proposal_pos_embed_float64(coords, num_pos_feats=128, temperature=10000.0):
+    """:func:`proposal_pos_embed` in float64 NumPy, by loops over the channels: for coordinate k and
+    channel i, ``f(sigmoid(coords[..., k]) * 2 pi / temperature^(2*(i//2)/F))`` with f = sin for
+    even i and cos for odd i, at column ``k*F + i`` -> ``[N, Q, 4F]``."""
+    import numpy as np
+    c = np.asarray(coords, dtype=np.float64)
+    p = 1 / (1 + np.exp(-c)) * 2 * math.pi
+    out = np.empty(c.shape[:-1] + (4 * num_pos_feats,))
+    for k in range(4):
+        for i in range(num_pos_feats):
+            fn = np.sin if i % 2 == 0 else np.cos
+            out[..., k * num_pos_feats + i] = fn(p[..., k] / temperature ** (2 * (i // 2) / num_pos_feats))
+    return out
+
+
 def ddetr_transformer_float64(src, pos, padding_mask, weights, p, refs_out=None):
     """The ``ddetr_transformer`` op recomputed in float64 NumPy from the weights (no torch
     modules): level embedding, valid ratios from the level blocks of the mask (first column /
@@ -1131,7 +1292,14 @@ def ddetr_transformer_float64(src, pos, padding_mask, weights, p, refs_out=None)
     references after every decoder layer by ``transformer.decoder.bbox_embed.{i}`` (2-d -> 4-d
     after layer 0, the 4-d references scaled by (vr_w, vr_h, vr_w, vr_h) per level).  Returns the
     module's output dict; ``refs_out`` (a list, optional) receives the reference after each
-    decoder layer (the initial one while nothing is refined)."""
+    decoder layer (the initial one while nothing is refined).
+
+    With ``two_stage`` the queries come from the encoder, as written in REFERENCE.md 4.8
+    (:func:`encoder_output_proposals_float64`, padded / invalid memory rows zeroed, enc_output +
+    LayerNorm, class head and box MLP ``transformer.decoder.{class,bbox}_embed.{dec_layers}``, the
+    ``queries`` largest class-0 scores per image (np.argsort, stable: equal scores in row order),
+    sigmoid references [N, Q, 4], :func:`proposal_pos_embed_float64` (F = 128) through
+    pos_trans + LayerNorm, first d columns query_pos, the rest tgt)."""
     import numpy as np
     w = {k: np.asarray(v, dtype=np.float64) for k, v in weights.items()}
     src = np.asarray(src, dtype=np.float64)
@@ -1167,10 +1335,31 @@ def ddetr_transformer_float64(src, pos, padding_mask, weights, p, refs_out=None)
         if i == 0 and p["probe"]:
             out["stages.enc0"] = x
     memory = x
-    qe = w["query_embed.weight"]
-    query_pos = np.broadcast_to(qe[:, :d], (n,) + qe[:, :d].shape)
-    tgt = np.broadcast_to(qe[:, d:], (n,) + qe[:, d:].shape)
-    ref = 1 / (1 + np.exp(-lin(query_pos, "transformer.reference_points")))
+
+    def mlp(x, pre):
+        return lin(np.maximum(lin(np.maximum(lin(x, pre + "0"), 0), pre + "1"), 0), pre + "2")
+
+    if p.get("two_stage"):
+        # Proposals, the encoder's heads (index dec_layers), top-k of the class-0 scores, the
+        # proposal sine embedding through pos_trans.
+        prop, valid = encoder_output_proposals_float64(shapes, mask, n)
+        keep = valid if mask is None else valid & ~mask
+        om = np.where(keep[..., None], memory, 0.0)
+        om = ln(lin(om, "transformer.enc_output"), "transformer.enc_output_norm")
+        last = p["dec_layers"]
+        score = lin(om, "transformer.decoder.class_embed.%d" % last)[..., 0]
+        coord = mlp(om, "transformer.decoder.bbox_embed.%d.layers." % last) + prop
+        top = np.argsort(-score, axis=1, kind="stable")[:, :p["queries"]]
+        coords = np.take_along_axis(coord, top[..., None], 1)
+        ref = 1 / (1 + np.exp(-coords))
+        pt = ln(lin(proposal_pos_embed_float64(coords), "transformer.pos_trans"),
+                "transformer.pos_trans_norm")
+        query_pos, tgt = pt[..., :d], pt[..., d:]
+    else:
+        qe = w["query_embed.weight"]
+        query_pos = np.broadcast_to(qe[:, :d], (n,) + qe[:, :d].shape)
+        tgt = np.broadcast_to(qe[:, d:], (n,) + qe[:, d:].shape)
+        ref = 1 / (1 + np.exp(-lin(query_pos, "transformer.reference_points")))
     init_ref = ref
     hd = d // m
     for i in range(p["dec_layers"]):
@@ -1194,8 +1383,7 @@ def ddetr_transformer_float64(src, pos, padding_mask, weights, p, refs_out=None)
         if i == 0 and p["probe"]:
             out["stages.dec0"] = tgt
         if p.get("box_refine"):
-            bb = "transformer.decoder.bbox_embed.%d.layers." % i
-            tmp = lin(np.maximum(lin(np.maximum(lin(tgt, bb + "0"), 0), bb + "1"), 0), bb + "2")
+            tmp = mlp(tgt, "transformer.decoder.bbox_embed.%d.layers." % i)
             if ref.shape[-1] == 2:
                 tmp = tmp.copy()
                 tmp[..., :2] += inverse_sigmoid_float64(ref)
@@ -1211,9 +1399,10 @@ def ddetr_transformer_float64(src, pos, padding_mask, weights, p, refs_out=None)
 
 
 # ---------------------------------------------------------------------------------------------
-# The whole single-stage Deformable DETR detector (REFERENCE.md 4.1-4.9): ResNet-50 backbone with
+# The whole Deformable DETR detector (REFERENCE.md 4.1-4.9): ResNet-50 backbone with
 # FrozenBatchNorm2d, sine position embedding, input projections, the transformer above, the heads
-# of the last decoder layer and PostProcess.  Default config, optional box refinement, no two-stage.
+# of the last decoder layer and PostProcess.  Default config, optional box refinement, optional
+# two-stage (with box refinement).
 
 RESNET50_BLOCKS = (3, 4, 6, 3)
 RESNET50_WIDTHS = (64, 128, 256, 512)  # bottleneck width per stage; output channels are 4x
@@ -1425,8 +1614,8 @@ def ddetr_postprocess(logits, boxes, sizes, top_k):
 
 
 class DeformableDETR(nn.Module):
-    """Op kind ``deformable_detr``: the single-stage Deformable DETR detector, optionally with
-    iterative box refinement (REFERENCE.md 4.1-4.9), default config, 4 feature levels, for padded batch images of
+    """Op kind ``deformable_detr``: the Deformable DETR detector, optionally with iterative box
+    refinement and two-stage (REFERENCE.md 4.1-4.9), default config, 4 feature levels, for padded batch images of
     ``img_size`` (H, W) (the level shapes of the transformer are fixed at construction,
     :func:`ddetr_level_shapes`).
 
@@ -1471,11 +1660,25 @@ class DeformableDETR(nn.Module):
     input_proj, backbone), so loading a state_dict whose two copies differ (synthesized weights)
     loads ``bbox_embed.{i}.*`` last: those values are what the module uses, both for the
     refinement after decoder layer i and for the box head (i = dec_layers - 1); the logits use
-    ``class_embed.{dec_layers-1}``."""
+    ``class_embed.{dec_layers-1}``.
+
+    With ``two_stage`` (needs ``box_refine``) there is no ``query_embed``; class_embed and
+    bbox_embed are ``dec_layers + 1`` independent clones, and ``transformer.decoder.class_embed``
+    and ``transformer.decoder.bbox_embed`` ARE the top-level ModuleLists (the original assigns
+    both): the state_dict lists ``transformer.decoder.{class,bbox}_embed.{i}.*`` and
+    ``{class,bbox}_embed.{i}.*`` for i <= dec_layers, and loading leaves the top-level values in
+    the shared modules (registration order as above, query_embed absent).  Index dec_layers
+    scores and offsets the encoder's proposals (:meth:`DeformableTransformer.two_stage_queries`);
+    the heads on hs are still ``class_embed.{dec_layers-1}`` / ``bbox_embed.{dec_layers-1}`` with the
+    reference after decoder layer dec_layers - 2 (the initial 4-d proposal boxes when dec_layers is
+    1), so pred_boxes equals the last refined reference."""
 
     def __init__(self, img_size, num_classes=91, queries=300, d_model=256, heads=8, enc_layers=6, dec_layers=6,
-                 ffn_dim=1024, enc_points=4, dec_points=4, top_k=100, probe=False, box_refine=False):
+                 ffn_dim=1024, enc_points=4, dec_points=4, top_k=100, probe=False, box_refine=False,
+                 two_stage=False):
         super().__init__()
+        if two_stage and not box_refine:
+            raise ValueError("two_stage needs box_refine")
         if d_model % heads or d_model % 32:
             raise ValueError("d_model %d must be a multiple of heads %d and of 32 (GroupNorm)" % (d_model, heads))
         if not 1 <= top_k <= queries * num_classes:
@@ -1483,26 +1686,30 @@ class DeformableDETR(nn.Module):
         self.img_size = pair(img_size)
         self.spatial_shapes = [tuple(hw) for hw in ddetr_level_shapes(self.img_size)]
         self.num_classes, self.top_k, self.probe, self.d_model = num_classes, top_k, probe, d_model
-        self.box_refine = box_refine
+        self.box_refine, self.two_stage = box_refine, two_stage
         # Registration order = the original's (it decides which copy a loaded state_dict leaves in a
         # module listed twice).
         self.transformer = DeformableTransformer(d_model, heads, enc_layers, dec_layers, ffn_dim, enc_points,
-                                                 dec_points, self.spatial_shapes)
+                                                 dec_points, self.spatial_shapes, two_stage, queries)
+        num_pred = dec_layers + 1 if two_stage else dec_layers
         if box_refine:
-            self.class_embed = nn.ModuleList([nn.Linear(d_model, num_classes) for _ in range(dec_layers)])
-            self.bbox_embed = nn.ModuleList([MLP(d_model, d_model, 4, 3) for _ in range(dec_layers)])
+            self.class_embed = nn.ModuleList([nn.Linear(d_model, num_classes) for _ in range(num_pred)])
+            self.bbox_embed = nn.ModuleList([MLP(d_model, d_model, 4, 3) for _ in range(num_pred)])
         else:
             class_embed = nn.Linear(d_model, num_classes)
             bbox_embed = MLP(d_model, d_model, 4, 3)
             self.class_embed = nn.ModuleList([class_embed for _ in range(dec_layers)])
             self.bbox_embed = nn.ModuleList([bbox_embed for _ in range(dec_layers)])
-        self.query_embed = nn.Embedding(queries, 2 * d_model)
+        if not two_stage:
+            self.query_embed = nn.Embedding(queries, 2 * d_model)
         self.input_proj = nn.ModuleList(
             [nn.Sequential(nn.Conv2d(c, d_model, 1), nn.GroupNorm(32, d_model)) for c in (512, 1024, 2048)]
             + [nn.Sequential(nn.Conv2d(2048, d_model, 3, 2, 1), nn.GroupNorm(32, d_model))])
         self.backbone = nn.Sequential(DDETRBackbone(), PositionEmbeddingSine(d_model // 2))
         if box_refine:
             self.transformer.decoder.bbox_embed = self.bbox_embed
+        if two_stage:
+            self.transformer.decoder.class_embed = self.class_embed
         self.eval()
 
     def forward(self, images, image_mask=None):
@@ -1528,12 +1735,13 @@ class DeformableDETR(nn.Module):
         src_flatten = torch.cat([s.flatten(2).transpose(1, 2) for s in srcs], 1)
         pos_flatten = torch.cat([p.flatten(2).transpose(1, 2) for p in pos], 1)
         mask_flatten = None if mask is None else torch.cat([m.flatten(1) for m in masks], 1)
-        hs, init_reference, inter_references, memory = self.transformer(src_flatten, pos_flatten, mask_flatten,
-                                                                        self.query_embed.weight)
+        hs, init_reference, inter_references, memory = self.transformer(
+            src_flatten, pos_flatten, mask_flatten, None if self.two_stage else self.query_embed.weight)
         reference = inter_references[-2] if (self.box_refine and hs.shape[0] > 1) else init_reference
+        last = hs.shape[0] - 1  # the last decoder layer's heads (two-stage: index dec_layers is the encoder's)
         hs = hs[-1]
-        logits = self.class_embed[-1](hs)
-        tmp = self.bbox_embed[-1](hs)
+        logits = self.class_embed[last](hs)
+        tmp = self.bbox_embed[last](hs)
         if reference.shape[-1] == 4:
             tmp = tmp + inverse_sigmoid(reference)
         else:
