@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"vitbench/bench"
 )
@@ -229,8 +230,23 @@ func (t *ddetrTransformer) Outputs() []bench.ArraySpec {
 		out = append(out, bench.ArraySpec{Name: "last_reference", Shape: bench.Shape{t.batch, t.queries, 4}})
 	}
 	if t.probe {
-		out = append(out, bench.ArraySpec{Name: "stages.enc0", Shape: bench.Shape{t.batch, s, t.d}},
-			bench.ArraySpec{Name: "stages.dec0", Shape: bench.Shape{t.batch, t.queries, t.d}})
+		for _, i := range probeLayers(t.encLayers) {
+			out = append(out, bench.ArraySpec{Name: fmt.Sprintf("stages.enc%d", i), Shape: bench.Shape{t.batch, s, t.d}})
+		}
+		for _, i := range probeLayers(t.decLayers) {
+			out = append(out, bench.ArraySpec{Name: fmt.Sprintf("stages.dec%d", i), Shape: bench.Shape{t.batch, t.queries, t.d}})
+		}
+	}
+	return out
+}
+
+// probeLayers are the layers of an n-layer stack whose outputs a probed
+// transformer reports as stages.enc{i} / stages.dec{i}: every layer but
+// the last (whose output is memory or hs), or layer 0 of a one-layer stack.
+func probeLayers(n int) []int {
+	out := []int{0}
+	for i := 1; i < n-1; i++ {
+		out = append(out, i)
 	}
 	return out
 }
@@ -277,9 +293,7 @@ func (t *ddetrTransformer) Graph() *bench.Graph {
 	if t.masked {
 		names.mask = "padding_mask"
 	}
-	if t.probe {
-		names.enc0, names.dec0 = "stages.enc0", "stages.dec0"
-	}
+	names.probe = t.probe
 	if t.refine {
 		names.lastRef = "last_reference"
 	}
@@ -289,9 +303,11 @@ func (t *ddetrTransformer) Graph() *bench.Graph {
 
 // transformerNames are the values the transformer's sub-graph reads
 // (src, pos and, unless "", mask) and writes (memory, hs, refs, with box
-// refinement lastRef, and unless "", the probes enc0 and dec0).
+// refinement lastRef, and with probe the outputs stages.enc{i} and
+// stages.dec{i} of probeLayers).
 type transformerNames struct {
-	src, pos, mask, memory, hs, refs, lastRef, enc0, dec0 string
+	src, pos, mask, memory, hs, refs, lastRef string
+	probe                                     bool
 }
 
 // steps appends the transformer's sub-graph.
@@ -331,8 +347,8 @@ func (t *ddetrTransformer) steps(g *bench.Graph, nm transformerNames) {
 			bench.Step{Node: Gemm{Batch: b, M: s, N: d, K: t.ffn, TransB: true, Bias: true, Residual: true},
 				In: []string{"enc.hidden", p + "linear2.weight", p + "linear2.bias", "enc.x"}, Out: []string{"enc.sum"}},
 			bench.Step{Node: LayerNorm{Batch: b, Tokens: s, Dim: d, Eps: 1e-5}, In: []string{"enc.sum", p + "norm2.weight", p + "norm2.bias"}, Out: []string{out}})
-		if i == 0 && nm.enc0 != "" {
-			g.Steps = append(g.Steps, bench.Step{Node: Reshape{From: tok, To: tok}, In: []string{out}, Out: []string{nm.enc0}})
+		if nm.probe && slices.Contains(probeLayers(t.encLayers), i) {
+			g.Steps = append(g.Steps, bench.Step{Node: Reshape{From: tok, To: tok}, In: []string{out}, Out: []string{fmt.Sprintf("stages.enc%d", i)}})
 		}
 		x = out
 	}
@@ -401,8 +417,8 @@ func (t *ddetrTransformer) steps(g *bench.Graph, nm transformerNames) {
 			bench.Step{Node: Gemm{Batch: b, M: q, N: d, K: t.ffn, TransB: true, Bias: true, Residual: true},
 				In: []string{"dec.hidden", p + "linear2.weight", p + "linear2.bias", "dec.y"}, Out: []string{"dec.sum"}},
 			bench.Step{Node: LayerNorm{Batch: b, Tokens: q, Dim: d, Eps: 1e-5}, In: []string{"dec.sum", p + "norm3.weight", p + "norm3.bias"}, Out: []string{out}})
-		if i == 0 && nm.dec0 != "" {
-			g.Steps = append(g.Steps, bench.Step{Node: Reshape{From: qs, To: qs}, In: []string{out}, Out: []string{nm.dec0}})
+		if nm.probe && slices.Contains(probeLayers(t.decLayers), i) {
+			g.Steps = append(g.Steps, bench.Step{Node: Reshape{From: qs, To: qs}, In: []string{out}, Out: []string{fmt.Sprintf("stages.dec%d", i)}})
 		}
 		if t.refine {
 			// The layer's box MLP refines the references: 2-d points become

@@ -104,7 +104,7 @@ class TestTransformerRefinement(unittest.TestCase):
     def test_module_vs_float64_numpy(self):
         p, module, weights, src, pos, mask, outs = self.case()
         self.assertEqual(sorted(outs), ["hs", "last_reference", "memory", "reference_points", "stages.dec0",
-                                        "stages.enc0"])
+                                        "stages.dec1", "stages.enc0"])
         got = TD.TestModuleVsFloat64.run_module(self, module, src, pos, mask)
         refs = []
         want = ddetr_transformer_float64(src, pos, mask, weights, p, refs_out=refs)

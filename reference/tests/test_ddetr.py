@@ -255,12 +255,16 @@ class TestCaseRules(unittest.TestCase):
         self.assertEqual(C.KIND["ddetr_transformer"], "network")
         case = C.select("^ddetr_transformer$")[0]
         self.assertEqual(case["params"]["level_start_index"], [0, 13400, 16750, 17600])
-        self.assertEqual(case["sampled_outputs"], {"memory": {"axis": 1, "step": 64},
-                                                   "stages.enc0": {"axis": 1, "step": 64}})
+        want_sampled = {"memory": {"axis": 1, "step": 64}}
+        want_sampled.update({"stages.enc%d" % i: {"axis": 1, "step": 64} for i in range(5)})
+        want_sampled.update({"stages.dec%d" % i: {"axis": 1, "step": 4} for i in range(1, 5)})
+        self.assertEqual(case["sampled_outputs"], want_sampled)
         ins, ws, outs = C.shapes(case["op"], case["params"], 1)
         self.assertEqual(ins, {"src": [1, 17821, 256], "pos": [1, 17821, 256]})
-        self.assertEqual(outs, {"memory": [1, 17821, 256], "hs": [1, 300, 256], "reference_points": [1, 300, 2],
-                                "stages.enc0": [1, 17821, 256], "stages.dec0": [1, 300, 256]})
+        want = {"memory": [1, 17821, 256], "hs": [1, 300, 256], "reference_points": [1, 300, 2]}
+        want.update({"stages.enc%d" % i: [1, 17821, 256] for i in range(5)})
+        want.update({"stages.dec%d" % i: [1, 300, 256] for i in range(5)})
+        self.assertEqual(outs, want)
         self.assertEqual(C.sampled_shape(outs["memory"], case["sampled_outputs"]["memory"]), [1, 279, 256])
         small = C.select("ddetr_transformer_small_b2$")[0]
         ins = C.shapes(small["op"], small["params"], 2)[0]

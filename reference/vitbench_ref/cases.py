@@ -537,8 +537,10 @@ def ddetr_shapes(p, b):
     if p.get("box_refine"):
         outs["last_reference"] = [b, q, 4]
     if p["probe"]:
-        outs["stages.enc0"] = [b, s_, d]
-        outs["stages.dec0"] = [b, q, d]
+        for i in modules.probe_layers(p["enc_layers"]):
+            outs["stages.enc%d" % i] = [b, s_, d]
+        for i in modules.probe_layers(p["dec_layers"]):
+            outs["stages.dec%d" % i] = [b, q, d]
     return inputs, weights, outs
 
 

@@ -933,10 +933,18 @@ class DeformableTransformerDecoderLayer(nn.Module):
         return self.norm3(tgt + self.linear2(F.relu(self.linear1(tgt))))
 
 
+def probe_layers(n):
+    """The layers of an n-layer stack whose outputs a probed transformer reports as
+    ``stages.enc{i}`` / ``stages.dec{i}``: every layer but the last (whose output is ``memory`` or
+    ``hs``), or layer 0 of a one-layer stack."""
+    return range(n - 1) if n > 1 else range(1)
+
+
 class DeformableTransformerEncoder(nn.Module):
     """``layers`` (a ModuleList) run in turn on ``src`` with the level-embedded positions and the
     reference points of :func:`encoder_reference_points`.  ``stages`` (a dict, optional) receives
-    the output of layer 0 as ``stages.enc0``."""
+    the output of every layer but the last (which is the memory) as ``stages.enc{i}``
+    (:func:`probe_layers`)."""
 
     def __init__(self, layer_fn, num_layers, spatial_shapes):
         super().__init__()
@@ -948,8 +956,8 @@ class DeformableTransformerEncoder(nn.Module):
         output = src
         for i, layer in enumerate(self.layers):
             output = layer(output, pos, reference_points, padding_mask)
-            if stages is not None and i == 0:
-                stages["stages.enc0"] = output
+            if stages is not None and i in probe_layers(len(self.layers)):
+                stages["stages.enc%d" % i] = output
         return output
 
 
@@ -963,7 +971,8 @@ class DeformableTransformerDecoder(nn.Module):
     first two entries plus ``inverse_sigmoid(ref)`` then sigmoid for a 2-d one (so the references
     are boxes from layer 1 on; detached in the original).  ``return_intermediate`` (True in the
     detector) stacks every layer's output and its reference AFTER that layer's refinement;
-    ``stages`` receives layer 0's output as ``stages.dec0``."""
+    ``stages`` receives the output of every layer but the last (which is ``hs``) as
+    ``stages.dec{i}`` (:func:`probe_layers`)."""
 
     def __init__(self, layer_fn, num_layers, return_intermediate=True):
         super().__init__()
@@ -981,8 +990,8 @@ class DeformableTransformerDecoder(nn.Module):
             else:
                 reference_points_input = reference_points[:, :, None] * valid_ratios[:, None]
             output = layer(output, query_pos, reference_points_input, src, padding_mask)
-            if stages is not None and i == 0:
-                stages["stages.dec0"] = output
+            if stages is not None and i in probe_layers(len(self.layers)):
+                stages["stages.dec%d" % i] = output
             if self.bbox_embed is not None:
                 tmp = self.bbox_embed[i](output)
                 if reference_points.shape[-1] == 4:
@@ -1150,7 +1159,7 @@ class DDETRTransformer(nn.Module):
     ``forward(src [N, S, d], pos [N, S, d], padding_mask=None [N, S] bool, True = padding)``
     returns a dict: ``memory [N, S, d]`` (encoder output), ``hs [N, Q, d]`` (the last decoder
     layer's output, hs[-1]), ``reference_points [N, Q, 2]`` (the initial sigmoid references) and,
-    with ``probe``, ``stages.enc0`` / ``stages.dec0`` (after encoder / decoder layer 0).
+    with ``probe``, ``stages.enc{i}`` / ``stages.dec{i}`` (after every encoder / decoder layer but the last, :func:`probe_layers`).
 
     With ``box_refine`` the decoder owns ``dec_layers`` independent box MLPs (d -> d -> d -> 4,
     state dict ``transformer.decoder.bbox_embed.{i}.layers.{0,1,2}.*``) refining the references
@@ -1332,8 +1341,8 @@ def ddetr_transformer_float64(src, pos, padding_mask, weights, p, refs_out=None)
                                    {"heads": m, "points": p["enc_points"], "spatial_shapes": shapes})
         x = ln(x + a, pre + "norm1")
         x = ln(x + lin(np.maximum(lin(x, pre + "linear1"), 0), pre + "linear2"), pre + "norm2")
-        if i == 0 and p["probe"]:
-            out["stages.enc0"] = x
+        if p["probe"] and i in probe_layers(p["enc_layers"]):
+            out["stages.enc%d" % i] = x
     memory = x
 
     def mlp(x, pre):
@@ -1380,8 +1389,8 @@ def ddetr_transformer_float64(src, pos, padding_mask, weights, p, refs_out=None)
                                    {"heads": m, "points": p["dec_points"], "spatial_shapes": shapes})
         tgt = ln(tgt + a, pre + "norm1")
         tgt = ln(tgt + lin(np.maximum(lin(tgt, pre + "linear1"), 0), pre + "linear2"), pre + "norm3")
-        if i == 0 and p["probe"]:
-            out["stages.dec0"] = tgt
+        if p["probe"] and i in probe_layers(p["dec_layers"]):
+            out["stages.dec%d" % i] = tgt
         if p.get("box_refine"):
             tmp = mlp(tgt, "transformer.decoder.bbox_embed.%d.layers." % i)
             if ref.shape[-1] == 2:
