@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,22 +15,24 @@ import (
 	"vitbench/bench/runner"
 )
 
-// slowedBackend is a deliberately slowed kernel: every node runs twice, so each call does
-// twice the real work of the backend it wraps and leaves the same outputs.
+// slowedBackend is a deliberately slowed kernel: every node runs three times, so each call
+// does three times the real work of the backend it wraps and leaves the same outputs.
 type slowedBackend struct{ bench.Backend }
 
-// Enqueue runs node twice.
+// Enqueue runs node three times.
 func (s slowedBackend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
-	if err := s.Backend.Enqueue(node, in, out); err != nil {
-		return err
+	for i := 0; i < 3; i++ {
+		if err := s.Backend.Enqueue(node, in, out); err != nil {
+			return err
+		}
 	}
-	return s.Backend.Enqueue(node, in, out)
+	return nil
 }
 
 // timeInterleaved times the programs in turn, sample by sample (as the design asks of an
 // A/B comparison, so that a change in the machine's load hits every side alike), and
 // returns count samples per program in ns per run, each the mean of the runs of at least
-// 2 ms.
+// 5 ms.
 func timeInterleaved(t *testing.T, b bench.Backend, count int, progs ...*runner.Program) [][]float64 {
 	t.Helper()
 	out := make([][]float64, len(progs))
@@ -37,7 +40,7 @@ func timeInterleaved(t *testing.T, b bench.Backend, count int, progs ...*runner.
 		for j, p := range progs {
 			var ns float64
 			reps := 0
-			for ns < 2e6 {
+			for ns < 5e6 {
 				tm, err := b.Time(p.Run)
 				if err != nil {
 					t.Fatal(err)
@@ -55,8 +58,10 @@ func timeInterleaved(t *testing.T, b bench.Backend, count int, progs ...*runner.
 
 // TestCompareFailsSlowedKernel times a real kernel (gemm/vit_s16_qkv on the CPU backend,
 // one thread) three ways, interleaved: unchanged, deliberately slowed (every node run
-// twice) and unchanged again. `vitbench compare -max-slowdown 10%` must fail the slowed
-// head with a regression on that case and pass the unchanged one.
+// three times) and unchanged again. `vitbench compare -max-slowdown 10%` must fail the
+// slowed head with a regression on that case and pass the unchanged one. On a shared
+// machine another process can swamp one measurement, so the measurement is repeated up to
+// three times and the test fails only if no attempt shows both verdicts.
 func TestCompareFailsSlowedKernel(t *testing.T) {
 	const caseName = "gemm/vit_s16_qkv"
 	list := cases.Match(regexp.MustCompile("^" + regexp.QuoteMeta(caseName) + "$"))
@@ -83,8 +88,6 @@ func TestCompareFailsSlowedKernel(t *testing.T) {
 		defer p.Close()
 		progs = append(progs, p)
 	}
-	samples := timeInterleaved(t, b, 12, progs...)
-
 	dir := t.TempDir()
 	write := func(name string, s []float64) string {
 		bf := results.BenchFile{Meta: results.Meta{Tool: "vitbench", Commit: name}, Rows: []results.BenchRow{
@@ -95,17 +98,32 @@ func TestCompareFailsSlowedKernel(t *testing.T) {
 		}
 		return p
 	}
-	base, slowed, same := write("base", samples[0]), write("slowed", samples[1]), write("unchanged", samples[2])
-	t.Logf("medians: base %.3f ms, slowed %.3f ms, unchanged %.3f ms",
-		results.Summarize(samples[0]).Median/1e6, results.Summarize(samples[1]).Median/1e6, results.Summarize(samples[2]).Median/1e6)
-
-	code, out, stderr := vitbench(t, "compare", "-max-slowdown", "10%", base, slowed)
-	if code != exitFail || !strings.Contains(stderr, "regression: "+caseName) || !strings.Contains(out, "REGRESSION") {
-		t.Errorf("slowed kernel: exit %d, want 1 with a regression on %s\n%s\n%s", code, caseName, out, stderr)
+	var failures []string
+	var base, slowed string
+	for attempt := 1; attempt <= 3; attempt++ {
+		samples := timeInterleaved(t, b, 12, progs...)
+		base, slowed = write("base", samples[0]), write("slowed", samples[1])
+		same := write("unchanged", samples[2])
+		t.Logf("attempt %d medians: base %.3f ms, slowed %.3f ms, unchanged %.3f ms", attempt,
+			results.Summarize(samples[0]).Median/1e6, results.Summarize(samples[1]).Median/1e6, results.Summarize(samples[2]).Median/1e6)
+		ok := true
+		code, out, stderr := vitbench(t, "compare", "-max-slowdown", "10%", base, slowed)
+		if code != exitFail || !strings.Contains(stderr, "regression: "+caseName) || !strings.Contains(out, "REGRESSION") {
+			ok = false
+			failures = append(failures, fmt.Sprintf("attempt %d, slowed kernel: exit %d, want 1 with a regression on %s\n%s\n%s", attempt, code, caseName, out, stderr))
+		}
+		code, out, stderr = vitbench(t, "compare", "-max-slowdown", "10%", base, same)
+		if code != exitOK {
+			ok = false
+			failures = append(failures, fmt.Sprintf("attempt %d, unchanged kernel: exit %d, want 0\n%s\n%s", attempt, code, out, stderr))
+		}
+		if ok {
+			failures = nil
+			break
+		}
 	}
-	code, out, stderr = vitbench(t, "compare", "-max-slowdown", "10%", base, same)
-	if code != exitOK {
-		t.Errorf("unchanged kernel: exit %d, want 0\n%s\n%s", code, out, stderr)
+	if failures != nil {
+		t.Error(strings.Join(failures, "\n"))
 	}
 	// Reported but not gated: -max-slowdown off.
 	if code, out, _ := vitbench(t, "compare", "-max-slowdown", "off", base, slowed); code != exitOK || !strings.Contains(out, "%") {
