@@ -91,18 +91,7 @@ func (b *Backend) validRatios(n ops.ValidRatios, in, out []*tensor) error {
 		for li, lv := range n.Levels {
 			vh, vw := lv.H, lv.W
 			if n.Masked {
-				m := in[0].data[img*s+lv.Start : img*s+lv.Start+lv.H*lv.W]
-				vh, vw = 0, 0
-				for r := 0; r < lv.H; r++ {
-					if m[r*lv.W] == 0 {
-						vh++
-					}
-				}
-				for c := 0; c < lv.W; c++ {
-					if m[c] == 0 {
-						vw++
-					}
-				}
+				vh, vw = validExtent(in[0].data[img*s+lv.Start:img*s+lv.Start+lv.H*lv.W], lv.H, lv.W)
 			}
 			y[(img*l+li)*2] = float32(vw) / float32(lv.W)
 			y[(img*l+li)*2+1] = float32(vh) / float32(lv.H)
@@ -223,17 +212,7 @@ func (b *Backend) proposals(n ops.Proposals, in, out []*tensor) error {
 			vh, vw := lv.H, lv.W
 			if n.Masked {
 				m = in[0].data[img*s+lv.Start : img*s+lv.Start+lv.H*lv.W]
-				vh, vw = 0, 0
-				for r := 0; r < lv.H; r++ {
-					if m[r*lv.W] == 0 {
-						vh++
-					}
-				}
-				for c := 0; c < lv.W; c++ {
-					if m[c] == 0 {
-						vw++
-					}
-				}
+				vh, vw = validExtent(m, lv.H, lv.W)
 			}
 			wh := float32(0.05) * float32(math.Pow(2, float64(li)))
 			for r := 0; r < lv.H; r++ {
@@ -308,23 +287,19 @@ func (b *Backend) topKRows(n ops.TopKRows, in, out []*tensor) error {
 }
 
 func (b *Backend) proposalPosEmbed(n ops.ProposalPosEmbed, in, out []*tensor) error {
-	const feats = 128
 	if err := checkShapes("proposal_pos_embed", in, []bench.Shape{{n.Batch, n.Queries, 4}}); err != nil {
 		return err
 	}
-	if err := checkShapes("proposal_pos_embed", out, []bench.Shape{{n.Batch, n.Queries, 4 * feats}}); err != nil {
+	if err := checkShapes("proposal_pos_embed", out, []bench.Shape{{n.Batch, n.Queries, 4 * sineFeats}}); err != nil {
 		return err
 	}
-	var dimT [feats]float32
-	for i := range dimT {
-		dimT[i] = float32(math.Pow(10000, float64(float32(2*(i/2))/feats)))
-	}
+	dimT := sineDimT()
 	x, y := in[0].data, out[0].data
 	for r := 0; r < n.Batch*n.Queries; r++ {
 		for k := 0; k < 4; k++ {
 			p := float32(1/(1+math.Exp(-float64(x[r*4+k])))) * float32(2*math.Pi)
-			o := y[(r*4+k)*feats : (r*4+k+1)*feats]
-			for j := 0; j < feats; j += 2 {
+			o := y[(r*4+k)*sineFeats : (r*4+k+1)*sineFeats]
+			for j := 0; j < sineFeats; j += 2 {
 				o[j] = float32(math.Sin(float64(p / dimT[j])))
 				o[j+1] = float32(math.Cos(float64(p / dimT[j+1])))
 			}

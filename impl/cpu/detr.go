@@ -144,8 +144,39 @@ func (b *Backend) levelMasks(n ops.LevelMasks, in, out []*tensor) error {
 	return nil
 }
 
+// sineFeats is the number of sine/cosine features per coordinate of
+// Deformable DETR's position embeddings.
+const sineFeats = 128
+
+// sineDimT is their divisors, dim_t[i] = 10000^(2·⌊i/2⌋/128), in float32
+// as PyTorch forms them.
+func sineDimT() [sineFeats]float32 {
+	var d [sineFeats]float32
+	for i := range d {
+		d[i] = float32(math.Pow(10000, float64(float32(2*(i/2))/sineFeats)))
+	}
+	return d
+}
+
+// validExtent counts the unpadded rows (down column 0) and columns (along
+// row 0) of an h×w padding mask m (nonzero = padded), as Deformable
+// DETR's get_valid_ratio does.
+func validExtent(m []float32, h, w int) (rows, cols int) {
+	for r := 0; r < h; r++ {
+		if m[r*w] == 0 {
+			rows++
+		}
+	}
+	for c := 0; c < w; c++ {
+		if m[c] == 0 {
+			cols++
+		}
+	}
+	return rows, cols
+}
+
 func (b *Backend) positionSine(n ops.PositionSine, in, out []*tensor) error {
-	const feats = 128
+	const feats = sineFeats
 	s := ops.MSDeformCore{Levels: n.Levels}.Values()
 	var want []bench.Shape
 	if n.Masked {
@@ -157,11 +188,7 @@ func (b *Backend) positionSine(n ops.PositionSine, in, out []*tensor) error {
 	if err := checkShapes("position_sine", out, []bench.Shape{{n.Batch, s, 2 * feats}}); err != nil {
 		return err
 	}
-	// dim_t[i] = 10000^(2·⌊i/2⌋/128), in float32 as PyTorch forms it.
-	var dimT [feats]float32
-	for i := range dimT {
-		dimT[i] = float32(math.Pow(10000, float64(float32(2*(i/2))/feats)))
-	}
+	dimT := sineDimT()
 	const scale = float32(2 * math.Pi)
 	y := out[0].data
 	for img := 0; img < n.Batch; img++ {
@@ -288,18 +315,7 @@ func (b *Backend) postProcess(n ops.PostProcess, in, out []*tensor) error {
 		})
 		w, h := float32(n.Width), float32(n.Height)
 		if n.Masked {
-			m := in[2].data[img*n.Height*n.Width : (img+1)*n.Height*n.Width]
-			vh, vw := 0, 0
-			for r := 0; r < n.Height; r++ {
-				if m[r*n.Width] == 0 {
-					vh++
-				}
-			}
-			for col := 0; col < n.Width; col++ {
-				if m[col] == 0 {
-					vw++
-				}
-			}
+			vh, vw := validExtent(in[2].data[img*n.Height*n.Width:(img+1)*n.Height*n.Width], n.Height, n.Width)
 			w, h = float32(vw), float32(vh)
 		}
 		for j := 0; j < k; j++ {
