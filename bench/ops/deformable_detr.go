@@ -55,6 +55,7 @@ func (deformableDETRKind) Parse(raw json.RawMessage, batch int) (bench.Spec, err
 	}
 	h, w := p.ImgSize[0], p.ImgSize[1]
 	bb := &resnet50{batch: batch, h: h, w: w, prefix: "backbone.0.body."}
+	bb.plan()
 	var shapes [][2]int
 	for s := 1; s <= 3; s++ {
 		lh, lw := bb.stageSize(s)
@@ -109,11 +110,7 @@ var levelChans = [4]int{512, 1024, 2048, 2048}
 // transformer.decoder.bbox_embed is the same list again: the graph reads
 // the top-level bbox_embed, which the state_dict lists (and loads) last.
 func (d *deformableDETR) Weights() []bench.ArraySpec {
-	g := &bench.Graph{}
-	bb := *d.backbone
-	bb.weights, bb.macs = nil, 0
-	bb.steps(g, "images", "c3", "c4", "c5")
-	w := bb.weights
+	w := append([]bench.ArraySpec(nil), d.backbone.weights...)
 	dm := d.t.d
 	for l, c := range levelChans {
 		k := 1
@@ -157,11 +154,8 @@ func (d *deformableDETR) Outputs() []bench.ArraySpec {
 // MACs counts the backbone and input-projection convolutions, the
 // transformer and the heads.
 func (d *deformableDETR) MACs() int64 {
-	bb := *d.backbone
-	bb.weights, bb.macs = nil, 0
-	bb.steps(&bench.Graph{}, "images", "c3", "c4", "c5")
 	b, q, dm := int64(d.t.batch), int64(d.t.queries), int64(d.t.d)
-	m := bb.macs
+	m := d.backbone.macs
 	for l, c := range levelChans {
 		lv := d.t.levels[l]
 		k := int64(1)
@@ -189,20 +183,12 @@ func (d *deformableDETR) Params() int64 {
 		shared = int64(d.t.decLayers) * d.t.bboxMLPParams()
 	}
 	var frozen int64
-	for _, a := range d.backbone.weightsList() {
+	for _, a := range d.backbone.weights {
 		if len(a.Shape) == 1 {
 			frozen += a.Shape.Elems()
 		}
 	}
 	return n - shared - frozen
-}
-
-// weightsList returns the backbone's weights.
-func (r *resnet50) weightsList() []bench.ArraySpec {
-	bb := *r
-	bb.weights, bb.macs = nil, 0
-	bb.steps(&bench.Graph{}, "images", "c3", "c4", "c5")
-	return bb.weights
 }
 
 // Graph runs the backbone, projects each level (1×1 conv + GroupNorm; the
@@ -213,8 +199,7 @@ func (d *deformableDETR) Graph() *bench.Graph {
 	t := d.t
 	b, s, q, dm := t.batch, t.values(), t.queries, t.d
 	g := &bench.Graph{}
-	bb := *d.backbone
-	bb.weights, bb.macs = nil, 0
+	bb := d.backbone
 	for i, c := range []int{512, 1024, 2048} {
 		h, w := bb.stageSize(i + 1)
 		g.Temp(fmt.Sprintf("det.c%d", i+3), bench.Shape{b, c, h, w})

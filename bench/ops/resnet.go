@@ -10,12 +10,20 @@ import (
 // resnet50 builds torchvision's ResNet-50 (v1.5: the stride in the 3×3
 // conv) with frozen BatchNorm (eps 1e-5) folded into every conv, as the
 // graph of Deformable DETR's backbone, under the state_dict prefix
-// "backbone.0.body.". It records the weights it reads.
+// "backbone.0.body.". After plan, weights and macs hold the weights its
+// graph reads and its multiply-accumulates.
 type resnet50 struct {
 	batch, h, w int
 	prefix      string
 	weights     []bench.ArraySpec
 	macs        int64
+	planned     bool // weights and macs are complete; steps adds no more
+}
+
+// plan fills weights and macs, once.
+func (r *resnet50) plan() {
+	r.steps(&bench.Graph{}, "images", "c3", "c4", "c5")
+	r.planned = true
 }
 
 // resnetStages are the blocks and widths of layer1..layer4.
@@ -46,7 +54,10 @@ func (r *resnet50) conv(g *bench.Graph, name, in, out string, cin, cout, h, w, k
 	for _, s := range []string{"weight", "bias", "running_mean", "running_var"} {
 		ws = append(ws, bench.ArraySpec{Name: bn + "." + s, Shape: bench.Shape{cout}})
 	}
-	r.weights = append(r.weights, ws...)
+	if !r.planned {
+		r.weights = append(r.weights, ws...)
+		r.macs += c.macsOf()
+	}
 	in2 := []string{in}
 	for _, a := range ws {
 		in2 = append(in2, a.Name)
@@ -54,7 +65,6 @@ func (r *resnet50) conv(g *bench.Graph, name, in, out string, cin, cout, h, w, k
 	in2 = append(in2, res...)
 	g.Temp(out, bench.Shape{r.batch, cout, u.OutH(), u.OutW()})
 	g.Steps = append(g.Steps, bench.Step{Node: c, In: in2, Out: []string{out}})
-	r.macs += c.macsOf()
 }
 
 // bnOf names the frozen BatchNorm after a conv: "layer1.0.conv2" →
