@@ -9,28 +9,35 @@ import (
 	"vitbench/bench"
 )
 
+// DDETRConfig is the JSON form of the transformer's configuration, shared
+// by ddetr_transformer and deformable_detr cases.
+type DDETRConfig struct {
+	DModel      int  `json:"d_model,omitempty"`    // default 256
+	Heads       int  `json:"heads,omitempty"`      // default 8
+	EncLayers   int  `json:"enc_layers,omitempty"` // default 6
+	DecLayers   int  `json:"dec_layers,omitempty"` // default 6
+	FFNDim      int  `json:"ffn_dim,omitempty"`    // default 1024
+	EncPoints   int  `json:"enc_points,omitempty"` // default 4
+	DecPoints   int  `json:"dec_points,omitempty"` // default 4
+	Queries     int  `json:"queries,omitempty"`    // default 300
+	PaddingMask bool `json:"padding_mask,omitempty"`
+	BoxRefine   bool `json:"box_refine,omitempty"`
+	// TwoStage selects the queries from the encoder's box proposals; it
+	// needs BoxRefine and d_model 256 (the proposal embedding has 4·128
+	// features).
+	TwoStage bool `json:"two_stage,omitempty"`
+	Probe    bool `json:"probe,omitempty"`
+}
+
 // DDETRTransformerParams is the JSON form of a ddetr_transformer case:
-// Deformable DETR's DeformableTransformer (single stage, no box
-// refinement) with the detector's learned queries.
+// Deformable DETR's DeformableTransformer with the detector's learned
+// queries (or, two-stage, its proposal selection).
 type DDETRTransformerParams struct {
 	SpatialShapes   [][2]int `json:"spatial_shapes"`
 	LevelStartIndex []int    `json:"level_start_index,omitempty"`
-	DModel          int      `json:"d_model,omitempty"`    // default 256
-	Heads           int      `json:"heads,omitempty"`      // default 8
-	EncLayers       int      `json:"enc_layers,omitempty"` // default 6
-	DecLayers       int      `json:"dec_layers,omitempty"` // default 6
-	FFNDim          int      `json:"ffn_dim,omitempty"`    // default 1024
-	EncPoints       int      `json:"enc_points,omitempty"` // default 4
-	DecPoints       int      `json:"dec_points,omitempty"` // default 4
-	Queries         int      `json:"queries,omitempty"`    // default 300
-	PaddingMask     bool     `json:"padding_mask,omitempty"`
-	BoxRefine       bool     `json:"box_refine,omitempty"`
-	// TwoStage selects the queries from the encoder's box proposals; it
-	// needs BoxRefine and d_model 256 (the proposal embedding has 4·128
-	// features), and NumClasses sizes its class head (default 91).
-	TwoStage   bool `json:"two_stage,omitempty"`
-	NumClasses int  `json:"num_classes,omitempty"`
-	Probe      bool `json:"probe,omitempty"`
+	DDETRConfig
+	// NumClasses sizes the two-stage class head (default 91); only with two_stage.
+	NumClasses int `json:"num_classes,omitempty"`
 }
 
 // ddetrTransformer is a resolved ddetr_transformer case.

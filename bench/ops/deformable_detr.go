@@ -8,23 +8,13 @@ import (
 )
 
 // DeformableDETRParams is the JSON form of a deformable_detr case: the
-// whole single-stage detector (ResNet-50, four levels, no box refinement).
+// whole detector (ResNet-50, four levels), optionally with box refinement
+// and two-stage query selection.
 type DeformableDETRParams struct {
-	ImgSize     Pair `json:"img_size"`
-	NumClasses  int  `json:"num_classes,omitempty"` // default 91
-	Queries     int  `json:"queries,omitempty"`     // default 300
-	DModel      int  `json:"d_model,omitempty"`     // default 256
-	Heads       int  `json:"heads,omitempty"`       // default 8
-	EncLayers   int  `json:"enc_layers,omitempty"`  // default 6
-	DecLayers   int  `json:"dec_layers,omitempty"`  // default 6
-	FFNDim      int  `json:"ffn_dim,omitempty"`     // default 1024
-	EncPoints   int  `json:"enc_points,omitempty"`  // default 4
-	DecPoints   int  `json:"dec_points,omitempty"`  // default 4
-	TopK        int  `json:"top_k,omitempty"`       // default 100
-	PaddingMask bool `json:"padding_mask,omitempty"`
-	BoxRefine   bool `json:"box_refine,omitempty"`
-	TwoStage    bool `json:"two_stage,omitempty"`
-	Probe       bool `json:"probe,omitempty"`
+	ImgSize    Pair `json:"img_size"`
+	NumClasses int  `json:"num_classes,omitempty"` // default 91
+	TopK       int  `json:"top_k,omitempty"`       // default 100
+	DDETRConfig
 }
 
 type deformableDETR struct {
@@ -63,15 +53,12 @@ func (deformableDETRKind) Parse(raw json.RawMessage, batch int) (bench.Spec, err
 	}
 	lh, lw := bb.stageSize(3)
 	shapes = append(shapes, [2]int{halve(lh), halve(lw)})
-	tp, _ := json.Marshal(DDETRTransformerParams{SpatialShapes: shapes, DModel: p.DModel, Heads: p.Heads,
-		EncLayers: p.EncLayers, DecLayers: p.DecLayers, FFNDim: p.FFNDim, EncPoints: p.EncPoints, DecPoints: p.DecPoints,
-		Queries: p.Queries, PaddingMask: p.PaddingMask, BoxRefine: p.BoxRefine, TwoStage: p.TwoStage})
+	tp, _ := json.Marshal(DDETRTransformerParams{SpatialShapes: shapes, DDETRConfig: p.DDETRConfig})
 	ts, err := ddetrTransformerKind{}.Parse(tp, batch)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	t := ts.(*ddetrTransformer)
-	t.probe = p.Probe
 	t.bboxPrefix = "bbox_embed." // the shared heads, which a loaded state_dict fills last
 	t.classPrefix = "class_embed."
 	d := &deformableDETR{t: t, h: h, w: w, classes: orInt(p.NumClasses, 91), topK: orInt(p.TopK, 100), backbone: bb}
