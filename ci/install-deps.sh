@@ -1,12 +1,29 @@
 #!/usr/bin/env bash
 # Installs what vitbench's tests and main job need on a fresh Debian 12
 # machine: PyTorch, torchvision and NumPy from Debian (run with
-# /usr/bin/python3), and OpenBLAS on the OpenMP runtime as the system BLAS
+# /usr/bin/python3), OpenBLAS on the OpenMP runtime as the system BLAS
 # (see ../shared/anchors/cpu-baselines.md: with the reference BLAS or the
-# pthreads OpenBLAS, PyTorch is not a fair baseline). Idempotent.
+# pthreads OpenBLAS, PyTorch is not a fair baseline), and NVRTC from
+# non-free, with which the tests compile every CUDA kernel. Idempotent.
 set -euo pipefail
 
-pkgs=(python3-torch python3-torchvision python3-numpy libopenblas0-openmp)
+# NVRTC for the CUDA kernels' compile tests (no GPU needed): Debian's
+# libnvrtc11.2 (NVRTC 11.8) lives in bookworm's non-free component, which a
+# deb822 source file adds, signed by the Debian archive keyring.
+nvrtc_src=/etc/apt/sources.list.d/vitbench-nonfree.sources
+if ! dpkg-query -W -f='${Status}' libnvrtc11.2 2>/dev/null | grep -q "install ok installed" &&
+  [ ! -e "$nvrtc_src" ] && [ "$(id -u)" -eq 0 ]; then
+  cat >"$nvrtc_src" <<'SRC'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: contrib non-free
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+  echo "install-deps: added $nvrtc_src (bookworm contrib non-free, for libnvrtc11.2)"
+fi
+
+pkgs=(python3-torch python3-torchvision python3-numpy libopenblas0-openmp libnvrtc11.2)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
