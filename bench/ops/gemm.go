@@ -21,6 +21,10 @@ import (
 //
 // where the residual input is [B, M, ResidualLd] (ResidualLd 0 means N): a
 // column slice of a wider tensor, such as v inside a fused qkv.
+//
+// Gemm is row-wise: x, the residual and out may have any shape that holds
+// the same B·M rows of the same width (a channels-last image [B, H, W, C]
+// for [B, H·W, C]); backends check the rows, not the leading dimensions.
 type Gemm struct {
 	Batch, M, N, K int
 	TransB, Bias   bool

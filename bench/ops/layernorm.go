@@ -13,6 +13,8 @@ import (
 //	          out[b, t, d] = (x[b, t, d] − μ) / √(σ² + eps) · weight[d] + bias[d]
 //
 // eps is 1e-6 in timm's ViT/DeiT and 1e-5 everywhere else (REFERENCE.md §0).
+// Like Gemm it is row-wise: x and out may have any shape holding the same
+// B·T rows of D values (VOLO's channels-last [B, H, W, D]).
 type LayerNorm struct {
 	Batch, Tokens, Dim int
 	Eps                float64

@@ -16,6 +16,9 @@ import (
 //	  acc := bias[e]
 //	  for c, ky, kx: acc += x[b, c, gy·PH+ky, gx·PW+kx] · weight[e, c, ky, kx]
 //	  out[b, gy·GW+gx, e] = acc
+//
+// The output is row-wise like Gemm's: out may be [B, GH, GW, E], the same
+// rows channels-last.
 type PatchEmbed struct {
 	Batch, InChans, Height, Width int
 	EmbedDim                      int

@@ -29,10 +29,14 @@ func (b *Backend) gemm(g ops.Gemm, in, out []*tensor) error {
 		}
 		want = append(want, bench.Shape{g.Batch, g.M, ld})
 	}
-	if err := checkShapes("gemm", in, want); err != nil {
+	rowwise := []int{0}
+	if g.Residual {
+		rowwise = append(rowwise, len(want)-1)
+	}
+	if err := checkRowShapes("gemm", in, want, rowwise...); err != nil {
 		return err
 	}
-	if err := checkShapes("gemm", out, []bench.Shape{{g.Batch, g.M, g.N}}); err != nil {
+	if err := checkRowShapes("gemm", out, []bench.Shape{{g.Batch, g.M, g.N}}, 0); err != nil {
 		return err
 	}
 	epi := kern.Epilogue{}

@@ -10,10 +10,10 @@ import (
 // workers.
 func (b *Backend) layerNorm(n ops.LayerNorm, in, out []*tensor) error {
 	d := bench.Shape{n.Dim}
-	if err := checkShapes("layernorm", in, []bench.Shape{{n.Batch, n.Tokens, n.Dim}, d, d}); err != nil {
+	if err := checkRowShapes("layernorm", in, []bench.Shape{{n.Batch, n.Tokens, n.Dim}, d, d}, 0); err != nil {
 		return err
 	}
-	if err := checkShapes("layernorm", out, []bench.Shape{{n.Batch, n.Tokens, n.Dim}}); err != nil {
+	if err := checkRowShapes("layernorm", out, []bench.Shape{{n.Batch, n.Tokens, n.Dim}}, 0); err != nil {
 		return err
 	}
 	x, gamma, beta, y := in[0].data, in[1].data, in[2].data, out[0].data

@@ -19,7 +19,7 @@ func (b *Backend) patchEmbed(n ops.PatchEmbed, in, out []*tensor) error {
 	if err := checkShapes("patch_embed", in, want); err != nil {
 		return err
 	}
-	if err := checkShapes("patch_embed", out, []bench.Shape{{n.Batch, tokens, n.EmbedDim}}); err != nil {
+	if err := checkRowShapes("patch_embed", out, []bench.Shape{{n.Batch, tokens, n.EmbedDim}}, 0); err != nil {
 		return err
 	}
 	x, y := in[0].data, out[0].data
