@@ -204,7 +204,7 @@ func TestVOLOSmallNodes(t *testing.T) {
 		}
 	}
 	// Aux merge: cls + 0.5·max over tokens 1.. (the class token's row is ignored).
-	aux := []float32{100, 100, 1, -5, 3, -7, /* image 1 */ -100, -100, -1, -2, -3, -4}
+	aux := []float32{100, 100, 1, -5, 3, -7 /* image 1 */, -100, -100, -1, -2, -3, -4}
 	cls := []float32{10, 20, 30, 40}
 	out := []*tensor{be.testTensor(t, bench.Shape{2, 2}, nil)}
 	if err := be.auxMerge(ops.AuxMerge{Batch: 2, Tokens: 3, Classes: 2}, []*tensor{
