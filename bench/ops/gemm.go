@@ -25,6 +25,8 @@ import (
 // Gemm is row-wise: x, the residual and out may have any shape that holds
 // the same B·M rows of the same width (a channels-last image [B, H, W, C]
 // for [B, H·W, C]); backends check the rows, not the leading dimensions.
+// With TransB the weight may also be a convolution weight [N, C, KH, KW],
+// read as the matrix [N, C·KH·KW].
 type Gemm struct {
 	Batch, M, N, K int
 	TransB, Bias   bool

@@ -379,7 +379,8 @@ func checkShapes(op string, ts []*tensor, want []bench.Shape) error {
 // checkRowShapes is checkShapes for a row-wise node (GEMM, LayerNorm):
 // the tensors at the rowwise indices may have any shape with the same
 // rows of the same width as wanted — [B, H, W, C] for [B, H·W, C], as
-// the ops package documents for Gemm and LayerNorm.
+// the ops package documents for Gemm and LayerNorm. An index −1−i marks
+// tensor i as a matrix [N, K] that may come with K split ([N, C, KH, KW]).
 func checkRowShapes(op string, ts []*tensor, want []bench.Shape, rowwise ...int) error {
 	if len(ts) != len(want) {
 		return fmt.Errorf("cpu: %s takes %d tensors here, got %d", op, len(want), len(ts))
@@ -388,9 +389,19 @@ func checkRowShapes(op string, ts []*tensor, want []bench.Shape, rowwise ...int)
 		if ts[i].shape.Equal(want[i]) || (slices.Contains(rowwise, i) && sameRows(ts[i].shape, want[i])) {
 			continue
 		}
+		if slices.Contains(rowwise, -1-i) && sameFlat(ts[i].shape, want[i]) {
+			continue
+		}
 		return fmt.Errorf("cpu: %s tensor %d has shape %v, want %v", op, i, ts[i].shape, want[i])
 	}
 	return nil
+}
+
+// sameFlat reports whether got is want [N, K] with its trailing
+// dimensions split: a convolution weight [O, C, KH, KW] used as the
+// matrix [O, C·KH·KW].
+func sameFlat(got, want bench.Shape) bool {
+	return len(got) > 2 && len(want) == 2 && got[0] == want[0] && got.Elems() == want.Elems()
 }
 
 // sameRows reports whether two shapes hold the same number of rows of the

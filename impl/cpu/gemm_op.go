@@ -30,6 +30,9 @@ func (b *Backend) gemm(g ops.Gemm, in, out []*tensor) error {
 		want = append(want, bench.Shape{g.Batch, g.M, ld})
 	}
 	rowwise := []int{0}
+	if g.TransB {
+		rowwise = append(rowwise, -2) // the weight may be a conv weight [N, C, KH, KW]
+	}
 	if g.Residual {
 		rowwise = append(rowwise, len(want)-1)
 	}

@@ -77,11 +77,12 @@ func (b *Backend) outlookCore(o ops.OutlookCore, in, out []*tensor) error {
 	d := o.Dim / o.Heads
 	span := (o.K + o.Stride - 1) / o.Stride // windows per axis covering a pixel
 	maxTerms := span * span * k2
-	offs := make([]int32, threads*maxTerms)
+	offs := make([]int32, threads*maxTerms)  // source rows, head 0
+	where := make([]int32, threads*maxTerms) // attention weights, head 0
 	ws := make([]float32, threads*maxTerms)
 	plane := o.Height * o.Width * o.Dim
 	parallelChunks(threads, o.Batch*o.Height, 1, func(w, lo, hi int) {
-		offs, ws := offs[w*maxTerms:(w+1)*maxTerms], ws[w*maxTerms:(w+1)*maxTerms]
+		offs, where, ws := offs[w*maxTerms:(w+1)*maxTerms], where[w*maxTerms:(w+1)*maxTerms], ws[w*maxTerms:(w+1)*maxTerms]
 		for r := lo; r < hi; r++ {
 			bi, py := r/o.Height, r%o.Height
 			src := v[bi*plane : (bi+1)*plane]
@@ -89,36 +90,42 @@ func (b *Backend) outlookCore(o ops.OutlookCore, in, out []*tensor) error {
 			wy0, wy1 := max(0, ceilDiv(py+o.Pad-o.K+1, o.Stride)), min(gh-1, (py+o.Pad)/o.Stride)
 			for px := 0; px < o.Width; px++ {
 				wx0, wx1 := max(0, ceilDiv(px+o.Pad-o.K+1, o.Stride)), min(gw-1, (px+o.Pad)/o.Stride)
-				for h := 0; h < o.Heads; h++ {
-					n := 0
-					for wy := wy0; wy <= wy1; wy++ {
-						ky := py - (wy*o.Stride - o.Pad)
-						for wx := wx0; wx <= wx1; wx++ {
-							kx := px - (wx*o.Stride - o.Pad)
-							a := attn[((bi*gh+wy)*gw+wx)*width+h*k2*k2+(ky*o.K+kx)*k2:]
-							for jy := 0; jy < o.K; jy++ {
-								sy := wy*o.Stride - o.Pad + jy
-								if sy < 0 || sy >= o.Height {
+				// The terms are the same for every head but for the
+				// head's channel offset and attention slice.
+				n := 0
+				for wy := wy0; wy <= wy1; wy++ {
+					ky := py - (wy*o.Stride - o.Pad)
+					for wx := wx0; wx <= wx1; wx++ {
+						kx := px - (wx*o.Stride - o.Pad)
+						a := ((bi*gh+wy)*gw+wx)*width + (ky*o.K+kx)*k2
+						for jy := 0; jy < o.K; jy++ {
+							sy := wy*o.Stride - o.Pad + jy
+							if sy < 0 || sy >= o.Height {
+								continue
+							}
+							for jx := 0; jx < o.K; jx++ {
+								sx := wx*o.Stride - o.Pad + jx
+								if sx < 0 || sx >= o.Width {
 									continue
 								}
-								for jx := 0; jx < o.K; jx++ {
-									sx := wx*o.Stride - o.Pad + jx
-									if sx < 0 || sx >= o.Width {
-										continue
-									}
-									offs[n] = int32((sy*o.Width+sx)*o.Dim + h*d)
-									ws[n] = a[jy*o.K+jx]
-									n++
-								}
+								offs[n] = int32((sy*o.Width + sx) * o.Dim)
+								where[n] = int32(a + jy*o.K + jx)
+								n++
 							}
 						}
 					}
-					dst := y[((bi*o.Height+py)*o.Width+px)*o.Dim+h*d:][:d]
-					if n == 0 {
-						clear(dst)
-						continue
+				}
+				dst := y[((bi*o.Height+py)*o.Width+px)*o.Dim:][:o.Dim]
+				if n == 0 {
+					clear(dst)
+					continue
+				}
+				for h := 0; h < o.Heads; h++ {
+					head := attn[h*k2*k2:]
+					for t, at := range where[:n] {
+						ws[t] = head[at]
 					}
-					kern.WeightedRows(d, src, offs[:n], ws[:n], dst)
+					kern.WeightedRows(d, src[h*d:], offs[:n], ws[:n], dst[h*d:])
 				}
 			}
 		}
