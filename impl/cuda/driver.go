@@ -1,109 +1,174 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
-
-	"github.com/ebitengine/purego"
+	"unsafe"
 )
 
-// driverNames are the libcuda names tried in order; VITBENCH_CUDA_LIBS
-// (a colon-separated list of directories) is searched first.
-var driverNames = []string{"libcuda.so.1", "libcuda.so"}
+// The CUDA driver API types, as this package passes them through purego.
+type (
+	cuResult  = int32
+	devicePtr = uint64  // CUdeviceptr
+	cuHandle  = uintptr // CUcontext, CUmodule, CUfunction, CUstream, CUevent
+)
 
-// driver holds the resolved driver entry points.
+// Device attributes read by Open (CUdevice_attribute).
+const (
+	attrMaxThreadsPerBlock  = 1
+	attrMaxSharedPerBlock   = 8
+	attrMultiprocessorCount = 16
+	attrComputeMajor        = 75
+	attrComputeMinor        = 76
+	attrL2CacheSize         = 38
+	attrMaxSharedOptin      = 97
+)
+
+// driver holds the entry points of libcuda this package uses; the
+// versioned (_v2) symbols are the current ABIs.
 type driver struct {
-	cuInit             func(flags uint32) int32
-	cuDriverGetVersion func(version *int32) int32
-	cuDeviceGetCount   func(count *int32) int32
-	cuDeviceGet        func(dev *int32, ordinal int32) int32
-	cuDeviceGetName    func(name *byte, length int32, dev int32) int32
-	cuGetErrorName     func(code int32, str **byte) int32
+	path string
+
+	cuInit                func(flags uint32) cuResult
+	cuDriverGetVersion    func(version *int32) cuResult
+	cuDeviceGetCount      func(count *int32) cuResult
+	cuDeviceGet           func(dev *int32, ordinal int32) cuResult
+	cuDeviceGetName       func(name *byte, length int32, dev int32) cuResult
+	cuDeviceGetAttribute  func(v *int32, attr int32, dev int32) cuResult
+	cuDeviceTotalMem      func(bytes *uint64, dev int32) cuResult
+	cuDevicePrimaryCtxRet func(ctx *cuHandle, dev int32) cuResult
+	cuDevicePrimaryCtxRel func(dev int32) cuResult
+	cuCtxSetCurrent       func(ctx cuHandle) cuResult
+	cuCtxSynchronize      func() cuResult
+	cuMemAlloc            func(p *devicePtr, bytes uint64) cuResult
+	cuMemFree             func(p devicePtr) cuResult
+	cuMemGetInfo          func(free, total *uint64) cuResult
+	cuMemcpyHtoD          func(dst devicePtr, src unsafe.Pointer, bytes uint64) cuResult
+	cuMemcpyDtoH          func(dst unsafe.Pointer, src devicePtr, bytes uint64) cuResult
+	cuMemcpyDtoDAsync     func(dst, src devicePtr, bytes uint64, stream cuHandle) cuResult
+	cuMemsetD8Async       func(dst devicePtr, v uint8, n uint64, stream cuHandle) cuResult
+	cuMemsetD32Async      func(dst devicePtr, v uint32, n uint64, stream cuHandle) cuResult
+	cuModuleLoadData      func(mod *cuHandle, image unsafe.Pointer) cuResult
+	cuModuleGetFunction   func(fn *cuHandle, mod cuHandle, name string) cuResult
+	cuModuleUnload        func(mod cuHandle) cuResult
+	cuFuncSetAttribute    func(fn cuHandle, attr int32, v int32) cuResult
+	cuLaunchKernel        func(fn cuHandle, gx, gy, gz, bx, by, bz, shared uint32, stream cuHandle, params, extra unsafe.Pointer) cuResult
+	cuStreamCreate        func(stream *cuHandle, flags uint32) cuResult
+	cuStreamSynchronize   func(stream cuHandle) cuResult
+	cuStreamDestroy       func(stream cuHandle) cuResult
+	cuEventCreate         func(ev *cuHandle, flags uint32) cuResult
+	cuEventRecord         func(ev, stream cuHandle) cuResult
+	cuEventSynchronize    func(ev cuHandle) cuResult
+	cuEventElapsedTime    func(ms *float32, start, end cuHandle) cuResult
+	cuEventDestroy        func(ev cuHandle) cuResult
+	cuGetErrorName        func(code cuResult, str **byte) cuResult
+	cuGetErrorString      func(code cuResult, str **byte) cuResult
 }
 
 var (
-	loadOnce  sync.Once
-	loaded    *driver
-	loadError error
+	driverOnce sync.Once
+	driverLib  *driver
+	driverErr  error
 )
 
-// openLibrary tries each candidate path and returns the first handle.
-func openLibrary(names []string) (uintptr, string, error) {
-	var tried []string
-	var candidates []string
-	for _, dir := range filepath.SplitList(os.Getenv("VITBENCH_CUDA_LIBS")) {
-		if dir != "" {
-			for _, n := range names {
-				candidates = append(candidates, filepath.Join(dir, n))
-			}
-		}
-	}
-	candidates = append(candidates, names...)
-	for _, c := range candidates {
-		h, err := purego.Dlopen(c, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-		if err == nil {
-			return h, c, nil
-		}
-		tried = append(tried, err.Error())
-	}
-	// The first failure names the library every driver install provides;
-	// the others add nothing a reader needs.
-	return 0, "", errors.New(tried[len(tried)-len(names)])
-}
-
-// loadDriver opens libcuda once and binds the entry points this package uses.
+// loadDriver opens libcuda once and binds its entry points. The error says
+// in one line why the driver is unusable ("NVIDIA driver not found: ...").
 func loadDriver() (*driver, error) {
-	loadOnce.Do(func() {
-		h, _, err := openLibrary(driverNames)
-		if err != nil {
-			loadError = fmt.Errorf("no NVIDIA driver: %v", err)
-			return
-		}
-		d := &driver{}
-		for _, f := range []struct {
-			ptr  any
-			name string
-		}{
-			{&d.cuInit, "cuInit"}, {&d.cuDriverGetVersion, "cuDriverGetVersion"},
-			{&d.cuDeviceGetCount, "cuDeviceGetCount"}, {&d.cuDeviceGet, "cuDeviceGet"},
-			{&d.cuDeviceGetName, "cuDeviceGetName"}, {&d.cuGetErrorName, "cuGetErrorName"},
-		} {
-			sym, err := purego.Dlsym(h, f.name)
-			if err != nil {
-				loadError = fmt.Errorf("libcuda lacks %s: %v", f.name, err)
-				return
-			}
-			purego.RegisterFunc(f.ptr, sym)
-		}
-		loaded = d
-	})
-	return loaded, loadError
+	driverOnce.Do(func() { driverLib, driverErr = openDriver() })
+	return driverLib, driverErr
 }
 
-// check turns a CUresult into an error carrying the driver's name for it.
-func (d *driver) check(call string, code int32) error {
+func openDriver() (*driver, error) {
+	h, path, err := openLibrary("NVIDIA driver (libcuda)", driverNames)
+	if err != nil {
+		return nil, err
+	}
+	d := &driver{path: path}
+	err = bindAll("libcuda", h, []symbol{
+		{&d.cuInit, "cuInit"}, {&d.cuDriverGetVersion, "cuDriverGetVersion"},
+		{&d.cuDeviceGetCount, "cuDeviceGetCount"}, {&d.cuDeviceGet, "cuDeviceGet"},
+		{&d.cuDeviceGetName, "cuDeviceGetName"}, {&d.cuDeviceGetAttribute, "cuDeviceGetAttribute"},
+		{&d.cuDeviceTotalMem, "cuDeviceTotalMem_v2"},
+		{&d.cuDevicePrimaryCtxRet, "cuDevicePrimaryCtxRetain"},
+		{&d.cuCtxSetCurrent, "cuCtxSetCurrent"}, {&d.cuCtxSynchronize, "cuCtxSynchronize"},
+		{&d.cuMemAlloc, "cuMemAlloc_v2"}, {&d.cuMemFree, "cuMemFree_v2"}, {&d.cuMemGetInfo, "cuMemGetInfo_v2"},
+		{&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"}, {&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"},
+		{&d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"},
+		{&d.cuMemsetD8Async, "cuMemsetD8Async"}, {&d.cuMemsetD32Async, "cuMemsetD32Async"},
+		{&d.cuModuleLoadData, "cuModuleLoadData"}, {&d.cuModuleGetFunction, "cuModuleGetFunction"},
+		{&d.cuModuleUnload, "cuModuleUnload"}, {&d.cuFuncSetAttribute, "cuFuncSetAttribute"},
+		{&d.cuLaunchKernel, "cuLaunchKernel"},
+		{&d.cuStreamCreate, "cuStreamCreate"}, {&d.cuStreamSynchronize, "cuStreamSynchronize"},
+		{&d.cuEventCreate, "cuEventCreate"}, {&d.cuEventRecord, "cuEventRecord"},
+		{&d.cuEventSynchronize, "cuEventSynchronize"}, {&d.cuEventElapsedTime, "cuEventElapsedTime"},
+		{&d.cuGetErrorName, "cuGetErrorName"}, {&d.cuGetErrorString, "cuGetErrorString"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The _v2 destroy and release entry points came with CUDA 11/12; older
+	// drivers export only the plain names (same ABI).
+	for _, alt := range []struct {
+		ptr   any
+		names []string
+	}{
+		{&d.cuDevicePrimaryCtxRel, []string{"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"}},
+		{&d.cuStreamDestroy, []string{"cuStreamDestroy_v2", "cuStreamDestroy"}},
+		{&d.cuEventDestroy, []string{"cuEventDestroy_v2", "cuEventDestroy"}},
+	} {
+		ok := false
+		for _, n := range alt.names {
+			if bindOptional(h, symbol{alt.ptr, n}) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return nil, fmt.Errorf("libcuda lacks %s", alt.names[0])
+		}
+	}
+	return d, nil
+}
+
+// check turns a CUresult into an error carrying the call, the driver's name
+// and description for the code, and the code: "cuMemAlloc_v2:
+// CUDA_ERROR_OUT_OF_MEMORY (2): out of memory".
+func (d *driver) check(call string, code cuResult) error {
 	if code == 0 {
 		return nil
 	}
-	var p *byte
-	name := "unknown error"
-	if d.cuGetErrorName(code, &p) == 0 && p != nil {
-		name = cString(p)
-	}
-	return fmt.Errorf("%s: %s (%d)", call, name, code)
+	return &apiError{API: "CUDA driver", Call: call, Code: int(code), Name: d.errorName(code), Text: d.errorString(code)}
 }
 
-// cString copies a NUL-terminated C string owned by the driver.
-func cString(p *byte) string {
-	var b []byte
-	for q := p; *q != 0; q = addByte(q, 1) {
-		b = append(b, *q)
-		if len(b) > 4096 {
-			break
-		}
+func (d *driver) errorName(code cuResult) string {
+	var p *byte
+	if d.cuGetErrorName(code, &p) == 0 && p != nil {
+		return cString(p)
 	}
-	return string(b)
+	return "CUDA_ERROR_UNKNOWN_CODE"
+}
+
+func (d *driver) errorString(code cuResult) string {
+	var p *byte
+	if d.cuGetErrorString(code, &p) == 0 && p != nil {
+		return cString(p)
+	}
+	return ""
+}
+
+// apiError is a failed call into a CUDA library.
+type apiError struct {
+	API  string // "CUDA driver", "NVRTC", "cuBLAS"
+	Call string // the entry point
+	Code int    // the numeric status
+	Name string // the library's name for the status
+	Text string // the library's description, if it has one
+}
+
+func (e *apiError) Error() string {
+	s := fmt.Sprintf("%s: %s (%d)", e.Call, e.Name, e.Code)
+	if e.Text != "" && e.Text != e.Name {
+		s += ": " + e.Text
+	}
+	return s
 }

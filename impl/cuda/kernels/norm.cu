@@ -1,0 +1,68 @@
+// Normalizations and the attention softmax: one block per normalized row
+// or group, block reductions in common.cuh.
+
+// LayerNorm: for each row r < rows of x [rows, D]:
+//   μ = mean(x[r, :]);  σ² = mean((x[r, :] − μ)²)
+//   out[r, d] = (x[r, d] − μ) / √(σ² + eps) · gamma[d] + beta[d]
+// One block per row; the row is read three times (from L1/L2).
+extern "C" __global__ void layernorm_f32(const float* x, const float* gamma, const float* beta, float* out, int D,
+                                         float eps) {
+  const float* row = x + (i64)blockIdx.x * D;
+  float* o = out + (i64)blockIdx.x * D;
+  float s = 0.f;
+  for (int d = threadIdx.x; d < D; d += blockDim.x) s += row[d];
+  float mean = block_sum(s) / D;
+  float q = 0.f;
+  for (int d = threadIdx.x; d < D; d += blockDim.x) {
+    float c = row[d] - mean;
+    q += c * c;
+  }
+  float rstd = rsqrtf(block_sum(q) / D + eps);
+  for (int d = threadIdx.x; d < D; d += blockDim.x) o[d] = (row[d] - mean) * rstd * gamma[d] + beta[d];
+}
+
+// GroupNorm: for each image b and group g of x [B, C, H·W] (cg = C/G
+// channels of hw pixels, contiguous):
+//   μ, σ² = mean and biased variance of the group (in double)
+//   out[b, c, p] = x[b, c, p] · s + (beta[c] − μ·s),  s = gamma[c] / √(σ² + eps)
+// One block per (b, g).
+extern "C" __global__ void group_norm_f32(const float* x, const float* gamma, const float* beta, float* out, int G,
+                                          int cg, i64 hw, double eps) {
+  i64 size = (i64)cg * hw;
+  const float* v = x + (i64)blockIdx.x * size;
+  float* o = out + (i64)blockIdx.x * size;
+  double s = 0;
+  for (i64 i = threadIdx.x; i < size; i += blockDim.x) s += v[i];
+  double mean = block_sum(s) / (double)size;
+  double q = 0;
+  for (i64 i = threadIdx.x; i < size; i += blockDim.x) {
+    double c = v[i] - mean;
+    q += c * c;
+  }
+  double rstd = 1.0 / sqrt(block_sum(q) / (double)size + eps);
+  int c0 = (blockIdx.x % G) * cg;
+  for (i64 i = threadIdx.x; i < size; i += blockDim.x) {
+    int c = c0 + (int)(i / hw);
+    float sc = (float)rstd * gamma[c];
+    float sh = beta[c] - (float)mean * sc;
+    o[i] = v[i] * sc + sh;
+  }
+}
+
+// Scaled softmax over each row of x [rows, n], in place:
+//   m = max_j scale·x[r, j];  x[r, j] = exp(scale·x[r, j] − m) / Σ_j exp(scale·x[r, j] − m)
+// One block per row.
+extern "C" __global__ void softmax_rows_f32(float* x, int n, float scale) {
+  float* row = x + (i64)blockIdx.x * n;
+  float m = NEG_INF;
+  for (int j = threadIdx.x; j < n; j += blockDim.x) m = fmaxf(m, scale * row[j]);
+  m = block_max(m);
+  float s = 0.f;
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    float e = expf(scale * row[j] - m);
+    row[j] = e;
+    s += e;
+  }
+  float inv = 1.f / block_sum(s);
+  for (int j = threadIdx.x; j < n; j += blockDim.x) row[j] *= inv;
+}
