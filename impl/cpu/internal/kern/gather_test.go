@@ -78,3 +78,43 @@ func TestWeightedRowsRejectsRowsOutside(t *testing.T) {
 	}
 	WeightedRows(8, src, []int32{32}, []float32{1}, out) // the last row that fits
 }
+
+// TestCopyTaps12MatchesGo checks the panel copy on every path against its
+// Go twin, with NaN guards after the panel.
+func TestCopyTaps12MatchesGo(t *testing.T) {
+	src := make([]float32, 500)
+	for i := range src {
+		src[i] = float32(i) * 0.5
+	}
+	for _, n := range []int{0, 1, 7, 64} {
+		taps := make([]int, n)
+		for p := range taps {
+			taps[p] = (p * 37) % (len(src) - 12)
+		}
+		want := make([]float32, n*12+4)
+		for i := range want {
+			want[i] = float32(math.NaN())
+		}
+		copyTaps12Go(src, taps, want)
+		for _, p := range Supported() {
+			prev := SetISA(p)
+			got := make([]float32, n*12+4)
+			for i := range got {
+				got[i] = float32(math.NaN())
+			}
+			copyTaps12(src, taps, got)
+			SetISA(prev)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s n=%d: element %d = %g, want %g", p, n, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("copyTaps12 read past the image without panicking")
+		}
+	}()
+	copyTaps12(src, []int{len(src) - 11}, make([]float32, 12))
+}

@@ -4272,3 +4272,28 @@ transposeStripAVX2_loop:
 transposeStripAVX2_done:
 	VZEROUPPER
 	RET
+
+// func copyTaps12AVX2(n int, src *float32, taps *int, dst *float32)
+// Requires: AVX
+TEXT ·copyTaps12AVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ taps+16(FP), BX
+	MOVQ dst+24(FP), DI
+
+copyTaps12AVX2_loop:
+	TESTQ   CX, CX
+	JZ      copyTaps12AVX2_done
+	MOVQ    (BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	VMOVUPS 32(SI)(AX*4), X1
+	VMOVUPS Y0, (DI)
+	VMOVUPS X1, 32(DI)
+	ADDQ    $0x08, BX
+	ADDQ    $0x30, DI
+	DECQ    CX
+	JMP     copyTaps12AVX2_loop
+
+copyTaps12AVX2_done:
+	VZEROUPPER
+	RET

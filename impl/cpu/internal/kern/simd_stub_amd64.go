@@ -122,3 +122,8 @@ func weightedRowsAVX2(n int, src *float32, offs *int32, w *float32, taps int, ou
 //
 //go:noescape
 func transposeStripAVX2(blocks int, src *float32, lds int, dst *float32, ldd int)
+
+// copyTaps12AVX2 sets dst[p·12 + r] = src[taps[p] + r] for p < n, r < 12.
+//
+//go:noescape
+func copyTaps12AVX2(n int, src *float32, taps *int, dst *float32)

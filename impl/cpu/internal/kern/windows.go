@@ -63,14 +63,7 @@ func (w *WindowsA) PackA(pa []float32, i0, mb, mr, pc, kb int) {
 		if fast && mr == 12 && w.g.SW == 1 && base[11] == base[0]+11 {
 			// Twelve neighbouring windows of one row, unit stride: each
 			// tap's twelve values are contiguous in the image.
-			taps := w.taps[pc : pc+kb]
-			for p, t := range taps {
-				o := base[0] + t
-				src := w.x[o : o+12 : o+12]
-				d := panel[p*12 : p*12+12 : p*12+12]
-				d[0], d[1], d[2], d[3], d[4], d[5] = src[0], src[1], src[2], src[3], src[4], src[5]
-				d[6], d[7], d[8], d[9], d[10], d[11] = src[6], src[7], src[8], src[9], src[10], src[11]
-			}
+			copyTaps12(w.x[base[0]:], w.taps[pc:pc+kb], panel)
 			continue
 		}
 		if fast {

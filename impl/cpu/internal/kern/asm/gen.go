@@ -24,6 +24,7 @@ func main() {
 	gemmKernel("gemm6x16AVX2", 6, 2, ymm, 32)
 	vectorKernels()  // gen_vector.go: elementwise and row kernels
 	transposeStrip() // gen_transpose.go
+	copyTaps12()     // gen_copy.go
 	Generate()
 }
 

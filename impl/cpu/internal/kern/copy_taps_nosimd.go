@@ -1,0 +1,5 @@
+//go:build purego || !amd64
+
+package kern
+
+func copyTaps12For(ISA) func(n int, src *float32, taps *int, dst *float32) { return nil }
