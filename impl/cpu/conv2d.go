@@ -16,6 +16,7 @@ import (
 type foldedWeight struct {
 	versions []uint64 // of the weight, bias and BN tensors it was built from
 	pbs      []*kern.PackedB
+	pa       *kern.PackedA // the direct convolution's weight, bias as a last column (instead of pbs)
 	bias     []float32
 	held     int64 // bytes this cache keeps alive
 }
@@ -24,6 +25,9 @@ func (f *foldedWeight) bytes() int64 { return f.held }
 
 // current reports whether every packed matrix is for the active ISA path.
 func (f *foldedWeight) current() bool {
+	if f.pa != nil && !f.pa.Current() {
+		return false
+	}
 	for _, pb := range f.pbs {
 		if !pb.Current() {
 			return false
@@ -58,7 +62,12 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	if err := checkShapes("conv2d", out, []bench.Shape{{c.Batch, c.OutChans, oh, ow}}); err != nil {
 		return err
 	}
-	fw := b.foldConv(c, in[1:])
+	if useDirect(c) {
+		fw := b.foldConv(c, in[1:], true)
+		b.conv2dDirect(c, fw.pa, in[0].data, out[0].data, res)
+		return nil
+	}
+	fw := b.foldConv(c, in[1:], false)
 	windows, o := oh*ow, c.OutChans
 	geom := kern.UnfoldGeom{C: c.InChans, H: c.Height, W: c.Width, KH: c.KernelH, KW: c.KernelW,
 		SH: c.StrideH, SW: c.StrideW, PH: c.PadH, PW: c.PadW, DH: c.DilationH, DW: c.DilationW, OH: oh, OW: ow}
@@ -88,14 +97,16 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 // foldConv returns the conv weight with BatchNorm folded in, packed, and
 // its bias: w'[o] = w[o]·s[o], b'[o] = (b[o] − mean[o])·s[o] + beta[o] with
 // s[o] = gamma[o]/√(var[o] + eps). It is rebuilt only when one of the
-// tensors it reads was uploaded again.
-func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor) *foldedWeight {
+// tensors it reads was uploaded again. With direct, the weight is packed
+// for the direct convolution instead (kern.PackA, the bias as one more
+// column).
+func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, direct bool) *foldedWeight {
 	w := ws[0]
 	versions := make([]uint64, len(ws))
 	for i, t := range ws {
 		versions[i] = t.version
 	}
-	if f := w.folded; f != nil && f.current() && slices.Equal(f.versions, versions) {
+	if f := w.folded; f != nil && f.current() && slices.Equal(f.versions, versions) && (f.pa != nil) == direct {
 		return f
 	}
 	b.dropPacked(w)
@@ -116,6 +127,13 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor) *foldedWeight {
 			}
 			bias[i] = float32((float64(bias[i])-float64(mean[i]))*s + float64(beta[i]))
 		}
+	}
+	if direct {
+		f := &foldedWeight{versions: versions, pa: directWeight(o, k, wf, bias), bias: bias}
+		f.held = f.pa.Bytes()
+		w.folded = f
+		b.account(f.bytes())
+		return f
 	}
 	pb := kern.PackBT(o, k, wf, k)
 	f := &foldedWeight{versions: versions, pbs: []*kern.PackedB{pb}, bias: bias}

@@ -17,3 +17,14 @@ func microKernelFor(p ISA) (microKernel, bool) {
 	}
 	return microKernel{}, false
 }
+
+// tapsKernelFor returns the in-place-B microkernel of path p.
+func tapsKernelFor(p ISA) (tapsKernel, bool) {
+	switch p {
+	case ISAAVX512:
+		return tapsKernel{mr: 12, nr: 32, fn: gemmTaps12x32AVX512}, true
+	case ISAAVX2:
+		return tapsKernel{mr: 6, nr: 16, fn: gemmTaps6x16AVX2}, true
+	}
+	return tapsKernel{}, false
+}

@@ -14,6 +14,16 @@ func gemm12x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumu
 //go:noescape
 func gemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int)
 
+// gemmTaps12x32AVX512 computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·12+r]·b[taps[p]+j] for r < 12, j < 32 (a packed, b read in place); it adds to c when accumulate != 0.
+//
+//go:noescape
+func gemmTaps12x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
+
+// gemmTaps6x16AVX2 computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·6+r]·b[taps[p]+j] for r < 6, j < 16 (a packed, b read in place); it adds to c when accumulate != 0.
+//
+//go:noescape
+func gemmTaps6x16AVX2(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
+
 // addAVX512 sets out[i] = x[i] + y[i] for i < n.
 //
 //go:noescape

@@ -20,8 +20,10 @@ func main() {
 	zmm := []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
 		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
 	ymm := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
-	gemmKernel("gemm12x32AVX512", 12, 2, zmm, 64)
-	gemmKernel("gemm6x16AVX2", 6, 2, ymm, 32)
+	gemmKernel("gemm12x32AVX512", 12, 2, zmm, 64, false)
+	gemmKernel("gemm6x16AVX2", 6, 2, ymm, 32, false)
+	gemmKernel("gemmTaps12x32AVX512", 12, 2, zmm, 64, true)
+	gemmKernel("gemmTaps6x16AVX2", 6, 2, ymm, 32, true)
 	vectorKernels()  // gen_vector.go: elementwise and row kernels
 	transposeStrip() // gen_transpose.go
 	copyTaps12()     // gen_copy.go
@@ -42,12 +44,27 @@ func main() {
 // Each step loads nv vectors of b, broadcasts each of the MR values of a
 // and issues MR·nv FMAs into the accumulators, which stay in registers for
 // the whole panel. kc must be positive.
-func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int) {
+//
+// With taps the kernel is
+//
+//	func NAME(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)
+//
+// and row p of b is not packed but read in place at b[taps[p] + j]: a
+// direct convolution over a padded image, where each tap's NR neighbouring
+// outputs read NR neighbouring pixels.
+func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int, taps bool) {
 	lanes := width / 4
-	TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, accumulate int)")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("%s computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·%d+r]·b[p·%d+j] for r < %d, j < %d (packed panels); it adds to c when accumulate != 0.",
-		name, mr, nv*lanes, mr, nv*lanes))
+	if taps {
+		TEXT(name, NOSPLIT, "func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·%d+r]·b[taps[p]+j] for r < %d, j < %d (a packed, b read in place); it adds to c when accumulate != 0.",
+			name, mr, mr, nv*lanes))
+	} else {
+		TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, accumulate int)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·%d+r]·b[p·%d+j] for r < %d, j < %d (packed panels); it adds to c when accumulate != 0.",
+			name, mr, nv*lanes, mr, nv*lanes))
+	}
 	acc := vecs[:mr*nv]
 	vb := vecs[mr*nv : mr*nv+nv]
 	bcast := vecs[mr*nv+nv]
@@ -55,6 +72,11 @@ func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int) {
 	kc := Load(Param("kc"), GP64())
 	pa := Load(Param("a"), GP64())
 	pb := Load(Param("b"), GP64())
+	var pt, off Register
+	if taps {
+		pt = Load(Param("taps"), GP64())
+		off = GP64()
+	}
 
 	Comment("acc = 0")
 	for _, v := range acc {
@@ -65,9 +87,17 @@ func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int) {
 		}
 	}
 	Label(name + "_loop")
-	Comment("b_v = b[p·NR + v·lanes : ...]")
-	for v := 0; v < nv; v++ {
-		VMOVUPS(Mem{Base: pb, Disp: v * width}, vb[v])
+	if taps {
+		Comment("b_v = b[taps[p] + v·lanes : ...]")
+		MOVQ(Mem{Base: pt}, off)
+		for v := 0; v < nv; v++ {
+			VMOVUPS(Mem{Base: pb, Index: off, Scale: 4, Disp: v * width}, vb[v])
+		}
+	} else {
+		Comment("b_v = b[p·NR + v·lanes : ...]")
+		for v := 0; v < nv; v++ {
+			VMOVUPS(Mem{Base: pb, Disp: v * width}, vb[v])
+		}
 	}
 	Comment("acc[r][v] += broadcast(a[p·MR + r]) · b_v")
 	for r := 0; r < mr; r++ {
@@ -77,7 +107,11 @@ func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int) {
 		}
 	}
 	ADDQ(Imm(uint64(4*mr)), pa)
-	ADDQ(Imm(uint64(nv*width)), pb)
+	if taps {
+		ADDQ(Imm(8), pt)
+	} else {
+		ADDQ(Imm(uint64(nv*width)), pb)
+	}
 	DECQ(kc)
 	JNZ(LabelRef(name + "_loop"))
 

@@ -1,0 +1,79 @@
+package kern
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestSgemmTapsMatchesOracle checks the in-place-B GEMM on every path
+// against a float64 loop, for row counts that are not multiples of the
+// panel height, K across several kc blocks, ragged n, and NaN guards after
+// C and in the columns past n.
+func TestSgemmTapsMatchesOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, p := range Supported() {
+		prev := SetISA(p)
+		for _, sh := range [][3]int{{1, 1, 1}, {5, 7, 31}, {12, 300, 33}, {13, 600, 128}, {64, 577, 100}, {70, 9, 17}} {
+			m, k, n := sh[0], sh[1], sh[2]
+			a := make([]float32, m*k)
+			for i := range a {
+				a[i] = rng.Float32()*2 - 1
+			}
+			src := make([]float32, 4000)
+			for i := range src {
+				src[i] = rng.Float32()*2 - 1
+			}
+			taps := make([]int, k)
+			for i := range taps {
+				taps[i] = rng.IntN(len(src) - 160)
+			}
+			pa := PackA(m, k, a, k)
+			ldc := n + 40
+			rows := pa.Rows()
+			c := make([]float32, rows*ldc+16)
+			for i := range c {
+				c[i] = float32(math.NaN())
+			}
+			SgemmTaps(pa, src, taps, n, c, ldc)
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					var want float64
+					for q := 0; q < k; q++ {
+						want += float64(a[i*k+q]) * float64(src[taps[q]+j])
+					}
+					got := float64(c[i*ldc+j])
+					if math.IsNaN(got) || math.Abs(got-want) > 1e-4*(1+math.Abs(want)) {
+						t.Fatalf("%s %v: C[%d, %d] = %g, want %g", p, sh, i, j, got, want)
+					}
+				}
+			}
+			nt := (n + pa.ColTile() - 1) / pa.ColTile() * pa.ColTile()
+			for i := 0; i < rows; i++ {
+				for j := nt; j < ldc; j++ {
+					if v := c[i*ldc+j]; !math.IsNaN(float64(v)) {
+						t.Fatalf("%s %v: wrote C[%d, %d] past the rounded width %d", p, sh, i, j, nt)
+					}
+				}
+			}
+			for _, v := range c[rows*ldc:] {
+				if !math.IsNaN(float64(v)) {
+					t.Fatalf("%s %v: wrote past C", p, sh)
+				}
+			}
+		}
+		SetISA(prev)
+	}
+}
+
+// TestSgemmTapsRefusesOutOfRange checks that a tap whose row would run
+// past the source panics before any access.
+func TestSgemmTapsRefusesOutOfRange(t *testing.T) {
+	pa := PackA(2, 1, []float32{1, 2}, 1)
+	defer func() {
+		if recover() == nil {
+			t.Error("no panic for a tap past the source")
+		}
+	}()
+	SgemmTaps(pa, make([]float32, 40), []int{39}, 4, make([]float32, 2*64), 64)
+}
