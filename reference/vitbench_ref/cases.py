@@ -8,6 +8,7 @@ import re
 import torch
 
 from . import modules
+from . import volo
 
 # The built-in cases live in one file shared with the Go side (bench/cases/builtin.json): name,
 # kind, op, batch, tolerance class, params, and "fixture": false for timing-only cases whose
@@ -72,6 +73,18 @@ PARAMS = {
                         "enc_layers": 6, "dec_layers": 6, "ffn_dim": 1024, "enc_points": 4, "dec_points": 4,
                         "top_k": 100, "padding_mask": False, "probe": False, "box_refine": False,
                         "two_stage": False},
+    # VOLO (REFERENCE.md section 3; channels-last [B, H, W, C] between blocks).  kernel_size, padding
+    # and stride of the outlook attention are single integers (k^4*heads attention logits).
+    "outlook_attention": {"dim": None, "heads": None, "img_size": None, "kernel_size": 3, "padding": 1, "stride": 2},
+    "outlooker": {"dim": None, "heads": None, "img_size": None, "kernel_size": 3, "padding": 1, "stride": 2,
+                  "mlp_ratio": 3.0, "eps": 1e-5},
+    "class_attention": {"tokens": None, "dim": None, "heads": None},
+    "class_block": {"tokens": None, "dim": None, "heads": None, "mlp_ratio": 3.0, "eps": 1e-5},
+    # The original's PatchEmbed with stem_conv=True, stem_stride=2 (proj kernel = stride = patch_size/2).
+    "volo_stem": {"img_size": None, "in_chans": 3, "hidden_dim": 64, "embed_dim": None, "patch_size": 8},
+    # layers, embed_dims, heads: lists of 4 ints (embed_dims[1:] equal).
+    "volo": {"img_size": None, "layers": None, "embed_dims": None, "heads": None, "mlp_ratio": 3.0,
+             "stem_hidden_dim": 64, "num_classes": 1000, "in_chans": 3, "probe": False},
 }
 # Params written out only when true: normalize_params drops them when false (their default), so the
 # normalised params of a case that does not use them (and the committed case.json files made before
@@ -80,15 +93,20 @@ OMIT_FALSE = {("ddetr_transformer", "box_refine"), ("deformable_detr", "box_refi
               ("ddetr_transformer", "two_stage"), ("deformable_detr", "two_stage")}
 PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation"}
 # Params that stay a single integer even though other op kinds take a pair for the name.
-SCALAR = {("vit", "patch_size")}
+SCALAR = {("vit", "patch_size"), ("volo_stem", "patch_size")} | {
+    (op, k) for op in ("outlook_attention", "outlooker") for k in ("kernel_size", "padding", "stride")}
+# Params that are a list of 4 positive integers (one per VOLO stage).
+STAGE_LISTS = {("volo", "layers"), ("volo", "embed_dims"), ("volo", "heads")}
 TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv2d": "gemm",
              "layernorm": "elementwise", "mhsa": "gemm", "block": "gemm", "fold": "elementwise",
              "avg_pool2d": "elementwise", "vit": "network", "token_transformer": "gemm",
              "token_performer": "gemm", "t2t_module": "gemm", "t2t_vit": "network",
              "ms_deform_attn_core": "sampling", "ms_deform_attn": "sampling", "deform_conv2d": "sampling",
-             "ddetr_transformer": "detector", "deformable_detr": "detector"}
+             "ddetr_transformer": "detector", "deformable_detr": "detector",
+             "outlook_attention": "gemm", "outlooker": "gemm", "class_attention": "gemm", "class_block": "gemm",
+             "volo_stem": "gemm", "volo": "network"}
 KIND = {"vit": "network", "t2t_vit": "network", "ddetr_transformer": "network",
-        "deformable_detr": "network"}  # every other op kind is a component
+        "deformable_detr": "network", "volo": "network"}  # every other op kind is a component
 MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "soft_split": "reference.vitbench_ref.modules.SoftSplit",
                "gemm": "reference.vitbench_ref.modules.Gemm",
@@ -107,7 +125,13 @@ MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "ms_deform_attn": "reference.vitbench_ref.modules.MSDeformAttn",
                "deform_conv2d": "reference.vitbench_ref.modules.DeformConv2d",
                "ddetr_transformer": "reference.vitbench_ref.modules.DDETRTransformer",
-               "deformable_detr": "reference.vitbench_ref.modules.DeformableDETR"}
+               "deformable_detr": "reference.vitbench_ref.modules.DeformableDETR",
+               "outlook_attention": "reference.vitbench_ref.volo.OutlookAttention",
+               "outlooker": "reference.vitbench_ref.volo.Outlooker",
+               "class_attention": "reference.vitbench_ref.volo.ClassAttention",
+               "class_block": "reference.vitbench_ref.volo.ClassBlock",
+               "volo_stem": "reference.vitbench_ref.volo.VOLOStem",
+               "volo": "reference.vitbench_ref.volo.VOLO"}
 BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe",
          "mask", "padding_mask", "box_refine", "two_stage"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale", "kernel_ratio"}
@@ -148,6 +172,12 @@ def normalize_params(op, params):
                 v = [_as_int(i, "level_start_index") for i in v]
         elif key == "head_dim" and v == "auto":
             v = None  # filled in below from d_model and heads
+        elif (op, key) in STAGE_LISTS:
+            if not isinstance(v, list) or len(v) != 4:
+                raise ValueError("%s: %s must be a list of 4 integers (one per stage), got %r" % (op, key, v))
+            v = [_as_int(i, key) for i in v]
+            if min(v) < 1:
+                raise ValueError("%s: %s entries must be >= 1, got %r" % (op, key, v))
         elif key == "ref_dims":
             if _as_int(v, key) not in (2, 4):
                 raise ValueError("%s: ref_dims must be 2 or 4, got %r" % (op, v))
@@ -179,8 +209,8 @@ def normalize_params(op, params):
                 raise ValueError("%s: %s must be true or false" % (op, key))
         else:
             v = _as_int(v, key)
-            if v < 1:
-                raise ValueError("%s: %s must be >= 1" % (op, key))
+            if v < (0 if key == "padding" else 1):
+                raise ValueError("%s: %s must be >= %d" % (op, key, 0 if key == "padding" else 1))
         out[key] = v
     if out.get("scale", 0) is None:
         del out["scale"]
@@ -229,6 +259,8 @@ def normalize_params(op, params):
         if out["top_k"] > out["queries"] * out["num_classes"]:
             raise ValueError("deformable_detr: top_k %d exceeds queries * num_classes = %d"
                              % (out["top_k"], out["queries"] * out["num_classes"]))
+    if op in volo.OPS:
+        _check_volo(op, out)
     if op == "deform_conv2d":
         for key in ("in_chans", "out_chans"):
             if out[key] % out["groups"]:
@@ -240,6 +272,51 @@ def normalize_params(op, params):
         if ho < 1 or wo < 1:
             raise ValueError("deform_conv2d: no output pixel (Ho=%d, Wo=%d)" % (ho, wo))
     return out
+
+
+def outlook_grid(size, s):
+    """The outlook attention's window count along one axis: ceil(size / s) (the AvgPool2d ceil-mode
+    grid the original reshapes the Unfold output to), which the case rules require to equal the
+    Unfold count (size + 2p - k)//s + 1."""
+    return -(-size // s)
+
+
+def _check_volo(op, out):
+    """The validity rules of the VOLO op kinds (normalised params ``out``); ValueError otherwise."""
+    if op in ("outlook_attention", "outlooker", "class_attention", "class_block") and out["dim"] % out["heads"]:
+        raise ValueError("%s: dim %d is not a multiple of heads %d" % (op, out["dim"], out["heads"]))
+    if op in ("outlook_attention", "outlooker"):
+        k, p_, s_ = out["kernel_size"], out["padding"], out["stride"]
+        for axis, size in zip("HW", out["img_size"]):
+            unfold = (size + 2 * p_ - k) // s_ + 1
+            if unfold != outlook_grid(size, s_):
+                raise ValueError("%s: kernel_size %d, padding %d, stride %d give %d windows along %s = %d, but the "
+                                 "pooled attention grid has ceil(%d/%d) = %d (they must be equal)"
+                                 % (op, k, p_, s_, unfold, axis, size, size, s_, outlook_grid(size, s_)))
+    if op == "volo_stem":
+        if out["patch_size"] % 2:
+            raise ValueError("volo_stem: patch_size %d is not even (the proj kernel is patch_size / 2 after the "
+                             "stride-2 stem)" % out["patch_size"])
+        h8, w8 = volo.stem_grid(out["img_size"], out["patch_size"])
+        if h8 < 1 or w8 < 1:
+            raise ValueError("volo_stem: image %r gives no output pixel" % (out["img_size"],))
+    if op == "volo":
+        dims, heads = out["embed_dims"], out["heads"]
+        if not dims[1] == dims[2] == dims[3]:
+            raise ValueError("volo: embed_dims[1:] must be equal (only stage 0 is followed by a downsample), got %r"
+                             % (dims,))
+        for i in range(4):
+            if dims[i] % heads[i]:
+                raise ValueError("volo: embed_dims[%d] = %d is not a multiple of heads[%d] = %d"
+                                 % (i, dims[i], i, heads[i]))
+        h, w = out["img_size"]
+        h8, w8 = volo.stem_grid(out["img_size"])
+        if h8 < 2 or w8 < 2:
+            raise ValueError("volo: image %r too small (the stem gives %dx%d, the downsample needs 2x2)"
+                             % (out["img_size"], h8, w8))
+        if (h // 16, w // 16) != (h8 // 2, w8 // 2):
+            raise ValueError("volo: pos_embed grid (H//16, W//16) = (%d, %d) differs from the token grid "
+                             "(H8//2, W8//2) = (%d, %d) for image %r" % (h // 16, w // 16, h8 // 2, w8 // 2, [h, w]))
 
 
 def _spatial_shapes(op, v):
@@ -429,6 +506,8 @@ def shapes(op, p, batch):
         return ddetr_shapes(p, b)
     if op == "deformable_detr":
         return detr_shapes(p, b)
+    if op in volo.OPS:
+        return volo_shapes(op, p, b)
     if op == "deform_conv2d":
         ho, wo = conv_out(p)
         if ho < 1 or wo < 1:
@@ -448,6 +527,114 @@ def shapes(op, p, batch):
             weights["bias"] = [n]
         return ({"x": [b, m, k]}, weights, {"out": [b, m, n]})
     raise ValueError("unknown op kind %r" % op)
+
+
+def _outlooker_weights(prefix, c, heads, k, hidden, block):
+    """The weights of an OutlookAttention (``block`` False) or an Outlooker (True) under ``prefix``."""
+    attn = "attn." if block else ""
+    w = {}
+    if block:
+        w.update({prefix + "norm1.weight": [c], prefix + "norm1.bias": [c]})
+    w.update({prefix + attn + "v.weight": [c, c], prefix + attn + "attn.weight": [k ** 4 * heads, c],
+              prefix + attn + "attn.bias": [k ** 4 * heads], prefix + attn + "proj.weight": [c, c],
+              prefix + attn + "proj.bias": [c]})
+    if block:
+        w.update(_norm_mlp_weights(prefix, c, hidden))
+    return w
+
+
+def _norm_mlp_weights(prefix, c, hidden):
+    return {prefix + "norm2.weight": [c], prefix + "norm2.bias": [c], prefix + "mlp.fc1.weight": [hidden, c],
+            prefix + "mlp.fc1.bias": [hidden], prefix + "mlp.fc2.weight": [c, hidden], prefix + "mlp.fc2.bias": [c]}
+
+
+def _class_weights(prefix, c, hidden, block):
+    """The weights of a ClassAttention (``block`` False) or a ClassBlock (True) under ``prefix``."""
+    attn = "attn." if block else ""
+    w = {}
+    if block:
+        w.update({prefix + "norm1.weight": [c], prefix + "norm1.bias": [c]})
+    w.update({prefix + attn + "kv.weight": [2 * c, c], prefix + attn + "q.weight": [c, c],
+              prefix + attn + "proj.weight": [c, c], prefix + attn + "proj.bias": [c]})
+    if block:
+        w.update(_norm_mlp_weights(prefix, c, hidden))
+    return w
+
+
+def _stem_weights(prefix, cin, hid, e, patch):
+    w = {prefix + "conv.0.weight": [hid, cin, 7, 7]}
+    for conv, bn in ((None, 1), (3, 4), (6, 7)):
+        if conv is not None:
+            w[prefix + "conv.%d.weight" % conv] = [hid, hid, 3, 3]
+        for n in ("weight", "bias", "running_mean", "running_var"):
+            w[prefix + "conv.%d.%s" % (bn, n)] = [hid]
+    w.update({prefix + "proj.weight": [e, hid, patch // 2, patch // 2], prefix + "proj.bias": [e]})
+    return w
+
+
+def volo_shapes(op, p, b):
+    """``(inputs, weights, outputs)`` of the VOLO op kinds (channels-last activations; the stem and
+    the network take an NCHW image ``x``).  Weight names and order are the original modules'
+    state_dict (BatchNorm's ``num_batches_tracked`` excluded)."""
+    if op in ("outlook_attention", "outlooker"):
+        (h, w), c = p["img_size"], p["dim"]
+        hidden = int(c * p["mlp_ratio"]) if op == "outlooker" else 0
+        weights = _outlooker_weights("", c, p["heads"], p["kernel_size"], hidden, op == "outlooker")
+        return {"x": [b, h, w, c]}, weights, {"out": [b, h, w, c]}
+    if op in ("class_attention", "class_block"):
+        n, c = p["tokens"], p["dim"]
+        hidden = int(c * p["mlp_ratio"]) if op == "class_block" else 0
+        weights = _class_weights("", c, hidden, op == "class_block")
+        return {"x": [b, n, c]}, weights, {"out": [b, 1 if op == "class_attention" else n, c]}
+    if op == "volo_stem":
+        h8, w8 = volo.stem_grid(p["img_size"], p["patch_size"])
+        e = p["embed_dim"]
+        return ({"x": [b, p["in_chans"]] + p["img_size"]},
+                _stem_weights("", p["in_chans"], p["hidden_dim"], e, p["patch_size"]), {"out": [b, h8, w8, e]})
+    if op == "volo":
+        h8, w8 = volo.stem_grid(p["img_size"])
+        h16, w16 = h8 // 2, w8 // 2
+        dims, heads, layers, ratio, nc = p["embed_dims"], p["heads"], p["layers"], p["mlp_ratio"], p["num_classes"]
+        c0, c1 = dims[0], dims[3]
+        weights = _stem_weights("patch_embed.", p["in_chans"], p["stem_hidden_dim"], c0, 8)
+        weights["pos_embed"] = [1, h16, w16, c1]
+        for i in range(layers[0]):
+            weights.update(_outlooker_weights("network.0.%d." % i, c0, heads[0], 3, int(c0 * ratio), True))
+        weights.update({"network.1.proj.weight": [c1, c0, 2, 2], "network.1.proj.bias": [c1]})
+        hid1 = int(c1 * ratio)
+        for stage in (1, 2, 3):
+            for i in range(layers[stage]):
+                pre = "network.%d.%d." % (stage + 1, i)
+                weights.update({pre + "norm1.weight": [c1], pre + "norm1.bias": [c1],
+                                pre + "attn.qkv.weight": [3 * c1, c1], pre + "attn.proj.weight": [c1, c1],
+                                pre + "attn.proj.bias": [c1]})
+                weights.update(_norm_mlp_weights(pre, c1, hid1))
+        weights["cls_token"] = [1, 1, c1]
+        for i in range(2):
+            weights.update(_class_weights("post_network.%d." % i, c1, hid1, True))
+        weights.update({"aux_head.weight": [nc, c1], "aux_head.bias": [nc], "norm.weight": [c1], "norm.bias": [c1],
+                        "head.weight": [nc, c1], "head.bias": [nc]})
+        outs = {"logits": [b, nc]}
+        if p["probe"]:
+            outs.update({"stages.stem": [b, h8, w8, c0], "stages.outlookers": [b, h8, w8, c0],
+                         "stages.transformers": [b, h16, w16, c1], "stages.post": [b, 1 + h16 * w16, c1]})
+        return {"x": [b, p["in_chans"]] + p["img_size"]}, weights, outs
+    raise ValueError("not a VOLO op kind: %r" % op)
+
+
+def param_count(op, p):
+    """The learnable parameter count of an op kind's module from :func:`shapes`: every weight
+    except BatchNorm's running statistics (buffers)."""
+    _, ws, _ = shapes(op, p, 1)
+    total = 0
+    for name, shp in ws.items():
+        if name.endswith("running_mean") or name.endswith("running_var"):
+            continue
+        n = 1
+        for d in shp:
+            n *= d
+        total += n
+    return total
 
 
 def _msdeform_weights(prefix, d, m, nl, pts):
@@ -659,7 +846,69 @@ def build_module(op, p):
         return modules.DeformableDETR(p["img_size"], p["num_classes"], p["queries"], p["d_model"], p["heads"],
                                       p["enc_layers"], p["dec_layers"], p["ffn_dim"], p["enc_points"], p["dec_points"],
                                       p["top_k"], p["probe"], p.get("box_refine", False), p.get("two_stage", False))
+    if op in ("outlook_attention", "outlooker"):
+        args = (p["dim"], p["heads"], p["kernel_size"], p["padding"], p["stride"])
+        if op == "outlook_attention":
+            return volo.OutlookAttention(*args)
+        return volo.Outlooker(*args, mlp_ratio=p["mlp_ratio"], eps=p["eps"])
+    if op == "class_attention":
+        return volo.ClassAttention(p["dim"], p["heads"])
+    if op == "class_block":
+        return volo.ClassBlock(p["dim"], p["heads"], p["mlp_ratio"], p["eps"])
+    if op == "volo_stem":
+        return volo.VOLOStem(p["in_chans"], p["hidden_dim"], p["embed_dim"], p["patch_size"])
+    if op == "volo":
+        return volo.VOLO(p["img_size"], p["layers"], p["embed_dims"], p["heads"], p["mlp_ratio"], p["stem_hidden_dim"],
+                         p["num_classes"], p["in_chans"], p["probe"])
     raise ValueError("unknown op kind %r" % op)
+
+
+def volo_macs(op, p, batch):
+    """MACs of the VOLO op kinds (B = batch; Linear = rows * in * out; LayerNorm, softmax, GELU,
+    pooling, fold and residual adds are not counted):
+
+    outlook_attention: B*H*W*C*C (v) + B*h'*w'*C*k^4*heads (attn Linear on the pooled grid,
+    h' = ceil(H/s)) + B*h'*w'*k^4*C (attn @ v) + B*H*W*C*C (proj); outlooker adds
+    2*B*H*W*C*hidden (mlp).  class_attention: B*N*C*2C (kv) + B*C*C (q) + 2*B*N*C (scores and
+    weighted sum) + B*C*C (proj); class_block adds 2*B*C*hidden.  volo_stem: every conv
+    B*Cout*Ho*Wo*Cin*kh*kw.  volo: stem + layers[0] outlookers at H8 x W8 + downsample
+    B*H16*W16*C1*C0*4 + the transformer blocks (``block``'s formula at H16*W16 tokens) + two class
+    blocks (N = 1 + H16*W16) + head B*C1*classes + aux_head B*H16*W16*C1*classes."""
+    b = batch
+    if op in ("outlook_attention", "outlooker"):
+        (h, w), c, k, s_ = p["img_size"], p["dim"], p["kernel_size"], p["stride"]
+        hw2 = outlook_grid(h, s_) * outlook_grid(w, s_)
+        m = 2 * b * h * w * c * c + b * hw2 * c * k ** 4 * p["heads"] + b * hw2 * k ** 4 * c
+        if op == "outlooker":
+            m += 2 * b * h * w * c * int(c * p["mlp_ratio"])
+        return m
+    if op in ("class_attention", "class_block"):
+        n, c = p["tokens"], p["dim"]
+        m = b * n * c * 2 * c + 2 * b * c * c + 2 * b * n * c
+        if op == "class_block":
+            m += 2 * b * c * int(c * p["mlp_ratio"])
+        return m
+    if op == "volo_stem":
+        h, w = p["img_size"]
+        h2, w2 = (h - 1) // 2 + 1, (w - 1) // 2 + 1
+        h8, w8 = volo.stem_grid(p["img_size"], p["patch_size"])
+        cin, hid, e, k = p["in_chans"], p["hidden_dim"], p["embed_dim"], p["patch_size"] // 2
+        return b * hid * h2 * w2 * (cin * 49 + 2 * hid * 9) + b * e * h8 * w8 * hid * k * k
+    if op == "volo":
+        dims, heads, layers, ratio = p["embed_dims"], p["heads"], p["layers"], p["mlp_ratio"]
+        c0, c1 = dims[0], dims[3]
+        h8, w8 = volo.stem_grid(p["img_size"])
+        t = (h8 // 2) * (w8 // 2)
+        m = volo_macs("volo_stem", {"img_size": p["img_size"], "in_chans": p["in_chans"],
+                                    "hidden_dim": p["stem_hidden_dim"], "embed_dim": c0, "patch_size": 8}, b)
+        m += layers[0] * volo_macs("outlooker", {"img_size": [h8, w8], "dim": c0, "heads": heads[0], "kernel_size": 3,
+                                                 "stride": 2, "mlp_ratio": ratio}, b)
+        m += b * t * c1 * c0 * 4
+        for stage in (1, 2, 3):
+            m += layers[stage] * macs("block", {"tokens": t, "dim": c1, "heads": heads[stage], "mlp_ratio": ratio}, b)
+        m += 2 * volo_macs("class_block", {"tokens": 1 + t, "dim": c1, "mlp_ratio": ratio}, b)
+        return m + b * c1 * p["num_classes"] + b * t * c1 * p["num_classes"]
+    raise ValueError("not a VOLO op kind: %r" % op)
 
 
 def macs(op, p, batch):
@@ -684,7 +933,11 @@ def macs(op, p, batch):
     + the ddetr_transformer MACs of its transformer (level shapes from img_size)
     + class_embed N*Q*d*C + bbox_embed N*Q*(d*d*2 + d*4) (the last decoder layer's heads only; with
     box_refine the transformer's MACs include the refinement MLPs and this heads term is unchanged).
-    FrozenBN, GroupNorm, the position embedding, sigmoid/top-k post-processing: not counted."""
+    FrozenBN, GroupNorm, the position embedding, sigmoid/top-k post-processing: not counted.
+
+    The VOLO op kinds: :func:`volo_macs`."""
+    if op in volo.OPS:
+        return volo_macs(op, p, batch)
     if op == "deformable_detr":
         n, d, q, c = batch, p["d_model"], p["queries"], p["num_classes"]
         total = 0

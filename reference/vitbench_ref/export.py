@@ -29,6 +29,7 @@ import torch
 
 from . import cases as C
 from . import modules
+from . import volo
 from .stored import stored_inputs
 from .synth import default_role, synth
 
@@ -122,7 +123,9 @@ def independent_metrics(case, inputs, weights, outputs, refs=None):
     the module's parts are tested separately (tests/test_detr.py: the backbone against
     torchvision's resnet50, the position embedding against NumPy, post-processing by hand; the
     transformer is ddetr_transformer's).  Two-stage cases are also checked for an unambiguous
-    top-k selection (:func:`check_topk_gap`, in :func:`export_case`).
+    top-k selection (:func:`check_topk_gap`, in :func:`export_case`).  The VOLO op kinds
+    (outlook_attention, outlooker, class_attention, class_block, volo_stem, volo): float64 NumPy
+    (:mod:`volo`: the outlook attention's pooling and fold by explicit loops, scatter-add).
     """
     if refs is None:
         refs = independent_reference(case, inputs, weights)
@@ -155,6 +158,8 @@ def independent_reference(case, inputs, weights):
         return modules.ddetr_transformer_float64(inputs["src"], inputs["pos"], inputs.get("padding_mask"), weights, p)
     if case["op"] == "deformable_detr":
         return detector_float64(case, inputs, weights)
+    if case["op"] in volo.OPS:
+        return volo.independent_reference(case["op"], inputs, weights, p)
     if case["op"] == "deform_conv2d":
         return {"out": modules.deform_conv2d_float64(inputs["x"], inputs["offset"], inputs.get("mask"),
                                                      weights["weight"], weights.get("bias"), p)}

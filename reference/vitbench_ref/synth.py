@@ -108,6 +108,9 @@ def synth(seed, name, shape, center=0.0, scale=1.0):
 INPUT_ROLES = {"sampling_locations": (0.5, 0.6), "attention_weights": (0.5, 0.5), "reference_points": (0.5, 0.5),
                "offset": (0.0, 2.0), "mask": (0.5, 0.5), "padding_mask": (0.0, 0.0),
                "image_mask": (0.0, 0.0)}
+# VOLO's outlook attention logits Linear (``attn.weight`` of an outlook_attention case,
+# ``...attn.attn.weight`` inside an Outlooker): its scale is this many times 1/sqrt(fan_in).
+OUTLOOK_LOGITS_GAIN = 16.0
 
 
 def default_role(name, shape, is_input):
@@ -127,6 +130,12 @@ def default_role(name, shape, is_input):
 
     - name ends in ``query_embed.weight`` (Deformable DETR's nn.Embedding of the queries, whose
       init is N(0, 1); the reference points ``sigmoid(Linear(query_pos))`` then spread): (0, 1)
+    - name is ``attn.weight`` or ends in ``attn.attn.weight`` (VOLO's outlook attention logits
+      Linear, k^4*heads x C): (0, 16/sqrt(fan_in)).  With the plain Linear scale the scaled logits
+      have a standard deviation of about 0.05, so each 9-way softmax is nearly uniform and an
+      implementation that ignored the logits (or transposed target and source, or pooled v instead
+      of x) would still pass the network tolerance; 16x makes them about 0.8 (0.5 on the raw
+      component inputs)
     - name ends in ``weight`` with >= 2 dims (Linear / conv weight): (0, 1/sqrt(fan_in)),
       fan_in = product of all dims but the first
     - name ends in ``weight`` with 1 dim (norm scale): (1, 0.1)
@@ -139,6 +148,8 @@ def default_role(name, shape, is_input):
         return INPUT_ROLES.get(name, (0.0, 1.0))
     if name.endswith("query_embed.weight"):
         return 0.0, 1.0
+    if (name == "attn.weight" or name.endswith("attn.attn.weight")) and len(shape) == 2:
+        return 0.0, OUTLOOK_LOGITS_GAIN / math.sqrt(int(shape[1]))
     if name.endswith("weight"):
         if len(shape) >= 2:
             fan_in = 1
