@@ -3,113 +3,338 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
+	"sync"
 
 	"vitbench/bench"
 )
 
-func init() { bench.RegisterBackend("cuda", func(int) (bench.Backend, error) { return Open(0), nil }) }
-
-// errNoKernels is the NS reason for every op until the kernels land.
-var errNoKernels = errors.New("cuda: no kernels yet (the CUDA backend issue adds them)")
-
-// Backend is the CUDA backend on one device.
-type Backend struct {
-	info bench.Info
+func init() {
+	bench.RegisterBackend("cuda", func(int) (bench.Backend, error) { return Open(0, false), nil })
+	bench.RegisterBackend("cuda-tf32", func(int) (bench.Backend, error) { return Open(0, true), nil })
 }
 
-// Open probes the driver and device ordinal; the result is always usable
-// as a Backend, and Info says whether the device is.
-func Open(ordinal int) *Backend {
-	b := &Backend{info: bench.Info{Name: "cuda"}}
-	d, err := loadDriver()
-	if err != nil {
-		b.info.Reason = err.Error()
-		return b
+// Backend is the CUDA backend on one device: a context on a locked OS
+// thread, one stream, NVRTC-compiled kernels and cuBLAS for the products.
+// Backend "cuda" computes every GEMM in strict fp32; "cuda-tf32" lets
+// cuBLAS use TF32 tensor cores for them (the same graphs, labelled apart).
+type Backend struct {
+	name string
+	tf32 bool
+	info bench.Info
+
+	w    *worker
+	drv  *driver
+	rtc  *nvrtc
+	blas *cublas
+	// blasErr is why GEMM-based ops are unsupported (cuBLAS missing or
+	// failing to start); the other ops still run.
+	blasErr error
+
+	dev              int32
+	arch             int
+	tgt              target
+	ctx, stream      cuHandle
+	evStart, evStop  cuHandle
+	blasHandle       uintptr
+	cacheDir         string
+	l2Bytes          int64
+	flush            devicePtr
+	flushBytes       int64
+	modules          map[string]cuHandle
+	funcs            map[string]cuHandle
+	compiledFromDisk int
+	compiledNow      int
+
+	// dry, when set (tests), records launches and products instead of
+	// queueing them; see dryRun.
+	dry *dryRun
+
+	mem     sync.Mutex
+	current int64
+	peak    int64
+	scratch devicePtr
+	scrCap  int64
+	closed  bool
+}
+
+// Open starts the backend on device ordinal (TF32 GEMMs when tf32). It
+// always returns a Backend; when the driver, a device or NVRTC is missing,
+// Info().Available is false and Info().Reason says why in one line.
+func Open(ordinal int, tf32 bool) *Backend {
+	b := &Backend{name: "cuda", tf32: tf32, modules: map[string]cuHandle{}, funcs: map[string]cuHandle{}}
+	if tf32 {
+		b.name = "cuda-tf32"
 	}
-	if err := d.check("cuInit", d.cuInit(0)); err != nil {
-		b.info.Reason = err.Error()
-		return b
-	}
-	var n, ver int32
-	if err := d.check("cuDeviceGetCount", d.cuDeviceGetCount(&n)); err != nil {
-		b.info.Reason = err.Error()
-		return b
-	}
-	if int(n) <= ordinal {
-		b.info.Reason = fmt.Sprintf("no CUDA device %d (the driver sees %d)", ordinal, n)
-		return b
-	}
-	var dev int32
-	if err := d.check("cuDeviceGet", d.cuDeviceGet(&dev, int32(ordinal))); err != nil {
-		b.info.Reason = err.Error()
-		return b
-	}
-	name := make([]byte, 256)
-	if err := d.check("cuDeviceGetName", d.cuDeviceGetName(&name[0], int32(len(name)), dev)); err != nil {
-		b.info.Reason = err.Error()
-		return b
-	}
-	d.cuDriverGetVersion(&ver)
-	b.info.Available = true
-	b.info.Device = cString(&name[0])
-	b.info.Details = map[string]string{
-		"driver_cuda_version": fmt.Sprintf("%d.%d", ver/1000, ver%1000/10),
-		"devices":             strconv.Itoa(int(n)),
-		"kernels":             "none yet",
+	b.info = bench.Info{Name: b.name}
+	if err := b.start(ordinal); err != nil {
+		b.info.Reason = oneLine(err.Error())
+		if b.w != nil {
+			b.w.run(b.release)
+			b.w.stop()
+			b.w = nil
+		}
 	}
 	return b
 }
 
+// start loads the libraries, creates the context, stream, events and
+// cuBLAS handle on a new device thread, and fills Info.
+func (b *Backend) start(ordinal int) error {
+	d, err := loadDriver()
+	if err != nil {
+		return err
+	}
+	b.drv = d
+	w, err := startWorker(func() error { return b.openDevice(ordinal) })
+	if err != nil {
+		return err
+	}
+	b.w = w
+	rtc, err := loadNVRTC()
+	if err != nil {
+		return fmt.Errorf("%v (the driver and %s are present, but kernels cannot be compiled)", err, b.info.Device)
+	}
+	b.rtc = rtc
+	if b.tgt, err = rtc.targetFor(b.arch); err != nil {
+		return err
+	}
+	b.cacheDir = cacheDir()
+	if err := w.run(b.openCuBLAS); err != nil {
+		b.blasErr = err
+	}
+	if err := w.run(b.allocFlush); err != nil {
+		return err
+	}
+	b.fillInfo()
+	b.info.Available = true
+	return nil
+}
+
+// openDevice runs on the device thread: cuInit, the device's properties,
+// its primary context made current, a stream and two timing events.
+func (b *Backend) openDevice(ordinal int) error {
+	d := b.drv
+	if err := d.check("cuInit", d.cuInit(0)); err != nil {
+		return err
+	}
+	var n int32
+	if err := d.check("cuDeviceGetCount", d.cuDeviceGetCount(&n)); err != nil {
+		return err
+	}
+	if int(n) <= ordinal {
+		return fmt.Errorf("no CUDA device %d (the driver sees %d)", ordinal, n)
+	}
+	if err := d.check("cuDeviceGet", d.cuDeviceGet(&b.dev, int32(ordinal))); err != nil {
+		return err
+	}
+	name := make([]byte, 256)
+	if err := d.check("cuDeviceGetName", d.cuDeviceGetName(&name[0], int32(len(name)), b.dev)); err != nil {
+		return err
+	}
+	b.info.Device = cString(&name[0])
+	major, minor := b.attr(attrComputeMajor), b.attr(attrComputeMinor)
+	b.arch = major*10 + minor
+	b.l2Bytes = int64(b.attr(attrL2CacheSize))
+	var ver int32
+	d.cuDriverGetVersion(&ver)
+	var total uint64
+	d.cuDeviceTotalMem(&total, b.dev)
+	b.info.Details = map[string]string{
+		"driver_cuda":        fmt.Sprintf("%d.%d", ver/1000, ver%1000/10),
+		"devices":            strconv.Itoa(int(n)),
+		"compute_capability": fmt.Sprintf("%d.%d", major, minor),
+		"sms":                strconv.Itoa(b.attr(attrMultiprocessorCount)),
+		"memory_gib":         fmt.Sprintf("%.1f", float64(total)/(1<<30)),
+		"l2_mib":             fmt.Sprintf("%.1f", float64(b.l2Bytes)/(1<<20)),
+	}
+	if v := nvidiaDriverVersion(); v != "" {
+		b.info.Details["driver"] = v
+	}
+	if err := d.check("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRet(&b.ctx, b.dev)); err != nil {
+		return err
+	}
+	if err := d.check("cuCtxSetCurrent", d.cuCtxSetCurrent(b.ctx)); err != nil {
+		return err
+	}
+	// A non-blocking stream: no implicit synchronization with the legacy
+	// default stream; this package orders everything on this stream itself.
+	if err := d.check("cuStreamCreate", d.cuStreamCreate(&b.stream, 1)); err != nil {
+		return err
+	}
+	if err := d.check("cuEventCreate", d.cuEventCreate(&b.evStart, 0)); err != nil {
+		return err
+	}
+	return d.check("cuEventCreate", d.cuEventCreate(&b.evStop, 0))
+}
+
+func (b *Backend) attr(a int32) int {
+	var v int32
+	if b.drv.cuDeviceGetAttribute(&v, a, b.dev) != 0 {
+		return 0
+	}
+	return int(v)
+}
+
+// openCuBLAS runs on the device thread: a cuBLAS handle on the stream in
+// the backend's math mode.
+func (b *Backend) openCuBLAS() error {
+	c, err := loadCuBLAS()
+	if err != nil {
+		return err
+	}
+	var h uintptr
+	if err := c.check("cublasCreate_v2", c.cublasCreate(&h)); err != nil {
+		return err
+	}
+	mode := int32(cublasDefaultMath)
+	if b.tf32 {
+		mode = cublasTF32TensorMath
+	}
+	if err := c.check("cublasSetStream_v2", c.cublasSetStream(h, b.stream)); err != nil {
+		c.cublasDestroy(h)
+		return err
+	}
+	if err := c.check("cublasSetMathMode", c.cublasSetMathMode(h, mode)); err != nil {
+		c.cublasDestroy(h)
+		return err
+	}
+	b.blas, b.blasHandle = c, h
+	return nil
+}
+
+// allocFlush allocates the buffer Time clears before each timed run to
+// evict the L2 cache: twice the L2 size, at least 64 MiB.
+func (b *Backend) allocFlush() error {
+	b.flushBytes = max(2*b.l2Bytes, 64<<20)
+	return b.drv.check("cuMemAlloc_v2", b.drv.cuMemAlloc(&b.flush, uint64(b.flushBytes)))
+}
+
+// fillInfo adds the libraries' versions and the kernel target to Details.
+func (b *Backend) fillInfo() {
+	det := b.info.Details
+	det["nvrtc"] = b.rtc.version()
+	det["kernels"] = b.tgt.String()
+	if !b.tgt.CUBIN {
+		det["kernels"] += " (PTX, compiled by the driver at load)"
+	}
+	det["math"] = "fp32"
+	if b.tf32 {
+		det["math"] = "tf32 (cuBLAS tensor cores)"
+	}
+	if b.blasErr != nil {
+		det["cublas"] = "unavailable: " + oneLine(b.blasErr.Error())
+	} else {
+		var v int32
+		b.w.run(func() error { return b.blas.check("cublasGetVersion_v2", b.blas.cublasGetVersion(b.blasHandle, &v)) })
+		det["cublas"] = formatCuBLASVersion(v)
+	}
+	det["l2_flush_mib"] = strconv.FormatInt(b.flushBytes>>20, 10)
+	if b.cacheDir == "" {
+		det["kernel_cache"] = "off"
+	} else {
+		det["kernel_cache"] = b.cacheDir
+	}
+}
+
+// nvidiaDriverVersion reads the kernel module's version ("550.54.14") from
+// /proc/driver/nvidia/version, or returns "".
+func nvidiaDriverVersion() string {
+	raw, err := os.ReadFile("/proc/driver/nvidia/version")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(strings.SplitN(string(raw), "\n", 2)[0])
+	for i, w := range f {
+		if w == "Module" && i+1 < len(f) {
+			return f[i+1]
+		}
+	}
+	return ""
+}
+
 // Name implements bench.Backend.
-func (b *Backend) Name() string { return "cuda" }
+func (b *Backend) Name() string { return b.name }
 
 // Info implements bench.Backend.
 func (b *Backend) Info() bench.Info { return b.info }
 
-// Supports implements bench.Backend.
-func (b *Backend) Supports(op string, dt bench.DType) error {
-	if !b.info.Available {
-		return errors.New(b.info.Reason)
-	}
-	return errNoKernels
-}
-
+// unavailable is the error of every call on a backend without a device.
 func (b *Backend) unavailable() error {
-	if !b.info.Available {
-		return errors.New("cuda: " + b.info.Reason)
+	if b.closed {
+		return errors.New(b.name + ": closed")
 	}
-	return errNoKernels
+	return errors.New(b.name + ": " + b.info.Reason)
 }
 
-// Alloc implements bench.Backend.
-func (b *Backend) Alloc(bench.Shape, bench.DType) (bench.Tensor, error) { return nil, b.unavailable() }
-
-// Free implements bench.Backend.
-func (b *Backend) Free(bench.Tensor) {}
-
-// Upload implements bench.Backend.
-func (b *Backend) Upload(bench.Tensor, []float32) error { return b.unavailable() }
-
-// Download implements bench.Backend.
-func (b *Backend) Download(bench.Tensor, []float32) error { return b.unavailable() }
-
-// Enqueue implements bench.Backend.
-func (b *Backend) Enqueue(bench.Node, []bench.Tensor, []bench.Tensor) error { return b.unavailable() }
-
-// Sync implements bench.Backend.
-func (b *Backend) Sync() error { return nil }
-
-// Time implements bench.Backend.
-func (b *Backend) Time(func() error) (bench.Timing, error) {
-	return bench.Timing{}, b.unavailable()
+// ready returns nil when calls can go to the device.
+func (b *Backend) ready() error {
+	if !b.info.Available || b.closed {
+		return b.unavailable()
+	}
+	return nil
 }
 
-// Memory implements bench.Backend.
-func (b *Backend) Memory() bench.MemStats { return bench.MemStats{} }
+// Sync implements bench.Backend: it waits for the stream and returns the
+// first asynchronous error (a fault in a kernel) if there was one.
+func (b *Backend) Sync() error {
+	if err := b.ready(); err != nil {
+		return err
+	}
+	return b.w.run(b.syncStream)
+}
 
-// ResetPeak implements bench.Backend.
-func (b *Backend) ResetPeak() {}
+func (b *Backend) syncStream() error {
+	return b.drv.check("cuStreamSynchronize", b.drv.cuStreamSynchronize(b.stream))
+}
 
-// Close implements bench.Backend.
-func (b *Backend) Close() error { return nil }
+// Close implements bench.Backend: it frees the device memory it still
+// holds, unloads the modules and ends the device thread.
+func (b *Backend) Close() error {
+	if b.w == nil || b.closed {
+		return nil
+	}
+	err := b.w.run(b.release)
+	b.w.stop()
+	b.closed = true
+	return err
+}
+
+// release runs on the device thread and frees everything start made.
+func (b *Backend) release() error {
+	d := b.drv
+	if b.stream != 0 {
+		d.cuStreamSynchronize(b.stream)
+	}
+	if b.blasHandle != 0 {
+		b.blas.cublasDestroy(b.blasHandle)
+		b.blasHandle = 0
+	}
+	for _, m := range b.modules {
+		d.cuModuleUnload(m)
+	}
+	b.modules, b.funcs = map[string]cuHandle{}, map[string]cuHandle{}
+	for _, p := range []*devicePtr{&b.flush, &b.scratch} {
+		if *p != 0 {
+			d.cuMemFree(*p)
+			*p = 0
+		}
+	}
+	for _, e := range []*cuHandle{&b.evStart, &b.evStop} {
+		if *e != 0 {
+			d.cuEventDestroy(*e)
+			*e = 0
+		}
+	}
+	if b.stream != 0 {
+		d.cuStreamDestroy(b.stream)
+		b.stream = 0
+	}
+	if b.ctx != 0 {
+		b.ctx = 0
+		return d.check("cuDevicePrimaryCtxRelease", d.cuDevicePrimaryCtxRel(b.dev))
+	}
+	return nil
+}

@@ -79,7 +79,7 @@ func loadDriver() (*driver, error) {
 }
 
 func openDriver() (*driver, error) {
-	h, path, err := openLibrary("NVIDIA driver (libcuda)", driverNames)
+	h, path, err := openLibrary("NVIDIA driver", driverNames)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,88 @@
+package cuda
+
+import (
+	"fmt"
+	"sync"
+)
+
+// cuBLAS constants (cublas_api.h).
+const (
+	cublasOpN            = 0
+	cublasOpT            = 1
+	cublasDefaultMath    = 0
+	cublasTF32TensorMath = 3
+)
+
+// cublasStatusNames are cuBLAS's names for its status codes.
+var cublasStatusNames = map[int32]string{
+	0: "CUBLAS_STATUS_SUCCESS", 1: "CUBLAS_STATUS_NOT_INITIALIZED", 3: "CUBLAS_STATUS_ALLOC_FAILED",
+	7: "CUBLAS_STATUS_INVALID_VALUE", 8: "CUBLAS_STATUS_ARCH_MISMATCH", 11: "CUBLAS_STATUS_MAPPING_ERROR",
+	13: "CUBLAS_STATUS_EXECUTION_FAILED", 14: "CUBLAS_STATUS_INTERNAL_ERROR", 15: "CUBLAS_STATUS_NOT_SUPPORTED",
+	16: "CUBLAS_STATUS_LICENSE_ERROR",
+}
+
+// cublas holds the cuBLAS entry points (the _v2 API).
+type cublas struct {
+	path string
+
+	cublasCreate              func(h *uintptr) int32
+	cublasDestroy             func(h uintptr) int32
+	cublasGetVersion          func(h uintptr, v *int32) int32
+	cublasSetStream           func(h uintptr, stream cuHandle) int32
+	cublasSetMathMode         func(h uintptr, mode int32) int32
+	cublasGetStatusString     func(status int32) *byte // cuBLAS ≥ 11.4; may be nil
+	cublasSgemm               func(h uintptr, ta, tb, m, n, k int32, alpha *float32, a devicePtr, lda int32, b devicePtr, ldb int32, beta *float32, c devicePtr, ldc int32) int32
+	cublasSgemmStridedBatched func(h uintptr, ta, tb, m, n, k int32, alpha *float32, a devicePtr, lda int32, sa int64, b devicePtr, ldb int32, sb int64, beta *float32, c devicePtr, ldc int32, sc int64, batch int32) int32
+}
+
+var (
+	cublasOnce sync.Once
+	cublasLib  *cublas
+	cublasErr  error
+)
+
+// loadCuBLAS opens cuBLAS once ("cuBLAS not found: ..." when absent).
+func loadCuBLAS() (*cublas, error) {
+	cublasOnce.Do(func() { cublasLib, cublasErr = openCuBLAS() })
+	return cublasLib, cublasErr
+}
+
+func openCuBLAS() (*cublas, error) {
+	h, path, err := openLibrary("cuBLAS", cublasNames)
+	if err != nil {
+		return nil, err
+	}
+	c := &cublas{path: path}
+	if err := bindAll("libcublas", h, []symbol{
+		{&c.cublasCreate, "cublasCreate_v2"}, {&c.cublasDestroy, "cublasDestroy_v2"},
+		{&c.cublasGetVersion, "cublasGetVersion_v2"}, {&c.cublasSetStream, "cublasSetStream_v2"},
+		{&c.cublasSetMathMode, "cublasSetMathMode"}, {&c.cublasSgemm, "cublasSgemm_v2"},
+		{&c.cublasSgemmStridedBatched, "cublasSgemmStridedBatched"},
+	}); err != nil {
+		return nil, err
+	}
+	bindOptional(h, symbol{&c.cublasGetStatusString, "cublasGetStatusString"})
+	return c, nil
+}
+
+// check turns a cublasStatus_t into an error with cuBLAS's name for it.
+func (c *cublas) check(call string, code int32) error {
+	if code == 0 {
+		return nil
+	}
+	name, ok := cublasStatusNames[code]
+	if !ok {
+		name = "CUBLAS_STATUS_UNKNOWN"
+	}
+	text := ""
+	if c.cublasGetStatusString != nil {
+		text = cString(c.cublasGetStatusString(code))
+	}
+	return &apiError{API: "cuBLAS", Call: call, Code: int(code), Name: name, Text: text}
+}
+
+// formatCuBLASVersion turns cublasGetVersion's major·10000 + minor·100 +
+// patch into "12.4.5".
+func formatCuBLASVersion(v int32) string {
+	return fmt.Sprintf("%d.%d.%d", v/10000, v/100%100, v%100)
+}
