@@ -11,6 +11,7 @@ import (
 
 	"vitbench/bench"
 	vcpu "vitbench/impl/cpu"
+	"vitbench/impl/cuda"
 )
 
 // machineInfo is the output of `vitbench info`.
@@ -24,7 +25,10 @@ type machineInfo struct {
 	ISA         string       `json:"isa"`
 	ISAPaths    []string     `json:"isa_paths"`
 	Backends    []bench.Info `json:"backends"`
-	Commit      string       `json:"commit"`
+	// CUDALibraries says which NVRTC and cuBLAS the CUDA backend finds, or
+	// why none, even without a driver or GPU.
+	CUDALibraries []string `json:"cuda_libraries"`
+	Commit        string   `json:"commit"`
 }
 
 func cpuFeatures() []string {
@@ -53,7 +57,7 @@ func gatherInfo() machineInfo {
 	mi := machineInfo{
 		CPU: vcpu.CPUModel(), LogicalCPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, Features: cpuFeatures(),
-		ISA: vcpu.ISA(), ISAPaths: vcpu.SupportedISAs(), Commit: commit(),
+		ISA: vcpu.ISA(), ISAPaths: vcpu.SupportedISAs(), Commit: commit(), CUDALibraries: cuda.Libraries(),
 	}
 	for _, name := range bench.BackendNames() {
 		b, err := bench.OpenBackend(name, 0)
@@ -86,14 +90,17 @@ func cmdInfo(args []string, stdout, stderr io.Writer) (int, error) {
 	fmt.Fprintln(stdout, "backends:")
 	for _, b := range mi.Backends {
 		if !b.Available {
-			fmt.Fprintf(stdout, "  %-6s unavailable: %s\n", b.Name, b.Reason)
+			fmt.Fprintf(stdout, "  %-9s unavailable: %s\n", b.Name, b.Reason)
 			continue
 		}
 		var det []string
 		for _, k := range sortedKeys(b.Details) {
 			det = append(det, k+"="+b.Details[k])
 		}
-		fmt.Fprintf(stdout, "  %-6s %s [%s]\n", b.Name, b.Device, strings.Join(det, " "))
+		fmt.Fprintf(stdout, "  %-9s %s [%s]\n", b.Name, b.Device, strings.Join(det, " "))
+	}
+	for _, l := range mi.CUDALibraries {
+		fmt.Fprintf(stdout, "cuda libs:  %s\n", l)
 	}
 	return exitOK, nil
 }
