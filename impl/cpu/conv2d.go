@@ -17,6 +17,7 @@ type foldedWeight struct {
 	versions []uint64 // of the weight, bias and BN tensors it was built from
 	pbs      []*kern.PackedB
 	pa       *kern.PackedA // the direct convolution's weight, bias as a last column (instead of pbs)
+	geom     directGeom    // and its padded-image geometry (taps), built once
 	bias     []float32
 	held     int64 // bytes this cache keeps alive
 }
@@ -64,7 +65,7 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	}
 	if useDirect(c) {
 		fw := b.foldConv(c, in[1:], true)
-		b.conv2dDirect(c, fw.pa, in[0].data, out[0].data, res)
+		b.conv2dDirect(c, fw.pa, fw.geom, in[0].data, out[0].data, res)
 		return nil
 	}
 	fw := b.foldConv(c, in[1:], false)
@@ -106,7 +107,8 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, direct bool) *foldedWeigh
 	for i, t := range ws {
 		versions[i] = t.version
 	}
-	if f := w.folded; f != nil && f.current() && slices.Equal(f.versions, versions) && (f.pa != nil) == direct {
+	if f := w.folded; f != nil && f.current() && slices.Equal(f.versions, versions) && (f.pa != nil) == direct &&
+		(!direct || f.geom.c == c) {
 		return f
 	}
 	b.dropPacked(w)
@@ -129,7 +131,7 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, direct bool) *foldedWeigh
 		}
 	}
 	if direct {
-		f := &foldedWeight{versions: versions, pa: directWeight(o, k, wf, bias), bias: bias}
+		f := &foldedWeight{versions: versions, pa: directWeight(o, k, wf, bias), geom: newDirectGeom(c), bias: bias}
 		f.held = f.pa.Bytes()
 		w.folded = f
 		b.account(f.bytes())

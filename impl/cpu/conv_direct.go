@@ -91,8 +91,7 @@ func directWeight(o, k int, wf, bias []float32) *kern.PackedA {
 // packed. Workers take blocks of output positions; each block's tile of
 // C (all output channels) is written into the NCHW output, adding the
 // residual and applying the ReLU on the way.
-func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, x, y, res []float32) {
-	g := newDirectGeom(c)
+func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, y, res []float32) {
 	oh, ow, o := c.OutH(), c.OutW(), c.OutChans
 	rows := pa.Rows()
 	blocks := (g.n + directBlock - 1) / directBlock
