@@ -3,12 +3,18 @@
 
     /usr/bin/python3 reference/bench_torch.py -o FILE [--run REGEX] [--batch N] [--threads 2]
                                               [--count 10] [--warmup 3] [--min-sample-ms 0] [--seed 1]
+                                              [--device cpu|cuda]
 
 Each case is built exactly as the fixture exporter builds it (same modules, same synthesized
 inputs and weights), then run under ``torch.inference_mode()`` with ``torch.set_num_threads(T)``:
 ``--warmup`` untimed runs, then ``--count`` timed samples, one result line per sample (a sample
 repeats the call until ``--min-sample-ms`` has passed and records the mean; the iteration count says how many),
 so the file keeps the whole distribution for benchstat / ``vitbench report``.
+
+``--device cuda`` moves the module and its inputs to the GPU and brackets every timed call (and
+every sample) with ``torch.cuda.synchronize()``, so a sample is the GPU's whole work; the header
+then names the GPU and CUDA version (``cuda:`` line) and rows stay ``backend=torch``, paired with
+the vitbench rows of the same case, batch and thread count.
 
 Per line: ns/op (``time.perf_counter_ns`` around one forward call with all the case's inputs),
 GFLOP/s = 2*MACs/ns (omitted when MACs = 0), GB/s = bytes/ns with bytes = 4*(input + weight +
@@ -109,7 +115,22 @@ def numel(shapes):
 WARMUP_LONG_NS = 1_000_000_000
 
 
-def bench_case(case, seed, count, warmup, min_sample_ns=0):
+def to_device(x, device):
+    """x moved to device when it is a tensor (or a list/tuple of them), else unchanged."""
+    if torch.is_tensor(x):
+        return x.to(device)
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_device(v, device) for v in x)
+    return x
+
+
+def sync(device):
+    """Wait for the device's queued work (a no-op on the CPU)."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu"):
     """Time one normalised case; return (samples as (runs, mean ns per run), MACs, bytes).
 
     A sample repeats the forward call until it has lasted min_sample_ns (at least once) and
@@ -119,17 +140,24 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0):
     would only add minutes (the grid_sample path of the Deformable DETR transformer takes ~30 s)."""
     module, inputs, weights, (ins, ws, outs), _ = materialize(case, seed)
     args = module_args(inputs)  # every input, in the op's order (padding_mask as bool)
+    if device != "cpu":
+        module = module.to(device)
+        args = [to_device(a, device) for a in args]
     samples = []
     with torch.inference_mode():
         for _ in range(warmup):
+            sync(device)
             t0 = time.perf_counter_ns()
             module(*args)
+            sync(device)
             if time.perf_counter_ns() - t0 > WARMUP_LONG_NS:
                 break
         for _ in range(count):
+            sync(device)
             runs, t0 = 0, time.perf_counter_ns()
             while True:
                 module(*args)
+                sync(device)
                 runs += 1
                 elapsed = time.perf_counter_ns() - t0
                 if elapsed >= min_sample_ns:
@@ -194,7 +222,12 @@ def main(argv=None):
     ap.add_argument("--min-sample-ms", type=float, default=0.0,
                     help="repeat calls within a sample until it lasts this long, record the mean (default 0: one call)")
     ap.add_argument("--seed", type=int, default=1, help="generator seed for inputs and weights (default 1)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="where PyTorch runs (cuda: synchronized timing; default cpu)")
     args = ap.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("bench_torch: --device cuda but torch.cuda.is_available() is false", file=sys.stderr)
+        return 1
     if args.threads < 1 or args.count < 1 or args.warmup < 0 or (args.batch is not None and args.batch < 1):
         ap.error("--threads, --count and --batch must be >= 1, --warmup >= 0")
     try:
@@ -218,17 +251,20 @@ def main(argv=None):
         "openblas-core: %s" % (core or "unknown"),
         "openblas-coretype-env: %s" % (os.environ.get("OPENBLAS_CORETYPE") or "unset"),
         "date: %s" % now,
-    ] + UNITS
+    ]
+    if args.device == "cuda":
+        lines.append("cuda: %s on %s" % (torch.version.cuda, torch.cuda.get_device_name(0)))
+    lines += UNITS
     for case in todo:
         if args.batch is not None:
             case = dict(case, batch=args.batch)
         samples, macs, nbytes = bench_case(case, args.seed, args.count, args.warmup,
-                                           int(args.min_sample_ms * 1e6))
+                                           int(args.min_sample_ms * 1e6), args.device)
         lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes) for runs, ns in samples)
         med = sorted(ns for _, ns in samples)[len(samples) // 2]
         print("%-32s batch=%d threads=%d  median %.3f ms  (%d runs)" % (
             case["name"], case["batch"], args.threads, med / 1e6, len(samples)), file=sys.stderr)
-        if case["op"] == "gemm":
+        if case["op"] == "gemm" and args.device == "cpu":
             np_samples = bench_numpy(case, args.seed, args.count, args.warmup, int(args.min_sample_ms * 1e6))
             lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes, backend="numpy")
                          for runs, ns in np_samples)
