@@ -79,7 +79,9 @@ func Generate(seed uint64, name string, p Params, n int) []float32 {
 // with a role of their own: sampling_locations 0.5 ± 0.6 (normalized, some
 // outside the map), attention_weights, reference_points and mask 0.5 ± 0.5,
 // offset 0 ± 2 (pixels), padding_mask and image_mask 0 ± 0 (no padding). The learned
-// queries query_embed.weight are 0 ± 1.
+// queries query_embed.weight are 0 ± 1; VOLO's outlook-attention logits
+// weight (attn.weight of an outlook_attention case, *.attn.attn.weight in
+// an Outlooker) 0 ± 16/√fan_in.
 func DefaultParams(name string, shape []int, isInput bool) Params {
 	switch {
 	case isInput:
@@ -96,6 +98,11 @@ func DefaultParams(name string, shape []int, isInput bool) Params {
 		return Params{Center: 0, Scale: 1}
 	case strings.HasSuffix(name, "query_embed.weight"):
 		return Params{Center: 0, Scale: 1} // nn.Embedding's scale: spread reference points
+	case (name == "attn.weight" || strings.HasSuffix(name, "attn.attn.weight")) && len(shape) == 2:
+		// VOLO's outlook logits Linear: 16× the Linear scale, so that the
+		// 9-way softmaxes are far from uniform and a wrong attention
+		// cannot pass (reference/vitbench_ref/synth.py, OUTLOOK_LOGITS_GAIN).
+		return Params{Center: 0, Scale: outlookLogitsGain / math.Sqrt(float64(shape[1]))}
 	case strings.HasSuffix(name, "bias"):
 		return Params{Center: 0, Scale: 0.02}
 	case strings.HasSuffix(name, "weight") && len(shape) >= 2:
@@ -113,3 +120,7 @@ func DefaultParams(name string, shape []int, isInput bool) Params {
 	}
 	return Params{Center: 0, Scale: 0.02}
 }
+
+// outlookLogitsGain scales the synthesized outlook-attention logits weight
+// above the plain Linear scale 1/√fan_in (as the Python generator does).
+const outlookLogitsGain = 16.0
