@@ -90,7 +90,7 @@ for f in check check-tf32; do
   [ -s "$out/$f.json" ] && inputs+=("$out/$f.json")
 done
 if ((${#inputs[@]})); then
-  step report 20 "$bin" report -title "vitbench on $(grep -m1 -oE 'cuda +[^[]+' "$out/info.log" | sed 's/cuda *//')" \
+  step report 20 "$bin" report -title "vitbench CUDA check" \
     -o "$out/report.md" "${inputs[@]}" "${torch_files[@]}"
 fi
 echo "gpu-check: $((SECONDS - start))s in all; results in $out (steps.txt, report.md)"
