@@ -133,7 +133,13 @@ func (b *Backend) Upload(t bench.Tensor, src []float32) error {
 		var pin runtime.Pinner
 		pin.Pin(&src[0])
 		defer pin.Unpin()
-		return b.drv.check("cuMemcpyHtoD_v2", b.drv.cuMemcpyHtoD(ct.ptr, unsafe.Pointer(&src[0]), uint64(ct.bytes)))
+		if err := b.drv.check("cuMemcpyHtoD_v2", b.drv.cuMemcpyHtoD(ct.ptr, unsafe.Pointer(&src[0]), uint64(ct.bytes))); err != nil {
+			return err
+		}
+		// From pageable memory the copy may return before its DMA ends, on
+		// the legacy stream, which the backend's non-blocking stream does
+		// not wait for: wait for the whole context.
+		return b.drv.check("cuCtxSynchronize", b.drv.cuCtxSynchronize())
 	})
 }
 
