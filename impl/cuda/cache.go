@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -110,9 +109,8 @@ func compileCached(n *nvrtc, dir, name, source string, t target) (code []byte, h
 		return nil, false, err
 	}
 	if path != "" {
-		if werr := writeCache(path, code); werr != nil && !errors.Is(werr, os.ErrPermission) {
-			_ = werr // best effort: an unwritable cache only costs a recompilation
-		}
+		// Best effort: an unwritable cache only costs a recompilation.
+		_ = writeCache(path, code)
 	}
 	return code, false, nil
 }
