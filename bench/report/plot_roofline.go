@@ -22,7 +22,7 @@ type rooflinePoint struct {
 
 // onHostCPU reports whether a backend's rows run on the host CPU, whose ceilings the
 // roofline draws (vitbench's cpu, PyTorch, NumPy: everything but the GPU).
-func onHostCPU(backend string) bool { return backend != "cuda" }
+func onHostCPU(backend string) bool { return !strings.HasPrefix(backend, "cuda") }
 
 // opOf returns the op kind of a case: from Input.Cases, else the case name's first part.
 func (in Input) opOf(caseName string) string {
