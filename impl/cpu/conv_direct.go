@@ -13,10 +13,21 @@ import (
 const directBlock = 128
 
 // useDirect reports whether conv c runs as a direct convolution: stride
-// 1 on a SIMD path. VITBENCH_CONV=windows forces the implicit-GEMM path
-// (for A/B timing).
+// 1 with a kernel larger than 1×1, on a SIMD path (a 1×1 convolution's
+// windows are the image itself, which the implicit GEMM packs as cheaply
+// as the padded copy would cost). VITBENCH_CONV=windows or =direct forces
+// one path (for A/B timing; direct still needs stride 1 and SIMD).
 func useDirect(c ops.Conv2d) bool {
-	return c.StrideH == 1 && c.StrideW == 1 && kern.Active() != kern.ISAGo && os.Getenv("VITBENCH_CONV") != "windows"
+	if c.StrideH != 1 || c.StrideW != 1 || kern.Active() == kern.ISAGo {
+		return false
+	}
+	switch os.Getenv("VITBENCH_CONV") {
+	case "windows":
+		return false
+	case "direct":
+		return true
+	}
+	return c.KernelH*c.KernelW > 1
 }
 
 // directGeom is the padded image of a direct convolution: each channel
