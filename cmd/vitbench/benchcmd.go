@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"vitbench/bench/cases"
@@ -100,7 +102,8 @@ func writeBench(bf results.BenchFile, path, jsonPath string, stdout io.Writer) e
 
 // runBench times every matching built-in case on every available backend
 // that supports it. A case that fails to run is reported and the others go
-// on; the exit code is then 1.
+// on; the exit code is then 1 and the error names every case without a
+// result.
 func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error) {
 	bf := results.BenchFile{Meta: newMeta(cfg.threads)}
 	list := cases.Match(cfg.run)
@@ -115,7 +118,7 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 	bf.Meta.Threads = threadsOf(backends[0], cfg.threads)
 	prog := newProgress(stderr)
 	code := exitOK
-	var firstErr error
+	var failed []string // "case on backend: error", one per case without a result
 	done, total := 0, 0
 	for _, b := range backends {
 		if b.Info().Available {
@@ -157,9 +160,7 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 			if err != nil {
 				prog.done(fmt.Sprintf("%-40s %-5s ERROR %v", c.Name, b.Name(), err))
 				code = exitFail
-				if firstErr == nil {
-					firstErr = fmt.Errorf("%s on %s: %v", c.Name, b.Name(), err)
-				}
+				failed = append(failed, fmt.Sprintf("%s on %s: %v", c.Name, b.Name(), err))
 				continue
 			}
 			row.ISA = info.Details["isa"]
@@ -172,5 +173,17 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 		e := cfg.stop.interruptedErr(done, total, "cases")
 		return bf, e.code(), e
 	}
-	return bf, code, firstErr
+	return bf, code, noResultErr(failed)
+}
+
+// noResultErr is nil when every case timed has a result, else one error
+// naming each case that has none and why.
+func noResultErr(failed []string) error {
+	switch len(failed) {
+	case 0:
+		return nil
+	case 1:
+		return errors.New(failed[0])
+	}
+	return fmt.Errorf("%d cases have no result:\n  %s", len(failed), strings.Join(failed, "\n  "))
 }

@@ -63,13 +63,17 @@ type Backend struct {
 // Open starts the backend on device ordinal (TF32 GEMMs when tf32). It
 // always returns a Backend; when the driver, a device or NVRTC is missing,
 // Info().Available is false and Info().Reason says why in one line.
-func Open(ordinal int, tf32 bool) *Backend {
+func Open(ordinal int, tf32 bool) *Backend { return openWith(ordinal, tf32, loadDriver) }
+
+// openWith is Open with the driver's loader as a parameter: tests pass one
+// returning a simulated driver to exercise the device's failure modes.
+func openWith(ordinal int, tf32 bool, load func() (*driver, error)) *Backend {
 	b := &Backend{name: "cuda", tf32: tf32, modules: map[string]cuHandle{}, funcs: map[string]cuHandle{}}
 	if tf32 {
 		b.name = "cuda-tf32"
 	}
 	b.info = bench.Info{Name: b.name}
-	if err := b.start(ordinal); err != nil {
+	if err := b.start(ordinal, load); err != nil {
 		b.info.Reason = oneLine(err.Error())
 		if b.w != nil {
 			b.w.run(b.release)
@@ -80,10 +84,11 @@ func Open(ordinal int, tf32 bool) *Backend {
 	return b
 }
 
-// start loads the libraries, creates the context, stream, events and
-// cuBLAS handle on a new device thread, and fills Info.
-func (b *Backend) start(ordinal int) error {
-	d, err := loadDriver()
+// start loads the driver with load and the other libraries, creates the
+// context, stream, events and cuBLAS handle on a new device thread, and
+// fills Info.
+func (b *Backend) start(ordinal int, load func() (*driver, error)) error {
+	d, err := load()
 	if err != nil {
 		return err
 	}

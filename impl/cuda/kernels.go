@@ -25,9 +25,13 @@ func kernelFiles() []string {
 	return out
 }
 
-// kernelSource returns the full source NVRTC compiles for file: the shared
-// prelude common.cuh, then the file.
-func kernelSource(file string) (string, error) {
+// kernelSource returns the full source NVRTC compiles for file. Tests
+// replace it to simulate a kernel that fails to compile.
+var kernelSource = embeddedSource
+
+// embeddedSource returns the embedded source of file as NVRTC compiles it:
+// the shared prelude common.cuh, then the file.
+func embeddedSource(file string) (string, error) {
 	common, err := kernelFS.ReadFile("kernels/common.cuh")
 	if err != nil {
 		return "", err

@@ -73,7 +73,7 @@ func (b *Backend) Alloc(shape bench.Shape, dt bench.DType) (bench.Tensor, error)
 		return d.check("cuMemsetD8Async", d.cuMemsetD8Async(t.ptr, 0, uint64(t.bytes), b.stream))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: allocating %v: %w", b.name, shape, err)
+		return nil, fmt.Errorf("%s: allocating %v (%d bytes): %w", b.name, shape, t.bytes, err)
 	}
 	b.account(t.bytes)
 	return t, nil
