@@ -6,12 +6,12 @@ import (
 )
 
 // Markdown writes the paper-style report of in: header, conformance, components, networks,
-// hardware comparison, A/B, plots and sources. A section without data is left out, except
-// the header and sources.
+// timing failures, hardware comparison, A/B, plots and sources. A section without data is
+// left out, except the header and sources.
 func Markdown(w io.Writer, in Input) error {
 	es := in.entries()
 	sections := []func(io.Writer, Input, []entry) error{
-		writeHeader, writeConformance, writeComponents, writeNetworks, writeHardware, writeAB, writePlots,
+		writeHeader, writeConformance, writeComponents, writeNetworks, writeFailures, writeHardware, writeAB, writePlots,
 		writeSources,
 	}
 	for _, s := range sections {

@@ -185,3 +185,28 @@ func TestMarkdownSkipsEmptySections(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdownListsTimingFailures checks that a case that failed to run
+// while being timed is a FAIL row with its error, and that the section is
+// left out when nothing failed.
+func TestMarkdownListsTimingFailures(t *testing.T) {
+	in := sampleInput()
+	var buf bytes.Buffer
+	if err := Markdown(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "## Timing failures") {
+		t.Error("a timing failures section without failures")
+	}
+	in.Bench[0].Failed = []results.BenchFailure{{Case: "volo_d5_512", Backend: "cuda", Batch: 1, Threads: 2, DType: "float32",
+		Error: "cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory"}}
+	buf.Reset()
+	if err := Markdown(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "## Timing failures") ||
+		!regexp.MustCompile(`volo_d5_512 +\| cuda +\| float32 +\| +1 \| +2 \| FAIL +\| cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY \(2\): out of memory`).MatchString(out) {
+		t.Errorf("no FAIL row for the failed case:\n%s", out)
+	}
+}

@@ -2,9 +2,11 @@ package results
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -227,5 +229,48 @@ func TestWriteBenchTextRejectsUnreadableNames(t *testing.T) {
 	}
 	if err := WriteBenchText(&bytes.Buffer{}, BenchFile{Meta: Meta{Extra: map[string]string{"Bad Key": "x"}}}); err == nil {
 		t.Errorf("an invalid extra key was accepted")
+	}
+}
+
+// TestFailuresRoundTrip checks that cases without a result are written
+// and read back by both formats, beside the rows (and alone), so that a
+// report can list them.
+func TestFailuresRoundTrip(t *testing.T) {
+	failed := []BenchFailure{
+		{Case: "volo_d1", Backend: "cuda", Batch: 1, Threads: 2, DType: "float32",
+			Error: "cuda: allocating [1, 3, 224, 224]: cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory"},
+		{Case: "patch_embed/vit_b16", Backend: "faulty", Batch: 8, Threads: 1, DType: "float32", Error: "two\nlines: here"},
+	}
+	row := NewBenchRow("gemm/512", "cpu", 1, 2, "float32", 10, 20, 0, 0, []float64{100, 110, 120}, nil)
+	dir := t.TempDir()
+	for _, rows := range [][]BenchRow{{row}, nil} {
+		f := BenchFile{Meta: Meta{Tool: "vitbench"}, Rows: rows, Failed: failed}
+		for _, format := range []string{"txt", "json"} {
+			path := filepath.Join(dir, "bench."+format)
+			err := WriteFileAtomic(path, func(w io.Writer) error {
+				if format == "json" {
+					return WriteBenchJSON(w, f)
+				}
+				return WriteBenchText(w, f)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadBench(path)
+			if err != nil {
+				t.Fatalf("%s with %d rows: %v", format, len(rows), err)
+			}
+			want := slices.Clone(failed)
+			want[1].Error = "two lines: here" // one line in the text format
+			if format == "json" {
+				want[1].Error = failed[1].Error
+			}
+			if !slices.Equal(got.Failed, want) || len(got.Rows) != len(rows) {
+				t.Errorf("%s with %d rows: read back %d rows and failures %+v, want %+v", format, len(rows), len(got.Rows), got.Failed, want)
+			}
+		}
+	}
+	if _, err := readBenchText([]byte("# FAILED nonsense\n"), "bad.txt"); err == nil || !strings.Contains(err.Error(), "bad.txt:1") {
+		t.Errorf("malformed failure line: error %v, want one naming bad.txt:1", err)
 	}
 }

@@ -60,8 +60,9 @@ func (r *BenchRow) UnmarshalJSON(b []byte) error {
 
 // benchFileJSON is the top level of a timing JSON file.
 type benchFileJSON struct {
-	Meta Meta       `json:"meta"`
-	Rows []BenchRow `json:"rows"`
+	Meta   Meta           `json:"meta"`
+	Rows   []BenchRow     `json:"rows"`
+	Failed []BenchFailure `json:"failed,omitempty"`
 }
 
 // WriteBenchJSON writes f as indented JSON (FORMAT.md, "Timing: JSON"). NaN and ±Inf
@@ -71,7 +72,7 @@ func WriteBenchJSON(w io.Writer, f BenchFile) error {
 	if rows == nil {
 		rows = []BenchRow{}
 	}
-	return writeJSON(w, benchFileJSON{Meta: f.Meta, Rows: rows})
+	return writeJSON(w, benchFileJSON{Meta: f.Meta, Rows: rows, Failed: f.Failed})
 }
 
 // writeJSON writes v as indented JSON followed by a newline.

@@ -24,10 +24,12 @@ type BenchRow struct {
 	ISA               string    // ISA path dispatched; "" means Meta.ISA
 }
 
-// BenchFile is a timing result file: its provenance and its rows.
+// BenchFile is a timing result file: its provenance, its rows and the
+// cases that failed to run (which have no row).
 type BenchFile struct {
-	Meta Meta
-	Rows []BenchRow
+	Meta   Meta
+	Rows   []BenchRow
+	Failed []BenchFailure
 }
 
 // NewBenchRow builds a row from the samples (ns) and fills the summary fields from

@@ -54,10 +54,14 @@ func readBenchText(data []byte, file string) (BenchFile, error) {
 	if err := rd.Err(); err != nil {
 		return BenchFile{}, err
 	}
-	if len(groups) == 0 {
+	failed, err := readFailures(data, file)
+	if err != nil {
+		return BenchFile{}, err
+	}
+	if len(groups) == 0 && len(failed) == 0 {
 		return BenchFile{}, fmt.Errorf("%s: no benchmark results", file)
 	}
-	f := BenchFile{Meta: meta, Rows: make([]BenchRow, len(groups))}
+	f := BenchFile{Meta: meta, Rows: make([]BenchRow, len(groups)), Failed: failed}
 	for i, g := range groups {
 		f.Rows[i] = g.row()
 	}

@@ -59,6 +59,12 @@ func WriteBenchText(w io.Writer, f BenchFile) error {
 			writeSample(bw, name, r, j, ns)
 		}
 	}
+	for i, f := range f.Failed {
+		if err := checkName(BenchRow{Case: f.Case}); err != nil {
+			return fmt.Errorf("failure %d: %w", i, err)
+		}
+		fmt.Fprintln(bw, failureLine(f))
+	}
 	return bw.Flush()
 }
 

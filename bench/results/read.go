@@ -27,7 +27,7 @@ func ReadCheck(path string) (CheckFile, error) {
 	if !isJSON(data) {
 		return CheckFile{}, fmt.Errorf("%s: not a JSON conformance file", path)
 	}
-	meta, rows, err := decodeJSONFile[CheckRow](data, path)
+	meta, rows, err := decodeJSONFile[CheckRow](data, path, nil)
 	return CheckFile{Meta: meta, Rows: rows}, err
 }
 
@@ -41,7 +41,7 @@ func ReadAny(path string) (bench *BenchFile, check *CheckFile, err error) {
 		return nil, nil, err
 	}
 	if isJSON(data) && isCheckJSON(data) {
-		meta, rows, err := decodeJSONFile[CheckRow](data, path)
+		meta, rows, err := decodeJSONFile[CheckRow](data, path, nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -57,8 +57,9 @@ func ReadAny(path string) (bench *BenchFile, check *CheckFile, err error) {
 // parseBench parses a timing file held in data.
 func parseBench(data []byte, path string) (BenchFile, error) {
 	if isJSON(data) {
-		meta, rows, err := decodeJSONFile[BenchRow](data, path)
-		return BenchFile{Meta: meta, Rows: rows}, err
+		var failed []BenchFailure
+		meta, rows, err := decodeJSONFile[BenchRow](data, path, &failed)
+		return BenchFile{Meta: meta, Rows: rows, Failed: failed}, err
 	}
 	return readBenchText(data, path)
 }
@@ -83,8 +84,9 @@ func isCheckJSON(data []byte) bool {
 }
 
 // decodeJSONFile decodes {"meta": {...}, "rows": [...]}, row by row so that an error names
-// the line of the value at fault. Unknown top-level fields are skipped.
-func decodeJSONFile[R any](data []byte, path string) (Meta, []R, error) {
+// the line of the value at fault, and the timing file's "failed" list into failed when it
+// is not nil. Unknown top-level fields are skipped.
+func decodeJSONFile[R any](data []byte, path string, failed *[]BenchFailure) (Meta, []R, error) {
 	var meta Meta
 	rows := []R{}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -136,6 +138,17 @@ func decodeJSONFile[R any](data []byte, path string) (Meta, []R, error) {
 			}
 			if _, err := dec.Token(); err != nil {
 				return meta, nil, fail(0, err)
+			}
+		case "failed":
+			var raw json.RawMessage
+			off := dec.InputOffset()
+			if err := dec.Decode(&raw); err != nil {
+				return meta, nil, fail(0, err)
+			}
+			if failed != nil {
+				if err := json.Unmarshal(raw, failed); err != nil {
+					return meta, nil, fail(skipSep(data, off), fmt.Errorf("failed: %w", err))
+				}
 			}
 		default:
 			var skip json.RawMessage

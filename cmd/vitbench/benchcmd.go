@@ -75,7 +75,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	defer stop.Close()
 	bf, code, err := runBench(benchConfig{backends: *backend, run: re, batch: *batch, threads: *threads,
 		count: *count, warmup: *warmup, minSample: *minSample, seed: *seed, weights: *weights, stop: stop}, stderr)
-	if err != nil && len(bf.Rows) == 0 {
+	if err != nil && len(bf.Rows) == 0 && len(bf.Failed) == 0 {
 		return code, err
 	}
 	if werr := writeBench(bf, *out, *jsonOut, stdout); werr != nil {
@@ -161,6 +161,8 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 				prog.done(fmt.Sprintf("%-40s %-5s ERROR %v", c.Name, b.Name(), err))
 				code = exitFail
 				failed = append(failed, fmt.Sprintf("%s on %s: %v", c.Name, b.Name(), err))
+				bf.Failed = append(bf.Failed, results.BenchFailure{Case: c.Name, Backend: b.Name(), Batch: batch,
+					Threads: threads, DType: string(c.DType), Error: err.Error()})
 				continue
 			}
 			row.ISA = info.Details["isa"]

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -181,6 +183,10 @@ func TestBenchKeepsGoingOnDeviceFailures(t *testing.T) {
 				t.Errorf("%s: %s on %s: %d samples, median %v", p, r.Case, r.Backend, r.N, r.MedianNs)
 			}
 		}
+		failed := map[string]string{}
+		for _, f := range bf.Failed {
+			failed[f.Backend+" "+f.Case] = f.Error
+		}
 		for c, want := range faultyCases {
 			if !got["cpu "+c] {
 				t.Errorf("%s: no cpu row for %s", p, c)
@@ -188,6 +194,24 @@ func TestBenchKeepsGoingOnDeviceFailures(t *testing.T) {
 			if got["faulty "+c] != (want == "") {
 				t.Errorf("%s: faulty row for %s present=%v, want %v", p, c, got["faulty "+c], want == "")
 			}
+			// A case without a result is recorded as a failure with its error.
+			if msg, ok := failed["faulty "+c]; ok != (want != "") || !strings.Contains(msg, want) {
+				t.Errorf("%s: failure record for %s on faulty = %q (present %v), want one containing %q", p, c, msg, ok, want)
+			}
+		}
+		if len(bf.Failed) != 2 {
+			t.Errorf("%s: %d failure records, want 2", p, len(bf.Failed))
+		}
+	}
+	// The report made from these files lists the failed cases as FAIL rows.
+	rep := filepath.Join(dir, "report.md")
+	if code, out, errOut := vitbench(t, "report", "-o", rep, js); code != 0 {
+		t.Fatalf("report: exit %d\n%s%s", code, out, errOut)
+	}
+	md, _ := os.ReadFile(rep)
+	for c, want := range faultyCases {
+		if want != "" && !regexp.MustCompile(regexp.QuoteMeta(c)+` +\| faulty .*\| FAIL +\| .*`+regexp.QuoteMeta(want)).Match(md) {
+			t.Errorf("the report has no FAIL row for %s on faulty with %q:\n%s", c, want, md)
 		}
 	}
 	for c, want := range faultyCases {

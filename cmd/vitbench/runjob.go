@@ -105,7 +105,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 			fmt.Fprintf(stderr, "vitbench run: %v\n", benchErr)
 		}
 	}
-	if stopErr == nil || len(bf.Rows) > 0 {
+	if stopErr == nil || len(bf.Rows) > 0 || len(bf.Failed) > 0 {
 		benchPath, benchJSON := filepath.Join(*outDir, "bench.txt"), filepath.Join(*outDir, "bench.json")
 		if err := writeBench(bf, benchPath, benchJSON, stdout); err != nil {
 			return exitFail, err

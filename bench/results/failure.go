@@ -1,0 +1,91 @@
+package results
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// BenchFailure is a case that was to be timed on a backend but has no
+// result: it failed to run (out of device memory, a failing launch, ...).
+// Failures are kept in the result file so that a report shows them as
+// rows instead of leaving them out.
+type BenchFailure struct {
+	Case    string `json:"case"`
+	Backend string `json:"backend"`
+	Batch   int    `json:"batch"`
+	Threads int    `json:"threads"`
+	DType   string `json:"dtype"`
+	Error   string `json:"error"`
+}
+
+// failedPrefix starts a failure's line in the text format: a line that
+// benchfmt, benchstat and go test tooling ignore.
+const failedPrefix = "# FAILED "
+
+// failureLine is f in the text format:
+//
+//	# FAILED Benchmark_<case>/backend=B/batch=N/threads=T/dtype=D: <error on one line>
+func failureLine(f BenchFailure) string {
+	name := benchName(BenchRow{Case: f.Case, Backend: f.Backend, Batch: f.Batch, Threads: f.Threads, DType: f.DType})
+	return failedPrefix + name + ": " + oneLine(f.Error)
+}
+
+// parseFailureLine reads a line written by failureLine; ok is false for
+// any other line.
+func parseFailureLine(line string) (f BenchFailure, ok bool, err error) {
+	rest, found := strings.CutPrefix(line, failedPrefix)
+	if !found {
+		return f, false, nil
+	}
+	name, msg, found := strings.Cut(rest, ": ")
+	if !found || !strings.HasPrefix(name, "Benchmark_") {
+		return f, true, fmt.Errorf("malformed failure line %q (want %sBenchmark_<case>/backend=…: <error>)", line, failedPrefix)
+	}
+	f.Error = msg
+	var caseParts []string
+	for _, p := range strings.Split(strings.TrimPrefix(name, "Benchmark_"), "/") {
+		k, v, isKey := strings.Cut(p, "=")
+		if !isKey {
+			caseParts = append(caseParts, p)
+			continue
+		}
+		switch k {
+		case "backend":
+			f.Backend = v
+		case "dtype":
+			f.DType = v
+		case "batch", "threads":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return f, true, fmt.Errorf("malformed failure line %q: %s=%q", line, k, v)
+			}
+			if k == "batch" {
+				f.Batch = n
+			} else {
+				f.Threads = n
+			}
+		}
+	}
+	f.Case = strings.Join(caseParts, "/")
+	if f.Case == "" || f.Backend == "" {
+		return f, true, fmt.Errorf("malformed failure line %q: no case or backend", line)
+	}
+	return f, true, nil
+}
+
+// readFailures collects the failure lines of a text result file; the
+// error names the file and line of a malformed one.
+func readFailures(data []byte, file string) ([]BenchFailure, error) {
+	var out []BenchFailure
+	for i, line := range strings.Split(string(data), "\n") {
+		f, ok, err := parseFailureLine(strings.TrimRight(line, "\r"))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", file, i+1, err)
+		}
+		if ok {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
