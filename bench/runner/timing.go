@@ -117,7 +117,15 @@ func PeakRSS() int64 {
 }
 
 // BenchRow times spec and packages the result as a results row.
-func BenchRow(b bench.Backend, caseName string, spec bench.Spec, dt bench.DType, batch, threads int, opt BenchOptions) (results.BenchRow, error) {
+//
+// A panic while the case runs (a backend bug) is returned as an error, so
+// that the remaining cases still run, as CheckFixture does.
+func BenchRow(b bench.Backend, caseName string, spec bench.Spec, dt bench.DType, batch, threads int, opt BenchOptions) (row results.BenchRow, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			row, err = results.BenchRow{}, fmt.Errorf("internal error: %v", r)
+		}
+	}()
 	ResetPeakRSS()
 	k, e, peak, err := Bench(b, spec, dt, opt)
 	if err != nil {
