@@ -13,7 +13,9 @@ import (
 // panickyBackend is a backend with a bug: every Enqueue panics.
 type panickyBackend struct{ bench.Backend }
 
-func (panickyBackend) Enqueue(bench.Node, []bench.Tensor, []bench.Tensor) error { panic("index out of range") }
+func (panickyBackend) Enqueue(bench.Node, []bench.Tensor, []bench.Tensor) error {
+	panic("index out of range")
+}
 
 // TestBenchRowRecoversPanics checks that a backend panicking while a case
 // is timed gives that case an error, not a crash of the whole run, and
