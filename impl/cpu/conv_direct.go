@@ -12,13 +12,13 @@ import (
 // tile of C (O rows × directBlock) that stays in cache for the epilogue.
 const directBlock = 128
 
-// useDirect reports whether conv c runs as a direct convolution: stride
-// 1 with a kernel larger than 1×1, on a SIMD path (a 1×1 convolution's
-// windows are the image itself, which the implicit GEMM packs as cheaply
-// as the padded copy would cost). VITBENCH_CONV=windows or =direct forces
-// one path (for A/B timing; direct still needs stride 1 and SIMD).
+// useDirect reports whether conv c runs as a direct convolution: a kernel
+// larger than 1×1 with at least directMinOutputs output positions, on a
+// SIMD path (a 1×1 convolution's windows are the image itself, which the
+// implicit GEMM packs as cheaply as the padded copy would cost). VITBENCH_CONV=windows or =direct forces one path (for A/B
+// timing; direct still needs SIMD).
 func useDirect(c ops.Conv2d) bool {
-	if c.StrideH != 1 || c.StrideW != 1 || kern.Active() == kern.ISAGo {
+	if kern.Active() == kern.ISAGo {
 		return false
 	}
 	switch os.Getenv("VITBENCH_CONV") {
@@ -27,63 +27,97 @@ func useDirect(c ops.Conv2d) bool {
 	case "direct":
 		return true
 	}
-	return c.KernelH*c.KernelW > 1
+	return c.KernelH*c.KernelW > 1 && c.OutH()*c.OutW() >= directMinOutputs
 }
 
-// directGeom is the padded image of a direct convolution: each channel
-// plane is (H+2PH)×(W+2PW) with zero borders, followed by one plane of
-// ones (the bias tap) and a zero tail, so that output position
-// (oy, q) — q running over the whole padded width, the columns past OW
-// being discarded — reads tap (c, ky, kx) at
+// directMinOutputs is the fewest output positions per image for which the
+// direct path pays for its padded copy: below it (ResNet's last stages at
+// small inputs) the implicit GEMM is as fast.
+const directMinOutputs = 1024
+
+// directGeom is the padded image of a direct convolution, split into its
+// stride phases so that every stride becomes stride 1. With the padded
+// image P (H+2PH)×(W+2PW) of channel ch, phase (py, px) is the plane
 //
-//	pad[c·plane + (oy + ky·DH)·Wp + q + kx·DW] = pad[oy·Wp + q + tap]
+//	Q[ch, py, px][i, j] = P[ch][i·SH + py, j·SW + px]      (zero past P)
 //
-// and a block of neighbouring positions reads neighbouring values.
+// of Hq×Wq = ⌈(H+2PH)/SH⌉×⌈(W+2PW)/SW⌉ values; the planes are followed by
+// one plane of ones (the bias tap) and a zero tail. Output position
+// (oy, q) — q running over the whole plane width Wq, the columns past OW
+// being discarded — reads tap (ch, ky, kx), with ky·DH = dy·SH + py and
+// kx·DW = dx·SW + px, at
+//
+//	Q[ch, py, px][oy + dy, q + dx] = pad[oy·Wq + q + tap]
+//
+// so a block of neighbouring positions reads neighbouring values. With
+// stride 1 there is one phase: the padded image itself.
 type directGeom struct {
 	c                ops.Conv2d
-	hp, wp, plane, n int // n: wide output positions OH·Wp
+	hq, wq, plane, n int // n: wide output positions OH·Wq
+	phases           int // SH·SW planes per channel
 	size             int // floats per padded image
 	taps             []int
 }
 
 func newDirectGeom(c ops.Conv2d) directGeom {
-	g := directGeom{c: c, hp: c.Height + 2*c.PadH, wp: c.Width + 2*c.PadW}
-	g.plane = g.hp * g.wp
-	g.n = c.OutH() * g.wp
-	g.size = (c.InChans+1)*g.plane + g.wp + directBlock
+	hp, wp := c.Height+2*c.PadH, c.Width+2*c.PadW
+	g := directGeom{c: c, hq: (hp + c.StrideH - 1) / c.StrideH, wq: (wp + c.StrideW - 1) / c.StrideW,
+		phases: c.StrideH * c.StrideW}
+	g.plane = g.hq * g.wq
+	g.n = c.OutH() * g.wq
+	ones := c.InChans * g.phases * g.plane
+	g.size = ones + g.plane + g.wq + directBlock
 	g.taps = make([]int, 0, c.Cols()+1)
 	for ch := 0; ch < c.InChans; ch++ {
 		for ky := 0; ky < c.KernelH; ky++ {
+			dy, py := ky*c.DilationH/c.StrideH, ky*c.DilationH%c.StrideH
 			for kx := 0; kx < c.KernelW; kx++ {
-				g.taps = append(g.taps, ch*g.plane+ky*c.DilationH*g.wp+kx*c.DilationW)
+				dx, px := kx*c.DilationW/c.StrideW, kx*c.DilationW%c.StrideW
+				g.taps = append(g.taps, ((ch*c.StrideH+py)*c.StrideW+px)*g.plane+dy*g.wq+dx)
 			}
 		}
 	}
-	g.taps = append(g.taps, c.InChans*g.plane) // the ones plane: the bias
+	g.taps = append(g.taps, ones) // the ones plane: the bias
 	return g
 }
 
 // pad writes image x [C, H, W] into dst laid out as the geometry says.
 func (g directGeom) pad(x, dst []float32, threads int) {
 	c := g.c
-	parallelFor(threads, c.InChans, 1, func(lo, hi int) {
-		for ch := lo; ch < hi; ch++ {
-			plane := dst[ch*g.plane : (ch+1)*g.plane]
-			clear(plane[:c.PadH*g.wp])
-			for y := 0; y < c.Height; y++ {
-				row := plane[(c.PadH+y)*g.wp : (c.PadH+y+1)*g.wp]
-				clear(row[:c.PadW])
-				copy(row[c.PadW:c.PadW+c.Width], x[(ch*c.Height+y)*c.Width:(ch*c.Height+y+1)*c.Width])
-				clear(row[c.PadW+c.Width:])
+	parallelFor(threads, c.InChans*g.phases, 1, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			ch, py, px := p/g.phases, p%g.phases/c.StrideW, p%c.StrideW
+			plane := dst[p*g.plane : (p+1)*g.plane]
+			img := x[ch*c.Height*c.Width : (ch+1)*c.Height*c.Width]
+			// Plane columns j read image column j·SW + px − PW, inside for j in [j0, j1).
+			j0 := max(0, ceilDiv(c.PadW-px, c.StrideW))
+			j1 := min(g.wq, ceilDiv(c.Width+c.PadW-px, c.StrideW))
+			for i := 0; i < g.hq; i++ {
+				row := plane[i*g.wq : (i+1)*g.wq]
+				y := i*c.StrideH + py - c.PadH
+				if y < 0 || y >= c.Height || j0 >= j1 {
+					clear(row)
+					continue
+				}
+				src := img[y*c.Width : (y+1)*c.Width]
+				clear(row[:j0])
+				if c.StrideW == 1 {
+					copy(row[j0:j1], src[j0+px-c.PadW:])
+				} else {
+					for j := j0; j < j1; j++ {
+						row[j] = src[j*c.StrideW+px-c.PadW]
+					}
+				}
+				clear(row[j1:])
 			}
-			clear(plane[(c.PadH+c.Height)*g.wp:])
 		}
 	})
-	ones := dst[c.InChans*g.plane : (c.InChans+1)*g.plane+directBlock]
-	for i := range ones {
-		ones[i] = 1
+	ones := c.InChans * g.phases * g.plane
+	fill := dst[ones : ones+g.plane+directBlock]
+	for i := range fill {
+		fill[i] = 1
 	}
-	clear(dst[(c.InChans+1)*g.plane+directBlock:])
+	clear(dst[ones+g.plane+directBlock:])
 }
 
 // directWeight packs the folded weight [O, K] with the bias as one more
@@ -121,14 +155,14 @@ func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, 
 				nb := min(directBlock, g.n-w0)
 				kern.SgemmTaps(pa, padded[w0:], g.taps, nb, tile, directBlock)
 				// Copy each output row's valid run of the block.
-				for oy := w0 / g.wp; oy*g.wp < w0+nb; oy++ {
-					q0, q1 := max(w0-oy*g.wp, 0), min(w0+nb-oy*g.wp, ow)
+				for oy := w0 / g.wq; oy*g.wq < w0+nb; oy++ {
+					q0, q1 := max(w0-oy*g.wq, 0), min(w0+nb-oy*g.wq, ow)
 					if q0 >= q1 {
 						continue
 					}
 					n := q1 - q0
 					for ch := 0; ch < o; ch++ {
-						src := tile[ch*directBlock+oy*g.wp+q0-w0:][:n]
+						src := tile[ch*directBlock+oy*g.wq+q0-w0:][:n]
 						at := base + (ch*oh+oy)*ow + q0
 						dst := y[at : at+n]
 						switch {
