@@ -61,10 +61,7 @@ func (s *blockSpec) Weights() []bench.ArraySpec {
 	e, h := s.a.dim, s.hidden
 	w := []bench.ArraySpec{{Name: "norm1.weight", Shape: bench.Shape{e}}, {Name: "norm1.bias", Shape: bench.Shape{e}}}
 	w = append(w, s.a.weights("attn.")...)
-	return append(w,
-		bench.ArraySpec{Name: "norm2.weight", Shape: bench.Shape{e}}, bench.ArraySpec{Name: "norm2.bias", Shape: bench.Shape{e}},
-		bench.ArraySpec{Name: "mlp.fc1.weight", Shape: bench.Shape{h, e}}, bench.ArraySpec{Name: "mlp.fc1.bias", Shape: bench.Shape{h}},
-		bench.ArraySpec{Name: "mlp.fc2.weight", Shape: bench.Shape{e, h}}, bench.ArraySpec{Name: "mlp.fc2.bias", Shape: bench.Shape{e}})
+	return append(w, mlpWeights("", e, h)...)
 }
 func (s *blockSpec) Outputs() []bench.ArraySpec {
 	return []bench.ArraySpec{{Name: "out", Shape: s.shape()}}
@@ -90,19 +87,13 @@ func (s *blockSpec) Graph() *bench.Graph {
 // block of the graph.
 func (s *blockSpec) steps(g *bench.Graph, prefix, in, out string) {
 	b, n, e, h := s.a.batch, s.a.tokens, s.a.dim, s.hidden
-	ln := LayerNorm{Batch: b, Tokens: n, Dim: e, Eps: s.eps}
-	for _, t := range []string{"h1", "y", "h2"} {
+	for _, t := range []string{"h1", "y"} {
 		g.Temp(t, s.shape())
 	}
-	g.Temp("mlp.hidden", bench.Shape{b, n, h})
-	g.Steps = append(g.Steps, bench.Step{Node: ln, In: []string{in, prefix + "norm1.weight", prefix + "norm1.bias"}, Out: []string{"h1"}})
+	g.Steps = append(g.Steps, bench.Step{Node: LayerNorm{Batch: b, Tokens: n, Dim: e, Eps: s.eps},
+		In: []string{in, prefix + "norm1.weight", prefix + "norm1.bias"}, Out: []string{"h1"}})
 	s.a.steps(g, prefix+"attn.", "h1", "y", in)
-	g.Steps = append(g.Steps,
-		bench.Step{Node: ln, In: []string{"y", prefix + "norm2.weight", prefix + "norm2.bias"}, Out: []string{"h2"}},
-		bench.Step{Node: Gemm{Batch: b, M: n, N: h, K: e, TransB: true, Bias: true, Act: "gelu"},
-			In: []string{"h2", prefix + "mlp.fc1.weight", prefix + "mlp.fc1.bias"}, Out: []string{"mlp.hidden"}},
-		bench.Step{Node: Gemm{Batch: b, M: n, N: e, K: h, TransB: true, Bias: true, Residual: true},
-			In: []string{"mlp.hidden", prefix + "mlp.fc2.weight", prefix + "mlp.fc2.bias", "y"}, Out: []string{out}})
+	mlpSteps(g, prefix, "mlp.", "y", out, b, n, e, h, s.eps)
 }
 
 // weightsAt lists the block's weights under prefix.
@@ -115,3 +106,28 @@ func (s *blockSpec) weightsAt(prefix string) []bench.ArraySpec {
 }
 
 func init() { bench.RegisterOpKind(blockKind{}) }
+
+// mlpWeights lists a pre-norm block's norm2 and Mlp (fc1, fc2) weights.
+func mlpWeights(prefix string, c, h int) []bench.ArraySpec {
+	return []bench.ArraySpec{
+		{Name: prefix + "norm2.weight", Shape: bench.Shape{c}}, {Name: prefix + "norm2.bias", Shape: bench.Shape{c}},
+		{Name: prefix + "mlp.fc1.weight", Shape: bench.Shape{h, c}}, {Name: prefix + "mlp.fc1.bias", Shape: bench.Shape{h}},
+		{Name: prefix + "mlp.fc2.weight", Shape: bench.Shape{c, h}}, {Name: prefix + "mlp.fc2.bias", Shape: bench.Shape{c}},
+	}
+}
+
+// mlpSteps appends y + fc2(gelu(fc1(norm2(y)))) for rows [b, n, c] of y,
+// writing out, with weights under prefix; its temporaries tmp+"h2" and
+// tmp+"hidden" are shared by every call with the same tmp.
+func mlpSteps(g *bench.Graph, prefix, tmp, y, out string, b, n, c, hidden int, eps float64) {
+	h2, hid := tmp+"h2", tmp+"hidden"
+	g.Temp(h2, bench.Shape{b, n, c})
+	g.Temp(hid, bench.Shape{b, n, hidden})
+	g.Steps = append(g.Steps,
+		bench.Step{Node: LayerNorm{Batch: b, Tokens: n, Dim: c, Eps: eps},
+			In: []string{y, prefix + "norm2.weight", prefix + "norm2.bias"}, Out: []string{h2}},
+		bench.Step{Node: Gemm{Batch: b, M: n, N: hidden, K: c, TransB: true, Bias: true, Act: "gelu"},
+			In: []string{h2, prefix + "mlp.fc1.weight", prefix + "mlp.fc1.bias"}, Out: []string{hid}},
+		bench.Step{Node: Gemm{Batch: b, M: n, N: c, K: hidden, TransB: true, Bias: true, Residual: true},
+			In: []string{hid, prefix + "mlp.fc2.weight", prefix + "mlp.fc2.bias", y}, Out: []string{out}})
+}

@@ -186,31 +186,6 @@ func (s outlooker) weights(prefix string) []bench.ArraySpec {
 	return append(w, mlpWeights(prefix, c, h)...)
 }
 
-// mlpWeights lists a pre-norm block's norm2 and Mlp (fc1, fc2) weights.
-func mlpWeights(prefix string, c, h int) []bench.ArraySpec {
-	return []bench.ArraySpec{
-		{Name: prefix + "norm2.weight", Shape: bench.Shape{c}}, {Name: prefix + "norm2.bias", Shape: bench.Shape{c}},
-		{Name: prefix + "mlp.fc1.weight", Shape: bench.Shape{h, c}}, {Name: prefix + "mlp.fc1.bias", Shape: bench.Shape{h}},
-		{Name: prefix + "mlp.fc2.weight", Shape: bench.Shape{c, h}}, {Name: prefix + "mlp.fc2.bias", Shape: bench.Shape{c}},
-	}
-}
-
-// mlpSteps appends y + fc2(gelu(fc1(norm2(y)))) for rows [b, n, c] of y,
-// writing out, with weights under prefix; its temporaries tmp+"h2" and
-// tmp+"hidden" are shared by every call with the same tmp.
-func mlpSteps(g *bench.Graph, prefix, tmp, y, out string, b, n, c, hidden int, eps float64) {
-	h2, hid := tmp+"h2", tmp+"hidden"
-	g.Temp(h2, bench.Shape{b, n, c})
-	g.Temp(hid, bench.Shape{b, n, hidden})
-	g.Steps = append(g.Steps,
-		bench.Step{Node: LayerNorm{Batch: b, Tokens: n, Dim: c, Eps: eps},
-			In: []string{y, prefix + "norm2.weight", prefix + "norm2.bias"}, Out: []string{h2}},
-		bench.Step{Node: Gemm{Batch: b, M: n, N: hidden, K: c, TransB: true, Bias: true, Act: "gelu"},
-			In: []string{h2, prefix + "mlp.fc1.weight", prefix + "mlp.fc1.bias"}, Out: []string{hid}},
-		bench.Step{Node: Gemm{Batch: b, M: n, N: c, K: hidden, TransB: true, Bias: true, Residual: true},
-			In: []string{hid, prefix + "mlp.fc2.weight", prefix + "mlp.fc2.bias", y}, Out: []string{out}})
-}
-
 func (s outlooker) macs() int64 {
 	return s.o.macs() + 2*int64(s.o.batch)*int64(s.o.h*s.o.w)*int64(s.o.dim)*int64(s.hidden)
 }
