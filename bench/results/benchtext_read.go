@@ -81,13 +81,43 @@ type rowAcc struct {
 func newRowAcc(res *benchfmt.Result) (*rowAcc, error) {
 	file, line := res.Pos()
 	acc := &rowAcc{isa: res.GetConfig(keyISA), backend: res.GetConfig(keyBackend)}
-	base, parts := res.Name.Parts()
+	f, err := parseName(res.Name, fmt.Sprintf("%s:%d", file, line))
+	if err != nil {
+		return nil, err
+	}
+	acc.caseName, acc.dtype, acc.batch, acc.threads = f.caseName, f.dtype, f.batch, f.threads
+	if f.hasBackend {
+		acc.backend = f.backend
+	}
+	if !f.hasThreads {
+		acc.threads = f.procs
+		if t, err := strconv.Atoi(res.GetConfig(keyThreads)); f.procs == 0 && err == nil {
+			acc.threads = t
+		}
+	}
+	return acc, nil
+}
+
+// nameFields are what a benchmark name says about its row.
+type nameFields struct {
+	caseName, backend, dtype string
+	batch, threads, procs    int
+	hasBackend, hasThreads   bool
+}
+
+// parseName maps the parts of a benchmark name (without "Benchmark") to
+// row fields: /backend=, /batch=, /threads=, /dtype= set those, a -N
+// suffix is GOMAXPROCS (procs), and every other part, in order, forms the
+// case name (the leading "_" of "Benchmark_<case>" is dropped). where
+// (file:line) prefixes the error for a non-integer batch, threads or -N.
+func parseName(name benchfmt.Name, where string) (nameFields, error) {
+	var f nameFields
+	base, parts := name.Parts()
 	caseParts := []string{strings.TrimPrefix(string(base), "_")}
-	haveThreads, procs := false, 0
 	atoi := func(k, v string) (int, error) {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return 0, fmt.Errorf("%s:%d: %s=%q in benchmark name: not an integer", file, line, k, v)
+			return 0, fmt.Errorf("%s: %s=%q in benchmark name: not an integer", where, k, v)
 		}
 		return n, nil
 	}
@@ -96,9 +126,9 @@ func newRowAcc(res *benchfmt.Result) (*rowAcc, error) {
 		if strings.HasPrefix(ps, "-") {
 			n, err := atoi("GOMAXPROCS suffix", ps[1:])
 			if err != nil {
-				return nil, err
+				return f, err
 			}
-			procs = n
+			f.procs = n
 			continue
 		}
 		ps = strings.TrimPrefix(ps, "/")
@@ -106,29 +136,23 @@ func newRowAcc(res *benchfmt.Result) (*rowAcc, error) {
 		var err error
 		switch k {
 		case "backend":
-			acc.backend = v
+			f.backend, f.hasBackend = v, true
 		case "dtype":
-			acc.dtype = v
+			f.dtype = v
 		case "batch":
-			acc.batch, err = atoi(k, v)
+			f.batch, err = atoi(k, v)
 		case "threads":
-			acc.threads, err = atoi(k, v)
-			haveThreads = true
+			f.threads, err = atoi(k, v)
+			f.hasThreads = true
 		default:
 			caseParts = append(caseParts, ps)
 		}
 		if err != nil {
-			return nil, err
+			return f, err
 		}
 	}
-	acc.caseName = strings.Join(caseParts, "/")
-	if !haveThreads {
-		acc.threads = procs
-		if t, err := strconv.Atoi(res.GetConfig(keyThreads)); procs == 0 && err == nil {
-			acc.threads = t
-		}
-	}
-	return acc, nil
+	f.caseName = strings.Join(caseParts, "/")
+	return f, nil
 }
 
 // add records one result line as a sample.

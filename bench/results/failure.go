@@ -2,8 +2,9 @@ package results
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
+
+	"golang.org/x/perf/benchfmt"
 )
 
 // BenchFailure is a case that was to be timed on a backend but has no
@@ -32,44 +33,23 @@ func failureLine(f BenchFailure) string {
 }
 
 // parseFailureLine reads a line written by failureLine; ok is false for
-// any other line.
-func parseFailureLine(line string) (f BenchFailure, ok bool, err error) {
+// any other line. The name is read as result lines' names are (parseName).
+func parseFailureLine(line, where string) (f BenchFailure, ok bool, err error) {
 	rest, found := strings.CutPrefix(line, failedPrefix)
 	if !found {
 		return f, false, nil
 	}
 	name, msg, found := strings.Cut(rest, ": ")
 	if !found || !strings.HasPrefix(name, "Benchmark_") {
-		return f, true, fmt.Errorf("malformed failure line %q (want %sBenchmark_<case>/backend=…: <error>)", line, failedPrefix)
+		return f, true, fmt.Errorf("%s: malformed failure line %q (want %sBenchmark_<case>/backend=…: <error>)", where, line, failedPrefix)
 	}
-	f.Error = msg
-	var caseParts []string
-	for _, p := range strings.Split(strings.TrimPrefix(name, "Benchmark_"), "/") {
-		k, v, isKey := strings.Cut(p, "=")
-		if !isKey {
-			caseParts = append(caseParts, p)
-			continue
-		}
-		switch k {
-		case "backend":
-			f.Backend = v
-		case "dtype":
-			f.DType = v
-		case "batch", "threads":
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return f, true, fmt.Errorf("malformed failure line %q: %s=%q", line, k, v)
-			}
-			if k == "batch" {
-				f.Batch = n
-			} else {
-				f.Threads = n
-			}
-		}
+	nf, err := parseName(benchfmt.Name(strings.TrimPrefix(name, "Benchmark")), where)
+	if err != nil {
+		return f, true, err
 	}
-	f.Case = strings.Join(caseParts, "/")
+	f = BenchFailure{Case: nf.caseName, Backend: nf.backend, Batch: nf.batch, Threads: nf.threads, DType: nf.dtype, Error: msg}
 	if f.Case == "" || f.Backend == "" {
-		return f, true, fmt.Errorf("malformed failure line %q: no case or backend", line)
+		return f, true, fmt.Errorf("%s: malformed failure line %q: no case or backend", where, line)
 	}
 	return f, true, nil
 }
@@ -79,13 +59,14 @@ func parseFailureLine(line string) (f BenchFailure, ok bool, err error) {
 func readFailures(data []byte, file string) ([]BenchFailure, error) {
 	var out []BenchFailure
 	for i, line := range strings.Split(string(data), "\n") {
-		f, ok, err := parseFailureLine(strings.TrimRight(line, "\r"))
+		if !strings.HasPrefix(line, failedPrefix) {
+			continue
+		}
+		f, _, err := parseFailureLine(strings.TrimRight(line, "\r"), fmt.Sprintf("%s:%d", file, i+1))
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", file, i+1, err)
+			return nil, err
 		}
-		if ok {
-			out = append(out, f)
-		}
+		out = append(out, f)
 	}
 	return out, nil
 }
