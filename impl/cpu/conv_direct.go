@@ -12,16 +12,21 @@ import (
 // tile of C (O rows × directBlock) that stays in cache for the epilogue.
 const directBlock = 128
 
+// convPath is VITBENCH_CONV, read once: "windows" or "direct" forces one
+// convolution path (for A/B timing; direct still needs SIMD), anything
+// else lets useDirect choose.
+var convPath = os.Getenv("VITBENCH_CONV")
+
 // useDirect reports whether conv c runs as a direct convolution: a kernel
 // larger than 1×1 with at least directMinOutputs output positions, on a
 // SIMD path (a 1×1 convolution's windows are the image itself, which the
-// implicit GEMM packs as cheaply as the padded copy would cost). VITBENCH_CONV=windows or =direct forces one path (for A/B
-// timing; direct still needs SIMD).
+// implicit GEMM packs as cheaply as the padded copy would cost), unless
+// convPath forces a path.
 func useDirect(c ops.Conv2d) bool {
 	if kern.Active() == kern.ISAGo {
 		return false
 	}
-	switch os.Getenv("VITBENCH_CONV") {
+	switch convPath {
 	case "windows":
 		return false
 	case "direct":
@@ -55,6 +60,7 @@ type directGeom struct {
 	c                ops.Conv2d
 	hq, wq, plane, n int // n: wide output positions OH·Wq
 	phases           int // SH·SW planes per channel
+	ones             int // offset of the ones plane
 	size             int // floats per padded image
 	taps             []int
 }
@@ -65,8 +71,8 @@ func newDirectGeom(c ops.Conv2d) directGeom {
 		phases: c.StrideH * c.StrideW}
 	g.plane = g.hq * g.wq
 	g.n = c.OutH() * g.wq
-	ones := c.InChans * g.phases * g.plane
-	g.size = ones + g.plane + g.wq + directBlock
+	g.ones = c.InChans * g.phases * g.plane
+	g.size = g.ones + g.plane + g.wq + directBlock
 	g.taps = make([]int, 0, c.Cols()+1)
 	for ch := 0; ch < c.InChans; ch++ {
 		for ky := 0; ky < c.KernelH; ky++ {
@@ -77,7 +83,7 @@ func newDirectGeom(c ops.Conv2d) directGeom {
 			}
 		}
 	}
-	g.taps = append(g.taps, ones) // the ones plane: the bias
+	g.taps = append(g.taps, g.ones) // the ones plane: the bias
 	return g
 }
 
@@ -112,12 +118,11 @@ func (g directGeom) pad(x, dst []float32, threads int) {
 			}
 		}
 	})
-	ones := c.InChans * g.phases * g.plane
-	fill := dst[ones : ones+g.plane+directBlock]
+	fill := dst[g.ones : g.ones+g.plane+directBlock]
 	for i := range fill {
 		fill[i] = 1
 	}
-	clear(dst[ones+g.plane+directBlock:])
+	clear(dst[g.ones+g.plane+directBlock:])
 }
 
 // directWeight packs the folded weight [O, K] with the bias as one more

@@ -55,7 +55,9 @@ func TestConvBothPathsMatchOracle(t *testing.T) {
 	}
 	for _, mode := range []string{"direct", "windows"} {
 		t.Run(mode, func(t *testing.T) {
-			t.Setenv("VITBENCH_CONV", mode)
+			prev := convPath
+			convPath = mode
+			defer func() { convPath = prev }()
 			forEachPath(t, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(31, 32))
 				for _, u := range geoms {
