@@ -3,7 +3,7 @@
 
     /usr/bin/python3 reference/bench_torch.py -o FILE [--run REGEX] [--batch N] [--threads 2]
                                               [--count 10] [--warmup 3] [--min-sample-ms 0] [--seed 1]
-                                              [--device cpu|cuda]
+                                              [--device cpu|cuda] [--dtype fp32|tf32|bf16|fp16]
 
 Each case is built exactly as the fixture exporter builds it (same modules, same synthesized
 inputs and weights), then run under ``torch.inference_mode()`` with ``torch.set_num_threads(T)``:
@@ -14,7 +14,16 @@ so the file keeps the whole distribution for benchstat / ``vitbench report``.
 ``--device cuda`` moves the module and its inputs to the GPU and brackets every timed call (and
 every sample) with ``torch.cuda.synchronize()``, so a sample is the GPU's whole work; the header
 then names the GPU and CUDA version (``cuda:`` line) and rows stay ``backend=torch``, paired with
-the vitbench rows of the same case, batch and thread count.
+the vitbench rows of the same case, batch and thread count.  On the GPU ``--dtype`` picks the
+precision: ``fp32`` (the default) turns TF32 off for matmuls and cuDNN convolutions alike (cuDNN's
+default would use it), ``tf32`` turns it on for both, ``bf16`` and ``fp16`` convert the module and
+its floating-point inputs to that type (PyTorch eager in bf16/fp16).  The rows' dtype field says
+which (``float32``, ``tf32``, ``bfloat16``, ``float16``); ``vitbench report`` pairs them with the
+``cuda``, ``cuda-tf32``, ``cuda-bf16`` and ``cuda-fp16`` rows.
+
+A case that raises is reported on stderr and kept as a ``# FAILED Benchmark_...: error`` line (as
+``vitbench bench`` writes them); the file is rewritten (atomically) after every case, so a run
+stopped by a timeout keeps the cases it finished.
 
 Per line: ns/op (``time.perf_counter_ns`` around one forward call with all the case's inputs),
 GFLOP/s = 2*MACs/ns (omitted when MACs = 0), GB/s = bytes/ns with bytes = 4*(input + weight +
@@ -124,13 +133,34 @@ def to_device(x, device):
     return x
 
 
+# --dtype: the dtype field of the result lines, and the torch dtype modules and inputs take.
+DTYPES = {"fp32": ("float32", None), "tf32": ("tf32", None),
+          "bf16": ("bfloat16", "bfloat16"), "fp16": ("float16", "float16")}
+
+
+def set_precision(dtype):
+    """Allow or forbid TF32 in CUDA matmuls and cuDNN convolutions as dtype asks."""
+    tf32 = dtype == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+
+
+def cast_floating(x, dtype):
+    """x with its floating-point tensors converted to dtype (a torch dtype); others unchanged."""
+    if torch.is_tensor(x):
+        return x.to(dtype) if x.is_floating_point() else x
+    if isinstance(x, (list, tuple)):
+        return type(x)(cast_floating(v, dtype) for v in x)
+    return x
+
+
 def sync(device):
     """Wait for the device's queued work (a no-op on the CPU)."""
     if device == "cuda":
         torch.cuda.synchronize()
 
 
-def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu"):
+def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="fp32"):
     """Time one normalised case; return (samples as (runs, mean ns per run), MACs, bytes).
 
     A sample repeats the forward call until it has lasted min_sample_ns (at least once) and
@@ -143,6 +173,10 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu"):
     if device != "cpu":
         module = module.to(device)
         args = [to_device(a, device) for a in args]
+    cast = DTYPES[dtype][1]
+    if cast is not None:
+        module = module.to(getattr(torch, cast))
+        args = [cast_floating(a, getattr(torch, cast)) for a in args]
     samples = []
     with torch.inference_mode():
         for _ in range(warmup):
@@ -196,10 +230,15 @@ def bench_numpy(case, seed, count, warmup, min_sample_ns=0):
     return samples
 
 
-def result_line(case, threads, runs, ns, macs, nbytes, backend="torch"):
+def result_name(case, threads, backend="torch", dtype="fp32"):
+    """The Go benchmark name of a case's result lines."""
+    return "Benchmark_%s/backend=%s/batch=%d/threads=%d/dtype=%s" % (
+        case["name"], backend, case["batch"], threads, DTYPES[dtype][0])
+
+
+def result_line(case, threads, runs, ns, macs, nbytes, backend="torch", dtype="fp32"):
     """One Go benchmark result line for one sample: runs calls averaging ns each."""
-    name = "Benchmark_%s/backend=%s/batch=%d/threads=%d/dtype=float32" % (
-        case["name"], backend, case["batch"], threads)
+    name = result_name(case, threads, backend, dtype)
     ns = max(int(ns), 1)
     fields = ["%d ns/op" % ns]
     if macs:
@@ -224,7 +263,11 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1, help="generator seed for inputs and weights (default 1)")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                     help="where PyTorch runs (cuda: synchronized timing; default cpu)")
+    ap.add_argument("--dtype", choices=sorted(DTYPES), default="fp32",
+                    help="precision on the GPU: fp32 (TF32 off), tf32, bf16, fp16 (default fp32)")
     args = ap.parse_args(argv)
+    if args.dtype != "fp32" and args.device != "cuda":
+        ap.error("--dtype %s needs --device cuda" % args.dtype)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("bench_torch: --device cuda but torch.cuda.is_available() is false", file=sys.stderr)
         return 1
@@ -254,13 +297,29 @@ def main(argv=None):
     ]
     if args.device == "cuda":
         lines.append("cuda: %s on %s" % (torch.version.cuda, torch.cuda.get_device_name(0)))
+    if args.device == "cuda":
+        set_precision(args.dtype)
     lines += UNITS
+    out = os.path.abspath(args.out)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    failed = 0
     for case in todo:
         if args.batch is not None:
             case = dict(case, batch=args.batch)
-        samples, macs, nbytes = bench_case(case, args.seed, args.count, args.warmup,
-                                           int(args.min_sample_ms * 1e6), args.device)
-        lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes) for runs, ns in samples)
+        try:
+            samples, macs, nbytes = bench_case(case, args.seed, args.count, args.warmup,
+                                               int(args.min_sample_ms * 1e6), args.device, args.dtype)
+        except Exception as e:  # one case's failure must not lose the others
+            failed += 1
+            msg = " ".join(("%s: %s" % (type(e).__name__, e)).split())
+            lines.append("# FAILED %s: %s" % (result_name(case, args.threads, dtype=args.dtype), msg))
+            print("%-32s batch=%d FAILED: %s" % (case["name"], case["batch"], msg), file=sys.stderr)
+            if args.device == "cuda":
+                torch.cuda.empty_cache()
+            write_atomic(out, lines)
+            continue
+        lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes, dtype=args.dtype)
+                     for runs, ns in samples)
         med = sorted(ns for _, ns in samples)[len(samples) // 2]
         print("%-32s batch=%d threads=%d  median %.3f ms  (%d runs)" % (
             case["name"], case["batch"], args.threads, med / 1e6, len(samples)), file=sys.stderr)
@@ -268,15 +327,19 @@ def main(argv=None):
             np_samples = bench_numpy(case, args.seed, args.count, args.warmup, int(args.min_sample_ms * 1e6))
             lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes, backend="numpy")
                          for runs, ns in np_samples)
+        write_atomic(out, lines)
 
-    out = os.path.abspath(args.out)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    tmp = "%s.tmp.%d" % (out, os.getpid())
+    write_atomic(out, lines)
+    print("wrote %s" % args.out, file=sys.stderr)
+    return 1 if failed else 0
+
+
+def write_atomic(path, lines):
+    """Write lines to path through a temporary file in the same folder and a rename."""
+    tmp = "%s.tmp.%d" % (path, os.getpid())
     with open(tmp, "w", encoding="utf-8", newline="\n") as f:
         f.write("\n".join(lines) + "\n")
-    os.replace(tmp, out)
-    print("wrote %s" % args.out, file=sys.stderr)
-    return 0
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"vitbench/bench/accuracy"
 	"vitbench/bench/results"
 )
 
@@ -42,20 +43,29 @@ func (in Input) entries() []entry {
 }
 
 // torchFor returns the PyTorch row measured on the same machine for the same case, batch and
-// threads, preferring the same dtype; ok is false when there is none.
+// threads; ok is false when there is none. For a reduced-precision backend ("cuda-bf16") only a
+// row in that precision will do (torchDType); otherwise the same dtype is preferred, then any.
 func torchFor(es []entry, e entry) (t entry, ok bool) {
+	want, strict := e.DType, false
+	if p := accuracy.Precision(e.Backend); p != "" {
+		want, strict = torchDType[p], true
+	}
 	for _, c := range es {
 		if c.Backend == TorchBackend && c.machine == e.machine && c.Case == e.Case && c.Batch == e.Batch && c.Threads == e.Threads {
-			if c.DType == e.DType {
+			if c.DType == want {
 				return c, true
 			}
-			if !ok {
+			if !ok && !strict {
 				t, ok = c, true
 			}
 		}
 	}
 	return t, ok
 }
+
+// torchDType is the dtype field reference/bench_torch.py --dtype writes for each reduced
+// precision a backend name declares.
+var torchDType = map[string]string{"tf32": "tf32", "bf16": "bfloat16", "fp16": "float16"}
 
 // checkStatus returns the conformance status of (case, backend, dtype) across all check files,
 // falling back to any dtype of (case, backend); the worst wins (FAIL, then OK, then NS).

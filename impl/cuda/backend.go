@@ -12,17 +12,19 @@ import (
 )
 
 func init() {
-	bench.RegisterBackend("cuda", func(int) (bench.Backend, error) { return Open(0, false), nil })
-	bench.RegisterBackend("cuda-tf32", func(int) (bench.Backend, error) { return Open(0, true), nil })
+	for _, m := range []Math{FP32, TF32, BF16, FP16} {
+		bench.RegisterBackend(m.BackendName(), func(int) (bench.Backend, error) { return Open(0, m), nil })
+	}
 }
 
 // Backend is the CUDA backend on one device: a context on a locked OS
 // thread, one stream, NVRTC-compiled kernels and cuBLAS for the products.
-// Backend "cuda" computes every GEMM in strict fp32; "cuda-tf32" lets
-// cuBLAS use TF32 tensor cores for them (the same graphs, labelled apart).
+// Its Math says how cuBLAS computes the products: backend "cuda" in strict
+// fp32, "cuda-tf32", "cuda-bf16" and "cuda-fp16" on tensor cores with
+// reduced-precision products (the same graphs, labelled apart).
 type Backend struct {
 	name string
-	tf32 bool
+	math Math
 	info bench.Info
 
 	w    *worker
@@ -60,18 +62,15 @@ type Backend struct {
 	closed  bool
 }
 
-// Open starts the backend on device ordinal (TF32 GEMMs when tf32). It
-// always returns a Backend; when the driver, a device or NVRTC is missing,
-// Info().Available is false and Info().Reason says why in one line.
-func Open(ordinal int, tf32 bool) *Backend { return openWith(ordinal, tf32, loadDriver) }
+// Open starts the backend on device ordinal with products computed as m
+// says. It always returns a Backend; when the driver, a device or NVRTC is
+// missing, Info().Available is false and Info().Reason says why in one line.
+func Open(ordinal int, m Math) *Backend { return openWith(ordinal, m, loadDriver) }
 
 // openWith is Open with the driver's loader as a parameter: tests pass one
 // returning a simulated driver to exercise the device's failure modes.
-func openWith(ordinal int, tf32 bool, load func() (*driver, error)) *Backend {
-	b := &Backend{name: "cuda", tf32: tf32, modules: map[string]cuHandle{}, funcs: map[string]cuHandle{}}
-	if tf32 {
-		b.name = "cuda-tf32"
-	}
+func openWith(ordinal int, m Math, load func() (*driver, error)) *Backend {
+	b := &Backend{name: m.BackendName(), math: m, modules: map[string]cuHandle{}, funcs: map[string]cuHandle{}}
 	b.info = bench.Info{Name: b.name}
 	if err := b.start(ordinal, load); err != nil {
 		b.info.Reason = oneLine(err.Error())
@@ -195,7 +194,7 @@ func (b *Backend) openCuBLAS() error {
 		return err
 	}
 	mode := int32(cublasDefaultMath)
-	if b.tf32 {
+	if b.math == TF32 {
 		mode = cublasTF32TensorMath
 	}
 	if err := c.check("cublasSetStream_v2", c.cublasSetStream(h, b.stream)); err != nil {
@@ -225,10 +224,7 @@ func (b *Backend) fillInfo() {
 	if !b.tgt.CUBIN {
 		det["kernels"] += " (PTX, compiled by the driver at load)"
 	}
-	det["math"] = "fp32"
-	if b.tf32 {
-		det["math"] = "tf32 (cuBLAS tensor cores)"
-	}
+	det["math"] = b.math.Describe()
 	if b.blasErr != nil {
 		det["cublas"] = "unavailable: " + oneLine(b.blasErr.Error())
 	} else {

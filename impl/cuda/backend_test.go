@@ -56,7 +56,7 @@ func TestMissingLibraries(t *testing.T) {
 			t.Errorf("%q does not wrap errLibNotFound", msg)
 		}
 	}
-	for _, name := range []string{"cuda", "cuda-tf32"} {
+	for _, name := range []string{"cuda", "cuda-tf32", "cuda-bf16", "cuda-fp16"} {
 		be, err := bench.OpenBackend(name, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -140,7 +140,7 @@ func TestSupportsReasons(t *testing.T) {
 // TestDeviceIfPresent runs a small graph end to end when this machine has
 // a GPU (never in CI): a GEMM with bias and GELU against a plain loop.
 func TestDeviceIfPresent(t *testing.T) {
-	b := Open(0, false)
+	b := Open(0, FP32)
 	defer b.Close()
 	if !b.Info().Available {
 		t.Skipf("no CUDA device: %s", b.Info().Reason)

@@ -11,6 +11,14 @@ const (
 	cublasOpT            = 1
 	cublasDefaultMath    = 0
 	cublasTF32TensorMath = 3
+
+	// cudaDataType_t and cublasComputeType_t values for cublasGemmEx.
+	cudaR32F                 = 0
+	cublasCompute32F         = 68
+	cublasCompute32FFast16F  = 74
+	cublasCompute32FFast16BF = 75
+	cublasCompute32FFastTF32 = 77
+	cublasGemmDefault        = -1
 )
 
 // cublasStatusNames are cuBLAS's names for its status codes.
@@ -33,6 +41,10 @@ type cublas struct {
 	cublasGetStatusString     func(status int32) *byte // cuBLAS ≥ 11.4; may be nil
 	cublasSgemm               func(h uintptr, ta, tb, m, n, k int32, alpha *float32, a devicePtr, lda int32, b devicePtr, ldb int32, beta *float32, c devicePtr, ldc int32) int32
 	cublasSgemmStridedBatched func(h uintptr, ta, tb, m, n, k int32, alpha *float32, a devicePtr, lda int32, sa int64, b devicePtr, ldb int32, sb int64, beta *float32, c devicePtr, ldc int32, sc int64, batch int32) int32
+	// The mixed-precision products (cuBLAS ≥ 11; nil when missing: the
+	// bf16 and fp16 backends then report their GEMMs unsupported).
+	cublasGemmEx               func(h uintptr, ta, tb, m, n, k int32, alpha *float32, a devicePtr, atype int32, lda int32, b devicePtr, btype int32, ldb int32, beta *float32, c devicePtr, ctype int32, ldc int32, compute int32, algo int32) int32
+	cublasGemmStridedBatchedEx func(h uintptr, ta, tb, m, n, k int32, alpha *float32, a devicePtr, atype int32, lda int32, sa int64, b devicePtr, btype int32, ldb int32, sb int64, beta *float32, c devicePtr, ctype int32, ldc int32, sc int64, batch int32, compute int32, algo int32) int32
 }
 
 var (
@@ -62,6 +74,10 @@ func openCuBLAS() (*cublas, error) {
 		return nil, err
 	}
 	bindOptional(h, symbol{&c.cublasGetStatusString, "cublasGetStatusString"})
+	if !bindOptional(h, symbol{&c.cublasGemmEx, "cublasGemmEx"}) ||
+		!bindOptional(h, symbol{&c.cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx"}) {
+		c.cublasGemmEx, c.cublasGemmStridedBatchedEx = nil, nil
+	}
 	return c, nil
 }
 

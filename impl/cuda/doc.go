@@ -8,8 +8,9 @@
 // use to a CUBIN for the device's exact architecture (PTX when the NVRTC is
 // older than the device), cached on disk by source hash, NVRTC version and
 // target (cache.go). GEMMs and the attention and convolution products go
-// through cuBLAS: strict fp32 on backend "cuda", TF32 tensor cores on
-// "cuda-tf32". All device calls run on one locked OS thread per backend
+// through cuBLAS: strict fp32 on backend "cuda"; on "cuda-tf32",
+// "cuda-bf16" and "cuda-fp16" the products' inputs are rounded to that
+// format for the tensor cores and summed in fp32 (math.go). All device calls run on one locked OS thread per backend
 // (worker.go); Time uses CUDA events after an L2 flush (timing.go).
 //
 // Without a driver, a device or NVRTC the backend still opens: Info says

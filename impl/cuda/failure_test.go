@@ -100,7 +100,7 @@ func TestFakeDeviceOpens(t *testing.T) {
 func TestNVRTCMissingWithDriver(t *testing.T) {
 	noSystemLibs(t, t.TempDir())
 	f := newFakeDevice()
-	b := openWith(0, false, func() (*driver, error) { return f.driver(), nil })
+	b := openWith(0, FP32, func() (*driver, error) { return f.driver(), nil })
 	defer b.Close()
 	info := b.Info()
 	if info.Available || !strings.HasPrefix(info.Reason, "NVRTC not found:") || !strings.Contains(info.Reason, "fake GPU") ||

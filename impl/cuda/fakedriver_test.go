@@ -383,7 +383,7 @@ func openFake(t *testing.T) (*Backend, *fakeDevice) {
 	requireNVRTC(t)
 	t.Setenv(cacheEnv, "off")
 	f := newFakeDevice()
-	b := openWith(0, false, func() (*driver, error) { return f.driver(), nil })
+	b := openWith(0, FP32, func() (*driver, error) { return f.driver(), nil })
 	if !b.Info().Available {
 		t.Fatalf("backend on the fake device unavailable: %s", b.Info().Reason)
 	}

@@ -30,14 +30,20 @@ var searchLocations = defaultLocations
 
 // defaultLocations is the loader's search, then the usual CUDA install
 // directories (newest toolkit first), Debian's multiarch and NVIDIA driver
-// directories, and the lib directories of NVIDIA's Python wheels
-// (site-packages/nvidia/*/lib) system-wide and under ~/.local.
+// directories (a container's /usr/local/nvidia included), and the lib
+// directories of NVIDIA's Python wheels (site-packages/nvidia/*/lib, which
+// also matches CUDA 13's nvidia/cu13/lib) in the active virtual
+// environment, in the prefix of the first python3 on PATH, system-wide and
+// under ~/.local.
 func defaultLocations() []string {
 	locs := []string{"", "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"}
 	locs = append(locs, globNewestFirst("/usr/local/cuda-*/lib64")...)
 	locs = append(locs, "/usr/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu/nvidia/current",
-		"/usr/lib64", "/usr/lib/wsl/lib")
+		"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib64", "/usr/lib/wsl/lib")
 	var roots []string
+	for _, prefix := range pythonPrefixes() {
+		roots = append(roots, globNewestFirst(filepath.Join(prefix, "lib/python3*/site-packages"))...)
+	}
 	if home, err := os.UserHomeDir(); err == nil {
 		roots = append(roots, globNewestFirst(filepath.Join(home, ".local/lib/python3*/site-packages"))...)
 	}
@@ -49,6 +55,27 @@ func defaultLocations() []string {
 		locs = append(locs, globNewestFirst(filepath.Join(r, "nvidia/*/lib"))...)
 	}
 	return locs
+}
+
+// pythonPrefixes returns the installation prefixes of the active virtual
+// environment ($VIRTUAL_ENV) and of the first python3 on PATH (the folder
+// above its bin/), where pip puts NVIDIA's wheels; python3 is not run.
+func pythonPrefixes() []string {
+	var out []string
+	if v := os.Getenv("VIRTUAL_ENV"); v != "" {
+		out = append(out, v)
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" || !fileExists(filepath.Join(dir, "python3")) {
+			continue
+		}
+		prefix := filepath.Dir(dir)
+		if len(out) == 0 || out[0] != prefix {
+			out = append(out, prefix)
+		}
+		break
+	}
+	return out
 }
 
 // globNewestFirst returns the matches of pattern in reverse lexical order,

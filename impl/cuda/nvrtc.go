@@ -140,7 +140,7 @@ func (n *nvrtc) targetFor(arch int) (target, error) {
 // compileOptions are the NVRTC options of every kernel: no fast-math, so
 // that expf, erff and division round as the conformance tolerances assume.
 func compileOptions(t target) []string {
-	return []string{"--gpu-architecture=" + t.String(), "-default-device", "--std=c++14", "-lineinfo"}
+	return []string{"--gpu-architecture=" + t.String(), "-default-device", "--std=c++17", "-lineinfo"}
 }
 
 // compileError is a kernel source that NVRTC rejected.

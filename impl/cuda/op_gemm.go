@@ -41,6 +41,18 @@ func (b *Backend) sgemm(transA, transB bool, m, n, k int, a uint64, lda int, bm 
 		opB = cublasOpT
 	}
 	h, c32 := b.blasHandle, b.blas
+	if b.math == BF16 || b.math == FP16 {
+		if c32.cublasGemmEx == nil {
+			return fmt.Errorf("%s: this cuBLAS lacks cublasGemmEx", b.name)
+		}
+		ct, algo := b.math.computeType(), int32(cublasGemmDefault)
+		if batch == 1 {
+			return c32.check("cublasGemmEx", c32.cublasGemmEx(h, opB, opA, int32(n), int32(m), int32(k), &oneF32,
+				bm, cudaR32F, int32(ldb), a, cudaR32F, int32(lda), &zeroF32, c, cudaR32F, int32(ldc), ct, algo))
+		}
+		return c32.check("cublasGemmStridedBatchedEx", c32.cublasGemmStridedBatchedEx(h, opB, opA, int32(n), int32(m), int32(k),
+			&oneF32, bm, cudaR32F, int32(ldb), sb, a, cudaR32F, int32(lda), sa, &zeroF32, c, cudaR32F, int32(ldc), sc, int32(batch), ct, algo))
+	}
 	if batch == 1 {
 		return c32.check("cublasSgemm_v2", c32.cublasSgemm(h, opB, opA, int32(n), int32(m), int32(k), &oneF32,
 			bm, int32(ldb), a, int32(lda), &zeroF32, c, int32(ldc)))

@@ -1,0 +1,39 @@
+package accuracy
+
+import "testing"
+
+func TestReducedPrecisionLoosensProductClassesOnly(t *testing.T) {
+	for _, c := range []struct {
+		backend, class, want string
+	}{
+		{"cuda", "gemm", "gemm"},
+		{"cpu", "network", "network"},
+		{"cuda-tf32", "gemm", "gemm@tf32"},
+		{"cuda-bf16", "network", "network@bf16"},
+		{"cuda-fp16", "detector", "detector@fp16"},
+		{"cuda-bf16", "elementwise", "elementwise"},
+		{"cuda-bf16", "exact", "exact"},
+		{"my-backend", "gemm", "gemm"},
+	} {
+		got, err := Lookup(c.class, "op", c.backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Class != c.want {
+			t.Errorf("Lookup(%q, %q).Class = %q, want %q", c.class, c.backend, got.Class, c.want)
+		}
+		base := classes[c.class]
+		if c.want != c.class && !(got.NMSE > base.NMSE || got.RTol > base.RTol) {
+			t.Errorf("%s on %s: %+v is not looser than %+v", c.class, c.backend, got, base)
+		}
+		if c.want == c.class && got != base {
+			t.Errorf("%s on %s: %+v, want the fp32 class %+v", c.class, c.backend, got, base)
+		}
+	}
+	// bf16 rounds harder than tf32 and fp16.
+	bf, _ := Lookup("gemm", "op", "cuda-bf16")
+	tf, _ := Lookup("gemm", "op", "cuda-tf32")
+	if bf.NMSE <= tf.NMSE {
+		t.Errorf("bf16 gemm NMSE %g not looser than tf32's %g", bf.NMSE, tf.NMSE)
+	}
+}
