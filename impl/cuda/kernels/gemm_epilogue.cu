@@ -3,6 +3,7 @@
 // Token-major (Linear): for r < rows, j < n:
 //   v = c[r·n + j] + bias[j]                 (bias may be null)
 //   v = act(v)                               act: 0 none, 1 ReLU, 2 exact GELU 0.5·v·(1 + erf(v/√2)) in double
+//                                            (GELU(−∞) = 0, as the CPU backend, not NaN)
 //   c[r·n + j] = v + res[r·ldr + j]          (res may be null; it already points at its first column)
 extern "C" __global__ void gemm_epilogue_f32(float* c, const float* bias, const float* res, i64 ldr, i64 rows, int n,
                                              int act) {
@@ -15,7 +16,7 @@ extern "C" __global__ void gemm_epilogue_f32(float* c, const float* bias, const 
       v = fmaxf(v, 0.f);
     } else if (act == 2) {
       double x = v;
-      v = (float)(0.5 * x * (1.0 + erf(x * 0.70710678118654752440)));
+      v = isinf(x) && x < 0 ? 0.f : (float)(0.5 * x * (1.0 + erf(x / 1.41421356237309504880)));
     }
     if (res) v += res[r * ldr + j];
     c[i] = v;

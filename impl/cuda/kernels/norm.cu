@@ -1,24 +1,27 @@
 // Normalizations and the attention softmax: one block per normalized row
 // or group, block reductions in common.cuh.
 
-// LayerNorm: for each row r < rows of x [rows, D]:
-//   μ = mean(x[r, :]);  σ² = mean((x[r, :] − μ)²)
-//   out[r, d] = (x[r, d] − μ) / √(σ² + eps) · gamma[d] + beta[d]
+// LayerNorm: for each row r < rows of x [rows, D], as the CPU backend:
+//   μ = mean(x[r, :]);  σ² = mean((x[r, :] − μ)²)            (in double)
+//   hi = (float)μ;  lo = (float)(μ − hi);  s = (float)(1 / √(σ² + eps))
+//   out[r, d] = (float)(((x[r, d] − hi) − lo) · s) · gamma[d] + beta[d]
 // One block per row; the row is read three times (from L1/L2).
 extern "C" __global__ void layernorm_f32(const float* x, const float* gamma, const float* beta, float* out, int D,
                                          float eps) {
   const float* row = x + (i64)blockIdx.x * D;
   float* o = out + (i64)blockIdx.x * D;
-  float s = 0.f;
+  double s = 0;
   for (int d = threadIdx.x; d < D; d += blockDim.x) s += row[d];
-  float mean = block_sum(s) / D;
-  float q = 0.f;
+  double mean = block_sum(s) / D;
+  double q = 0;
   for (int d = threadIdx.x; d < D; d += blockDim.x) {
-    float c = row[d] - mean;
+    double c = row[d] - mean;
     q += c * c;
   }
-  float rstd = rsqrtf(block_sum(q) / D + eps);
-  for (int d = threadIdx.x; d < D; d += blockDim.x) o[d] = (row[d] - mean) * rstd * gamma[d] + beta[d];
+  float r = (float)(1.0 / sqrt(block_sum(q) / D + (double)eps));
+  float hi = (float)mean, lo = (float)(mean - (double)hi);
+  for (int d = threadIdx.x; d < D; d += blockDim.x)
+    o[d] = __fmul_rn(__fsub_rn(__fsub_rn(row[d], hi), lo), r) * gamma[d] + beta[d];
 }
 
 // GroupNorm: for each image b and group g of x [B, C, H·W] (cg = C/G
