@@ -11,19 +11,34 @@ import (
 
 // writeConformance writes one row per check result (case, backend, dtype, status, error
 // figures, tolerance, reason), sorted by case then backend then dtype, and the totals line
-// "N OK, N FAIL, N NS". Every row is listed, FAIL rows included.
+// "N OK, N FAIL, N NS". Every row is listed, FAIL rows included, except those of a backend
+// that ran nothing at all (every row NS for one reason: no GPU on this machine, say): such
+// backends get one line each after the totals, with the count and the reason, instead of a
+// row per case.
 func writeConformance(w io.Writer, in Input, _ []entry) error {
-	var rows []results.CheckRow
+	var all []results.CheckRow
 	for _, f := range in.Check {
-		rows = append(rows, f.Rows...)
+		all = append(all, f.Rows...)
 	}
-	if len(rows) == 0 {
+	if len(all) == 0 {
 		return nil
+	}
+	idle := idleBackends(all)
+	var rows []results.CheckRow
+	for _, r := range all {
+		if _, ok := idle[r.Backend]; !ok {
+			rows = append(rows, r)
+		}
 	}
 	slices.SortStableFunc(rows, func(a, b results.CheckRow) int {
 		return cmp.Or(cmp.Compare(a.Case, b.Case), cmp.Compare(a.Backend, b.Backend), cmp.Compare(a.DType, b.DType))
 	})
 	counts := map[string]int{}
+	for _, r := range all {
+		if _, ok := idle[r.Backend]; ok {
+			counts[r.Status]++
+		}
+	}
 	var cells [][]string
 	for _, r := range rows {
 		counts[r.Status]++
@@ -44,10 +59,53 @@ func writeConformance(w io.Writer, in Input, _ []entry) error {
 		return err
 	}
 	fmt.Fprintf(w, "\n%d OK, %d FAIL, %d NS\n", counts[results.StatusOK], counts[results.StatusFail], counts[results.StatusNS])
-	if other := len(rows) - counts[results.StatusOK] - counts[results.StatusFail] - counts[results.StatusNS]; other > 0 {
+	if other := len(all) - counts[results.StatusOK] - counts[results.StatusFail] - counts[results.StatusNS]; other > 0 {
 		fmt.Fprintf(w, "%d with an unknown status\n", other)
 	}
+	names := make([]string, 0, len(idle))
+	for b := range idle {
+		names = append(names, b)
+	}
+	slices.Sort(names)
+	for _, b := range names {
+		fmt.Fprintf(w, "\nNot run on backend %s: all %d cases NS (rows left out above): %s\n", b, idle[b].cases, idle[b].reason)
+	}
 	return nil
+}
+
+// idleRun is a backend that ran none of its cases, and the one reason given for all of them.
+type idleRun struct {
+	cases  int
+	reason string
+}
+
+// minIdleRows is how many rows a backend that ran nothing needs before its rows are folded
+// into one line: a check of one or two cases keeps its rows.
+const minIdleRows = 3
+
+// idleBackends returns the backends with at least minIdleRows rows, every one NS with the
+// same reason.
+func idleBackends(rows []results.CheckRow) map[string]idleRun {
+	out := map[string]idleRun{}
+	mixed := map[string]bool{}
+	for _, r := range rows {
+		if mixed[r.Backend] {
+			continue
+		}
+		run, seen := out[r.Backend]
+		if r.Status != results.StatusNS || r.Error || (seen && run.reason != r.Reason) {
+			mixed[r.Backend] = true
+			delete(out, r.Backend)
+			continue
+		}
+		out[r.Backend] = idleRun{cases: run.cases + 1, reason: r.Reason}
+	}
+	for b, run := range out {
+		if run.cases < minIdleRows {
+			delete(out, b)
+		}
+	}
+	return out
 }
 
 func ifMeasured(ok bool, s string) string {
