@@ -15,7 +15,8 @@ func TestSgemmNTMatchesOracle(t *testing.T) {
 	forEachISA(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		shapes := [][3]int{{1, 1, 1}, {1, 5, 3}, {3, 7, 17}, {4, 4, 16}, {5, 9, 31}, {8, 8, 32}, {13, 37, 147},
-			{16, 33, 63}, {17, 19, 64}, {31, 5, 129}, {64, 48, 768}, {7, 96, 1}, {2, 3, 255}}
+			{16, 33, 63}, {17, 19, 64}, {31, 5, 129}, {64, 48, 768}, {7, 96, 1}, {2, 3, 255},
+			{14, 40, kcBlock + 77}, {3, 33, 2*kcBlock + 1}}
 		for _, s := range shapes {
 			for _, withBias := range []bool{false, true} {
 				m, n, k := s[0], s[1], s[2]
@@ -191,7 +192,7 @@ func TestSgemmEpilogue(t *testing.T) {
 	forEachISA(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(11, 12))
 		for _, act := range []Act{ActNone, ActReLU, ActGELU} {
-			for _, s := range [][3]int{{29, 45, 600}, {12, 32, 16}, {3, 5, 7}} {
+			for _, s := range [][3]int{{29, 45, 600}, {12, 32, 16}, {3, 5, 7}, {25, 40, kcBlock + 9}} {
 				m, n, k := s[0], s[1], s[2]
 				a, _ := guarded(rng, m*k, true)
 				b, _ := guarded(rng, n*k, true)
