@@ -32,12 +32,16 @@ ms_deform_attn_core N*Lq*M*L*P*D*5; ddetr_transformer: its encoder and decoder l
 reference-point Linear, formula in ``cases.macs``; deformable_detr: every conv of the ResNet-50 body
 and input_proj, its transformer and the last layer's heads; ...).  Network cases that return a dict
 of outputs (vit, t2t_vit, ddetr_transformer, deformable_detr: backbone to post-processing) are timed
-the same way: one ``module(*inputs)`` call.
-The file is written atomically.
+the same way: one ``module(*inputs)`` call.  B/rss is the process's peak resident set (VmHWM)
+from just before the case's module and data are built to its last sample, restarted per case
+through /proc/self/clear_refs exactly as ``vitbench bench`` does, so the two processes' peak
+memory for one network compare directly (each includes its runtime: the interpreter and torch's
+libraries here, the Go runtime there).
 """
 
 import argparse
 import datetime
+import gc
 import math
 import os
 import platform
@@ -133,6 +137,29 @@ def to_device(x, device):
     return x
 
 
+def reset_peak_rss():
+    """Restart the kernel's peak-RSS (VmHWM) count at the current RSS, as vitbench does before
+    each case; False where Linux does not allow it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss():
+    """The process's peak resident set size in bytes since the last reset (VmHWM), 0 if unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 # --dtype: the dtype field of the result lines, and the torch dtype modules and inputs take.
 DTYPES = {"fp32": ("float32", None), "tf32": ("tf32", None),
           "bf16": ("bfloat16", "bfloat16"), "fp16": ("float16", "float16")}
@@ -168,6 +195,8 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="
     dominated by timer and scheduler noise.  Warm-up stops after the first call that takes longer
     than WARMUP_LONG_NS: one such call has already touched every buffer and code path, and more
     would only add minutes (the grid_sample path of the Deformable DETR transformer takes ~30 s)."""
+    gc.collect()
+    reset_peak_rss()
     module, inputs, weights, (ins, ws, outs), _ = materialize(case, seed)
     args = module_args(inputs)  # every input, in the op's order (padding_mask as bool)
     if device != "cpu":
@@ -197,9 +226,10 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="
                 if elapsed >= min_sample_ns:
                     break
             samples.append((runs, elapsed / runs))
+    rss = peak_rss()
     macs = C.macs(case["op"], case["params"], case["batch"])
     nbytes = 4 * (numel(ins) + numel(ws) + numel(outs))
-    return samples, macs, nbytes
+    return samples, macs, nbytes, rss
 
 
 def bench_numpy(case, seed, count, warmup, min_sample_ns=0):
@@ -236,8 +266,9 @@ def result_name(case, threads, backend="torch", dtype="fp32"):
         case["name"], backend, case["batch"], threads, DTYPES[dtype][0])
 
 
-def result_line(case, threads, runs, ns, macs, nbytes, backend="torch", dtype="fp32"):
-    """One Go benchmark result line for one sample: runs calls averaging ns each."""
+def result_line(case, threads, runs, ns, macs, nbytes, backend="torch", dtype="fp32", rss=0):
+    """One Go benchmark result line for one sample: runs calls averaging ns each; rss, when
+    known, is the process's peak resident bytes over the case (B/rss, as vitbench writes it)."""
     name = result_name(case, threads, backend, dtype)
     ns = max(int(ns), 1)
     fields = ["%d ns/op" % ns]
@@ -245,6 +276,8 @@ def result_line(case, threads, runs, ns, macs, nbytes, backend="torch", dtype="f
         fields.append("%s GFLOP/s" % fmt(2.0 * macs / ns))
     fields.append("%s GB/s" % fmt(nbytes / ns))
     fields.append("%d MACs/op" % macs)
+    if rss:
+        fields.append("%d B/rss" % rss)
     return name + " \t%d\t" % runs + "\t".join(fields)
 
 
@@ -307,8 +340,8 @@ def main(argv=None):
         if args.batch is not None:
             case = dict(case, batch=args.batch)
         try:
-            samples, macs, nbytes = bench_case(case, args.seed, args.count, args.warmup,
-                                               int(args.min_sample_ms * 1e6), args.device, args.dtype)
+            samples, macs, nbytes, rss = bench_case(case, args.seed, args.count, args.warmup,
+                                                    int(args.min_sample_ms * 1e6), args.device, args.dtype)
         except Exception as e:  # one case's failure must not lose the others
             failed += 1
             msg = " ".join(("%s: %s" % (type(e).__name__, e)).split())
@@ -318,7 +351,7 @@ def main(argv=None):
                 torch.cuda.empty_cache()
             write_atomic(out, lines)
             continue
-        lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes, dtype=args.dtype)
+        lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes, dtype=args.dtype, rss=rss)
                      for runs, ns in samples)
         med = sorted(ns for _, ns in samples)[len(samples) // 2]
         print("%-32s batch=%d threads=%d  median %.3f ms  (%d runs)" % (
