@@ -19,7 +19,9 @@
 #   1. the machine (nvidia-smi, libraries) and vitbench info
 #   2. conformance of every committed fixture on cuda (strict fp32), then
 #      cuda-tf32, cuda-bf16 and cuda-fp16 side by side (each held to its
-#      precision's tolerance classes, fixtures/FORMAT.md)
+#      precision's tolerance classes, fixtures/FORMAT.md); then agreement
+#      of the four with the CPU on every built-in case (vitbench agree:
+#      the full-size networks too), and of the main networks at batch 64
 #   3. every component on cuda, then in PyTorch fp32 on the same GPU
 #      (reference/bench_torch.py --device cuda, when python3 has torch
 #      with CUDA)
@@ -109,6 +111,7 @@ check_reduced() {
 export -f check_reduced
 export bin out
 step check-reduced 90 bash -c check_reduced
+step agree 150 "$bin" agree -ref cpu -backend cuda,cuda-tf32,cuda-bf16,cuda-fp16 -json "$out/agree.json"
 
 # Case names by kind, from the case list's Markdown table.
 cases_of() { "$bin" list | awk -F'|' -v k="$1" '{gsub(/ /, "", $2); gsub(/ /, "", $3)} $3 == k {print $2}'; }
@@ -134,6 +137,8 @@ torch() {
 }
 $have_torch || echo "no python3 with CUDA-enabled torch: no PyTorch column" | tee -a "$out/steps.txt"
 
+step agree-b64 60 "$bin" agree -ref cpu -backend cuda,cuda-bf16 -run "$big" -batch 64 -json "$out/agree-b64.json"
+
 bench bench-components 90 cuda "$components"
 torch torch-components 90 fp32 "$components"
 bench bench-networks 120 cuda "$networks"
@@ -149,7 +154,7 @@ inputs=()
 for f in "$out"/bench-*.txt "$out"/torch-*.txt; do
   grep -qs '^Benchmark' "$f" && inputs+=("$f")
 done
-for f in "$out"/check*.json; do
+for f in "$out"/check.json "$out"/check-*.json; do
   [ -s "$f" ] && inputs+=("$f")
 done
 if ((${#inputs[@]})); then

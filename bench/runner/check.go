@@ -92,19 +92,33 @@ func CheckFixture(b bench.Backend, dir string, opt CheckOptions) (row results.Ch
 		row.Reason = err.Error()
 		return row
 	}
+	if err := judgeOutputs(&row, fx.Spec.Outputs(), got, func(name string) ([]float32, error) {
+		return fx.Array(fixture.Outputs, name)
+	}, d.SampledOutputs, tol); err != nil {
+		return bad(err)
+	}
+	return row
+}
+
+// judgeOutputs compares every output in got with its reference (ref; for an output in
+// sampling, got is cut down to the stored sample first) under tol, plus the top-1 class of
+// "logits", and fills row with the failing output's figures, else the worst NMSE's; Status
+// becomes OK when all pass. An error means a reference could not be read.
+func judgeOutputs(row *results.CheckRow, outputs []bench.ArraySpec, got map[string][]float32,
+	ref func(name string) ([]float32, error), sampling map[string]fixture.Sampling, tol accuracy.Tolerance) error {
 	pass := true
 	worst := -1.0
-	for _, a := range fx.Spec.Outputs() {
-		ref, err := fx.Array(fixture.Outputs, a.Name)
+	for _, a := range outputs {
+		want, err := ref(a.Name)
 		if err != nil {
-			return bad(err)
+			return err
 		}
 		out, shape := got[a.Name], a.Shape
-		smp, sampled := d.SampledOutputs[a.Name]
+		smp, sampled := sampling[a.Name]
 		if sampled {
 			out, shape = smp.Take(out, a.Shape), smp.Shape(a.Shape)
 		}
-		m := accuracy.Compare(out, ref, tol)
+		m := accuracy.Compare(out, want, tol)
 		ok := m.Pass(tol)
 		reason := ""
 		if !ok {
@@ -117,7 +131,7 @@ func CheckFixture(b bench.Backend, dir string, opt CheckOptions) (row results.Ch
 		}
 		// A network's logits must also pick the same class for every image.
 		if a.Name == "logits" && len(a.Shape) == 2 && ok {
-			if bad := accuracy.Top1Mismatches(got[a.Name], ref, a.Shape[1]); bad > 0 {
+			if bad := accuracy.Top1Mismatches(got[a.Name], want, a.Shape[1]); bad > 0 {
 				ok = false
 				reason = fmt.Sprintf("logits: top-1 class differs for %d of %d images", bad, a.Shape[0])
 			}
@@ -138,7 +152,7 @@ func CheckFixture(b bench.Backend, dir string, opt CheckOptions) (row results.Ch
 	if pass {
 		row.Status, row.Reason = OK, ""
 	}
-	return row
+	return nil
 }
 
 func boolScore(b bool) float64 {

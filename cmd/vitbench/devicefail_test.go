@@ -18,6 +18,7 @@ import (
 type faultyConfig struct {
 	maxAllocBytes int64  // Alloc of a larger tensor fails as out of device memory
 	failOp        string // Enqueue of a node of this op kind fails as a failed launch
+	skewOp        string // a node of this op kind runs, then its first output is scaled by 1.05: a wrong result, no error
 }
 
 // faultyArmed is the faulty backend's configuration; nil (outside the tests
@@ -86,7 +87,17 @@ func (f faultyBackend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 	if op := node.OpName(); op == f.cfg.failOp {
 		return fmt.Errorf("faulty: %s: %s_f32: cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED (719): unspecified launch failure (injected)", op, op)
 	}
-	return f.Backend.Enqueue(node, in, out)
+	if err := f.Backend.Enqueue(node, in, out); err != nil || node.OpName() != f.cfg.skewOp {
+		return err
+	}
+	v := make([]float32, out[0].Shape().Elems())
+	if err := f.Backend.Download(out[0], v); err != nil {
+		return err
+	}
+	for i := range v {
+		v[i] *= 1.05
+	}
+	return f.Backend.Upload(out[0], v)
 }
 
 // The cases of the device-failure tests, as fixtures and as built-in cases,
