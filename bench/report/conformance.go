@@ -23,7 +23,7 @@ func writeConformance(w io.Writer, in Input, _ []entry) error {
 	if len(all) == 0 {
 		return nil
 	}
-	idle := idleBackends(all)
+	idle := results.IdleBackends(all)
 	var rows []results.CheckRow
 	for _, r := range all {
 		if _, ok := idle[r.Backend]; !ok {
@@ -68,44 +68,9 @@ func writeConformance(w io.Writer, in Input, _ []entry) error {
 	}
 	slices.Sort(names)
 	for _, b := range names {
-		fmt.Fprintf(w, "\nNot run on backend %s: all %d cases NS (rows left out above): %s\n", b, idle[b].cases, idle[b].reason)
+		fmt.Fprintf(w, "\nNot run on backend %s: all %d cases NS (rows left out above): %s\n", b, idle[b].Cases, idle[b].Reason)
 	}
 	return nil
-}
-
-// idleRun is a backend that ran none of its cases, and the one reason given for all of them.
-type idleRun struct {
-	cases  int
-	reason string
-}
-
-// minIdleRows is how many rows a backend that ran nothing needs before its rows are folded
-// into one line: a check of one or two cases keeps its rows.
-const minIdleRows = 3
-
-// idleBackends returns the backends with at least minIdleRows rows, every one NS with the
-// same reason.
-func idleBackends(rows []results.CheckRow) map[string]idleRun {
-	out := map[string]idleRun{}
-	mixed := map[string]bool{}
-	for _, r := range rows {
-		if mixed[r.Backend] {
-			continue
-		}
-		run, seen := out[r.Backend]
-		if r.Status != results.StatusNS || r.Error || (seen && run.reason != r.Reason) {
-			mixed[r.Backend] = true
-			delete(out, r.Backend)
-			continue
-		}
-		out[r.Backend] = idleRun{cases: run.cases + 1, reason: r.Reason}
-	}
-	for b, run := range out {
-		if run.cases < minIdleRows {
-			delete(out, b)
-		}
-	}
-	return out
 }
 
 func ifMeasured(ok bool, s string) string {

@@ -127,3 +127,39 @@ func WriteCheckJSON(w io.Writer, f CheckFile) error {
 	}
 	return writeJSON(w, checkFileJSON{Meta: f.Meta, Rows: rows})
 }
+
+// IdleRun is a backend that ran none of its conformance cases, and the one reason given for
+// all of them (no driver on this machine, say).
+type IdleRun struct {
+	Cases  int
+	Reason string
+}
+
+// minIdleRows is how many rows a backend that ran nothing needs before IdleBackends names it:
+// a check of one or two cases keeps its rows.
+const minIdleRows = 3
+
+// IdleBackends returns the backends with at least three rows, every one NS with the same
+// reason; tables print one line for each instead of a row per case.
+func IdleBackends(rows []CheckRow) map[string]IdleRun {
+	out := map[string]IdleRun{}
+	mixed := map[string]bool{}
+	for _, r := range rows {
+		if mixed[r.Backend] {
+			continue
+		}
+		run, seen := out[r.Backend]
+		if r.Status != StatusNS || r.Error || (seen && run.Reason != r.Reason) {
+			mixed[r.Backend] = true
+			delete(out, r.Backend)
+			continue
+		}
+		out[r.Backend] = IdleRun{Cases: run.Cases + 1, Reason: r.Reason}
+	}
+	for b, run := range out {
+		if run.Cases < minIdleRows {
+			delete(out, b)
+		}
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sort"
 	"strings"
 
 	"vitbench/bench/fixture"
@@ -163,18 +164,37 @@ func checkExitCode(rows []results.CheckRow) int {
 	return code
 }
 
+// printCheckTable prints one row per result and the totals; a backend that ran none of its
+// cases (all NS for one reason: no GPU here) is one line after the totals instead.
 func printCheckTable(w io.Writer, rows []results.CheckRow) error {
 	t := newTable(w, "case", "backend", "dtype", "status", "max abs", "max rel", "NMSE", "tolerance", "reason")
 	counts := map[string]int{}
+	idle := results.IdleBackends(rows)
+	listed := 0
 	for _, r := range rows {
 		counts[r.Status]++
+		if _, ok := idle[r.Backend]; ok {
+			continue
+		}
+		listed++
 		t.Append(r.Case, r.Backend, r.DType, r.Status, sci(r.MaxAbs, r.Status), sci(r.MaxRel, r.Status), sci(r.NMSE, r.Status),
 			tolString(r.Tolerance), short(r.Reason))
 	}
-	if err := t.Render(); err != nil {
-		return err
+	if listed > 0 {
+		if err := t.Render(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "\n%d OK, %d FAIL, %d NS\n", counts[runner.OK], counts[runner.FAIL], counts[runner.NS])
+	fmt.Fprintf(w, "%d OK, %d FAIL, %d NS\n", counts[runner.OK], counts[runner.FAIL], counts[runner.NS])
+	names := make([]string, 0, len(idle))
+	for b := range idle {
+		names = append(names, b)
+	}
+	sort.Strings(names)
+	for _, b := range names {
+		fmt.Fprintf(w, "not run on %s: all %d cases NS: %s\n", b, idle[b].Cases, idle[b].Reason)
+	}
 	return nil
 }
 
