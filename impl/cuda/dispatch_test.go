@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,9 +77,26 @@ func argMatches(a any, p ptxParam) bool {
 	return false
 }
 
-// dryBackend is an available backend that records instead of launching.
-func dryBackend() *Backend {
-	return &Backend{name: "cuda", info: bench.Info{Name: "cuda", Available: true}, dry: &dryRun{next: 1 << 40}}
+// dryBackend is an available backend with math m that records instead of
+// launching.
+func dryBackend(m Math) *Backend {
+	return &Backend{name: m.BackendName(), math: m, info: bench.Info{Name: m.BackendName(), Available: true},
+		dry: &dryRun{next: 1 << 40}}
+}
+
+// allMaths are the four CUDA backends' math modes.
+var allMaths = []Math{FP32, TF32, BF16, FP16}
+
+// kernelMathOK reports whether a backend with math m may launch kernel fn:
+// the 16-bit msdeform kernels and conversions only on their own math.
+func kernelMathOK(m Math, fn string) bool {
+	switch {
+	case strings.Contains(fn, "bf16"):
+		return m == BF16
+	case strings.Contains(fn, "f16"):
+		return m == FP16
+	}
+	return true
 }
 
 // TestDryRunEveryBuiltinCase plans every step of every built-in case's
@@ -86,17 +104,43 @@ func dryBackend() *Backend {
 // dispatch knows every node, accepts the shapes the graphs produce, and
 // each kernel launch passes exactly the parameters its PTX declares (count,
 // integer or float, width, by-value struct sizes), in grids the hardware
-// accepts. This is the CUDA backend's device-free check of everything but
-// the arithmetic.
+// accepts. Every case is planned on each of the four maths (the bf16 and
+// fp16 backends take other msdeform kernels). This is the CUDA backend's
+// device-free check of everything but the arithmetic.
 func TestDryRunEveryBuiltinCase(t *testing.T) {
 	sigs := ptxSignatures(t)
 	used := map[string]bool{}
+	for _, m := range allMaths {
+		dryRunCases(t, m, sigs, used)
+	}
+	// The built-in Deformable DETR graphs have 32-channel heads: the 16-bit
+	// paths must have been taken.
+	for _, k := range []string{"f32_to_bf16", "f32_to_f16", "msdeform_core_bf16_v8", "msdeform_core_f16_v8",
+		"msdeform_sample_bf16_v8", "msdeform_sample_f16_v8", "msdeform_core_v4", "msdeform_sample_v4"} {
+		if !used["msdeform.cu:"+k] {
+			t.Errorf("no built-in case launches msdeform.cu:%s on any math", k)
+		}
+	}
+	var unused []string
+	for k := range sigs {
+		if !used[k] {
+			unused = append(unused, k)
+		}
+	}
+	sort.Strings(unused)
+	t.Logf("%d kernels launched by the built-in cases; not launched by any: %v", len(used), unused)
+}
+
+// dryRunCases plans every built-in case on a recording backend with math
+// m, checks each launch against sigs and adds the kernels to used.
+func dryRunCases(t *testing.T, m Math, sigs map[string][]ptxParam, used map[string]bool) {
+	t.Helper()
 	for _, c := range cases.All() {
 		spec, err := c.Spec(0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := dryBackend()
+		b := dryBackend(m)
 		g := spec.Graph()
 		vals := map[string]*tensor{}
 		addr := uint64(1 << 32)
@@ -108,7 +152,7 @@ func TestDryRunEveryBuiltinCase(t *testing.T) {
 		}
 		for i, st := range g.Steps {
 			if err := b.Supports(st.Node.OpName(), bench.Float32); err != nil {
-				t.Errorf("%s step %d: %v", c.Name, i, err)
+				t.Errorf("%s on %s step %d: %v", c.Name, m, i, err)
 				continue
 			}
 			var in, out []*tensor
@@ -120,33 +164,36 @@ func TestDryRunEveryBuiltinCase(t *testing.T) {
 			}
 			run, err := b.plan(st.Node, in, out)
 			if err != nil {
-				t.Errorf("%s step %d (%s): %v", c.Name, i, st.Node.OpName(), err)
+				t.Errorf("%s on %s step %d (%s): %v", c.Name, m, i, st.Node.OpName(), err)
 				continue
 			}
 			if err := run(); err != nil {
-				t.Errorf("%s step %d (%s): %v", c.Name, i, st.Node.OpName(), err)
+				t.Errorf("%s on %s step %d (%s): %v", c.Name, m, i, st.Node.OpName(), err)
 			}
 		}
-		for _, l := range b.dry.launches {
-			key := l.file + ":" + l.fn
-			used[key] = true
-			sig, ok := sigs[key]
-			if !ok {
-				t.Errorf("%s: launches %s, which no kernel source defines", c.Name, key)
-				continue
-			}
-			if err := matchSignature(l.args, sig); err != nil {
-				t.Errorf("%s: %s: %v", c.Name, key, err)
-			}
+		checkLaunches(t, c.Name+" on "+m.String(), m, b.dry.launches, sigs, used)
+	}
+}
+
+// checkLaunches checks recorded launches against the PTX signatures and
+// the math's kernels, and adds them to used.
+func checkLaunches(t *testing.T, what string, m Math, launches []dryLaunch, sigs map[string][]ptxParam, used map[string]bool) {
+	t.Helper()
+	for _, l := range launches {
+		key := l.file + ":" + l.fn
+		used[key] = true
+		if !kernelMathOK(m, l.fn) {
+			t.Errorf("%s: launches %s, a kernel of another math", what, key)
+		}
+		sig, ok := sigs[key]
+		if !ok {
+			t.Errorf("%s: launches %s, which no kernel source defines", what, key)
+			continue
+		}
+		if err := matchSignature(l.args, sig); err != nil {
+			t.Errorf("%s: %s: %v", what, key, err)
 		}
 	}
-	var unused []string
-	for k := range sigs {
-		if !used[k] {
-			unused = append(unused, k)
-		}
-	}
-	t.Logf("%d kernels launched by the built-in cases; not launched by any: %v", len(used), unused)
 }
 
 func matchSignature(args []any, sig []ptxParam) error {

@@ -10,7 +10,9 @@
 // target (cache.go). GEMMs and the attention and convolution products go
 // through cuBLAS: strict fp32 on backend "cuda"; on "cuda-tf32",
 // "cuda-bf16" and "cuda-fp16" the products' inputs are rounded to that
-// format for the tensor cores and summed in fp32 (math.go). All device calls run on one locked OS thread per backend
+// format for the tensor cores and summed in fp32, and on the last two the
+// deformable-attention sampling gathers a 16-bit copy of its value tensor
+// (math.go). All device calls run on one locked OS thread per backend
 // (worker.go); Time uses CUDA events after an L2 flush (timing.go).
 //
 // Without a driver, a device or NVRTC the backend still opens: Info says

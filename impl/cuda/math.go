@@ -3,9 +3,16 @@ package cuda
 import "fmt"
 
 // Math is how a backend's cuBLAS products (GEMMs, attention, convolution)
-// are computed. Tensors stay fp32 in device memory for every mode, and
-// every kernel outside cuBLAS computes in fp32; only the products' inputs
-// are rounded, inside cuBLAS, and their sums are accumulated in fp32.
+// are computed, and on BF16 and FP16 how Deformable DETR's sampling reads
+// its value tensor. Tensors stay fp32 in device memory for every mode and
+// every sum is accumulated in fp32. What runs in reduced precision:
+// the products' inputs, rounded inside cuBLAS (TF32, BF16, FP16); and on
+// BF16 and FP16 the value tensor of ms_deform_attn_core and ms_deform_attn,
+// rounded (to nearest even) into a bf16 / half copy in scratch that the
+// sampling kernel gathers from (when the head dimension is a multiple of
+// 4; msdPathFor), widening each value to fp32 before weighting it. Every
+// other kernel, and the sampling's weights, locations and softmax, compute
+// in fp32.
 type Math int
 
 const (
@@ -15,10 +22,12 @@ const (
 	// tensor cores (CUBLAS_TF32_TENSOR_OP_MATH): backend "cuda-tf32".
 	TF32
 	// BF16 rounds them to bfloat16 (8-bit mantissa) with fp32 accumulation
-	// (cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_16BF): backend "cuda-bf16".
+	// (cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_16BF), and the msdeform
+	// sampling gathers a bfloat16 copy of value: backend "cuda-bf16".
 	BF16
 	// FP16 rounds them to IEEE half (11-bit mantissa) with fp32
-	// accumulation (CUBLAS_COMPUTE_32F_FAST_16F): backend "cuda-fp16".
+	// accumulation (CUBLAS_COMPUTE_32F_FAST_16F), and the msdeform sampling
+	// gathers a half copy of value: backend "cuda-fp16".
 	FP16
 )
 
@@ -41,9 +50,9 @@ func (m Math) Describe() string {
 	case TF32:
 		return "tf32 products, fp32 accumulation (cuBLAS tensor cores)"
 	case BF16:
-		return "bf16 products, fp32 accumulation and storage (cuBLAS COMPUTE_32F_FAST_16BF)"
+		return "bf16 products, fp32 accumulation and storage (cuBLAS COMPUTE_32F_FAST_16BF); msdeform sampling gathers bf16 value"
 	case FP16:
-		return "fp16 products, fp32 accumulation and storage (cuBLAS COMPUTE_32F_FAST_16F)"
+		return "fp16 products, fp32 accumulation and storage (cuBLAS COMPUTE_32F_FAST_16F); msdeform sampling gathers fp16 value"
 	}
 	return "fp32"
 }

@@ -123,16 +123,63 @@ func (b *Backend) performerCore(p ops.PerformerCore, in, out []*tensor) (func() 
 	}, nil
 }
 
-// msdVector is the channels one msdeform thread handles: 4 (float4 loads)
-// when the head dimension allows it.
-func msdVector(d int) (int, string) {
-	if d%4 == 0 {
-		return 4, "_v4"
-	}
-	return 1, "_v1"
+// msdPath is how the msdeform sampling kernels read value: V channels a
+// thread (one load each), the kernel name suffix, and the conversion
+// kernel that first writes value's 16-bit copy into scratch ("" when the
+// kernel reads the fp32 tensor itself).
+type msdPath struct {
+	vec     int
+	suffix  string
+	convert string
 }
 
-// msDeformCore runs ops.MSDeformCore.
+// msdPathFor picks the path for math m and head dimension d. FP32 and
+// TF32 read fp32 value: float4 loads when d % 4 == 0, else scalar loads.
+// BF16 and FP16 read a bf16 / half copy (fp32 weights and sums): 8
+// channels a 16-byte load when d % 8 == 0, 4 a 8-byte load when d % 4 == 0
+// (the copy is 256-byte aligned and rows are M·d values, so every load is
+// aligned); other d fall back to the fp32 kernels.
+func msdPathFor(m Math, d int) msdPath {
+	if m == BF16 || m == FP16 {
+		typ, conv := "_bf16", "f32_to_bf16"
+		if m == FP16 {
+			typ, conv = "_f16", "f32_to_f16"
+		}
+		switch {
+		case d%8 == 0:
+			return msdPath{8, typ + "_v8", conv}
+		case d%4 == 0:
+			return msdPath{4, typ + "_v4", conv}
+		}
+	}
+	if d%4 == 0 {
+		return msdPath{4, "_v4", ""}
+	}
+	return msdPath{1, "_v1", ""}
+}
+
+// msdValue queues what path needs before sampling and returns the value
+// address the sampling kernel reads: value itself, or its 16-bit copy (n
+// values, 2 bytes each) in scratch, converted by path.convert. The caller
+// calls release after queueing the sampling kernel. Runs on the device
+// thread.
+func (b *Backend) msdValue(path msdPath, value uint64, n int64) (uint64, func(), error) {
+	if path.convert == "" {
+		return value, func() {}, nil
+	}
+	parts, release, err := b.scratchParts(n * 2)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := b.launch1D("msdeform.cu", path.convert, n, value, parts[0], n); err != nil {
+		release()
+		return 0, nil, err
+	}
+	return parts[0], release, nil
+}
+
+// msDeformCore runs ops.MSDeformCore (on BF16/FP16 after value's 16-bit
+// copy: msdPathFor).
 func (b *Backend) msDeformCore(c ops.MSDeformCore, in, out []*tensor) (func() error, error) {
 	lv, err := levelsOf(c.Levels)
 	if err != nil {
@@ -148,15 +195,22 @@ func (b *Backend) msDeformCore(c ops.MSDeformCore, in, out []*tensor) (func() er
 	if err := checkElems("ms_deform_attn_core", "output", out, nq*md); err != nil {
 		return nil, err
 	}
-	v, suffix := msdVector(c.HeadDim)
+	path := msdPathFor(b.math, c.HeadDim)
+	nv := int64(c.Batch) * int64(c.Values()) * md
 	return func() error {
-		return b.launch1D("msdeform.cu", "msdeform_core"+suffix, nq*md/int64(v), in[0].ptr, in[1].ptr, in[2].ptr, out[0].ptr,
-			i32(c.Batch), i32(c.Queries), i32(c.Heads), i32(c.HeadDim), i32(c.Points), lv)
+		value, release, err := b.msdValue(path, in[0].ptr, nv)
+		if err != nil {
+			return err
+		}
+		defer release()
+		return b.launch1D("msdeform.cu", "msdeform_core"+path.suffix, nq*md/int64(path.vec), value, in[1].ptr, in[2].ptr,
+			out[0].ptr, i32(c.Batch), i32(c.Queries), i32(c.Heads), i32(c.HeadDim), i32(c.Points), lv)
 	}, nil
 }
 
 // msDeformSample runs ops.MSDeformSample: softmax, locations and
-// sampling fused in one kernel.
+// sampling fused in one kernel (on BF16/FP16 after value's 16-bit copy:
+// msdPathFor).
 func (b *Backend) msDeformSample(n ops.MSDeformSample, in, out []*tensor) (func() error, error) {
 	c := n.MSDeformCore
 	lv, err := levelsOf(c.Levels)
@@ -182,9 +236,15 @@ func (b *Backend) msDeformSample(n ops.MSDeformSample, in, out []*tensor) (func(
 	if n.Masked {
 		mask = in[4].ptr
 	}
-	v, suffix := msdVector(c.HeadDim)
+	path := msdPathFor(b.math, c.HeadDim)
 	return func() error {
-		return b.launch1D("msdeform.cu", "msdeform_sample"+suffix, nq*md/int64(v), in[0].ptr, in[1].ptr, in[2].ptr, in[3].ptr,
-			mask, out[0].ptr, i32(c.Batch), i32(c.Queries), i32(c.Heads), i32(c.HeadDim), i32(c.Points), i32(n.RefDims), lv)
+		value, release, err := b.msdValue(path, in[0].ptr, int64(c.Batch)*s*md)
+		if err != nil {
+			return err
+		}
+		defer release()
+		return b.launch1D("msdeform.cu", "msdeform_sample"+path.suffix, nq*md/int64(path.vec), value, in[1].ptr, in[2].ptr,
+			in[3].ptr, mask, out[0].ptr, i32(c.Batch), i32(c.Queries), i32(c.Heads), i32(c.HeadDim), i32(c.Points),
+			i32(n.RefDims), lv)
 	}, nil
 }
