@@ -40,6 +40,7 @@ libraries here, the Go runtime there).
 """
 
 import argparse
+import ctypes
 import datetime
 import gc
 import math
@@ -137,9 +138,21 @@ def to_device(x, device):
     return x
 
 
+def release_freed_memory():
+    """Return the heap memory earlier cases freed to the system (glibc's malloc_trim), so that
+    the next case's peak RSS starts from the process's live memory, not from what the largest
+    earlier case left resident."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def reset_peak_rss():
     """Restart the kernel's peak-RSS (VmHWM) count at the current RSS, as vitbench does before
     each case; False where Linux does not allow it."""
+    release_freed_memory()
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
@@ -195,7 +208,6 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="
     dominated by timer and scheduler noise.  Warm-up stops after the first call that takes longer
     than WARMUP_LONG_NS: one such call has already touched every buffer and code path, and more
     would only add minutes (the grid_sample path of the Deformable DETR transformer takes ~30 s)."""
-    gc.collect()
     reset_peak_rss()
     module, inputs, weights, (ins, ws, outs), _ = materialize(case, seed)
     args = module_args(inputs)  # every input, in the op's order (padding_mask as bool)

@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -89,9 +90,13 @@ func Bench(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOptions) (
 	return kernelNs, e2eNs, b.Memory().Peak - base, nil
 }
 
-// ResetPeakRSS asks Linux to restart the process's peak resident set
-// measurement; it reports whether that worked.
+// ResetPeakRSS returns the memory earlier cases freed to the operating
+// system (a garbage collection and a scavenge), then asks Linux to restart
+// the process's peak resident set measurement at the current RSS; it
+// reports whether that worked. Without the first step the peak would
+// start from whatever the largest earlier case left resident.
 func ResetPeakRSS() bool {
+	debug.FreeOSMemory()
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
 
