@@ -8,8 +8,8 @@ import (
 // writeMemory writes the network memory table: for each network row of a vitbench backend
 // with a process peak RSS, the backend allocator's peak, the process's peak resident set over
 // the case (B/rss), PyTorch's over the same case, batch and threads on the same machine, and
-// their ratio. Both processes measure VmHWM the same way (restarted before the case), each
-// including its own runtime.
+// their ratio. Both processes measure VmHWM the same way (freed memory returned to the system,
+// then VmHWM restarted before the case), each including its own runtime.
 func writeMemory(w io.Writer, in Input, es []entry) error {
 	var cells [][]string
 	multi := machineCount(es) > 1
@@ -40,7 +40,8 @@ func writeMemory(w io.Writer, in Input, es []entry) error {
 		align = "l" + align
 	}
 	section(w, "Network memory",
-		"Peak resident set (VmHWM) of each process over one case, restarted just before the case's weights and inputs are built; "+
-			"each includes its own runtime (Go; Python with torch's libraries). A ratio below 1 means vitbench held less memory.")
+		"Peak resident set (VmHWM) of each process over one case: each process first returns the memory earlier cases freed "+
+			"(Go's FreeOSMemory; gc and glibc's malloc_trim in Python), then restarts VmHWM, just before the case's weights and inputs are built. "+
+			"Each figure includes its own runtime (Go; Python with torch's libraries). A ratio below 1 means vitbench held less memory.")
 	return writeTable(w, align, header, cells)
 }
