@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"vitbench/bench/cases"
 	"vitbench/bench/npy"
 	"vitbench/bench/results"
 	vcpu "vitbench/impl/cpu"
@@ -91,49 +93,77 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	files = append(files, checkPath)
 
+	// Timing: vitbench and PyTorch alternate over groups of cases, so that
+	// the two sides of a ratio are measured seconds apart, not the whole
+	// run apart (on a shared VM capacity changes within minutes).
 	var bf results.BenchFile
 	benchCode := exitOK
-	if stopErr == nil {
-		fmt.Fprintln(stderr, "== timing (every available backend)")
-		var benchErr error
-		bf, benchCode, benchErr = runBench(benchConfig{backends: "all", run: re, threads: *threads, count: *count,
+	torchOn := *torch != "off"
+	var torchText []byte
+	torchPath := filepath.Join(*outDir, "torch.txt")
+	groups := caseGroups(cases.Match(re), interleaveGroup)
+	if len(groups) == 0 && stopErr == nil {
+		return exitUsage, usagef("no built-in case matches -run")
+	}
+	for gi, group := range groups {
+		if stopErr != nil {
+			break
+		}
+		fmt.Fprintf(stderr, "== timing, group %d of %d (every available backend, then PyTorch)\n", gi+1, len(groups))
+		part, code, benchErr := runBench(benchConfig{backends: "all", run: group, threads: *threads, count: *count,
 			warmup: 3, minSample: *minSample, seed: 1, stop: stop}, stderr)
+		if gi == 0 {
+			bf.Meta = part.Meta
+		}
+		bf.Rows, bf.Failed = append(bf.Rows, part.Rows...), append(bf.Failed, part.Failed...)
+		benchCode = max(benchCode, code)
 		if _, ok := isInterrupted(benchErr); ok {
 			stopErr, benchErr = fmt.Errorf("timing %w; PyTorch skipped", benchErr), nil
 		}
 		if benchErr != nil {
 			fmt.Fprintf(stderr, "vitbench run: %v\n", benchErr)
 		}
+		if !torchOn || stopErr != nil {
+			continue
+		}
+		partPath := torchPath + ".part"
+		err := runTorch(*python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr)
+		if err == nil {
+			var raw []byte
+			if raw, err = os.ReadFile(partPath); err == nil {
+				torchText = append(torchText, raw...)
+				os.Remove(partPath)
+			}
+		}
+		if stop.Stopped() {
+			stopErr = fmt.Errorf("PyTorch baseline %w", stop.interruptedErr(gi, len(groups), "groups"))
+		}
+		switch {
+		case err == nil:
+		case stopErr != nil:
+			fmt.Fprintf(stderr, "vitbench run: PyTorch stopped: %v\n", err)
+		case *torch == "on":
+			return exitFail, fmt.Errorf("PyTorch baseline: %v", err)
+		default:
+			fmt.Fprintf(stderr, "vitbench run: no PyTorch column: %v\n", err)
+			torchOn = false
+		}
 	}
-	if stopErr == nil || len(bf.Rows) > 0 || len(bf.Failed) > 0 {
+	if len(bf.Rows) > 0 || len(bf.Failed) > 0 || stopErr == nil {
 		benchPath, benchJSON := filepath.Join(*outDir, "bench.txt"), filepath.Join(*outDir, "bench.json")
 		if err := writeBench(bf, benchPath, benchJSON, stdout); err != nil {
 			return exitFail, err
 		}
 		files = append(files, benchPath)
 	}
-
-	if *torch != "off" && stopErr == nil {
-		fmt.Fprintln(stderr, "== PyTorch baseline")
-		torchPath := filepath.Join(*outDir, "torch.txt")
-		err := runTorch(*python, *script, torchPath, *runRE, bf.Meta.Threads, *count, *minSample, stderr)
-		if stop.Stopped() {
-			done := 0
-			if err == nil {
-				done = 1
-			}
-			stopErr = fmt.Errorf("PyTorch baseline %w", stop.interruptedErr(done, 1, "runs"))
+	if len(torchText) > 0 {
+		if err := results.WriteFileAtomic(torchPath, func(w io.Writer) error {
+			_, err := w.Write(torchText)
+			return err
+		}); err != nil {
+			return exitFail, err
 		}
-		switch {
-		case err == nil:
-			files = append(files, torchPath)
-		case stopErr != nil:
-			fmt.Fprintf(stderr, "vitbench run: no PyTorch column: %v\n", err)
-		case *torch == "on":
-			return exitFail, fmt.Errorf("PyTorch baseline: %v", err)
-		default:
-			fmt.Fprintf(stderr, "vitbench run: no PyTorch column: %v\n", err)
-		}
+		files = append(files, torchPath)
 	}
 
 	in, err := loadReportInput(files)
@@ -152,6 +182,26 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return code, stopErr
 	}
 	return max(checkCode, benchCode), nil
+}
+
+// interleaveGroup is how many cases vitbench times before PyTorch times
+// the same ones in `run`: small enough that the two sides of a ratio are
+// close in time, large enough that starting Python and torch (a few
+// seconds) stays a small part of the run.
+const interleaveGroup = 12
+
+// caseGroups splits list, in order, into groups of at most n cases, each
+// as a regular expression matching exactly its cases' names.
+func caseGroups(list []cases.Case, n int) []*regexp.Regexp {
+	var out []*regexp.Regexp
+	for i := 0; i < len(list); i += n {
+		var names []string
+		for _, c := range list[i:min(i+n, len(list))] {
+			names = append(names, regexp.QuoteMeta(c.Name))
+		}
+		out = append(out, regexp.MustCompile("^("+strings.Join(names, "|")+")$"))
+	}
+	return out
 }
 
 // runTorch runs reference/bench_torch.py with the same cases, threads and
