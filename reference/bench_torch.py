@@ -100,7 +100,6 @@ def openblas():
 
     The core name says which kernels OpenBLAS dispatched to (SkylakeX = AVX-512, Haswell = AVX2):
     an environment that forces OPENBLAS_CORETYPE changes it, and with it the baseline."""
-    import ctypes
     path = blas_library()
     if path == "unknown":
         path = "libblas.so.3"

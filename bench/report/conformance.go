@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	"vitbench/bench/results"
@@ -62,12 +63,7 @@ func writeConformance(w io.Writer, in Input, _ []entry) error {
 	if other := len(all) - counts[results.StatusOK] - counts[results.StatusFail] - counts[results.StatusNS]; other > 0 {
 		fmt.Fprintf(w, "%d with an unknown status\n", other)
 	}
-	names := make([]string, 0, len(idle))
-	for b := range idle {
-		names = append(names, b)
-	}
-	slices.Sort(names)
-	for _, b := range names {
+	for _, b := range slices.Sorted(maps.Keys(idle)) {
 		fmt.Fprintf(w, "\nNot run on backend %s: all %d cases NS (rows left out above): %s\n", b, idle[b].Cases, idle[b].Reason)
 	}
 	return nil

@@ -42,12 +42,13 @@ func AgreeCase(ref bench.Backend, bs []bench.Backend, c cases.Case, batch int, s
 	tols := make([]accuracy.Tolerance, len(bs))
 	for i, b := range bs {
 		tol, err := accuracy.Lookup(c.Tolerance, c.Op, b.Name())
+		info := b.Info()
 		switch {
 		case err != nil:
 			rows[i].Error, rows[i].Reason = true, fmt.Sprintf("case %s: %v", c.Name, err)
 			continue
-		case !b.Info().Available:
-			rows[i].Status, rows[i].Reason = NS, b.Info().Reason
+		case !info.Available:
+			rows[i].Status, rows[i].Reason = NS, info.Reason
 		default:
 			if err := Unsupported(b, spec, c.DType); err != nil {
 				rows[i].Status, rows[i].Reason = NS, err.Error()

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"vitbench/bench/fixture"
@@ -187,12 +188,7 @@ func printCheckTable(w io.Writer, rows []results.CheckRow) error {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "%d OK, %d FAIL, %d NS\n", counts[runner.OK], counts[runner.FAIL], counts[runner.NS])
-	names := make([]string, 0, len(idle))
-	for b := range idle {
-		names = append(names, b)
-	}
-	sort.Strings(names)
-	for _, b := range names {
+	for _, b := range slices.Sorted(maps.Keys(idle)) {
 		fmt.Fprintf(w, "not run on %s: all %d cases NS: %s\n", b, idle[b].Cases, idle[b].Reason)
 	}
 	return nil
