@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"vitbench/bench"
 	"vitbench/bench/cases"
 	"vitbench/bench/npy"
 	"vitbench/bench/results"
@@ -27,6 +28,9 @@ type benchConfig struct {
 	seed          uint64
 	weights       string   // .npz of real weights by state_dict name ("" = synthesized)
 	stop          *stopper // stops between cases on SIGINT/SIGTERM; nil never stops
+	// opened, when set, are the backends to time (the caller opened them and
+	// closes them); backends is then ignored.
+	opened []bench.Backend
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
@@ -110,11 +114,14 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 	if len(list) == 0 {
 		return bf, exitUsage, usagef("no built-in case matches -run")
 	}
-	backends, err := openBackends(cfg.backends, cfg.threads)
-	if err != nil {
-		return bf, exitUsage, err
+	backends := cfg.opened
+	if backends == nil {
+		var err error
+		if backends, err = openBackends(cfg.backends, cfg.threads); err != nil {
+			return bf, exitUsage, err
+		}
+		defer closeAll(backends)
 	}
-	defer closeAll(backends)
 	bf.Meta.Threads = threadsOf(backends[0], cfg.threads)
 	prog := newProgress(stderr)
 	code := exitOK

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"vitbench/bench"
 	"vitbench/bench/cases"
 	"vitbench/bench/npy"
 	"vitbench/bench/results"
@@ -105,12 +106,31 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(groups) == 0 && stopErr == nil {
 		return exitUsage, usagef("no built-in case matches -run")
 	}
+	// The backends are opened once for all groups (a GPU backend's context,
+	// cuBLAS handle and kernels are not rebuilt per group); the unavailable
+	// ones are named once here rather than in every group.
+	all, err := openBackends("all", *threads)
+	if err != nil {
+		return exitUsage, err
+	}
+	defer closeAll(all)
+	var backends []bench.Backend
+	for _, b := range all {
+		if info := b.Info(); info.Available {
+			backends = append(backends, b)
+		} else {
+			fmt.Fprintf(stderr, "%s: unavailable, not timed: %s\n", b.Name(), info.Reason)
+		}
+	}
+	if len(backends) == 0 {
+		backends = all // runBench reports them
+	}
 	for gi, group := range groups {
 		if stopErr != nil {
 			break
 		}
 		fmt.Fprintf(stderr, "== timing, group %d of %d (every available backend, then PyTorch)\n", gi+1, len(groups))
-		part, code, benchErr := runBench(benchConfig{backends: "all", run: group, threads: *threads, count: *count,
+		part, code, benchErr := runBench(benchConfig{opened: backends, run: group, threads: *threads, count: *count,
 			warmup: 3, minSample: *minSample, seed: 1, stop: stop}, stderr)
 		if gi == 0 {
 			bf.Meta = part.Meta
