@@ -3,11 +3,15 @@ package kern
 import "sync"
 
 // microKernel is a register-blocked GEMM kernel over packed panels:
-// fn(kc, a, b, c, ldc, accumulate) computes the mr×nr tile
-// c[r·ldc+j] (+)= Σ_{p<kc} a[p·mr+r]·b[p·nr+j].
+// fn(kc, a, b, c, ldc, accumulate, bias, res, ldr) computes the mr×nr tile
+//
+//	c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·mr+r]·b[p·nr+j] + bias[j]) + res[r·ldr+j]
+//
+// where c's old value counts when accumulate != 0 and bias and res when
+// they are not nil.
 type microKernel struct {
 	mr, nr int
-	fn     func(kc int, a, b, c *float32, ldc int, accumulate int)
+	fn     func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int)
 }
 
 // Cache blocking of the packed GEMM: a kcBlock-deep slice of B (packed in
@@ -286,10 +290,24 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 					mh := min(mr, mb-ir)
 					cp := (ic+ir)*ldc + jr
 					if mh == mr && nw == nr {
-						mk.fn(kb, ap, bp, &c[cp], ldc, acc)
-						if last && epi.active() {
+						if !last || !epi.active() {
+							mk.fn(kb, ap, bp, &c[cp], ldc, acc, nil, nil, 0)
+							continue
+						}
+						// The kernel adds the bias, and the residual
+						// when no activation comes between them.
+						var bias, res *float32
+						if epi.Bias != nil {
+							bias = &epi.Bias[jr]
+						}
+						if epi.Residual != nil && epi.Act == ActNone {
+							res = &epi.Residual[(ic+ir)*epi.LdR+jr]
+						}
+						mk.fn(kb, ap, bp, &c[cp], ldc, acc, bias, res, epi.LdR)
+						if epi.Act != ActNone {
+							rest := Epilogue{Act: epi.Act, Residual: epi.Residual, LdR: epi.LdR}
 							for r := 0; r < mr; r++ {
-								epi.apply(c[cp+r*ldc:cp+r*ldc+nr], ic+ir+r, jr)
+								rest.apply(c[cp+r*ldc:cp+r*ldc+nr], ic+ir+r, jr)
 							}
 						}
 						continue
@@ -301,7 +319,7 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 							copy(tile[r*nr:r*nr+nw], c[cp+r*ldc:cp+r*ldc+nw])
 						}
 					}
-					mk.fn(kb, ap, bp, &tile[0], nr, acc)
+					mk.fn(kb, ap, bp, &tile[0], nr, acc, nil, nil, 0)
 					for r := 0; r < mh; r++ {
 						row := c[cp+r*ldc : cp+r*ldc+nw]
 						copy(row, tile[r*nr:r*nr+nw])

@@ -186,37 +186,67 @@ func closeTo(t *testing.T, what string, got, want []float32, k int) {
 }
 
 // TestSgemmEpilogue: bias, ReLU, GELU and a residual fused into the tile
-// loop equal the unfused computation, on every path, including edge tiles
-// and a k that spans several cache blocks.
+// loop equal the unfused computation, on every path, in every combination
+// (the microkernels add bias and residual themselves on full tiles), on
+// full and edge tiles, a k that spans several cache blocks, and a column
+// range that starts past the first panel.
 func TestSgemmEpilogue(t *testing.T) {
 	forEachISA(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(11, 12))
+		shapes := [][3]int{{29, 45, 600}, {12, 32, 16}, {3, 5, 7}, {25, 40, kcBlock + 9}, {24, 96, 33}}
 		for _, act := range []Act{ActNone, ActReLU, ActGELU} {
-			for _, s := range [][3]int{{29, 45, 600}, {12, 32, 16}, {3, 5, 7}, {25, 40, kcBlock + 9}} {
-				m, n, k := s[0], s[1], s[2]
-				a, _ := guarded(rng, m*k, true)
-				b, _ := guarded(rng, n*k, true)
-				bias, _ := guarded(rng, n, true)
-				res, _ := guarded(rng, m*(n+3), true)
-				want := make([]float32, m*n)
-				sgemmNTRef(m, n, k, a, k, b, k, want, n, bias)
-				for i := 0; i < m; i++ {
-					for j := 0; j < n; j++ {
-						v := float64(want[i*n+j])
-						switch act {
-						case ActReLU:
-							v = math.Max(v, 0)
-						case ActGELU:
-							v = 0.5 * v * (1 + math.Erf(v/math.Sqrt2))
+			for _, withBias := range []bool{false, true} {
+				for _, withRes := range []bool{false, true} {
+					for _, s := range shapes {
+						m, n, k := s[0], s[1], s[2]
+						a, _ := guarded(rng, m*k, true)
+						b, _ := guarded(rng, n*k, true)
+						bias, biasFull := guarded(rng, n, true)
+						res, resFull := guarded(rng, m*(n+3), true)
+						epi := Epilogue{Act: act}
+						if withBias {
+							epi.Bias = bias
 						}
-						want[i*n+j] = float32(v) + res[i*(n+3)+j]
+						if withRes {
+							epi.Residual, epi.LdR = res, n+3
+						}
+						want := make([]float32, m*n)
+						sgemmNTRef(m, n, k, a, k, b, k, want, n, epi.Bias)
+						for i := 0; i < m; i++ {
+							for j := 0; j < n; j++ {
+								v := float64(want[i*n+j])
+								switch act {
+								case ActReLU:
+									v = math.Max(v, 0)
+								case ActGELU:
+									v = 0.5 * v * (1 + math.Erf(v/math.Sqrt2))
+								}
+								want[i*n+j] = float32(v)
+								if withRes {
+									want[i*n+j] += res[i*(n+3)+j]
+								}
+							}
+						}
+						name := fmt.Sprintf("act %d bias %v res %v m%d n%d k%d", act, withBias, withRes, m, n, k)
+						pb := PackBT(n, k, b, k)
+						c, cf := guarded(rng, m*n, false)
+						SgemmPackedEpi(m, a, k, pb, c, n, epi, 0, n)
+						checkGuards(t, "C", cf)
+						checkGuards(t, "bias", biasFull)
+						checkGuards(t, "residual", resFull)
+						closeTo(t, name, c, want, k)
+						// The columns past the first panel alone: bias and
+						// residual are indexed by absolute column.
+						if j0 := pb.PanelWidth(); j0 < n {
+							c2, cf2 := guarded(rng, m*n, false)
+							SgemmPackedEpi(m, a, k, pb, c2, n, epi, j0, n)
+							checkGuards(t, "C", cf2)
+							for i := 0; i < m; i++ {
+								closeTo(t, name+" from column "+fmt.Sprint(j0), c2[i*n+j0:i*n+n], want[i*n+j0:i*n+n], k)
+							}
+						}
 					}
 				}
-				c, cf := guarded(rng, m*n, false)
-				epi := Epilogue{Bias: bias, Act: act, Residual: res, LdR: n + 3}
-				SgemmPackedEpi(m, a, k, PackBT(n, k, b, k), c, n, epi, 0, n)
-				checkGuards(t, "C", cf)
-				closeTo(t, fmt.Sprintf("act %d m%d n%d k%d", act, m, n, k), c, want, k)
 			}
 		}
 	})

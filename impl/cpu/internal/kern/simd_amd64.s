@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func gemm12x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int)
+// func gemm12x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int)
 // Requires: AVX, AVX512F
-TEXT ·gemm12x32AVX512(SB), NOSPLIT, $0-48
+TEXT ·gemm12x32AVX512(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+16(FP), DX
@@ -88,70 +88,122 @@ gemm12x32AVX512_loop:
 	SHLQ         $0x02, CX
 	MOVQ         accumulate+40(FP), DX
 	TESTQ        DX, DX
-	JZ           gemm12x32AVX512_store
+	JZ           gemm12x32AVX512_bias
 
-	// c += acc, row by row
-	VADDPS  (AX), Z0, Z0
-	VMOVUPS Z0, (AX)
-	VADDPS  64(AX), Z1, Z1
-	VMOVUPS Z1, 64(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Z2, Z2
-	VMOVUPS Z2, (AX)
-	VADDPS  64(AX), Z3, Z3
-	VMOVUPS Z3, 64(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Z4, Z4
-	VMOVUPS Z4, (AX)
-	VADDPS  64(AX), Z5, Z5
-	VMOVUPS Z5, 64(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Z6, Z6
-	VMOVUPS Z6, (AX)
-	VADDPS  64(AX), Z7, Z7
-	VMOVUPS Z7, 64(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Z8, Z8
-	VMOVUPS Z8, (AX)
-	VADDPS  64(AX), Z9, Z9
-	VMOVUPS Z9, 64(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Z10, Z10
-	VMOVUPS Z10, (AX)
-	VADDPS  64(AX), Z11, Z11
-	VMOVUPS Z11, 64(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Z12, Z12
-	VMOVUPS Z12, (AX)
-	VADDPS  64(AX), Z13, Z13
-	VMOVUPS Z13, 64(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Z14, Z14
-	VMOVUPS Z14, (AX)
-	VADDPS  64(AX), Z15, Z15
-	VMOVUPS Z15, 64(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Z16, Z16
-	VMOVUPS Z16, (AX)
-	VADDPS  64(AX), Z17, Z17
-	VMOVUPS Z17, 64(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Z18, Z18
-	VMOVUPS Z18, (AX)
-	VADDPS  64(AX), Z19, Z19
-	VMOVUPS Z19, 64(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Z20, Z20
-	VMOVUPS Z20, (AX)
-	VADDPS  64(AX), Z21, Z21
-	VMOVUPS Z21, 64(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Z22, Z22
-	VMOVUPS Z22, (AX)
-	VADDPS  64(AX), Z23, Z23
-	VMOVUPS Z23, 64(AX)
-	VZEROUPPER
-	RET
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   CX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   CX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   CX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   CX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   CX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   CX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   CX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   CX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   CX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+	ADDQ   CX, DX
+	VADDPS (DX), Z20, Z20
+	VADDPS 64(DX), Z21, Z21
+	ADDQ   CX, DX
+	VADDPS (DX), Z22, Z22
+	VADDPS 64(DX), Z23, Z23
+
+gemm12x32AVX512_bias:
+	MOVQ  bias+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemm12x32AVX512_res
+
+	// acc[r][v] += bias[v·lanes : ...]
+	VMOVUPS (DX), Z24
+	VMOVUPS 64(DX), Z25
+	VADDPS  Z24, Z0, Z0
+	VADDPS  Z25, Z1, Z1
+	VADDPS  Z24, Z2, Z2
+	VADDPS  Z25, Z3, Z3
+	VADDPS  Z24, Z4, Z4
+	VADDPS  Z25, Z5, Z5
+	VADDPS  Z24, Z6, Z6
+	VADDPS  Z25, Z7, Z7
+	VADDPS  Z24, Z8, Z8
+	VADDPS  Z25, Z9, Z9
+	VADDPS  Z24, Z10, Z10
+	VADDPS  Z25, Z11, Z11
+	VADDPS  Z24, Z12, Z12
+	VADDPS  Z25, Z13, Z13
+	VADDPS  Z24, Z14, Z14
+	VADDPS  Z25, Z15, Z15
+	VADDPS  Z24, Z16, Z16
+	VADDPS  Z25, Z17, Z17
+	VADDPS  Z24, Z18, Z18
+	VADDPS  Z25, Z19, Z19
+	VADDPS  Z24, Z20, Z20
+	VADDPS  Z25, Z21, Z21
+	VADDPS  Z24, Z22, Z22
+	VADDPS  Z25, Z23, Z23
+
+gemm12x32AVX512_res:
+	MOVQ  res+56(FP), DX
+	TESTQ DX, DX
+	JZ    gemm12x32AVX512_store
+
+	// acc += res, row by row
+	MOVQ   ldr+64(FP), BX
+	SHLQ   $0x02, BX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   BX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   BX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   BX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   BX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   BX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   BX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   BX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   BX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   BX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+	ADDQ   BX, DX
+	VADDPS (DX), Z20, Z20
+	VADDPS 64(DX), Z21, Z21
+	ADDQ   BX, DX
+	VADDPS (DX), Z22, Z22
+	VADDPS 64(DX), Z23, Z23
 
 gemm12x32AVX512_store:
 	// c = acc, row by row
@@ -193,9 +245,9 @@ gemm12x32AVX512_store:
 	VZEROUPPER
 	RET
 
-// func gemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int)
+// func gemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int)
 // Requires: AVX, FMA3
-TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-48
+TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+16(FP), DX
@@ -247,40 +299,74 @@ gemm6x16AVX2_loop:
 	SHLQ         $0x02, CX
 	MOVQ         accumulate+40(FP), DX
 	TESTQ        DX, DX
-	JZ           gemm6x16AVX2_store
+	JZ           gemm6x16AVX2_bias
 
-	// c += acc, row by row
-	VADDPS  (AX), Y0, Y0
-	VMOVUPS Y0, (AX)
-	VADDPS  32(AX), Y1, Y1
-	VMOVUPS Y1, 32(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Y2, Y2
-	VMOVUPS Y2, (AX)
-	VADDPS  32(AX), Y3, Y3
-	VMOVUPS Y3, 32(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Y4, Y4
-	VMOVUPS Y4, (AX)
-	VADDPS  32(AX), Y5, Y5
-	VMOVUPS Y5, 32(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Y6, Y6
-	VMOVUPS Y6, (AX)
-	VADDPS  32(AX), Y7, Y7
-	VMOVUPS Y7, 32(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Y8, Y8
-	VMOVUPS Y8, (AX)
-	VADDPS  32(AX), Y9, Y9
-	VMOVUPS Y9, 32(AX)
-	ADDQ    CX, AX
-	VADDPS  (AX), Y10, Y10
-	VMOVUPS Y10, (AX)
-	VADDPS  32(AX), Y11, Y11
-	VMOVUPS Y11, 32(AX)
-	VZEROUPPER
-	RET
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	ADDQ   CX, DX
+	VADDPS (DX), Y2, Y2
+	VADDPS 32(DX), Y3, Y3
+	ADDQ   CX, DX
+	VADDPS (DX), Y4, Y4
+	VADDPS 32(DX), Y5, Y5
+	ADDQ   CX, DX
+	VADDPS (DX), Y6, Y6
+	VADDPS 32(DX), Y7, Y7
+	ADDQ   CX, DX
+	VADDPS (DX), Y8, Y8
+	VADDPS 32(DX), Y9, Y9
+	ADDQ   CX, DX
+	VADDPS (DX), Y10, Y10
+	VADDPS 32(DX), Y11, Y11
+
+gemm6x16AVX2_bias:
+	MOVQ  bias+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemm6x16AVX2_res
+
+	// acc[r][v] += bias[v·lanes : ...]
+	VMOVUPS (DX), Y12
+	VMOVUPS 32(DX), Y13
+	VADDPS  Y12, Y0, Y0
+	VADDPS  Y13, Y1, Y1
+	VADDPS  Y12, Y2, Y2
+	VADDPS  Y13, Y3, Y3
+	VADDPS  Y12, Y4, Y4
+	VADDPS  Y13, Y5, Y5
+	VADDPS  Y12, Y6, Y6
+	VADDPS  Y13, Y7, Y7
+	VADDPS  Y12, Y8, Y8
+	VADDPS  Y13, Y9, Y9
+	VADDPS  Y12, Y10, Y10
+	VADDPS  Y13, Y11, Y11
+
+gemm6x16AVX2_res:
+	MOVQ  res+56(FP), DX
+	TESTQ DX, DX
+	JZ    gemm6x16AVX2_store
+
+	// acc += res, row by row
+	MOVQ   ldr+64(FP), BX
+	SHLQ   $0x02, BX
+	VADDPS (DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	ADDQ   BX, DX
+	VADDPS (DX), Y2, Y2
+	VADDPS 32(DX), Y3, Y3
+	ADDQ   BX, DX
+	VADDPS (DX), Y4, Y4
+	VADDPS 32(DX), Y5, Y5
+	ADDQ   BX, DX
+	VADDPS (DX), Y6, Y6
+	VADDPS 32(DX), Y7, Y7
+	ADDQ   BX, DX
+	VADDPS (DX), Y8, Y8
+	VADDPS 32(DX), Y9, Y9
+	ADDQ   BX, DX
+	VADDPS (DX), Y10, Y10
+	VADDPS 32(DX), Y11, Y11
 
 gemm6x16AVX2_store:
 	// c = acc, row by row

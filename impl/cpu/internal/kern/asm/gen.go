@@ -45,6 +45,15 @@ func main() {
 // and issues MR·nv FMAs into the accumulators, which stay in registers for
 // the whole panel. kc must be positive.
 //
+// Without taps the kernel also finishes the tile while it is in registers:
+//
+//	func NAME(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int)
+//
+// adds bias[j] when bias is not nil and then res[r·ldr+j] when res is not
+// nil, in that order, after the product (and after c's old value):
+//
+//	c[r·ldc+j] = ((c[r·ldc+j] +) s + bias[j]) + res[r·ldr+j]
+//
 // With taps the kernel is
 //
 //	func NAME(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)
@@ -60,9 +69,9 @@ func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int, taps boo
 		Doc(fmt.Sprintf("%s computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·%d+r]·b[taps[p]+j] for r < %d, j < %d (a packed, b read in place); it adds to c when accumulate != 0.",
 			name, mr, mr, nv*lanes))
 	} else {
-		TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, accumulate int)")
+		TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int)")
 		Pragma("noescape")
-		Doc(fmt.Sprintf("%s computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·%d+r]·b[p·%d+j] for r < %d, j < %d (packed panels); it adds to c when accumulate != 0.",
+		Doc(fmt.Sprintf("%s computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·%d+r]·b[p·%d+j] + bias[j]) + res[r·ldr+j] for r < %d, j < %d (packed panels); c's old value counts when accumulate != 0, bias and res when not nil.",
 			name, mr, nv*lanes, mr, nv*lanes))
 	}
 	acc := vecs[:mr*nv]
@@ -119,23 +128,75 @@ func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int, taps boo
 	ldc := Load(Param("ldc"), GP64())
 	SHLQ(Imm(2), ldc)
 	flag := Load(Param("accumulate"), GP64())
+	if taps {
+		TESTQ(flag, flag)
+		JZ(LabelRef(name + "_store"))
+		Comment("c += acc, row by row")
+		row := GP64()
+		MOVQ(pc, row)
+		for r := 0; r < mr; r++ {
+			for v := 0; v < nv; v++ {
+				VADDPS(Mem{Base: row, Disp: v * width}, acc[r*nv+v], acc[r*nv+v])
+				VMOVUPS(acc[r*nv+v], Mem{Base: row, Disp: v * width})
+			}
+			if r < mr-1 {
+				ADDQ(ldc, row)
+			}
+		}
+		VZEROUPPER()
+		RET()
+		Label(name + "_store")
+		storeTile(acc, pc, ldc, mr, nv, width)
+		return
+	}
+	// Each step below rounds once, in the order the unfused epilogue
+	// would: the old c, then the bias, then the residual.
 	TESTQ(flag, flag)
+	JZ(LabelRef(name + "_bias"))
+	Comment("acc += c, row by row")
+	addRows(acc, pc, ldc, mr, nv, width)
+	Label(name + "_bias")
+	pbias := Load(Param("bias"), GP64())
+	TESTQ(pbias, pbias)
+	JZ(LabelRef(name + "_res"))
+	Comment("acc[r][v] += bias[v·lanes : ...]")
+	for v := 0; v < nv; v++ {
+		VMOVUPS(Mem{Base: pbias, Disp: v * width}, vb[v])
+	}
+	for r := 0; r < mr; r++ {
+		for v := 0; v < nv; v++ {
+			VADDPS(vb[v], acc[r*nv+v], acc[r*nv+v])
+		}
+	}
+	Label(name + "_res")
+	pres := Load(Param("res"), GP64())
+	TESTQ(pres, pres)
 	JZ(LabelRef(name + "_store"))
-	Comment("c += acc, row by row")
+	Comment("acc += res, row by row")
+	ldr := Load(Param("ldr"), GP64())
+	SHLQ(Imm(2), ldr)
+	addRows(acc, pres, ldr, mr, nv, width)
+	Label(name + "_store")
+	storeTile(acc, pc, ldc, mr, nv, width)
+}
+
+// addRows emits acc[r][v] += m[r·ld + v·width bytes] for r < mr, v < nv,
+// walking a copy of base by ld bytes per row.
+func addRows(acc []VecPhysical, base, ld Register, mr, nv, width int) {
 	row := GP64()
-	MOVQ(pc, row)
+	MOVQ(base, row)
 	for r := 0; r < mr; r++ {
 		for v := 0; v < nv; v++ {
 			VADDPS(Mem{Base: row, Disp: v * width}, acc[r*nv+v], acc[r*nv+v])
-			VMOVUPS(acc[r*nv+v], Mem{Base: row, Disp: v * width})
 		}
 		if r < mr-1 {
-			ADDQ(ldc, row)
+			ADDQ(ld, row)
 		}
 	}
-	VZEROUPPER()
-	RET()
-	Label(name + "_store")
+}
+
+// storeTile emits c = acc, row by row, and returns.
+func storeTile(acc []VecPhysical, pc, ldc Register, mr, nv, width int) {
 	Comment("c = acc, row by row")
 	for r := 0; r < mr; r++ {
 		for v := 0; v < nv; v++ {
