@@ -4,28 +4,47 @@ import "vitbench/impl/cpu/internal/kern"
 
 // gemmParallel computes C[m, n] = A[m, k]·op(B) with the epilogue, op(B)
 // prepacked in pb, on threads workers. With enough rows, each worker takes
-// a run of whole row tiles: it packs only its own rows of A and shares the
-// read-only packed B. With few rows (one token, a small batch), workers
-// split the column panels instead. Small products stay on one worker.
+// an equal run of whole row tiles: it packs only its own rows of A and
+// shares the read-only packed B. The row tiles that do not divide evenly
+// (fewer than one per worker: 197 tokens are 16 tiles of 12 and one of 5)
+// are split by columns instead, so that no worker waits for another's
+// extra tile. With few rows (one token, a small batch), workers split the
+// column panels of everything. Small products stay on one worker.
 func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []float32, ldc int, epi kern.Epilogue) {
 	if int64(m)*int64(pb.N)*int64(pb.K) < 1<<18 {
 		threads = 1
 	}
-	if mr := pb.RowTile(); m >= 2*mr*threads || threads == 1 {
-		tiles := (m + mr - 1) / mr
-		parallelFor(threads, tiles, 1, func(lo, hi int) {
-			r0, r1 := lo*mr, min(hi*mr, m)
-			rows := epi
-			if rows.Residual != nil {
-				rows.Residual = rows.Residual[r0*rows.LdR:]
-			}
-			kern.SgemmPackedEpi(r1-r0, a[r0*lda:], lda, pb, c[r0*ldc:], ldc, rows, 0, pb.N)
+	if threads == 1 {
+		gemmColumns(m, a, lda, pb, c, ldc, epi, 0, pb.N)
+		return
+	}
+	w, panels := pb.PanelWidth(), pb.Panels()
+	mr := pb.RowTile()
+	if m < 2*mr*threads {
+		grain := max(1, 64/w) // at least 64 columns per worker
+		parallelFor(threads, panels, grain, func(lo, hi int) {
+			gemmColumns(m, a, lda, pb, c, ldc, epi, lo*w, min(hi*w, pb.N))
 		})
 		return
 	}
-	w := pb.PanelWidth()
-	grain := max(1, 64/w) // at least 64 columns per worker
-	parallelFor(threads, pb.Panels(), grain, func(lo, hi int) {
-		kern.SgemmPackedEpi(m, a, lda, pb, c, ldc, epi, lo*w, min(hi*w, pb.N))
+	tiles := (m + mr - 1) / mr
+	even := tiles / threads * threads // tiles every worker gets one of
+	split := min(even*mr, m)          // rows [0, split) go by rows, the rest by columns
+	parallelChunks(threads, threads, 1, func(chunk, _, _ int) {
+		t0, t1 := chunk*even/threads, (chunk+1)*even/threads
+		r0, r1 := t0*mr, min(t1*mr, split)
+		gemmColumns(r1-r0, a[r0*lda:], lda, pb, c[r0*ldc:], ldc, epi.Rows(r0), 0, pb.N)
+		if split < m {
+			p0, p1 := chunk*panels/threads, (chunk+1)*panels/threads
+			gemmColumns(m-split, a[split*lda:], lda, pb, c[split*ldc:], ldc, epi.Rows(split), p0*w, min(p1*w, pb.N))
+		}
 	})
+}
+
+// gemmColumns computes rows [0, m) and columns [j0, j1) of the product on
+// the calling goroutine.
+func gemmColumns(m int, a []float32, lda int, pb *kern.PackedB, c []float32, ldc int, epi kern.Epilogue, j0, j1 int) {
+	if m > 0 && j1 > j0 {
+		kern.SgemmPackedEpi(m, a, lda, pb, c, ldc, epi, j0, j1)
+	}
 }

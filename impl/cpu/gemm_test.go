@@ -30,3 +30,38 @@ func BenchmarkGemmParallel(b *testing.B) {
 		})
 	}
 }
+
+// TestGemmParallelMatchesOneWorker: however the rows and columns are
+// split between workers (row tiles, the uneven remainder by columns, or
+// columns only), every output equals the one-worker result bit for bit,
+// the epilogue's residual rows included.
+func TestGemmParallelMatchesOneWorker(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	fill := func(n int) []float32 {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = rng.Float32()*2 - 1
+		}
+		return s
+	}
+	for _, n := range []int{45, 200} {
+		k := 70
+		w, bias := fill(n*k), fill(n)
+		pb := kern.PackBT(n, k, w, k)
+		for _, m := range []int{1, 5, 24, 25, 47, 48, 49, 100, 197, 200} {
+			a, res := fill(m*k), fill(m*(n+1))
+			epi := kern.Epilogue{Bias: bias, Act: kern.ActGELU, Residual: res, LdR: n + 1}
+			want := make([]float32, m*n)
+			gemmParallel(1, m, a, k, pb, want, n, epi)
+			for _, threads := range []int{2, 3, 4} {
+				got := make([]float32, m*n)
+				gemmParallel(threads, m, a, k, pb, got, n, epi)
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("m %d n %d threads %d: C[%d, %d] = %v, one worker gives %v", m, n, threads, i/n, i%n, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -41,3 +41,12 @@ func (e *Epilogue) apply(row []float32, i, j0 int) {
 		Add(n, row, e.Residual[i*e.LdR+j0:i*e.LdR+j0+n], row)
 	}
 }
+
+// Rows returns the epilogue of the rows from i0 on: the same bias and
+// activation, the residual starting at its row i0.
+func (e Epilogue) Rows(i0 int) Epilogue {
+	if e.Residual != nil {
+		e.Residual = e.Residual[i0*e.LdR:]
+	}
+	return e
+}
