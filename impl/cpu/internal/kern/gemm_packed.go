@@ -358,17 +358,13 @@ func packA(pa, a []float32, lda, ic, mb, mr, pc, kb int) {
 	}
 }
 
-// packA12 is packA for one full panel of 12 rows starting at row i: it
-// writes the panel sequentially, twelve values per column of A.
+// packA12 is packA for one full panel of 12 rows starting at row i.
 func packA12(panel, a []float32, lda, i, pc, kb int) {
-	row := func(r int) []float32 { return a[(i+r)*lda+pc : (i+r)*lda+pc+kb] }
-	r0, r1, r2, r3, r4, r5 := row(0), row(1), row(2), row(3), row(4), row(5)
-	r6, r7, r8, r9, r10, r11 := row(6), row(7), row(8), row(9), row(10), row(11)
-	for p := range r0 {
-		d := panel[p*12 : p*12+12 : p*12+12]
-		d[0], d[1], d[2], d[3], d[4], d[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
-		d[6], d[7], d[8], d[9], d[10], d[11] = r6[p], r7[p], r8[p], r9[p], r10[p], r11[p]
+	var offs [12]int
+	for r := range offs {
+		offs[r] = (i+r)*lda + pc
 	}
+	packRows12(a, &offs, kb, panel)
 }
 
 // packB copies columns of op(B) into panels of nr: pb[(j/nr)·kb·nr + p·nr +

@@ -4687,3 +4687,113 @@ copyTaps12AVX2_loop:
 copyTaps12AVX2_done:
 	VZEROUPPER
 	RET
+
+// func transposeRows12AVX2(n int, src *float32, offs *int, dst *float32)
+// Requires: AVX
+TEXT ·transposeRows12AVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ offs+16(FP), BX
+	MOVQ dst+24(FP), DI
+
+transposeRows12AVX2_loop:
+	TESTQ CX, CX
+	JZ    transposeRows12AVX2_done
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    (BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    8(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    16(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    24(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, (DI)
+	VEXTRACTF128 $0x01, Y8, 192(DI)
+	VMOVUPS      X9, 48(DI)
+	VEXTRACTF128 $0x01, Y9, 240(DI)
+	VMOVUPS      X10, 96(DI)
+	VEXTRACTF128 $0x01, Y10, 288(DI)
+	VMOVUPS      X11, 144(DI)
+	VEXTRACTF128 $0x01, Y11, 336(DI)
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    32(BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    40(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    48(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    56(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, 16(DI)
+	VEXTRACTF128 $0x01, Y8, 208(DI)
+	VMOVUPS      X9, 64(DI)
+	VEXTRACTF128 $0x01, Y9, 256(DI)
+	VMOVUPS      X10, 112(DI)
+	VEXTRACTF128 $0x01, Y10, 304(DI)
+	VMOVUPS      X11, 160(DI)
+	VEXTRACTF128 $0x01, Y11, 352(DI)
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    64(BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    72(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    80(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    88(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, 32(DI)
+	VEXTRACTF128 $0x01, Y8, 224(DI)
+	VMOVUPS      X9, 80(DI)
+	VEXTRACTF128 $0x01, Y9, 272(DI)
+	VMOVUPS      X10, 128(DI)
+	VEXTRACTF128 $0x01, Y10, 320(DI)
+	VMOVUPS      X11, 176(DI)
+	VEXTRACTF128 $0x01, Y11, 368(DI)
+	ADDQ         $0x20, SI
+	ADDQ         $0x00000180, DI
+	DECQ         CX
+	JMP          transposeRows12AVX2_loop
+
+transposeRows12AVX2_done:
+	VZEROUPPER
+	RET

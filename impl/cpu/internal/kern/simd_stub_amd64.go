@@ -137,3 +137,8 @@ func transposeStripAVX2(blocks int, src *float32, lds int, dst *float32, ldd int
 //
 //go:noescape
 func copyTaps12AVX2(n int, src *float32, taps *int, dst *float32)
+
+// transposeRows12AVX2 sets dst[p·12 + r] = src[offs[r] + p] for p < 8·n, r < 12.
+//
+//go:noescape
+func transposeRows12AVX2(n int, src *float32, offs *int, dst *float32)

@@ -68,12 +68,30 @@ func (w *WindowsA) PackA(pa []float32, i0, mb, mr, pc, kb int) {
 		}
 		if fast {
 			// Every window inside the image: one gather per tap, the mr
-			// values of a panel column written together.
+			// values of a panel column written together, except that a
+			// run of at least 8 taps next to each other in the image (a
+			// patch row) is transposed in from twelve contiguous rows.
 			taps := w.taps[pc : pc+kb]
-			for p, t := range taps {
-				d := panel[p*mr : p*mr+mr]
-				for r := range d {
-					d[r] = w.x[base[r]+t]
+			for p := 0; p < len(taps); {
+				run := 1
+				for p+run < len(taps) && taps[p+run] == taps[p]+run {
+					run++
+				}
+				if mr == 12 && run >= 8 {
+					var offs [12]int
+					for r := range offs {
+						offs[r] = base[r] + taps[p]
+					}
+					packRows12(w.x, &offs, run, panel[p*mr:])
+					p += run
+					continue
+				}
+				for _, t := range taps[p : p+run] {
+					d := panel[p*mr : p*mr+mr]
+					for r := range d {
+						d[r] = w.x[base[r]+t]
+					}
+					p++
 				}
 			}
 			continue

@@ -24,9 +24,10 @@ func main() {
 	gemmKernel("gemm6x16AVX2", 6, 2, ymm, 32, false)
 	gemmKernel("gemmTaps12x32AVX512", 12, 2, zmm, 64, true)
 	gemmKernel("gemmTaps6x16AVX2", 6, 2, ymm, 32, true)
-	vectorKernels()  // gen_vector.go: elementwise and row kernels
-	transposeStrip() // gen_transpose.go
-	copyTaps12()     // gen_copy.go
+	vectorKernels()   // gen_vector.go: elementwise and row kernels
+	transposeStrip()  // gen_transpose.go
+	copyTaps12()      // gen_copy.go
+	transposeRows12() // gen_copy.go
 	Generate()
 }
 
