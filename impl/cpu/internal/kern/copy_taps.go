@@ -33,45 +33,42 @@ func copyTaps12Go(src []float32, taps []int, dst []float32) {
 	}
 }
 
-// packRows12 packs cols columns of twelve rows that start at offs[r] in
-// src into one 12-row GEMM panel:
+// packRows packs cols columns of R = len(offs) rows that start at offs[r]
+// in src into one R-wide GEMM panel (an A panel of 12 rows, a Bᵀ panel of
+// 16 or 32):
 //
-//	for p < cols, r < 12: dst[p·12 + r] = src[offs[r] + p]
+//	for p < cols, r < R: dst[p·R + r] = src[offs[r] + p]
 //
-// The SIMD paths transpose eight columns at a time through registers; the
-// columns past the last eight (and the Go path) go one by one. It panics
-// unless every read lies inside src and every write inside dst.
-func packRows12(src []float32, offs *[12]int, cols int, dst []float32) {
-	if cols <= 0 {
+// The SIMD paths transpose eight columns at a time through registers for
+// R of 12, 16 or 32; the columns past the last eight (and the Go path, and
+// other R) go one by one. It panics unless every read lies inside src and
+// every write inside dst.
+func packRows(src []float32, offs []int, cols int, dst []float32) {
+	rows := len(offs)
+	if cols <= 0 || rows == 0 {
 		return
 	}
-	_ = dst[cols*12-1]
+	_ = dst[cols*rows-1]
 	for _, o := range offs {
 		if o < 0 || o+cols > len(src) {
-			panic("kern: packRows12 row outside the source")
+			panic("kern: packRows row outside the source")
 		}
 	}
 	done := 0
-	if cols >= 8 && transposeRows12(cols/8, &src[0], &offs[0], &dst[0]) {
+	if cols >= 8 && transposeRows(rows, cols/8, &src[0], &offs[0], &dst[0]) {
 		done = cols / 8 * 8
 	}
 	if done < cols {
-		var rest [12]int
-		for r, o := range offs {
-			rest[r] = o + done
-		}
-		packRows12Go(src, &rest, cols-done, dst[done*12:])
+		packRowsGo(src, offs, done, cols, dst)
 	}
 }
 
-// packRows12Go is packRows12's pure-Go twin.
-func packRows12Go(src []float32, offs *[12]int, cols int, dst []float32) {
-	r0, r1, r2, r3 := src[offs[0]:offs[0]+cols], src[offs[1]:offs[1]+cols], src[offs[2]:offs[2]+cols], src[offs[3]:offs[3]+cols]
-	r4, r5, r6, r7 := src[offs[4]:offs[4]+cols], src[offs[5]:offs[5]+cols], src[offs[6]:offs[6]+cols], src[offs[7]:offs[7]+cols]
-	r8, r9, r10, r11 := src[offs[8]:offs[8]+cols], src[offs[9]:offs[9]+cols], src[offs[10]:offs[10]+cols], src[offs[11]:offs[11]+cols]
-	for p := range cols {
-		d := dst[p*12 : p*12+12 : p*12+12]
-		d[0], d[1], d[2], d[3], d[4], d[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
-		d[6], d[7], d[8], d[9], d[10], d[11] = r6[p], r7[p], r8[p], r9[p], r10[p], r11[p]
+// packRowsGo is packRows' pure-Go twin, for columns [p0, p1).
+func packRowsGo(src []float32, offs []int, p0, p1 int, dst []float32) {
+	rows := len(offs)
+	for r, o := range offs {
+		for p, v := range src[o+p0 : o+p1] {
+			dst[(p0+p)*rows+r] = v
+		}
 	}
 }

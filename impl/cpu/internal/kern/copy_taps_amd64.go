@@ -11,14 +11,23 @@ func copyTaps12For(p ISA) func(n int, src *float32, taps *int, dst *float32) {
 	return nil
 }
 
-// transposeRows12 runs the 12-row panel transpose (n steps of 8 columns)
-// on the SIMD paths and reports whether it did; the Go path returns false.
-// The kernel is called directly, not through a func value, so that the
-// caller's offsets stay on its stack.
-func transposeRows12(n int, src *float32, offs *int, dst *float32) bool {
+// transposeRows runs the panel transpose of a rows-wide panel (n steps of
+// 8 columns) on the SIMD paths and reports whether it did: false on the Go
+// path and for widths without a kernel. The kernels are called directly,
+// not through func values, so that the caller's offsets stay on its stack.
+func transposeRows(rows, n int, src *float32, offs *int, dst *float32) bool {
 	if active != ISAAVX512 && active != ISAAVX2 {
 		return false
 	}
-	transposeRows12AVX2(n, src, offs, dst)
+	switch rows {
+	case 12:
+		transposeRows12AVX2(n, src, offs, dst)
+	case 16:
+		transposeRows16AVX2(n, src, offs, dst)
+	case 32:
+		transposeRows32AVX2(n, src, offs, dst)
+	default:
+		return false
+	}
 	return true
 }

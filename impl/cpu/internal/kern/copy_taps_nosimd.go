@@ -4,4 +4,4 @@ package kern
 
 func copyTaps12For(ISA) func(n int, src *float32, taps *int, dst *float32) { return nil }
 
-func transposeRows12(int, *float32, *int, *float32) bool { return false }
+func transposeRows(int, int, *float32, *int, *float32) bool { return false }

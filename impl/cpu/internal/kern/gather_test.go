@@ -120,47 +120,51 @@ func TestCopyTaps12MatchesGo(t *testing.T) {
 	copyTaps12(src, []int{len(src) - 11}, make([]float32, 12))
 }
 
-// TestPackRows12MatchesLoop: on every path, packRows12 writes exactly the
-// loop's values for column counts around the 8-column step and rows that
-// start anywhere (out of order, overlapping), inside NaN guards, and it
-// refuses a row that would read past the source.
-func TestPackRows12MatchesLoop(t *testing.T) {
+// TestPackRowsMatchesLoop: on every path, packRows writes exactly the
+// loop's values for panel widths with and without a kernel, column counts
+// around the 8-column step and rows that start anywhere (out of order,
+// overlapping), inside NaN guards, and it refuses a row that would read
+// past the source.
+func TestPackRowsMatchesLoop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	src := make([]float32, 5000)
 	for i := range src {
 		src[i] = rng.Float32()
 	}
-	for _, cols := range []int{1, 3, 7, 8, 9, 15, 16, 17, 64, 100} {
-		var offs [12]int
-		for r := range offs {
-			offs[r] = rng.IntN(len(src) - cols + 1)
-		}
-		offs[5] = len(src) - cols // a row that ends at the last value
-		want := make([]float32, cols*12)
-		for p := 0; p < cols; p++ {
-			for r := 0; r < 12; r++ {
-				want[p*12+r] = src[offs[r]+p]
+	for _, rows := range []int{12, 16, 32, 5} {
+		for _, cols := range []int{1, 3, 7, 8, 9, 15, 16, 17, 64, 100} {
+			offs := make([]int, rows)
+			for r := range offs {
+				offs[r] = rng.IntN(len(src) - cols + 1)
 			}
-		}
-		for _, isa := range Supported() {
-			prev := SetISA(isa)
-			got, full := guarded(rng, cols*12, false)
-			packRows12(src, &offs, cols, got)
-			SetISA(prev)
-			checkGuards(t, fmt.Sprintf("%s cols %d", isa, cols), full)
-			for i := range got {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%s cols %d: dst[%d] (column %d, row %d) = %g, want %g", isa, cols, i, i/12, i%12, got[i], want[i])
+			offs[rows/2] = len(src) - cols // a row that ends at the last value
+			want := make([]float32, cols*rows)
+			for p := 0; p < cols; p++ {
+				for r := 0; r < rows; r++ {
+					want[p*rows+r] = src[offs[r]+p]
+				}
+			}
+			for _, isa := range Supported() {
+				prev := SetISA(isa)
+				got, full := guarded(rng, cols*rows, false)
+				packRows(src, offs, cols, got)
+				SetISA(prev)
+				what := fmt.Sprintf("%s rows %d cols %d", isa, rows, cols)
+				checkGuards(t, what, full)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s: dst[%d] (column %d, row %d) = %g, want %g", what, i, i/rows, i%rows, got[i], want[i])
+					}
 				}
 			}
 		}
 	}
 	defer func() {
 		if recover() == nil {
-			t.Error("packRows12 read past the source without panicking")
+			t.Error("packRows read past the source without panicking")
 		}
 	}()
-	var offs [12]int
+	offs := make([]int, 12)
 	offs[11] = len(src) - 7
-	packRows12(src, &offs, 8, make([]float32, 96))
+	packRows(src, offs, 8, make([]float32, 96))
 }

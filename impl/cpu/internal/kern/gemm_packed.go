@@ -364,7 +364,7 @@ func packA12(panel, a []float32, lda, i, pc, kb int) {
 	for r := range offs {
 		offs[r] = (i+r)*lda + pc
 	}
-	packRows12(a, &offs, kb, panel)
+	packRows(a, offs[:], kb, panel)
 }
 
 // packB copies columns of op(B) into panels of nr: pb[(j/nr)·kb·nr + p·nr +
@@ -373,6 +373,15 @@ func packB(pb, b []float32, ldb int, bTrans bool, n, nr, pc, kb int) {
 	for jr := 0; jr < n; jr += nr {
 		panel := pb[jr*kb : jr*kb+nr*kb]
 		nw := min(nr, n-jr)
+		if bTrans && nw == nr && nr <= 32 {
+			// A full panel: its nr rows of B transposed in.
+			var offs [32]int
+			for j := range nr {
+				offs[j] = (jr+j)*ldb + pc
+			}
+			packRows(b, offs[:nr], kb, panel)
+			continue
+		}
 		if bTrans {
 			for j := 0; j < nr; j++ {
 				if j >= nw {

@@ -4797,3 +4797,403 @@ transposeRows12AVX2_loop:
 transposeRows12AVX2_done:
 	VZEROUPPER
 	RET
+
+// func transposeRows16AVX2(n int, src *float32, offs *int, dst *float32)
+// Requires: AVX
+TEXT ·transposeRows16AVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ offs+16(FP), BX
+	MOVQ dst+24(FP), DI
+
+transposeRows16AVX2_loop:
+	TESTQ CX, CX
+	JZ    transposeRows16AVX2_done
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    (BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    8(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    16(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    24(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, (DI)
+	VEXTRACTF128 $0x01, Y8, 256(DI)
+	VMOVUPS      X9, 64(DI)
+	VEXTRACTF128 $0x01, Y9, 320(DI)
+	VMOVUPS      X10, 128(DI)
+	VEXTRACTF128 $0x01, Y10, 384(DI)
+	VMOVUPS      X11, 192(DI)
+	VEXTRACTF128 $0x01, Y11, 448(DI)
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    32(BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    40(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    48(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    56(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, 16(DI)
+	VEXTRACTF128 $0x01, Y8, 272(DI)
+	VMOVUPS      X9, 80(DI)
+	VEXTRACTF128 $0x01, Y9, 336(DI)
+	VMOVUPS      X10, 144(DI)
+	VEXTRACTF128 $0x01, Y10, 400(DI)
+	VMOVUPS      X11, 208(DI)
+	VEXTRACTF128 $0x01, Y11, 464(DI)
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    64(BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    72(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    80(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    88(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, 32(DI)
+	VEXTRACTF128 $0x01, Y8, 288(DI)
+	VMOVUPS      X9, 96(DI)
+	VEXTRACTF128 $0x01, Y9, 352(DI)
+	VMOVUPS      X10, 160(DI)
+	VEXTRACTF128 $0x01, Y10, 416(DI)
+	VMOVUPS      X11, 224(DI)
+	VEXTRACTF128 $0x01, Y11, 480(DI)
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    96(BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    104(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    112(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    120(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, 48(DI)
+	VEXTRACTF128 $0x01, Y8, 304(DI)
+	VMOVUPS      X9, 112(DI)
+	VEXTRACTF128 $0x01, Y9, 368(DI)
+	VMOVUPS      X10, 176(DI)
+	VEXTRACTF128 $0x01, Y10, 432(DI)
+	VMOVUPS      X11, 240(DI)
+	VEXTRACTF128 $0x01, Y11, 496(DI)
+	ADDQ         $0x20, SI
+	ADDQ         $0x00000200, DI
+	DECQ         CX
+	JMP          transposeRows16AVX2_loop
+
+transposeRows16AVX2_done:
+	VZEROUPPER
+	RET
+
+// func transposeRows32AVX2(n int, src *float32, offs *int, dst *float32)
+// Requires: AVX
+TEXT ·transposeRows32AVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ offs+16(FP), BX
+	MOVQ dst+24(FP), DI
+
+transposeRows32AVX2_loop:
+	TESTQ CX, CX
+	JZ    transposeRows32AVX2_done
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    (BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    8(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    16(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    24(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, (DI)
+	VEXTRACTF128 $0x01, Y8, 512(DI)
+	VMOVUPS      X9, 128(DI)
+	VEXTRACTF128 $0x01, Y9, 640(DI)
+	VMOVUPS      X10, 256(DI)
+	VEXTRACTF128 $0x01, Y10, 768(DI)
+	VMOVUPS      X11, 384(DI)
+	VEXTRACTF128 $0x01, Y11, 896(DI)
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    32(BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    40(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    48(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    56(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, 16(DI)
+	VEXTRACTF128 $0x01, Y8, 528(DI)
+	VMOVUPS      X9, 144(DI)
+	VEXTRACTF128 $0x01, Y9, 656(DI)
+	VMOVUPS      X10, 272(DI)
+	VEXTRACTF128 $0x01, Y10, 784(DI)
+	VMOVUPS      X11, 400(DI)
+	VEXTRACTF128 $0x01, Y11, 912(DI)
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    64(BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    72(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    80(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    88(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, 32(DI)
+	VEXTRACTF128 $0x01, Y8, 544(DI)
+	VMOVUPS      X9, 160(DI)
+	VEXTRACTF128 $0x01, Y9, 672(DI)
+	VMOVUPS      X10, 288(DI)
+	VEXTRACTF128 $0x01, Y10, 800(DI)
+	VMOVUPS      X11, 416(DI)
+	VEXTRACTF128 $0x01, Y11, 928(DI)
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    96(BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    104(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    112(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    120(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, 48(DI)
+	VEXTRACTF128 $0x01, Y8, 560(DI)
+	VMOVUPS      X9, 176(DI)
+	VEXTRACTF128 $0x01, Y9, 688(DI)
+	VMOVUPS      X10, 304(DI)
+	VEXTRACTF128 $0x01, Y10, 816(DI)
+	VMOVUPS      X11, 432(DI)
+	VEXTRACTF128 $0x01, Y11, 944(DI)
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    128(BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    136(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    144(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    152(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, 64(DI)
+	VEXTRACTF128 $0x01, Y8, 576(DI)
+	VMOVUPS      X9, 192(DI)
+	VEXTRACTF128 $0x01, Y9, 704(DI)
+	VMOVUPS      X10, 320(DI)
+	VEXTRACTF128 $0x01, Y10, 832(DI)
+	VMOVUPS      X11, 448(DI)
+	VEXTRACTF128 $0x01, Y11, 960(DI)
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    160(BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    168(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    176(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    184(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, 80(DI)
+	VEXTRACTF128 $0x01, Y8, 592(DI)
+	VMOVUPS      X9, 208(DI)
+	VEXTRACTF128 $0x01, Y9, 720(DI)
+	VMOVUPS      X10, 336(DI)
+	VEXTRACTF128 $0x01, Y10, 848(DI)
+	VMOVUPS      X11, 464(DI)
+	VEXTRACTF128 $0x01, Y11, 976(DI)
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    192(BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    200(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    208(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    216(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, 96(DI)
+	VEXTRACTF128 $0x01, Y8, 608(DI)
+	VMOVUPS      X9, 224(DI)
+	VEXTRACTF128 $0x01, Y9, 736(DI)
+	VMOVUPS      X10, 352(DI)
+	VEXTRACTF128 $0x01, Y10, 864(DI)
+	VMOVUPS      X11, 480(DI)
+	VEXTRACTF128 $0x01, Y11, 992(DI)
+
+	// rows 4g … 4g+3, columns p … p+7
+	MOVQ    224(BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ    232(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ    240(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ    248(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+
+	// pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+
+	// column j of the lane: r0[j] r1[j] r2[j] r3[j]
+	VUNPCKLPD    Y6, Y4, Y8
+	VUNPCKHPD    Y6, Y4, Y9
+	VUNPCKLPD    Y7, Y5, Y10
+	VUNPCKHPD    Y7, Y5, Y11
+	VMOVUPS      X8, 112(DI)
+	VEXTRACTF128 $0x01, Y8, 624(DI)
+	VMOVUPS      X9, 240(DI)
+	VEXTRACTF128 $0x01, Y9, 752(DI)
+	VMOVUPS      X10, 368(DI)
+	VEXTRACTF128 $0x01, Y10, 880(DI)
+	VMOVUPS      X11, 496(DI)
+	VEXTRACTF128 $0x01, Y11, 1008(DI)
+	ADDQ         $0x20, SI
+	ADDQ         $0x00000400, DI
+	DECQ         CX
+	JMP          transposeRows32AVX2_loop
+
+transposeRows32AVX2_done:
+	VZEROUPPER
+	RET

@@ -142,3 +142,13 @@ func copyTaps12AVX2(n int, src *float32, taps *int, dst *float32)
 //
 //go:noescape
 func transposeRows12AVX2(n int, src *float32, offs *int, dst *float32)
+
+// transposeRows16AVX2 sets dst[p·16 + r] = src[offs[r] + p] for p < 8·n, r < 16.
+//
+//go:noescape
+func transposeRows16AVX2(n int, src *float32, offs *int, dst *float32)
+
+// transposeRows32AVX2 sets dst[p·32 + r] = src[offs[r] + p] for p < 8·n, r < 32.
+//
+//go:noescape
+func transposeRows32AVX2(n int, src *float32, offs *int, dst *float32)

@@ -82,7 +82,7 @@ func (w *WindowsA) PackA(pa []float32, i0, mb, mr, pc, kb int) {
 					for r := range offs {
 						offs[r] = base[r] + taps[p]
 					}
-					packRows12(w.x, &offs, run, panel[p*mr:])
+					packRows(w.x, offs[:], run, panel[p*mr:])
 					p += run
 					continue
 				}

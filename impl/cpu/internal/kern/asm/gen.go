@@ -27,7 +27,9 @@ func main() {
 	vectorKernels()   // gen_vector.go: elementwise and row kernels
 	transposeStrip()  // gen_transpose.go
 	copyTaps12()      // gen_copy.go
-	transposeRows12() // gen_copy.go
+	transposeRows(12) // gen_copy.go: A panels
+	transposeRows(16) // Bᵀ panels, AVX2
+	transposeRows(32) // Bᵀ panels, AVX-512
 	Generate()
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -44,57 +46,58 @@ func copyTaps12() {
 	RET()
 }
 
-// transposeRows12 emits
+// transposeRows emits, for R = rows (a multiple of 4),
 //
-//	func transposeRows12AVX2(n int, src *float32, offs *int, dst *float32)
+//	func transposeRowsRAVX2(n int, src *float32, offs *int, dst *float32)
 //
-// which packs twelve rows that start anywhere in src into one 12-row GEMM
-// panel, eight columns per step:
+// which packs R rows that start anywhere in src into one R-wide GEMM panel
+// (R = 12: an A panel; R = 16 or 32: a panel of Bᵀ), eight columns per
+// step:
 //
-//	for p < 8·n, r < 12: dst[p·12 + r] = src[offs[r] + p]
+//	for p < 8·n, r < R: dst[p·R + r] = src[offs[r] + p]
 //
 // Each group of four rows is loaded 8 wide, transposed 4×4 within each
 // 128-bit lane (unpack low/high in singles, then in doubles) and stored
 // as two 4-value pieces per column: lane 0 holds columns 0-3, lane 1
 // columns 4-7. AVX2 encodings only, so the AVX-512 path uses it too.
-func transposeRows12() {
-	name := "transposeRows12AVX2"
+func transposeRows(rows int) {
+	name := fmt.Sprintf("transposeRows%dAVX2", rows)
 	TEXT(name, NOSPLIT, "func(n int, src *float32, offs *int, dst *float32)")
 	Pragma("noescape")
-	Doc(name + " sets dst[p·12 + r] = src[offs[r] + p] for p < 8·n, r < 12.")
+	Doc(fmt.Sprintf("%s sets dst[p·%d + r] = src[offs[r] + p] for p < 8·n, r < %d.", name, rows, rows))
 	Load(Param("n"), RCX)
 	Load(Param("src"), RSI)
 	Load(Param("offs"), RBX)
 	Load(Param("dst"), RDI)
-	rows := []VecPhysical{Y0, Y1, Y2, Y3}
+	in := []VecPhysical{Y0, Y1, Y2, Y3}
 	pairs := []VecPhysical{Y4, Y5, Y6, Y7}
 	cols := []VecPhysical{Y8, Y9, Y10, Y11}
 	Label(name + "_loop")
 	TESTQ(RCX, RCX)
 	JZ(LabelRef(name + "_done"))
-	for g := 0; g < 3; g++ {
+	for g := 0; g < rows/4; g++ {
 		Comment("rows 4g … 4g+3, columns p … p+7")
-		for i, y := range rows {
+		for i, y := range in {
 			MOVQ(Mem{Base: RBX, Disp: 8 * (4*g + i)}, RAX)
 			VMOVUPS(Mem{Base: RSI, Index: RAX, Scale: 4}, y)
 		}
 		Comment("pairs: (r0,r1) and (r2,r3) interleaved, low and high halves of each lane")
-		VUNPCKLPS(rows[1], rows[0], pairs[0])
-		VUNPCKHPS(rows[1], rows[0], pairs[1])
-		VUNPCKLPS(rows[3], rows[2], pairs[2])
-		VUNPCKHPS(rows[3], rows[2], pairs[3])
+		VUNPCKLPS(in[1], in[0], pairs[0])
+		VUNPCKHPS(in[1], in[0], pairs[1])
+		VUNPCKLPS(in[3], in[2], pairs[2])
+		VUNPCKHPS(in[3], in[2], pairs[3])
 		Comment("column j of the lane: r0[j] r1[j] r2[j] r3[j]")
 		VUNPCKLPD(pairs[2], pairs[0], cols[0])
 		VUNPCKHPD(pairs[2], pairs[0], cols[1])
 		VUNPCKLPD(pairs[3], pairs[1], cols[2])
 		VUNPCKHPD(pairs[3], pairs[1], cols[3])
 		for j, y := range cols {
-			VMOVUPS(y.AsX(), Mem{Base: RDI, Disp: 4 * (j*12 + 4*g)})
-			VEXTRACTF128(Imm(1), y, Mem{Base: RDI, Disp: 4 * ((4+j)*12 + 4*g)})
+			VMOVUPS(y.AsX(), Mem{Base: RDI, Disp: 4 * (j*rows + 4*g)})
+			VEXTRACTF128(Imm(1), y, Mem{Base: RDI, Disp: 4 * ((4+j)*rows + 4*g)})
 		}
 	}
 	ADDQ(U8(32), RSI)
-	ADDQ(U32(8*12*4), RDI)
+	ADDQ(U32(8*rows*4), RDI)
 	DECQ(RCX)
 	JMP(LabelRef(name + "_loop"))
 	Label(name + "_done")
