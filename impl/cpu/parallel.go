@@ -9,6 +9,10 @@ func parallelFor(threads, n, grain int, body func(lo, hi int)) {
 	parallelChunks(threads, n, grain, func(_, lo, hi int) { body(lo, hi) })
 }
 
+// maxPoolChunks bounds the calls the shared pool takes (their chunk
+// boundaries live on the caller's stack).
+const maxPoolChunks = 64
+
 // parallelChunks is parallelFor that also tells body its chunk's index
 // (0 ≤ chunk < threads), so workers can own per-worker scratch.
 func parallelChunks(threads, n, grain int, body func(chunk, lo, hi int)) {
@@ -21,6 +25,9 @@ func parallelChunks(threads, n, grain int, body func(chunk, lo, hi int)) {
 	chunks := min(threads, (n+grain-1)/grain)
 	if chunks <= 1 {
 		body(0, 0, n)
+		return
+	}
+	if sharedPool().run(chunks, n, body) {
 		return
 	}
 	var wg sync.WaitGroup
