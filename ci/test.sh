@@ -35,6 +35,9 @@ go test -count=1 ./...
 step "Go tests, pure-Go path forced (-tags purego)"
 go test -count=1 -tags purego ./...
 
+step "CPU worker pool and work splits under the race detector, with more helpers than cores (GOMAXPROCS=8)"
+GOMAXPROCS=8 go test -race -count=1 -run 'TestParallelChunks|TestPool|TestGemmParallel|TestAttentionCoreSplits' ./impl/cpu/
+
 step "fuzz targets, 10s each (readers of untrusted files: .npy/.npz, case.json, result files)"
 # The committed corpora run as ordinary tests in every "go test" above and
 # gate CI. This step explores for 10 s per target; what it finds is printed

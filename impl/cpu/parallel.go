@@ -3,15 +3,13 @@ package cpu
 import "sync"
 
 // parallelFor splits [0, n) into at most threads contiguous chunks of at
-// least grain items and runs body on each chunk, one goroutine per chunk,
-// returning when all are done. With one chunk it runs inline.
+// least grain items and runs body on each chunk, the first on the calling
+// goroutine and the others on the shared pool's helpers (or on fresh
+// goroutines when the pool is busy), returning when all are done. With
+// one chunk it runs inline.
 func parallelFor(threads, n, grain int, body func(lo, hi int)) {
 	parallelChunks(threads, n, grain, func(_, lo, hi int) { body(lo, hi) })
 }
-
-// maxPoolChunks bounds the calls the shared pool takes (their chunk
-// boundaries live on the caller's stack).
-const maxPoolChunks = 64
 
 // parallelChunks is parallelFor that also tells body its chunk's index
 // (0 ≤ chunk < threads), so workers can own per-worker scratch.

@@ -7,32 +7,40 @@ import (
 )
 
 // spinPool runs the chunks of one parallel call on long-lived helper
-// goroutines that keep polling for the next call for a while (spinWait
+// goroutines that keep polling for their next chunk for a while (spinWait
 // polls) before they sleep. A network runs hundreds of short kernels back
 // to back; a fresh goroutine per chunk would often find the other core's
 // thread asleep and pay an OS wake-up for every kernel. The caller runs
-// chunk 0 itself and helper h runs chunk h.
+// chunk 0 itself and helper h runs chunk h; a call with c chunks touches
+// helpers 1…c-1 only, so two workers on a 64-core machine wake one helper.
 //
 // One call at a time holds the pool: a call that finds it busy (two
-// backends at once, a parallel call inside a chunk) starts goroutines as
-// before.
+// backends at once, a parallel call inside a chunk) starts goroutines
+// instead.
 type spinPool struct {
 	busy    sync.Mutex // held for one parallel call
-	helpers int
+	helpers []*poolHelper
 
-	gen     atomic.Uint64 // bumped by every call
-	pending atomic.Int64  // helpers not done with the current call
+	pending atomic.Int64 // helpers not done with the current call
 	body    func(chunk, lo, hi int)
-	chunks  int
 	bounds  [maxPoolChunks + 1]int // chunk c covers [bounds[c], bounds[c+1])
+}
 
-	sleepMu sync.Mutex
-	wakeUp  *sync.Cond
+// poolHelper is one helper's mailbox: job counts the calls it was given;
+// wake carries a token when the caller found it asleep.
+type poolHelper struct {
+	job      atomic.Uint64
+	sleeping atomic.Bool
+	wake     chan struct{}
+	_        [64]byte // keep helpers' words on separate cache lines
 }
 
 // spinWait is how many polls a helper (or a caller waiting for helpers)
 // makes before it sleeps (or yields): tens of microseconds.
 const spinWait = 1 << 14
+
+// maxPoolChunks bounds the chunks of a call the pool takes.
+const maxPoolChunks = 64
 
 var (
 	poolOnce sync.Once
@@ -40,40 +48,43 @@ var (
 )
 
 // sharedPool returns the process's pool, with one helper per CPU beyond
-// the caller's.
+// the caller's (at most maxPoolChunks-1).
 func sharedPool() *spinPool {
 	poolOnce.Do(func() {
-		p := &spinPool{helpers: runtime.GOMAXPROCS(0) - 1}
-		p.wakeUp = sync.NewCond(&p.sleepMu)
-		for h := 1; h <= p.helpers; h++ {
-			go p.helper(h)
+		p := &spinPool{}
+		for h := 1; h < min(runtime.GOMAXPROCS(0), maxPoolChunks); h++ {
+			hp := &poolHelper{wake: make(chan struct{}, 1)}
+			p.helpers = append(p.helpers, hp)
+			go p.helper(h, hp)
 		}
 		pool = p
 	})
 	return pool
 }
 
-// helper runs chunk h of every call, forever.
-func (p *spinPool) helper(h int) {
-	seen := uint64(0)
+// helper runs chunk h of every call it is given, forever.
+func (p *spinPool) helper(h int, hp *poolHelper) {
+	done := uint64(0)
 	for {
-		for spins := 0; p.gen.Load() == seen; spins++ {
+		for spins := 0; hp.job.Load() == done; spins++ {
 			if spins < spinWait {
 				if spins%256 == 255 {
 					runtime.Gosched()
 				}
 				continue
 			}
-			p.sleepMu.Lock()
-			for p.gen.Load() == seen {
-				p.wakeUp.Wait()
+			// Sleep: the caller stores the job before it reads sleeping,
+			// and we set sleeping before we read the job, so one of us
+			// sees the other. A stale token only makes us look again.
+			hp.sleeping.Store(true)
+			if hp.job.Load() == done {
+				<-hp.wake
 			}
-			p.sleepMu.Unlock()
+			hp.sleeping.Store(false)
+			spins = 0
 		}
-		seen = p.gen.Load()
-		if h < p.chunks {
-			p.body(h, p.bounds[h], p.bounds[h+1])
-		}
+		done++
+		p.body(h, p.bounds[h], p.bounds[h+1])
 		p.pending.Add(-1)
 	}
 }
@@ -82,19 +93,24 @@ func (p *spinPool) helper(h int) {
 // returns when all are done, or reports false (running nothing) when the
 // pool is busy or has too few helpers.
 func (p *spinPool) run(chunks, n int, body func(chunk, lo, hi int)) bool {
-	if chunks-1 > p.helpers || chunks > maxPoolChunks || !p.busy.TryLock() {
+	if chunks-1 > len(p.helpers) || !p.busy.TryLock() {
 		return false
 	}
 	defer p.busy.Unlock()
 	for c := 0; c <= chunks; c++ {
 		p.bounds[c] = c * n / chunks
 	}
-	p.body, p.chunks = body, chunks
-	p.pending.Store(int64(p.helpers))
-	p.sleepMu.Lock()
-	p.gen.Add(1)
-	p.wakeUp.Broadcast()
-	p.sleepMu.Unlock()
+	p.body = body
+	p.pending.Store(int64(chunks - 1))
+	for _, hp := range p.helpers[:chunks-1] {
+		hp.job.Add(1)
+		if hp.sleeping.Load() {
+			select {
+			case hp.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 	body(0, p.bounds[0], p.bounds[1])
 	for spins := 0; p.pending.Load() != 0; spins++ {
 		if spins >= spinWait || spins%256 == 255 {

@@ -61,3 +61,28 @@ func TestParallelChunksCoversOnce(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestPoolWakesOnlyItsChunks: a call with c chunks gives work to helpers
+// 1…c-1 and leaves the others asleep (meaningful with GOMAXPROCS ≥ 3; the
+// CI runs the package once with GOMAXPROCS=8).
+func TestPoolWakesOnlyItsChunks(t *testing.T) {
+	p := sharedPool()
+	before := make([]uint64, len(p.helpers))
+	for h, hp := range p.helpers {
+		before[h] = hp.job.Load()
+	}
+	var ran atomic.Int32
+	parallelChunks(2, 10, 1, func(_, lo, hi int) { ran.Add(int32(hi - lo)) })
+	if ran.Load() != 10 {
+		t.Fatalf("ran %d of 10 items", ran.Load())
+	}
+	for h, hp := range p.helpers {
+		want := before[h]
+		if h == 0 {
+			want++
+		}
+		if got := hp.job.Load(); got != want {
+			t.Errorf("helper %d was given %d calls, want %d", h+1, got-before[h], want-before[h])
+		}
+	}
+}
