@@ -48,10 +48,7 @@ func (b *Backend) windowsGEMM(windows *kern.WindowsA, rows int, pb *kern.PackedB
 		buf = b2
 	}
 	forChunks(b.threads, rows, tile, chunk, int64(rows)*int64(n)*int64(pb.K), func(w, r0, r1 int) {
-		e := epi
-		if e.Residual != nil {
-			e.Residual = e.Residual[r0*e.LdR:]
-		}
+		e := epi.Rows(r0)
 		if store == nil {
 			kern.SgemmSource(r1-r0, windows.From(r0), pb, c[r0*n:], n, e)
 			return

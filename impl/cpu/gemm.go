@@ -15,7 +15,7 @@ func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []fl
 		threads = 1
 	}
 	if threads == 1 {
-		gemmColumns(m, a, lda, pb, c, ldc, epi, 0, pb.N)
+		kern.SgemmPackedEpi(m, a, lda, pb, c, ldc, epi, 0, pb.N)
 		return
 	}
 	w, panels := pb.PanelWidth(), pb.Panels()
@@ -23,7 +23,7 @@ func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []fl
 	if m < 2*mr*threads {
 		grain := max(1, 64/w) // at least 64 columns per worker
 		parallelFor(threads, panels, grain, func(lo, hi int) {
-			gemmColumns(m, a, lda, pb, c, ldc, epi, lo*w, min(hi*w, pb.N))
+			kern.SgemmPackedEpi(m, a, lda, pb, c, ldc, epi, lo*w, min(hi*w, pb.N))
 		})
 		return
 	}
@@ -33,18 +33,10 @@ func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []fl
 	parallelChunks(threads, threads, 1, func(chunk, _, _ int) {
 		t0, t1 := chunk*even/threads, (chunk+1)*even/threads
 		r0, r1 := t0*mr, min(t1*mr, split)
-		gemmColumns(r1-r0, a[r0*lda:], lda, pb, c[r0*ldc:], ldc, epi.Rows(r0), 0, pb.N)
+		kern.SgemmPackedEpi(r1-r0, a[r0*lda:], lda, pb, c[r0*ldc:], ldc, epi.Rows(r0), 0, pb.N)
 		if split < m {
 			p0, p1 := chunk*panels/threads, (chunk+1)*panels/threads
-			gemmColumns(m-split, a[split*lda:], lda, pb, c[split*ldc:], ldc, epi.Rows(split), p0*w, min(p1*w, pb.N))
+			kern.SgemmPackedEpi(m-split, a[split*lda:], lda, pb, c[split*ldc:], ldc, epi.Rows(split), p0*w, min(p1*w, pb.N))
 		}
 	})
-}
-
-// gemmColumns computes rows [0, m) and columns [j0, j1) of the product on
-// the calling goroutine.
-func gemmColumns(m int, a []float32, lda int, pb *kern.PackedB, c []float32, ldc int, epi kern.Epilogue, j0, j1 int) {
-	if m > 0 && j1 > j0 {
-		kern.SgemmPackedEpi(m, a, lda, pb, c, ldc, epi, j0, j1)
-	}
 }

@@ -253,11 +253,7 @@ func SgemmSource(m int, src ASource, pb *PackedB, c []float32, ldc int, epi Epil
 				rows[r*k+p] = panel[p*4+r]
 			}
 		}
-		sub := epi
-		if sub.Residual != nil {
-			sub.Residual = sub.Residual[i*sub.LdR:]
-		}
-		SgemmPackedEpi(mb, rows, k, pb, c[i*ldc:], ldc, sub, 0, pb.N)
+		SgemmPackedEpi(mb, rows, k, pb, c[i*ldc:], ldc, epi.Rows(i), 0, pb.N)
 	}
 }
 
@@ -270,6 +266,9 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 	defer workspace.Put(wsp)
 	ws := grow(wsp, mcBlock*kc+mr*nr)
 	pa, tile := ws[:mcBlock*kc], ws[mcBlock*kc:]
+	// What follows the kernel on a full tile with an activation: the
+	// kernel has added the bias, the activation and residual remain.
+	afterAct := Epilogue{Act: epi.Act, Residual: epi.Residual, LdR: epi.LdR}
 
 	for pc := 0; pc < k; pc += kcBlock {
 		kb := min(kcBlock, k-pc)
@@ -305,9 +304,8 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 						}
 						mk.fn(kb, ap, bp, &c[cp], ldc, acc, bias, res, epi.LdR)
 						if epi.Act != ActNone {
-							rest := Epilogue{Act: epi.Act, Residual: epi.Residual, LdR: epi.LdR}
 							for r := 0; r < mr; r++ {
-								rest.apply(c[cp+r*ldc:cp+r*ldc+nr], ic+ir+r, jr)
+								afterAct.apply(c[cp+r*ldc:cp+r*ldc+nr], ic+ir+r, jr)
 							}
 						}
 						continue
@@ -339,8 +337,13 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 func packA(pa, a []float32, lda, ic, mb, mr, pc, kb int) {
 	for ir := 0; ir < mb; ir += mr {
 		panel := pa[ir*kb : ir*kb+mr*kb]
-		if ir+mr <= mb && mr == 12 {
-			packA12(panel, a, lda, ic+ir, pc, kb)
+		if ir+mr <= mb && mr <= 16 {
+			// A full panel: its mr rows of A transposed in.
+			var offs [16]int
+			for r := range mr {
+				offs[r] = (ic+ir+r)*lda + pc
+			}
+			packRows(a, offs[:mr], kb, panel)
 			continue
 		}
 		for r := 0; r < mr; r++ {
@@ -356,15 +359,6 @@ func packA(pa, a []float32, lda, ic, mb, mr, pc, kb int) {
 			}
 		}
 	}
-}
-
-// packA12 is packA for one full panel of 12 rows starting at row i.
-func packA12(panel, a []float32, lda, i, pc, kb int) {
-	var offs [12]int
-	for r := range offs {
-		offs[r] = (i+r)*lda + pc
-	}
-	packRows(a, offs[:], kb, panel)
 }
 
 // packB copies columns of op(B) into panels of nr: pb[(j/nr)·kb·nr + p·nr +

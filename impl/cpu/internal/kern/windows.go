@@ -70,19 +70,19 @@ func (w *WindowsA) PackA(pa []float32, i0, mb, mr, pc, kb int) {
 			// Every window inside the image: one gather per tap, the mr
 			// values of a panel column written together, except that a
 			// run of at least 8 taps next to each other in the image (a
-			// patch row) is transposed in from twelve contiguous rows.
+			// patch row) is transposed in from mr contiguous rows.
 			taps := w.taps[pc : pc+kb]
 			for p := 0; p < len(taps); {
 				run := 1
 				for p+run < len(taps) && taps[p+run] == taps[p]+run {
 					run++
 				}
-				if mr == 12 && run >= 8 {
-					var offs [12]int
-					for r := range offs {
+				if run >= 8 {
+					var offs [16]int
+					for r := range mr {
 						offs[r] = base[r] + taps[p]
 					}
-					packRows(w.x, offs[:], run, panel[p*mr:])
+					packRows(w.x, offs[:mr], run, panel[p*mr:])
 					p += run
 					continue
 				}

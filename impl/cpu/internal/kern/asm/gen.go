@@ -134,20 +134,8 @@ func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int, taps boo
 	if taps {
 		TESTQ(flag, flag)
 		JZ(LabelRef(name + "_store"))
-		Comment("c += acc, row by row")
-		row := GP64()
-		MOVQ(pc, row)
-		for r := 0; r < mr; r++ {
-			for v := 0; v < nv; v++ {
-				VADDPS(Mem{Base: row, Disp: v * width}, acc[r*nv+v], acc[r*nv+v])
-				VMOVUPS(acc[r*nv+v], Mem{Base: row, Disp: v * width})
-			}
-			if r < mr-1 {
-				ADDQ(ldc, row)
-			}
-		}
-		VZEROUPPER()
-		RET()
+		Comment("acc += c, row by row")
+		addRows(acc, pc, ldc, mr, nv, width)
 		Label(name + "_store")
 		storeTile(acc, pc, ldc, mr, nv, width)
 		return
