@@ -3,15 +3,20 @@ package kern
 import "sync"
 
 // microKernel is a register-blocked GEMM kernel over packed panels:
-// fn(kc, a, b, c, ldc, accumulate, bias, res, ldr) computes the mr×nr tile
+// fn(kc, a, b, c, ldc, accumulate, bias, res, ldr, pf) computes the mr×nr tile
 //
 //	c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·mr+r]·b[p·nr+j] + bias[j]) + res[r·ldr+j]
 //
 // where c's old value counts when accumulate != 0 and bias and res when
-// they are not nil.
+// they are not nil; while it walks b it prefetches as many bytes from pf
+// into L2 when pf is not nil (the caller passes the next panel of B).
+//
+// direct is the same kernel reading A in place instead of packed, row r
+// at a[r·lda + p], for a row-major left operand that then needs no copy.
 type microKernel struct {
 	mr, nr int
-	fn     func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int)
+	fn     func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
+	direct func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
 }
 
 // Cache blocking of the packed GEMM: a kcBlock-deep slice of B (packed in
@@ -266,9 +271,29 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 	defer workspace.Put(wsp)
 	ws := grow(wsp, mcBlock*kc+mr*nr)
 	pa, tile := ws[:mcBlock*kc], ws[mcBlock*kc:]
-	// What follows the kernel on a full tile with an activation: the
-	// kernel has added the bias, the activation and residual remain.
-	afterAct := Epilogue{Act: epi.Act, Residual: epi.Residual, LdR: epi.LdR}
+	// The kernel adds the bias, and the residual when there is no
+	// activation (beforeAct, for edge tiles that bypass it); afterAct
+	// finishes with the activation and then the residual.
+	beforeAct, afterAct := Epilogue{Bias: epi.Bias}, Epilogue{Act: epi.Act, Residual: epi.Residual, LdR: epi.LdR}
+	if epi.Act == ActNone {
+		beforeAct.Residual, beforeAct.LdR = epi.Residual, epi.LdR
+	}
+	// A row-major A is read in place by full tiles; only a last panel of
+	// fewer than mr rows is packed (zero-padded).
+	ma, direct := src.(matrixA)
+	direct = direct && mk.direct != nil && directA(j1-j0, k)
+	// kernel runs the microkernel on the tile at rows ic+ir of A, with A
+	// packed at ap or, for a full tile when direct, in place. The first
+	// tile of each panel prefetches the next panel (pf) into L2.
+	var pf *float32
+	kernel := func(kb int, ap *float32, row, pc, mh int, bp, cp *float32, ldc, acc int, bias, res *float32, ldr int) {
+		if direct && mh == mr {
+			mk.direct(kb, &ma.a[row*ma.lda+pc], ma.lda, bp, cp, ldc, acc, bias, res, ldr, pf)
+		} else {
+			mk.fn(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf)
+		}
+		pf = nil
+	}
 
 	for pc := 0; pc < k; pc += kcBlock {
 		kb := min(kcBlock, k-pc)
@@ -280,17 +305,25 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 		last := pc+kcBlock >= k
 		for ic := 0; ic < m; ic += mcBlock {
 			mb := min(mcBlock, m-ic)
-			src.PackA(pa, ic, mb, mr, pc, kb)
+			if !direct {
+				src.PackA(pa, ic, mb, mr, pc, kb)
+			} else if full := mb / mr * mr; full < mb {
+				packA(pa[full*kb:], ma.a, ma.lda, ic+full, mb-full, mr, pc, kb)
+			}
+			actFrom := j0 // columns [actFrom, jr) of this row block await the activation
 			for jr := j0; jr < j1; jr += nr {
 				bp := &block[jr*kb]
 				nw := min(nr, j1-jr)
+				if jr+nr < j1 {
+					pf = &block[(jr+nr)*kb]
+				}
 				for ir := 0; ir < mb; ir += mr {
 					ap := &pa[ir*kb]
 					mh := min(mr, mb-ir)
 					cp := (ic+ir)*ldc + jr
 					if mh == mr && nw == nr {
 						if !last || !epi.active() {
-							mk.fn(kb, ap, bp, &c[cp], ldc, acc, nil, nil, 0)
+							kernel(kb, ap, ic+ir, pc, mh, bp, &c[cp], ldc, acc, nil, nil, 0)
 							continue
 						}
 						// The kernel adds the bias, and the residual
@@ -302,35 +335,58 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 						if epi.Residual != nil && epi.Act == ActNone {
 							res = &epi.Residual[(ic+ir)*epi.LdR+jr]
 						}
-						mk.fn(kb, ap, bp, &c[cp], ldc, acc, bias, res, epi.LdR)
-						if epi.Act != ActNone {
-							for r := 0; r < mr; r++ {
-								afterAct.apply(c[cp+r*ldc:cp+r*ldc+nr], ic+ir+r, jr)
-							}
-						}
+						kernel(kb, ap, ic+ir, pc, mh, bp, &c[cp], ldc, acc, bias, res, epi.LdR)
 						continue
 					}
 					// Edge tile: run the kernel on the scratch tile and
-					// copy the valid part in and out.
+					// copy the valid part in and out, finished as far as
+					// a full tile is.
 					if acc != 0 {
 						for r := 0; r < mh; r++ {
 							copy(tile[r*nr:r*nr+nw], c[cp+r*ldc:cp+r*ldc+nw])
 						}
 					}
-					mk.fn(kb, ap, bp, &tile[0], nr, acc, nil, nil, 0)
+					kernel(kb, ap, ic+ir, pc, mh, bp, &tile[0], nr, acc, nil, nil, 0)
 					for r := 0; r < mh; r++ {
 						row := c[cp+r*ldc : cp+r*ldc+nw]
 						copy(row, tile[r*nr:r*nr+nw])
 						if last {
-							epi.apply(row, ic+ir+r, jr)
+							beforeAct.apply(row, ic+ir+r, jr)
 						}
 					}
+				}
+				// The activation (and the residual after it) runs on
+				// actCols columns of the row block at a time, while they
+				// are still in L2: one call per row and not per tile row.
+				if end := jr + nw; last && epi.Act != ActNone && (end-actFrom >= actCols || end == j1) {
+					for i := ic; i < ic+mb; i++ {
+						afterAct.apply(c[i*ldc+actFrom:i*ldc+end], i, actFrom)
+					}
+					actFrom = end
 				}
 			}
 		}
 	}
-
 }
+
+// actCols is how many columns of a row block the activation waits for:
+// 96 rows of 256 columns (96 KiB) stay in L2, and each call covers 16
+// vectors, which amortizes its setup.
+const actCols = 256
+
+// directA reports whether the microkernel should read a row-major A in
+// place rather than pack it, for n columns of depth k. Packing costs about
+// one pass over A and pays for itself over many panels of B; with few
+// panels (attention's P·V, narrow projections) it does not. A deep K is
+// left packed: twelve rows read in place then compete for a few L1 sets
+// when the row stride is a multiple of a few KiB.
+func directA(n, k int) bool { return allowDirect && n <= directMaxN && k <= kcBlock }
+
+const directMaxN = 256
+
+// allowDirect lets the tests run the packed path on shapes that would be
+// read in place.
+var allowDirect = true
 
 // packA copies rows [ic, ic+mb) and columns [pc, pc+kb) of A into panels
 // of mr rows: pa[(ir/mr)·kb·mr + p·mr + r] = A[ic+ir+r, pc+p], zero past mb.

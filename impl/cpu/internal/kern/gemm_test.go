@@ -13,44 +13,46 @@ import (
 // larger than k, with and without bias, inside NaN guard regions.
 func TestSgemmNTMatchesOracle(t *testing.T) {
 	forEachISA(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(1, 2))
-		shapes := [][3]int{{1, 1, 1}, {1, 5, 3}, {3, 7, 17}, {4, 4, 16}, {5, 9, 31}, {8, 8, 32}, {13, 37, 147},
-			{16, 33, 63}, {17, 19, 64}, {31, 5, 129}, {64, 48, 768}, {7, 96, 1}, {2, 3, 255},
-			{14, 40, kcBlock + 77}, {3, 33, 2*kcBlock + 1}}
-		for _, s := range shapes {
-			for _, withBias := range []bool{false, true} {
-				m, n, k := s[0], s[1], s[2]
-				lda, ldb, ldc := k+rng.IntN(3), k+rng.IntN(3), n+rng.IntN(3)
-				a, af := guarded(rng, (m-1)*lda+k, true)
-				b, bf := guarded(rng, (n-1)*ldb+k, true)
-				c, cf := guarded(rng, (m-1)*ldc+n, false)
-				want := make([]float32, len(c))
-				var bias []float32
-				if withBias {
-					bias, _ = guarded(rng, n, true)
-				}
-				sgemmNTRef(m, n, k, a, lda, b, ldb, want, ldc, bias)
-				// Without bias through Sgemm (B packed per call into the
-				// pool), with bias through PackBT and SgemmPacked.
-				if withBias {
-					SgemmPacked(m, a, lda, PackBT(n, k, b, ldb), c, ldc, bias, 0, n)
-				} else {
-					Sgemm(m, n, k, a, lda, b, ldb, true, c, ldc)
-				}
-				name := fmt.Sprintf("m%d n%d k%d bias=%v", m, n, k, withBias)
-				checkGuards(t, name+" A", af)
-				checkGuards(t, name+" B", bf)
-				checkGuards(t, name+" C", cf)
-				for i := 0; i < m; i++ {
-					for j := 0; j < n; j++ {
-						g, w := c[i*ldc+j], want[i*ldc+j]
-						if math.Abs(float64(g-w)) > 1e-5*math.Sqrt(float64(k))+1e-6 {
-							t.Fatalf("%s: C[%d,%d] = %g, oracle %g", name, i, j, g, w)
+		forDirectAndPacked(t, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			shapes := [][3]int{{1, 1, 1}, {1, 5, 3}, {3, 7, 17}, {4, 4, 16}, {5, 9, 31}, {8, 8, 32}, {13, 37, 147},
+				{16, 33, 63}, {17, 19, 64}, {31, 5, 129}, {64, 48, 768}, {7, 96, 1}, {2, 3, 255},
+				{14, 40, kcBlock + 77}, {3, 33, 2*kcBlock + 1}, {101, 300, 70}, {30, 257, 12}}
+			for _, s := range shapes {
+				for _, withBias := range []bool{false, true} {
+					m, n, k := s[0], s[1], s[2]
+					lda, ldb, ldc := k+rng.IntN(3), k+rng.IntN(3), n+rng.IntN(3)
+					a, af := guarded(rng, (m-1)*lda+k, true)
+					b, bf := guarded(rng, (n-1)*ldb+k, true)
+					c, cf := guarded(rng, (m-1)*ldc+n, false)
+					want := make([]float32, len(c))
+					var bias []float32
+					if withBias {
+						bias, _ = guarded(rng, n, true)
+					}
+					sgemmNTRef(m, n, k, a, lda, b, ldb, want, ldc, bias)
+					// Without bias through Sgemm (B packed per call into the
+					// pool), with bias through PackBT and SgemmPacked.
+					if withBias {
+						SgemmPacked(m, a, lda, PackBT(n, k, b, ldb), c, ldc, bias, 0, n)
+					} else {
+						Sgemm(m, n, k, a, lda, b, ldb, true, c, ldc)
+					}
+					name := fmt.Sprintf("m%d n%d k%d bias=%v", m, n, k, withBias)
+					checkGuards(t, name+" A", af)
+					checkGuards(t, name+" B", bf)
+					checkGuards(t, name+" C", cf)
+					for i := 0; i < m; i++ {
+						for j := 0; j < n; j++ {
+							g, w := c[i*ldc+j], want[i*ldc+j]
+							if math.Abs(float64(g-w)) > 1e-5*math.Sqrt(float64(k))+1e-6 {
+								t.Fatalf("%s: C[%d,%d] = %g, oracle %g", name, i, j, g, w)
+							}
 						}
 					}
 				}
 			}
-		}
+		})
 	})
 }
 
@@ -192,62 +194,77 @@ func closeTo(t *testing.T, what string, got, want []float32, k int) {
 // range that starts past the first panel.
 func TestSgemmEpilogue(t *testing.T) {
 	forEachISA(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(11, 12))
-		shapes := [][3]int{{29, 45, 600}, {12, 32, 16}, {3, 5, 7}, {25, 40, kcBlock + 9}, {24, 96, 33}}
-		for _, act := range []Act{ActNone, ActReLU, ActGELU} {
-			for _, withBias := range []bool{false, true} {
-				for _, withRes := range []bool{false, true} {
-					for _, s := range shapes {
-						m, n, k := s[0], s[1], s[2]
-						a, _ := guarded(rng, m*k, true)
-						b, _ := guarded(rng, n*k, true)
-						bias, biasFull := guarded(rng, n, true)
-						res, resFull := guarded(rng, m*(n+3), true)
-						epi := Epilogue{Act: act}
-						if withBias {
-							epi.Bias = bias
-						}
-						if withRes {
-							epi.Residual, epi.LdR = res, n+3
-						}
-						want := make([]float32, m*n)
-						sgemmNTRef(m, n, k, a, k, b, k, want, n, epi.Bias)
-						for i := 0; i < m; i++ {
-							for j := 0; j < n; j++ {
-								v := float64(want[i*n+j])
-								switch act {
-								case ActReLU:
-									v = math.Max(v, 0)
-								case ActGELU:
-									v = 0.5 * v * (1 + math.Erf(v/math.Sqrt2))
-								}
-								want[i*n+j] = float32(v)
-								if withRes {
-									want[i*n+j] += res[i*(n+3)+j]
+		forDirectAndPacked(t, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, 12))
+			shapes := [][3]int{{29, 45, 600}, {12, 32, 16}, {3, 5, 7}, {25, 40, kcBlock + 9}, {24, 96, 33}, {101, 600, 70}}
+			for _, act := range []Act{ActNone, ActReLU, ActGELU} {
+				for _, withBias := range []bool{false, true} {
+					for _, withRes := range []bool{false, true} {
+						for _, s := range shapes {
+							m, n, k := s[0], s[1], s[2]
+							a, _ := guarded(rng, m*k, true)
+							b, _ := guarded(rng, n*k, true)
+							bias, biasFull := guarded(rng, n, true)
+							res, resFull := guarded(rng, m*(n+3), true)
+							epi := Epilogue{Act: act}
+							if withBias {
+								epi.Bias = bias
+							}
+							if withRes {
+								epi.Residual, epi.LdR = res, n+3
+							}
+							want := make([]float32, m*n)
+							sgemmNTRef(m, n, k, a, k, b, k, want, n, epi.Bias)
+							for i := 0; i < m; i++ {
+								for j := 0; j < n; j++ {
+									v := float64(want[i*n+j])
+									switch act {
+									case ActReLU:
+										v = math.Max(v, 0)
+									case ActGELU:
+										v = 0.5 * v * (1 + math.Erf(v/math.Sqrt2))
+									}
+									want[i*n+j] = float32(v)
+									if withRes {
+										want[i*n+j] += res[i*(n+3)+j]
+									}
 								}
 							}
-						}
-						name := fmt.Sprintf("act %d bias %v res %v m%d n%d k%d", act, withBias, withRes, m, n, k)
-						pb := PackBT(n, k, b, k)
-						c, cf := guarded(rng, m*n, false)
-						SgemmPackedEpi(m, a, k, pb, c, n, epi, 0, n)
-						checkGuards(t, "C", cf)
-						checkGuards(t, "bias", biasFull)
-						checkGuards(t, "residual", resFull)
-						closeTo(t, name, c, want, k)
-						// The columns past the first panel alone: bias and
-						// residual are indexed by absolute column.
-						if j0 := pb.PanelWidth(); j0 < n {
-							c2, cf2 := guarded(rng, m*n, false)
-							SgemmPackedEpi(m, a, k, pb, c2, n, epi, j0, n)
-							checkGuards(t, "C", cf2)
-							for i := 0; i < m; i++ {
-								closeTo(t, name+" from column "+fmt.Sprint(j0), c2[i*n+j0:i*n+n], want[i*n+j0:i*n+n], k)
+							name := fmt.Sprintf("act %d bias %v res %v m%d n%d k%d", act, withBias, withRes, m, n, k)
+							pb := PackBT(n, k, b, k)
+							c, cf := guarded(rng, m*n, false)
+							SgemmPackedEpi(m, a, k, pb, c, n, epi, 0, n)
+							checkGuards(t, "C", cf)
+							checkGuards(t, "bias", biasFull)
+							checkGuards(t, "residual", resFull)
+							closeTo(t, name, c, want, k)
+							// The columns past the first panel alone: bias and
+							// residual are indexed by absolute column.
+							if j0 := pb.PanelWidth(); j0 < n {
+								c2, cf2 := guarded(rng, m*n, false)
+								SgemmPackedEpi(m, a, k, pb, c2, n, epi, j0, n)
+								checkGuards(t, "C", cf2)
+								for i := 0; i < m; i++ {
+									closeTo(t, name+" from column "+fmt.Sprint(j0), c2[i*n+j0:i*n+n], want[i*n+j0:i*n+n], k)
+								}
 							}
 						}
 					}
 				}
 			}
-		}
+		})
 	})
+}
+
+// forDirectAndPacked runs f with row-major A read in place where the
+// GEMM would (narrow products) and again with A always packed.
+func forDirectAndPacked(t *testing.T, f func(t *testing.T)) {
+	for _, direct := range []bool{true, false} {
+		t.Run(fmt.Sprintf("direct=%v", direct), func(t *testing.T) {
+			prev := allowDirect
+			allowDirect = direct
+			defer func() { allowDirect = prev }()
+			f(t)
+		})
+	}
 }

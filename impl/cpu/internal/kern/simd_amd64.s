@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func gemm12x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int)
-// Requires: AVX, AVX512F
-TEXT ·gemm12x32AVX512(SB), NOSPLIT, $0-72
+// func gemm12x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemm12x32AVX512(SB), NOSPLIT, $0-80
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+16(FP), DX
@@ -36,6 +36,62 @@ TEXT ·gemm12x32AVX512(SB), NOSPLIT, $0-72
 	VPXORD Z21, Z21, Z21
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
+	MOVQ   pf+72(FP), BX
+	TESTQ  BX, BX
+	JZ     gemm12x32AVX512_loop
+
+gemm12x32AVX512_pfloop:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z24
+	VMOVUPS 64(DX), Z25
+
+	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	VBROADCASTSS (CX), Z26
+	VFMADD231PS  Z24, Z26, Z0
+	VFMADD231PS  Z25, Z26, Z1
+	VBROADCASTSS 4(CX), Z26
+	VFMADD231PS  Z24, Z26, Z2
+	VFMADD231PS  Z25, Z26, Z3
+	VBROADCASTSS 8(CX), Z26
+	VFMADD231PS  Z24, Z26, Z4
+	VFMADD231PS  Z25, Z26, Z5
+	VBROADCASTSS 12(CX), Z26
+	VFMADD231PS  Z24, Z26, Z6
+	VFMADD231PS  Z25, Z26, Z7
+	VBROADCASTSS 16(CX), Z26
+	VFMADD231PS  Z24, Z26, Z8
+	VFMADD231PS  Z25, Z26, Z9
+	VBROADCASTSS 20(CX), Z26
+	VFMADD231PS  Z24, Z26, Z10
+	VFMADD231PS  Z25, Z26, Z11
+	VBROADCASTSS 24(CX), Z26
+	VFMADD231PS  Z24, Z26, Z12
+	VFMADD231PS  Z25, Z26, Z13
+	VBROADCASTSS 28(CX), Z26
+	VFMADD231PS  Z24, Z26, Z14
+	VFMADD231PS  Z25, Z26, Z15
+	VBROADCASTSS 32(CX), Z26
+	VFMADD231PS  Z24, Z26, Z16
+	VFMADD231PS  Z25, Z26, Z17
+	VBROADCASTSS 36(CX), Z26
+	VFMADD231PS  Z24, Z26, Z18
+	VFMADD231PS  Z25, Z26, Z19
+	VBROADCASTSS 40(CX), Z26
+	VFMADD231PS  Z24, Z26, Z20
+	VFMADD231PS  Z25, Z26, Z21
+	VBROADCASTSS 44(CX), Z26
+	VFMADD231PS  Z24, Z26, Z22
+	VFMADD231PS  Z25, Z26, Z23
+	ADDQ         $0x30, CX
+	ADDQ         $0x80, DX
+
+	// prefetch the same step of the next panel into L2
+	PREFETCHT1 (BX)
+	PREFETCHT1 64(BX)
+	ADDQ       $0x80, BX
+	DECQ       AX
+	JNZ        gemm12x32AVX512_pfloop
+	JMP        gemm12x32AVX512_done
 
 gemm12x32AVX512_loop:
 	// b_v = b[p·NR + v·lanes : ...]
@@ -83,12 +139,14 @@ gemm12x32AVX512_loop:
 	ADDQ         $0x80, DX
 	DECQ         AX
 	JNZ          gemm12x32AVX512_loop
-	MOVQ         c+24(FP), AX
-	MOVQ         ldc+32(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         accumulate+40(FP), DX
-	TESTQ        DX, DX
-	JZ           gemm12x32AVX512_bias
+
+gemm12x32AVX512_done:
+	MOVQ  c+24(FP), AX
+	MOVQ  ldc+32(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+40(FP), DX
+	TESTQ DX, DX
+	JZ    gemm12x32AVX512_bias
 
 	// acc += c, row by row
 	MOVQ   AX, DX
@@ -245,9 +303,9 @@ gemm12x32AVX512_store:
 	VZEROUPPER
 	RET
 
-// func gemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int)
-// Requires: AVX, FMA3
-TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-72
+// func gemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-80
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+16(FP), DX
@@ -265,6 +323,43 @@ TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-72
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+	MOVQ   pf+72(FP), BX
+	TESTQ  BX, BX
+	JZ     gemm6x16AVX2_loop
+
+gemm6x16AVX2_pfloop:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Y12
+	VMOVUPS 32(DX), Y13
+
+	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 4(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 8(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 12(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 16(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 20(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         $0x18, CX
+	ADDQ         $0x40, DX
+
+	// prefetch the same step of the next panel into L2
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       AX
+	JNZ        gemm6x16AVX2_pfloop
+	JMP        gemm6x16AVX2_done
 
 gemm6x16AVX2_loop:
 	// b_v = b[p·NR + v·lanes : ...]
@@ -294,12 +389,14 @@ gemm6x16AVX2_loop:
 	ADDQ         $0x40, DX
 	DECQ         AX
 	JNZ          gemm6x16AVX2_loop
-	MOVQ         c+24(FP), AX
-	MOVQ         ldc+32(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         accumulate+40(FP), DX
-	TESTQ        DX, DX
-	JZ           gemm6x16AVX2_bias
+
+gemm6x16AVX2_done:
+	MOVQ  c+24(FP), AX
+	MOVQ  ldc+32(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+40(FP), DX
+	TESTQ DX, DX
+	JZ    gemm6x16AVX2_bias
 
 	// acc += c, row by row
 	MOVQ   AX, DX
@@ -369,6 +466,509 @@ gemm6x16AVX2_res:
 	VADDPS 32(DX), Y11, Y11
 
 gemm6x16AVX2_store:
+	// c = acc, row by row
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y4, (AX)
+	VMOVUPS Y5, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y6, (AX)
+	VMOVUPS Y7, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y8, (AX)
+	VMOVUPS Y9, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y10, (AX)
+	VMOVUPS Y11, 32(AX)
+	VZEROUPPER
+	RET
+
+// func gemmDirect12x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemmDirect12x32AVX512(SB), NOSPLIT, $0-88
+	MOVQ kc+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+24(FP), DX
+	MOVQ lda+16(FP), BX
+	SHLQ $0x02, BX
+	LEAQ (BX)(BX*1), SI
+	LEAQ (SI)(BX*1), DI
+	LEAQ (CX)(DI*1), R8
+	LEAQ (R8)(DI*1), R9
+	LEAQ (R9)(DI*1), DI
+
+	// acc = 0
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ   pf+80(FP), R10
+	TESTQ  R10, R10
+	JZ     gemmDirect12x32AVX512_loop
+
+gemmDirect12x32AVX512_pfloop:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z24
+	VMOVUPS 64(DX), Z25
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS (CX), Z26
+	VFMADD231PS  Z24, Z26, Z0
+	VFMADD231PS  Z25, Z26, Z1
+	VBROADCASTSS (CX)(BX*1), Z26
+	VFMADD231PS  Z24, Z26, Z2
+	VFMADD231PS  Z25, Z26, Z3
+	VBROADCASTSS (CX)(SI*1), Z26
+	VFMADD231PS  Z24, Z26, Z4
+	VFMADD231PS  Z25, Z26, Z5
+	VBROADCASTSS (R8), Z26
+	VFMADD231PS  Z24, Z26, Z6
+	VFMADD231PS  Z25, Z26, Z7
+	VBROADCASTSS (R8)(BX*1), Z26
+	VFMADD231PS  Z24, Z26, Z8
+	VFMADD231PS  Z25, Z26, Z9
+	VBROADCASTSS (R8)(SI*1), Z26
+	VFMADD231PS  Z24, Z26, Z10
+	VFMADD231PS  Z25, Z26, Z11
+	VBROADCASTSS (R9), Z26
+	VFMADD231PS  Z24, Z26, Z12
+	VFMADD231PS  Z25, Z26, Z13
+	VBROADCASTSS (R9)(BX*1), Z26
+	VFMADD231PS  Z24, Z26, Z14
+	VFMADD231PS  Z25, Z26, Z15
+	VBROADCASTSS (R9)(SI*1), Z26
+	VFMADD231PS  Z24, Z26, Z16
+	VFMADD231PS  Z25, Z26, Z17
+	VBROADCASTSS (DI), Z26
+	VFMADD231PS  Z24, Z26, Z18
+	VFMADD231PS  Z25, Z26, Z19
+	VBROADCASTSS (DI)(BX*1), Z26
+	VFMADD231PS  Z24, Z26, Z20
+	VFMADD231PS  Z25, Z26, Z21
+	VBROADCASTSS (DI)(SI*1), Z26
+	VFMADD231PS  Z24, Z26, Z22
+	VFMADD231PS  Z25, Z26, Z23
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, R8
+	ADDQ         $0x04, R9
+	ADDQ         $0x04, DI
+	ADDQ         $0x80, DX
+
+	// prefetch the same step of the next panel into L2
+	PREFETCHT1 (R10)
+	PREFETCHT1 64(R10)
+	ADDQ       $0x80, R10
+	DECQ       AX
+	JNZ        gemmDirect12x32AVX512_pfloop
+	JMP        gemmDirect12x32AVX512_done
+
+gemmDirect12x32AVX512_loop:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z24
+	VMOVUPS 64(DX), Z25
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS (CX), Z26
+	VFMADD231PS  Z24, Z26, Z0
+	VFMADD231PS  Z25, Z26, Z1
+	VBROADCASTSS (CX)(BX*1), Z26
+	VFMADD231PS  Z24, Z26, Z2
+	VFMADD231PS  Z25, Z26, Z3
+	VBROADCASTSS (CX)(SI*1), Z26
+	VFMADD231PS  Z24, Z26, Z4
+	VFMADD231PS  Z25, Z26, Z5
+	VBROADCASTSS (R8), Z26
+	VFMADD231PS  Z24, Z26, Z6
+	VFMADD231PS  Z25, Z26, Z7
+	VBROADCASTSS (R8)(BX*1), Z26
+	VFMADD231PS  Z24, Z26, Z8
+	VFMADD231PS  Z25, Z26, Z9
+	VBROADCASTSS (R8)(SI*1), Z26
+	VFMADD231PS  Z24, Z26, Z10
+	VFMADD231PS  Z25, Z26, Z11
+	VBROADCASTSS (R9), Z26
+	VFMADD231PS  Z24, Z26, Z12
+	VFMADD231PS  Z25, Z26, Z13
+	VBROADCASTSS (R9)(BX*1), Z26
+	VFMADD231PS  Z24, Z26, Z14
+	VFMADD231PS  Z25, Z26, Z15
+	VBROADCASTSS (R9)(SI*1), Z26
+	VFMADD231PS  Z24, Z26, Z16
+	VFMADD231PS  Z25, Z26, Z17
+	VBROADCASTSS (DI), Z26
+	VFMADD231PS  Z24, Z26, Z18
+	VFMADD231PS  Z25, Z26, Z19
+	VBROADCASTSS (DI)(BX*1), Z26
+	VFMADD231PS  Z24, Z26, Z20
+	VFMADD231PS  Z25, Z26, Z21
+	VBROADCASTSS (DI)(SI*1), Z26
+	VFMADD231PS  Z24, Z26, Z22
+	VFMADD231PS  Z25, Z26, Z23
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, R8
+	ADDQ         $0x04, R9
+	ADDQ         $0x04, DI
+	ADDQ         $0x80, DX
+	DECQ         AX
+	JNZ          gemmDirect12x32AVX512_loop
+
+gemmDirect12x32AVX512_done:
+	MOVQ  c+32(FP), AX
+	MOVQ  ldc+40(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect12x32AVX512_bias
+
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   CX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   CX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   CX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   CX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   CX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   CX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   CX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   CX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   CX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+	ADDQ   CX, DX
+	VADDPS (DX), Z20, Z20
+	VADDPS 64(DX), Z21, Z21
+	ADDQ   CX, DX
+	VADDPS (DX), Z22, Z22
+	VADDPS 64(DX), Z23, Z23
+
+gemmDirect12x32AVX512_bias:
+	MOVQ  bias+56(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect12x32AVX512_res
+
+	// acc[r][v] += bias[v·lanes : ...]
+	VMOVUPS (DX), Z24
+	VMOVUPS 64(DX), Z25
+	VADDPS  Z24, Z0, Z0
+	VADDPS  Z25, Z1, Z1
+	VADDPS  Z24, Z2, Z2
+	VADDPS  Z25, Z3, Z3
+	VADDPS  Z24, Z4, Z4
+	VADDPS  Z25, Z5, Z5
+	VADDPS  Z24, Z6, Z6
+	VADDPS  Z25, Z7, Z7
+	VADDPS  Z24, Z8, Z8
+	VADDPS  Z25, Z9, Z9
+	VADDPS  Z24, Z10, Z10
+	VADDPS  Z25, Z11, Z11
+	VADDPS  Z24, Z12, Z12
+	VADDPS  Z25, Z13, Z13
+	VADDPS  Z24, Z14, Z14
+	VADDPS  Z25, Z15, Z15
+	VADDPS  Z24, Z16, Z16
+	VADDPS  Z25, Z17, Z17
+	VADDPS  Z24, Z18, Z18
+	VADDPS  Z25, Z19, Z19
+	VADDPS  Z24, Z20, Z20
+	VADDPS  Z25, Z21, Z21
+	VADDPS  Z24, Z22, Z22
+	VADDPS  Z25, Z23, Z23
+
+gemmDirect12x32AVX512_res:
+	MOVQ  res+64(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect12x32AVX512_store
+
+	// acc += res, row by row
+	MOVQ   ldr+72(FP), BX
+	SHLQ   $0x02, BX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   BX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   BX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   BX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   BX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   BX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   BX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   BX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   BX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   BX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+	ADDQ   BX, DX
+	VADDPS (DX), Z20, Z20
+	VADDPS 64(DX), Z21, Z21
+	ADDQ   BX, DX
+	VADDPS (DX), Z22, Z22
+	VADDPS 64(DX), Z23, Z23
+
+gemmDirect12x32AVX512_store:
+	// c = acc, row by row
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z14, (AX)
+	VMOVUPS Z15, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z22, (AX)
+	VMOVUPS Z23, 64(AX)
+	VZEROUPPER
+	RET
+
+// func gemmDirect6x16AVX2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·gemmDirect6x16AVX2(SB), NOSPLIT, $0-88
+	MOVQ kc+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+24(FP), DX
+	MOVQ lda+16(FP), BX
+	SHLQ $0x02, BX
+	LEAQ (BX)(BX*1), SI
+	LEAQ (SI)(BX*1), DI
+	LEAQ (CX)(DI*1), DI
+
+	// acc = 0
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ   pf+80(FP), R8
+	TESTQ  R8, R8
+	JZ     gemmDirect6x16AVX2_loop
+
+gemmDirect6x16AVX2_pfloop:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Y12
+	VMOVUPS 32(DX), Y13
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (CX)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS (CX)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (DI), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS (DI)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS (DI)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, DI
+	ADDQ         $0x40, DX
+
+	// prefetch the same step of the next panel into L2
+	PREFETCHT1 (R8)
+	ADDQ       $0x40, R8
+	DECQ       AX
+	JNZ        gemmDirect6x16AVX2_pfloop
+	JMP        gemmDirect6x16AVX2_done
+
+gemmDirect6x16AVX2_loop:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Y12
+	VMOVUPS 32(DX), Y13
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (CX)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS (CX)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (DI), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS (DI)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS (DI)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, DI
+	ADDQ         $0x40, DX
+	DECQ         AX
+	JNZ          gemmDirect6x16AVX2_loop
+
+gemmDirect6x16AVX2_done:
+	MOVQ  c+32(FP), AX
+	MOVQ  ldc+40(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect6x16AVX2_bias
+
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	ADDQ   CX, DX
+	VADDPS (DX), Y2, Y2
+	VADDPS 32(DX), Y3, Y3
+	ADDQ   CX, DX
+	VADDPS (DX), Y4, Y4
+	VADDPS 32(DX), Y5, Y5
+	ADDQ   CX, DX
+	VADDPS (DX), Y6, Y6
+	VADDPS 32(DX), Y7, Y7
+	ADDQ   CX, DX
+	VADDPS (DX), Y8, Y8
+	VADDPS 32(DX), Y9, Y9
+	ADDQ   CX, DX
+	VADDPS (DX), Y10, Y10
+	VADDPS 32(DX), Y11, Y11
+
+gemmDirect6x16AVX2_bias:
+	MOVQ  bias+56(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect6x16AVX2_res
+
+	// acc[r][v] += bias[v·lanes : ...]
+	VMOVUPS (DX), Y12
+	VMOVUPS 32(DX), Y13
+	VADDPS  Y12, Y0, Y0
+	VADDPS  Y13, Y1, Y1
+	VADDPS  Y12, Y2, Y2
+	VADDPS  Y13, Y3, Y3
+	VADDPS  Y12, Y4, Y4
+	VADDPS  Y13, Y5, Y5
+	VADDPS  Y12, Y6, Y6
+	VADDPS  Y13, Y7, Y7
+	VADDPS  Y12, Y8, Y8
+	VADDPS  Y13, Y9, Y9
+	VADDPS  Y12, Y10, Y10
+	VADDPS  Y13, Y11, Y11
+
+gemmDirect6x16AVX2_res:
+	MOVQ  res+64(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect6x16AVX2_store
+
+	// acc += res, row by row
+	MOVQ   ldr+72(FP), BX
+	SHLQ   $0x02, BX
+	VADDPS (DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	ADDQ   BX, DX
+	VADDPS (DX), Y2, Y2
+	VADDPS 32(DX), Y3, Y3
+	ADDQ   BX, DX
+	VADDPS (DX), Y4, Y4
+	VADDPS 32(DX), Y5, Y5
+	ADDQ   BX, DX
+	VADDPS (DX), Y6, Y6
+	VADDPS 32(DX), Y7, Y7
+	ADDQ   BX, DX
+	VADDPS (DX), Y8, Y8
+	VADDPS 32(DX), Y9, Y9
+	ADDQ   BX, DX
+	VADDPS (DX), Y10, Y10
+	VADDPS 32(DX), Y11, Y11
+
+gemmDirect6x16AVX2_store:
 	// c = acc, row by row
 	VMOVUPS Y0, (AX)
 	VMOVUPS Y1, 32(AX)

@@ -20,10 +20,12 @@ func main() {
 	zmm := []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
 		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
 	ymm := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
-	gemmKernel("gemm12x32AVX512", 12, 2, zmm, 64, false)
-	gemmKernel("gemm6x16AVX2", 6, 2, ymm, 32, false)
-	gemmKernel("gemmTaps12x32AVX512", 12, 2, zmm, 64, true)
-	gemmKernel("gemmTaps6x16AVX2", 6, 2, ymm, 32, true)
+	gemmKernel("gemm12x32AVX512", 12, 2, zmm, 64, aPacked)
+	gemmKernel("gemm6x16AVX2", 6, 2, ymm, 32, aPacked)
+	gemmKernel("gemmDirect12x32AVX512", 12, 2, zmm, 64, aDirect)
+	gemmKernel("gemmDirect6x16AVX2", 6, 2, ymm, 32, aDirect)
+	gemmKernel("gemmTaps12x32AVX512", 12, 2, zmm, 64, bTaps)
+	gemmKernel("gemmTaps6x16AVX2", 6, 2, ymm, 32, bTaps)
 	vectorKernels()   // gen_vector.go: elementwise and row kernels
 	transposeStrip()  // gen_transpose.go
 	copyTaps12()      // gen_copy.go
@@ -32,6 +34,15 @@ func main() {
 	transposeRows(32) // Bᵀ panels, AVX-512
 	Generate()
 }
+
+// operands says where a microkernel reads its operands from.
+type operands int
+
+const (
+	aPacked operands = iota // A and B packed in panels
+	aDirect                 // A read in place from its rows, B packed
+	bTaps                   // A packed, B's rows read in place at tap offsets
+)
 
 // gemmKernel emits
 //
@@ -57,22 +68,39 @@ func main() {
 //
 //	c[r·ldc+j] = ((c[r·ldc+j] +) s + bias[j]) + res[r·ldr+j]
 //
-// With taps the kernel is
+// Without taps, a non-nil pf is prefetched into L2 alongside b, one step
+// of the panel at a time: the caller passes the next panel of B, which
+// then comes from L2 and not from memory when its turn comes (the
+// hardware prefetcher stops at every 4 KiB page of a cold weight).
+//
+// With aDirect, A is not packed but read in place, row r at a[r·lda + p]
+// (lda in elements), so a row-major activation needs no copy:
+//
+//	func NAME(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int)
+//
+// With bTaps the kernel is
 //
 //	func NAME(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)
 //
 // and row p of b is not packed but read in place at b[taps[p] + j]: a
 // direct convolution over a padded image, where each tap's NR neighbouring
 // outputs read NR neighbouring pixels.
-func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int, taps bool) {
+func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int, mode operands) {
 	lanes := width / 4
-	if taps {
+	taps := mode == bTaps
+	switch mode {
+	case bTaps:
 		TEXT(name, NOSPLIT, "func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·%d+r]·b[taps[p]+j] for r < %d, j < %d (a packed, b read in place); it adds to c when accumulate != 0.",
 			name, mr, mr, nv*lanes))
-	} else {
-		TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int)")
+	case aDirect:
+		TEXT(name, NOSPLIT, "func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[r·lda+p]·b[p·%d+j] + bias[j]) + res[r·ldr+j] for r < %d, j < %d (a in place, b packed); c's old value counts when accumulate != 0, bias and res when not nil.",
+			name, nv*lanes, mr, nv*lanes))
+	default:
+		TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·%d+r]·b[p·%d+j] + bias[j]) + res[r·ldr+j] for r < %d, j < %d (packed panels); c's old value counts when accumulate != 0, bias and res when not nil.",
 			name, mr, nv*lanes, mr, nv*lanes))
@@ -84,6 +112,24 @@ func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int, taps boo
 	kc := Load(Param("kc"), GP64())
 	pa := Load(Param("a"), GP64())
 	pb := Load(Param("b"), GP64())
+	// aDirect: rows 3q, 3q+1, 3q+2 of A are at rowBase[q], +lda, +2·lda
+	// (bytes), and every base moves 4 bytes per step.
+	var rowBase []Register
+	var lda, lda2 Register
+	if mode == aDirect {
+		lda = Load(Param("lda"), GP64())
+		SHLQ(Imm(2), lda)
+		lda2 = GP64()
+		LEAQ(Mem{Base: lda, Index: lda, Scale: 1}, lda2)
+		lda3 := GP64()
+		LEAQ(Mem{Base: lda2, Index: lda, Scale: 1}, lda3)
+		rowBase = append(rowBase, pa)
+		for q := 1; q < (mr+2)/3; q++ {
+			base := GP64()
+			LEAQ(Mem{Base: rowBase[q-1], Index: lda3, Scale: 1}, base)
+			rowBase = append(rowBase, base)
+		}
+	}
 	var pt, off Register
 	if taps {
 		pt = Load(Param("taps"), GP64())
@@ -98,34 +144,77 @@ func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int, taps boo
 			VXORPS(v, v, v)
 		}
 	}
+	// step emits one pass of the k loop at label: load b's row, then the
+	// mr·nv FMAs; with pf, also prefetch 2 lines of the next panel.
+	step := func(label string, pf Register) {
+		if taps {
+			Comment("b_v = b[taps[p] + v·lanes : ...]")
+			MOVQ(Mem{Base: pt}, off)
+			for v := 0; v < nv; v++ {
+				VMOVUPS(Mem{Base: pb, Index: off, Scale: 4, Disp: v * width}, vb[v])
+			}
+		} else {
+			Comment("b_v = b[p·NR + v·lanes : ...]")
+			for v := 0; v < nv; v++ {
+				VMOVUPS(Mem{Base: pb, Disp: v * width}, vb[v])
+			}
+		}
+		if mode == aDirect {
+			Comment("acc[r][v] += broadcast(a[r·lda + p]) · b_v")
+		} else {
+			Comment("acc[r][v] += broadcast(a[p·MR + r]) · b_v")
+		}
+		for r := 0; r < mr; r++ {
+			src := Mem{Base: pa, Disp: 4 * r}
+			if mode == aDirect {
+				src = Mem{Base: rowBase[r/3]}
+				switch r % 3 {
+				case 1:
+					src.Index, src.Scale = lda, 1
+				case 2:
+					src.Index, src.Scale = lda2, 1
+				}
+			}
+			VBROADCASTSS(src, bcast)
+			for v := 0; v < nv; v++ {
+				VFMADD231PS(vb[v], bcast, acc[r*nv+v])
+			}
+		}
+		if mode == aDirect {
+			for _, base := range rowBase {
+				ADDQ(Imm(4), base)
+			}
+		} else {
+			ADDQ(Imm(uint64(4*mr)), pa)
+		}
+		if taps {
+			ADDQ(Imm(8), pt)
+		} else {
+			ADDQ(Imm(uint64(nv*width)), pb)
+		}
+		if pf != nil {
+			Comment("prefetch the same step of the next panel into L2")
+			for d := 0; d < nv*width; d += 64 {
+				PREFETCHT1(Mem{Base: pf, Disp: d})
+			}
+			ADDQ(Imm(uint64(nv*width)), pf)
+		}
+		DECQ(kc)
+		JNZ(LabelRef(label))
+	}
+	var pf Register
+	if !taps {
+		pf = Load(Param("pf"), GP64())
+		TESTQ(pf, pf)
+		JZ(LabelRef(name + "_loop"))
+		// The same loop, also prefetching the next panel into L2.
+		Label(name + "_pfloop")
+		step(name+"_pfloop", pf)
+		JMP(LabelRef(name + "_done"))
+	}
 	Label(name + "_loop")
-	if taps {
-		Comment("b_v = b[taps[p] + v·lanes : ...]")
-		MOVQ(Mem{Base: pt}, off)
-		for v := 0; v < nv; v++ {
-			VMOVUPS(Mem{Base: pb, Index: off, Scale: 4, Disp: v * width}, vb[v])
-		}
-	} else {
-		Comment("b_v = b[p·NR + v·lanes : ...]")
-		for v := 0; v < nv; v++ {
-			VMOVUPS(Mem{Base: pb, Disp: v * width}, vb[v])
-		}
-	}
-	Comment("acc[r][v] += broadcast(a[p·MR + r]) · b_v")
-	for r := 0; r < mr; r++ {
-		VBROADCASTSS(Mem{Base: pa, Disp: 4 * r}, bcast)
-		for v := 0; v < nv; v++ {
-			VFMADD231PS(vb[v], bcast, acc[r*nv+v])
-		}
-	}
-	ADDQ(Imm(uint64(4*mr)), pa)
-	if taps {
-		ADDQ(Imm(8), pt)
-	} else {
-		ADDQ(Imm(uint64(nv*width)), pb)
-	}
-	DECQ(kc)
-	JNZ(LabelRef(name + "_loop"))
+	step(name+"_loop", nil)
+	Label(name + "_done")
 
 	pc := Load(Param("c"), GP64())
 	ldc := Load(Param("ldc"), GP64())
