@@ -13,10 +13,32 @@ import "sync"
 //
 // direct is the same kernel reading A in place instead of packed, row r
 // at a[r·lda + p], for a row-major left operand that then needs no copy.
+//
+// tails are kernels of the same packed panels (mr rows per step) that
+// compute only their first rows rows, by increasing rows: the last tile
+// of A, zero-padded to mr rows, needs no more.
 type microKernel struct {
 	mr, nr int
 	fn     func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
 	direct func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
+	tails  []tailKernel
+}
+
+// tailKernel is a microkernel for the first rows rows of an mr-row panel.
+type tailKernel struct {
+	rows int
+	fn   func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
+}
+
+// forRows returns the kernel that computes the fewest rows, at least mh,
+// of a packed panel.
+func (mk *microKernel) forRows(mh int) func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32) {
+	for _, t := range mk.tails {
+		if mh <= t.rows {
+			return t.fn
+		}
+	}
+	return mk.fn
 }
 
 // Cache blocking of the packed GEMM: a kcBlock-deep slice of B (packed in
@@ -289,6 +311,8 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 	kernel := func(kb int, ap *float32, row, pc, mh int, bp, cp *float32, ldc, acc int, bias, res *float32, ldr int) {
 		if direct && mh == mr {
 			mk.direct(kb, &ma.a[row*ma.lda+pc], ma.lda, bp, cp, ldc, acc, bias, res, ldr, pf)
+		} else if mh < mr {
+			mk.forRows(mh)(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf)
 		} else {
 			mk.fn(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf)
 		}

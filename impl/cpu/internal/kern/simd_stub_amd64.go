@@ -14,6 +14,16 @@ func gemm12x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumu
 //go:noescape
 func gemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
 
+// gemm4x32AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·12+r]·b[p·32+j] + bias[j]) + res[r·ldr+j] for r < 4, j < 32 (packed panels); c's old value counts when accumulate != 0, bias and res when not nil.
+//
+//go:noescape
+func gemm4x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+
+// gemm8x32AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·12+r]·b[p·32+j] + bias[j]) + res[r·ldr+j] for r < 8, j < 32 (packed panels); c's old value counts when accumulate != 0, bias and res when not nil.
+//
+//go:noescape
+func gemm8x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+
 // gemmDirect12x32AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[r·lda+p]·b[p·32+j] + bias[j]) + res[r·ldr+j] for r < 12, j < 32 (a in place, b packed); c's old value counts when accumulate != 0, bias and res when not nil.
 //
 //go:noescape

@@ -20,12 +20,16 @@ func main() {
 	zmm := []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
 		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
 	ymm := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
-	gemmKernel("gemm12x32AVX512", 12, 2, zmm, 64, aPacked)
-	gemmKernel("gemm6x16AVX2", 6, 2, ymm, 32, aPacked)
-	gemmKernel("gemmDirect12x32AVX512", 12, 2, zmm, 64, aDirect)
-	gemmKernel("gemmDirect6x16AVX2", 6, 2, ymm, 32, aDirect)
-	gemmKernel("gemmTaps12x32AVX512", 12, 2, zmm, 64, bTaps)
-	gemmKernel("gemmTaps6x16AVX2", 6, 2, ymm, 32, bTaps)
+	gemmKernel("gemm12x32AVX512", 12, 12, 2, zmm, 64, aPacked)
+	gemmKernel("gemm6x16AVX2", 6, 6, 2, ymm, 32, aPacked)
+	// The last rows of an activation (197 tokens are 16 tiles of 12 and
+	// 5 rows) in its zero-padded 12-row panel, without computing 12.
+	gemmKernel("gemm4x32AVX512", 4, 12, 2, zmm, 64, aPacked)
+	gemmKernel("gemm8x32AVX512", 8, 12, 2, zmm, 64, aPacked)
+	gemmKernel("gemmDirect12x32AVX512", 12, 12, 2, zmm, 64, aDirect)
+	gemmKernel("gemmDirect6x16AVX2", 6, 6, 2, ymm, 32, aDirect)
+	gemmKernel("gemmTaps12x32AVX512", 12, 12, 2, zmm, 64, bTaps)
+	gemmKernel("gemmTaps6x16AVX2", 6, 6, 2, ymm, 32, bTaps)
 	vectorKernels()   // gen_vector.go: elementwise and row kernels
 	transposeStrip()  // gen_transpose.go
 	copyTaps12()      // gen_copy.go
@@ -85,7 +89,10 @@ const (
 // and row p of b is not packed but read in place at b[taps[p] + j]: a
 // direct convolution over a padded image, where each tap's NR neighbouring
 // outputs read NR neighbouring pixels.
-func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int, mode operands) {
+//
+// A packed panel holds panel ≥ mr rows per step (a[p·panel + r]); the
+// kernel computes its first mr.
+func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, mode operands) {
 	lanes := width / 4
 	taps := mode == bTaps
 	switch mode {
@@ -93,7 +100,7 @@ func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int, mode ope
 		TEXT(name, NOSPLIT, "func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·%d+r]·b[taps[p]+j] for r < %d, j < %d (a packed, b read in place); it adds to c when accumulate != 0.",
-			name, mr, mr, nv*lanes))
+			name, panel, mr, nv*lanes))
 	case aDirect:
 		TEXT(name, NOSPLIT, "func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)")
 		Pragma("noescape")
@@ -103,7 +110,7 @@ func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int, mode ope
 		TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·%d+r]·b[p·%d+j] + bias[j]) + res[r·ldr+j] for r < %d, j < %d (packed panels); c's old value counts when accumulate != 0, bias and res when not nil.",
-			name, mr, nv*lanes, mr, nv*lanes))
+			name, panel, nv*lanes, mr, nv*lanes))
 	}
 	acc := vecs[:mr*nv]
 	vb := vecs[mr*nv : mr*nv+nv]
@@ -185,7 +192,7 @@ func gemmKernel(name string, mr, nv int, vecs []VecPhysical, width int, mode ope
 				ADDQ(Imm(4), base)
 			}
 		} else {
-			ADDQ(Imm(uint64(4*mr)), pa)
+			ADDQ(Imm(uint64(4*panel)), pa)
 		}
 		if taps {
 			ADDQ(Imm(8), pt)
