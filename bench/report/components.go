@@ -12,7 +12,8 @@ import (
 // kind) measured by a backend other than PyTorch: median latency with its 95% interval, p90,
 // GFLOP/s, GB/s, % of the backend's peak (Input.peak), allocator peak memory, the PyTorch median measured on the
 // same machine for the same case, batch and threads, the speed-up over it (PyTorch median /
-// ours), the conformance status and the noisy flag (IQR/median > 10%).
+// ours) and its ceiling (the speed-up of running the MACs at peak), the conformance status
+// and the noisy flag (IQR/median > 10%).
 func writeComponents(w io.Writer, in Input, es []entry) error {
 	multi := machineCount(es) > 1
 	var cells [][]string
@@ -20,10 +21,11 @@ func writeComponents(w io.Writer, in Input, es []entry) error {
 		if e.Backend == TorchBackend || in.kind(e.Case) != KindComponent {
 			continue
 		}
-		torchMs, speedup := dash, dash
+		torchMs, speedup, ceil := dash, dash, dash
 		if t, ok := torchFor(es, e); ok {
 			torchMs = fmtMs(t.MedianNs)
 			speedup = fmtSpeedup(t.MedianNs, e.MedianNs)
+			ceil = ceiling(t.MedianNs, e.MACs, in.peak(e.Backend))
 		}
 		noisy := ""
 		if e.Noisy {
@@ -33,7 +35,7 @@ func writeComponents(w io.Writer, in Input, es []entry) error {
 			in.checkStatus(e.Case, e.Backend, e.DType),
 			fmtMsCI(e.MedianNs, e.CILowNs, e.CIHighNs), fmtMs(e.P90Ns),
 			fmtRate(e.GFLOPs), fmtRate(e.GBps), pctOfPeak(e.GFLOPs, in.peak(e.Backend)), fmtMiB(e.PeakBytes),
-			torchMs, speedup, noisy}
+			torchMs, speedup, ceil, noisy}
 		if multi {
 			row = append([]string{e.machine}, row...)
 		}
@@ -43,13 +45,14 @@ func writeComponents(w io.Writer, in Input, es []entry) error {
 		return nil
 	}
 	header := []string{"case", "backend", "dtype", "batch", "threads", "check", "median ms [95% CI]", "p90 ms",
-		"GFLOP/s", "GB/s", "% of peak", "peak MiB", "PyTorch ms", "vs PyTorch", "spread"}
-	align := "lllrrlrrrrrrrrl"
+		"GFLOP/s", "GB/s", "% of peak", "peak MiB", "PyTorch ms", "vs PyTorch", "ceiling", "spread"}
+	align := "lllrrlrrrrrrrrrl"
 	if multi {
 		header = append([]string{"machine"}, header...)
 		align = "l" + align
 	}
-	note := "Latency per call; GFLOP/s = 2·MACs / median; speed-up = PyTorch median / ours (same machine, batch and threads)."
+	note := "Latency per call; GFLOP/s = 2·MACs / median; speed-up = PyTorch median / ours (same machine, batch and threads)." +
+		ceilingNote
 	if in.PeakGFLOPs > 0 {
 		note += fmt.Sprintf(" %% of peak is of %.0f GFLOP/s", in.PeakGFLOPs)
 		if len(in.PeakByBackend) > 0 {
@@ -59,6 +62,18 @@ func writeComponents(w io.Writer, in Input, es []entry) error {
 	}
 	section(w, "Components", note)
 	return writeTable(w, align, header, cells)
+}
+
+// ceilingNote explains the ceiling column of the components and networks tables.
+const ceilingNote = " Ceiling = PyTorch median / the time of 2·MACs at the backend's peak: the speed-up over that PyTorch run no implementation on this machine can pass."
+
+// ceiling formats the speed-up over a PyTorch run of torchNs that computing
+// macs multiply-adds at peak GFLOP/s would give; dash when unknown.
+func ceiling(torchNs float64, macs int64, peak float64) string {
+	if peak <= 0 || macs <= 0 {
+		return dash
+	}
+	return fmtSpeedup(torchNs, 2*float64(macs)/peak)
 }
 
 // pctOfPeak formats gflops as a percentage of peak; dash when either is unknown.

@@ -42,7 +42,7 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 		info := in.Cases[g.first.Case]
 		var b1, tb1 *entry
 		var peak int64
-		var thr, tthr []string
+		var thr, tthr, vs, ceil []string
 		for i := range g.rows {
 			e := &g.rows[i]
 			peak = max(peak, e.PeakBytes)
@@ -50,6 +50,8 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 			t, ok := torchFor(es, *e)
 			if ok {
 				tthr = append(tthr, fmt.Sprintf("%d: %s", e.Batch, imgPerSec(t.Batch, t.MedianNs)))
+				vs = append(vs, fmt.Sprintf("%d: %s", e.Batch, fmtSpeedup(t.MedianNs, e.MedianNs)))
+				ceil = append(ceil, fmt.Sprintf("%d: %s", e.Batch, ceiling(t.MedianNs, e.MACs, in.peak(e.Backend))))
 			}
 			if e.Batch == 1 {
 				b1 = e
@@ -72,20 +74,23 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 		row := []string{g.first.Case, orDash(info.ImgSize), millions(info.Params), billions(gmacs),
 			g.first.Backend, g.first.DType, fmt.Sprint(g.first.Threads),
 			in.agreement(g.first.Case, g.first.Backend, g.first.DType),
-			lat, p90, strings.Join(thr, "; "), fmtMiB(peak), torchLat, orDash(strings.Join(tthr, "; "))}
+			lat, p90, strings.Join(thr, "; "), fmtMiB(peak), torchLat, orDash(strings.Join(tthr, "; ")),
+			orDash(strings.Join(vs, "; ")), orDash(strings.Join(ceil, "; "))}
 		if multi {
 			row = append([]string{g.first.machine}, row...)
 		}
 		cells = append(cells, row)
 	}
 	header := []string{"model", "image size", "params (M)", "GMACs", "backend", "dtype", "threads", "agreement with reference",
-		"batch-1 ms [95% CI]", "batch-1 p90 ms", "img/s (batch: rate)", "peak MiB", "PyTorch batch-1 ms", "PyTorch img/s"}
-	align := "lrrrllrlrrlrrl"
+		"batch-1 ms [95% CI]", "batch-1 p90 ms", "img/s (batch: rate)", "peak MiB", "PyTorch batch-1 ms", "PyTorch img/s",
+		"vs PyTorch", "ceiling"}
+	align := "lrrrllrlrrlrrlll"
 	if multi {
 		header = append([]string{"machine"}, header...)
 		align = "l" + align
 	}
-	section(w, "Networks", "Throughput is batch / median latency at each batch size measured; PyTorch figures are from the same machine.")
+	section(w, "Networks", "Throughput is batch / median latency at each batch size measured; PyTorch figures are from the same machine;"+
+		" vs PyTorch = PyTorch median / ours at each batch."+ceilingNote)
 	return writeTable(w, align, header, cells)
 }
 
