@@ -20,7 +20,7 @@ func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []fl
 	}
 	w, panels := pb.PanelWidth(), pb.Panels()
 	mr := pb.RowTile()
-	if m < 2*mr*threads {
+	if m < 2*mr*threads || (m <= colSplitRows && panels >= 2*threads && pb.N*pb.K >= colSplitB) {
 		grain := max(1, 64/w) // at least 64 columns per worker
 		parallelFor(threads, panels, grain, func(lo, hi int) {
 			kern.SgemmPackedEpi(m, a, lda, pb, c, ldc, epi, lo*w, min(hi*w, pb.N))
@@ -40,3 +40,14 @@ func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []fl
 		}
 	})
 }
+
+// Workers split the columns of a product of at most colSplitRows rows
+// rather than its rows when B holds at least colSplitB values (2 MiB, past
+// L2). Each worker then streams only its share of B (weights, cold at
+// batch 1), and no remainder of rows sends both workers through all of B
+// again: for 197 tokens of ViT-B/16 this ran 3-8% faster, with cold
+// weights and warm. With a smaller B, the rows split better (DeiT-Ti).
+const (
+	colSplitRows = 384
+	colSplitB    = 1 << 19
+)

@@ -291,8 +291,9 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 	kc := min(k, kcBlock)
 	wsp := workspace.Get().(*[]float32)
 	defer workspace.Put(wsp)
-	ws := grow(wsp, mcBlock*kc+mr*nr)
-	pa, tile := ws[:mcBlock*kc], ws[mcBlock*kc:]
+	mc := rowBlock(m, mr)
+	ws := grow(wsp, mc*kc+mr*nr)
+	pa, tile := ws[:mc*kc], ws[mc*kc:]
 	// The kernel adds the bias, and the residual when there is no
 	// activation (beforeAct, for edge tiles that bypass it); afterAct
 	// finishes with the activation and then the residual.
@@ -327,8 +328,8 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 			acc = 1
 		}
 		last := pc+kcBlock >= k
-		for ic := 0; ic < m; ic += mcBlock {
-			mb := min(mcBlock, m-ic)
+		for ic := 0; ic < m; ic += mc {
+			mb := min(mc, m-ic)
 			if !direct {
 				src.PackA(pa, ic, mb, mr, pc, kb)
 			} else if full := mb / mr * mr; full < mb {
@@ -397,6 +398,17 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 // 96 rows of 256 columns (96 KiB) stay in L2, and each call covers 16
 // vectors, which amortizes its setup.
 const actCols = 256
+
+// rowBlock is the height of the row blocks of A for m rows: as many blocks
+// as the nearest whole number of mcBlock-row blocks, of equal height
+// rounded up to mr. Each block of A streams the whole of B once, so 197
+// tokens go in two blocks of 108 and 89 rows rather than 96, 96 and a
+// last block of 5 that would stream B again for 5 rows.
+func rowBlock(m, mr int) int {
+	blocks := max(1, (m+mcBlock/2)/mcBlock)
+	rows := (m + blocks - 1) / blocks
+	return (rows + mr - 1) / mr * mr
+}
 
 // directA reports whether the microkernel should read a row-major A in
 // place rather than pack it, for n columns of depth k. Packing costs about
