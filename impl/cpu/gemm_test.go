@@ -34,7 +34,7 @@ func BenchmarkGemmParallel(b *testing.B) {
 
 // TestGemmParallelMatchesOneWorker: however the rows and columns are
 // split between workers (row tiles, the uneven remainder by columns, or
-// columns only), every output equals the one-worker result, the
+// columns only, for a few rows or a large B), every output equals the one-worker result, the
 // epilogue's residual rows included: bit for bit on the SIMD paths, whose
 // tiles sum in one order wherever they start; to rounding on the Go path,
 // whose 4×4 blocks regroup the columns with the split.
@@ -48,11 +48,13 @@ func TestGemmParallelMatchesOneWorker(t *testing.T) {
 		}
 		return s
 	}
-	for _, n := range []int{45, 200} {
-		k := 70
+	// The last shape's B is past colSplitB: up to colSplitRows rows
+	// split by columns, then by rows.
+	for _, nk := range [][2]int{{45, 70}, {200, 70}, {800, 700}} {
+		n, k := nk[0], nk[1]
 		w, bias := fill(n*k), fill(n)
 		pb := kern.PackBT(n, k, w, k)
-		for _, m := range []int{1, 5, 24, 25, 47, 48, 49, 100, 197, 200} {
+		for _, m := range []int{1, 5, 24, 25, 47, 48, 49, 100, 197, 200, 400} {
 			a, res := fill(m*k), fill(m*(n+1))
 			epi := kern.Epilogue{Bias: bias, Act: kern.ActGELU, Residual: res, LdR: n + 1}
 			want := make([]float32, m*n)
