@@ -23,7 +23,8 @@ func microKernelFor(p ISA) (microKernel, bool) {
 func tapsKernelFor(p ISA) (tapsKernel, bool) {
 	switch p {
 	case ISAAVX512:
-		return tapsKernel{mr: 12, nr: 32, fn: gemmTaps12x32AVX512}, true
+		return tapsKernel{mr: 12, nr: 32, fn: gemmTaps12x32AVX512,
+			tails: []tapsTail{{4, gemmTaps4x32AVX512}, {8, gemmTaps8x32AVX512}}}, true
 	case ISAAVX2:
 		return tapsKernel{mr: 6, nr: 16, fn: gemmTaps6x16AVX2}, true
 	}

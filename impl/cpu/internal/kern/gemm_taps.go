@@ -15,9 +15,29 @@ type PackedA struct {
 
 // tapsKernel is a microkernel whose right operand is read in place:
 // c[r·ldc+j] (+)= Σ_{p<kc} a[p·mr+r]·b[taps[p]+j] for r < mr, j < nr.
+// tails compute only the first rows rows of the same panels (by
+// increasing rows), for the last rows of A.
 type tapsKernel struct {
 	mr, nr int
 	fn     func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)
+	tails  []tapsTail
+}
+
+// tapsTail is a taps kernel for the first rows rows of an mr-row panel.
+type tapsTail struct {
+	rows int
+	fn   func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)
+}
+
+// forRows returns the kernel that computes the fewest rows, at least mh,
+// of a packed panel.
+func (mk *tapsKernel) forRows(mh int) func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int) {
+	for _, t := range mk.tails {
+		if mh <= t.rows {
+			return t.fn
+		}
+	}
+	return mk.fn
 }
 
 // Bytes is the memory the packed copy holds.
@@ -26,8 +46,8 @@ func (p *PackedA) Bytes() int64 { return int64(len(p.data)+len(p.raw)) * 4 }
 // Current reports whether p was packed for the ISA path now active.
 func (p *PackedA) Current() bool { return p.isa == active }
 
-// Rows is the number of rows SgemmTaps writes: M rounded up to the
-// microkernel's panel height (the extra rows of C receive zeros).
+// Rows is the number of rows of C SgemmTaps needs: M rounded up to the
+// microkernel's panel height (the extra rows may or may not be written).
 func (p *PackedA) Rows() int {
 	if p.mk.fn == nil {
 		return p.M
@@ -70,9 +90,9 @@ func PackA(m, k int, a []float32, lda int) *PackedA {
 // SgemmTaps multiplies the packed A by a right operand read in place from
 // src, row p of it starting at taps[p]:
 //
-//	for i < Rows(), j < n: C[i·ldc+j] = Σ_{p<K} A[i, p] · src[taps[p] + j]
+//	for i < M, j < n: C[i·ldc+j] = Σ_{p<K} A[i, p] · src[taps[p] + j]
 //
-// (A's rows past M are zero). On the SIMD paths n is rounded up to a
+// C must have Rows() rows; those past M are scratch. On the SIMD paths n is rounded up to a
 // multiple of ColTile(), so src must hold taps[p] + that many values and C
 // that many columns; the call panics otherwise, before any access.
 // Single-threaded; a direct convolution runs one call per block of output
@@ -108,9 +128,14 @@ func SgemmTaps(pa *PackedA, src []float32, taps []int, n int, c []float32, ldc i
 			acc = 1
 		}
 		block := pa.data[rows*pc:]
+		tail := pa.mk.forRows(pa.M - (rows - mr))
 		for jr := 0; jr < nt; jr += nr {
 			for ir := 0; ir < rows; ir += mr {
-				pa.mk.fn(kb, &block[ir*kb], &src[jr], &taps[pc], &c[ir*ldc+jr], ldc, acc)
+				fn := pa.mk.fn
+				if ir+mr == rows {
+					fn = tail
+				}
+				fn(kb, &block[ir*kb], &src[jr], &taps[pc], &c[ir*ldc+jr], ldc, acc)
 			}
 		}
 	}

@@ -14,7 +14,7 @@ func TestSgemmTapsMatchesOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, p := range Supported() {
 		prev := SetISA(p)
-		for _, sh := range [][3]int{{1, 1, 1}, {5, 7, 31}, {12, 300, 33}, {13, 600, 128}, {64, 577, 100}, {70, 9, 17}, {14, kcBlock + 130, 40}} {
+		for _, sh := range [][3]int{{1, 1, 1}, {5, 7, 31}, {12, 300, 33}, {13, 600, 128}, {64, 577, 100}, {70, 9, 17}, {14, kcBlock + 130, 40}, {20, 50, 40}, {17, 40, 64}} {
 			m, k, n := sh[0], sh[1], sh[2]
 			a := make([]float32, m*k)
 			for i := range a {

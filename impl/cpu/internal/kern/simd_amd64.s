@@ -1626,6 +1626,206 @@ gemmTaps6x16AVX2_store:
 	VZEROUPPER
 	RET
 
+// func gemmTaps4x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
+// Requires: AVX, AVX512F
+TEXT ·gemmTaps4x32AVX512(SB), NOSPLIT, $0-56
+	MOVQ kc+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+16(FP), DX
+	MOVQ taps+24(FP), BX
+
+	// acc = 0
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+gemmTaps4x32AVX512_loop:
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    (BX), SI
+	VMOVUPS (DX)(SI*4), Z8
+	VMOVUPS 64(DX)(SI*4), Z9
+
+	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	VBROADCASTSS (CX), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z1
+	VBROADCASTSS 4(CX), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z3
+	VBROADCASTSS 8(CX), Z10
+	VFMADD231PS  Z8, Z10, Z4
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 12(CX), Z10
+	VFMADD231PS  Z8, Z10, Z6
+	VFMADD231PS  Z9, Z10, Z7
+	ADDQ         $0x30, CX
+	ADDQ         $0x08, BX
+	DECQ         AX
+	JNZ          gemmTaps4x32AVX512_loop
+	MOVQ         c+32(FP), AX
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         accumulate+48(FP), DX
+	TESTQ        DX, DX
+	JZ           gemmTaps4x32AVX512_store
+
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   CX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   CX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   CX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+
+gemmTaps4x32AVX512_store:
+	// c = acc, row by row
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VZEROUPPER
+	RET
+
+// func gemmTaps8x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
+// Requires: AVX, AVX512F
+TEXT ·gemmTaps8x32AVX512(SB), NOSPLIT, $0-56
+	MOVQ kc+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+16(FP), DX
+	MOVQ taps+24(FP), BX
+
+	// acc = 0
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+
+gemmTaps8x32AVX512_loop:
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    (BX), SI
+	VMOVUPS (DX)(SI*4), Z16
+	VMOVUPS 64(DX)(SI*4), Z17
+
+	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	VBROADCASTSS (CX), Z18
+	VFMADD231PS  Z16, Z18, Z0
+	VFMADD231PS  Z17, Z18, Z1
+	VBROADCASTSS 4(CX), Z18
+	VFMADD231PS  Z16, Z18, Z2
+	VFMADD231PS  Z17, Z18, Z3
+	VBROADCASTSS 8(CX), Z18
+	VFMADD231PS  Z16, Z18, Z4
+	VFMADD231PS  Z17, Z18, Z5
+	VBROADCASTSS 12(CX), Z18
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z7
+	VBROADCASTSS 16(CX), Z18
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z9
+	VBROADCASTSS 20(CX), Z18
+	VFMADD231PS  Z16, Z18, Z10
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 24(CX), Z18
+	VFMADD231PS  Z16, Z18, Z12
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 28(CX), Z18
+	VFMADD231PS  Z16, Z18, Z14
+	VFMADD231PS  Z17, Z18, Z15
+	ADDQ         $0x30, CX
+	ADDQ         $0x08, BX
+	DECQ         AX
+	JNZ          gemmTaps8x32AVX512_loop
+	MOVQ         c+32(FP), AX
+	MOVQ         ldc+40(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         accumulate+48(FP), DX
+	TESTQ        DX, DX
+	JZ           gemmTaps8x32AVX512_store
+
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   CX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   CX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   CX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   CX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   CX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   CX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   CX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+
+gemmTaps8x32AVX512_store:
+	// c = acc, row by row
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z14, (AX)
+	VMOVUPS Z15, 64(AX)
+	VZEROUPPER
+	RET
+
 DATA vk_one<>+0(SB)/4, $0x3f800000
 DATA vk_one<>+4(SB)/4, $0x3f800000
 DATA vk_one<>+8(SB)/4, $0x3f800000

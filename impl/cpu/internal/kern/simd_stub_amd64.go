@@ -44,6 +44,16 @@ func gemmTaps12x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, 
 //go:noescape
 func gemmTaps6x16AVX2(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
 
+// gemmTaps4x32AVX512 computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·12+r]·b[taps[p]+j] for r < 4, j < 32 (a packed, b read in place); it adds to c when accumulate != 0.
+//
+//go:noescape
+func gemmTaps4x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
+
+// gemmTaps8x32AVX512 computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·12+r]·b[taps[p]+j] for r < 8, j < 32 (a packed, b read in place); it adds to c when accumulate != 0.
+//
+//go:noescape
+func gemmTaps8x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
+
 // addAVX512 sets out[i] = x[i] + y[i] for i < n.
 //
 //go:noescape

@@ -30,6 +30,9 @@ func main() {
 	gemmKernel("gemmDirect6x16AVX2", 6, 6, 2, ymm, 32, aDirect)
 	gemmKernel("gemmTaps12x32AVX512", 12, 12, 2, zmm, 64, bTaps)
 	gemmKernel("gemmTaps6x16AVX2", 6, 6, 2, ymm, 32, bTaps)
+	// A convolution's last output channels (64 = 5·12 + 4).
+	gemmKernel("gemmTaps4x32AVX512", 4, 12, 2, zmm, 64, bTaps)
+	gemmKernel("gemmTaps8x32AVX512", 8, 12, 2, zmm, 64, bTaps)
 	vectorKernels()   // gen_vector.go: elementwise and row kernels
 	transposeStrip()  // gen_transpose.go
 	copyTaps12()      // gen_copy.go
