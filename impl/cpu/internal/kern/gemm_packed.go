@@ -42,9 +42,10 @@ func (mk *microKernel) forRows(mh int) func(kc int, a, b, c *float32, ldc int, a
 }
 
 // Cache blocking of the packed GEMM: a kcBlock-deep slice of B (packed in
-// nr-wide panels) is shared by all row blocks; an mcBlock×kcBlock block of
-// A (384 KiB) stays in L2 while the kernel walks the panels of B, each
-// reused across the tiles of that block of A. kcBlock is deep so that the
+// nr-wide panels) is shared by all row blocks; a block of about mcBlock
+// rows of A by kcBlock (384 KiB; see rowBlock) stays in L2 while the
+// kernel walks the panels of B, each reused across the tiles of that
+// block of A. kcBlock is deep so that the
 // models' K (384 to 3072) takes one to three passes over C: on the AMD
 // EPYC (Zen 4, 1 MiB L2) this ran 4-10% faster than 256 or 384 deep on
 // gemm/1024, gemm/2048, ViT blocks and whole networks (interleaved runs),

@@ -155,7 +155,7 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 		}
 	}
 	// step emits one pass of the k loop at label: load b's row, then the
-	// mr·nv FMAs; with pf, also prefetch 2 lines of the next panel.
+	// mr·nv FMAs; with pf, also prefetch the same bytes of the next panel.
 	step := func(label string, pf Register) {
 		if taps {
 			Comment("b_v = b[taps[p] + v·lanes : ...]")
