@@ -4,7 +4,7 @@ package kern
 
 var (
 	gemmAVX512 = microKernel{mr: 12, nr: 32, fn: gemm12x32AVX512, direct: gemmDirect12x32AVX512,
-		tails: []tailKernel{{4, gemm4x32AVX512}, {8, gemm8x32AVX512}}}
+		tails: []rowsKernel[packedFn]{{4, gemm4x32AVX512}, {8, gemm8x32AVX512}}}
 	gemmAVX2 = microKernel{mr: 6, nr: 16, fn: gemm6x16AVX2, direct: gemmDirect6x16AVX2}
 )
 
@@ -24,7 +24,7 @@ func tapsKernelFor(p ISA) (tapsKernel, bool) {
 	switch p {
 	case ISAAVX512:
 		return tapsKernel{mr: 12, nr: 32, fn: gemmTaps12x32AVX512,
-			tails: []tapsTail{{4, gemmTaps4x32AVX512}, {8, gemmTaps8x32AVX512}}}, true
+			tails: []rowsKernel[tapsFn]{{4, gemmTaps4x32AVX512}, {8, gemmTaps8x32AVX512}}}, true
 	case ISAAVX2:
 		return tapsKernel{mr: 6, nr: 16, fn: gemmTaps6x16AVX2}, true
 	}

@@ -19,26 +19,30 @@ import "sync"
 // of A, zero-padded to mr rows, needs no more.
 type microKernel struct {
 	mr, nr int
-	fn     func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
+	fn     packedFn
 	direct func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
-	tails  []tailKernel
+	tails  []rowsKernel[packedFn]
 }
 
-// tailKernel is a microkernel for the first rows rows of an mr-row panel.
-type tailKernel struct {
+// packedFn is the signature of a microkernel over packed panels.
+type packedFn = func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
+
+// rowsKernel is a microkernel fn that computes only the first rows rows
+// of an mr-row panel.
+type rowsKernel[F any] struct {
 	rows int
-	fn   func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
+	fn   F
 }
 
-// forRows returns the kernel that computes the fewest rows, at least mh,
-// of a packed panel.
-func (mk *microKernel) forRows(mh int) func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32) {
-	for _, t := range mk.tails {
+// fewestRows returns the kernel among tails (by increasing rows) that
+// computes the fewest rows, at least mh, or full when none does.
+func fewestRows[F any](tails []rowsKernel[F], full F, mh int) F {
+	for _, t := range tails {
 		if mh <= t.rows {
 			return t.fn
 		}
 	}
-	return mk.fn
+	return full
 }
 
 // Cache blocking of the packed GEMM: a kcBlock-deep slice of B (packed in
@@ -314,7 +318,7 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 		if direct && mh == mr {
 			mk.direct(kb, &ma.a[row*ma.lda+pc], ma.lda, bp, cp, ldc, acc, bias, res, ldr, pf)
 		} else if mh < mr {
-			mk.forRows(mh)(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf)
+			fewestRows(mk.tails, mk.fn, mh)(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf)
 		} else {
 			mk.fn(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf)
 		}
@@ -396,8 +400,8 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 }
 
 // actCols is how many columns of a row block the activation waits for:
-// 96 rows of 256 columns (96 KiB) stay in L2, and each call covers 16
-// vectors, which amortizes its setup.
+// a block of about 100 rows of 256 columns (about 100 KiB) stays in L2,
+// and each call covers 16 vectors, which amortizes its setup.
 const actCols = 256
 
 // rowBlock is the height of the row blocks of A for m rows: as many blocks

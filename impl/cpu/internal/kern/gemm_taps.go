@@ -19,26 +19,12 @@ type PackedA struct {
 // increasing rows), for the last rows of A.
 type tapsKernel struct {
 	mr, nr int
-	fn     func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)
-	tails  []tapsTail
+	fn     tapsFn
+	tails  []rowsKernel[tapsFn]
 }
 
-// tapsTail is a taps kernel for the first rows rows of an mr-row panel.
-type tapsTail struct {
-	rows int
-	fn   func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)
-}
-
-// forRows returns the kernel that computes the fewest rows, at least mh,
-// of a packed panel.
-func (mk *tapsKernel) forRows(mh int) func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int) {
-	for _, t := range mk.tails {
-		if mh <= t.rows {
-			return t.fn
-		}
-	}
-	return mk.fn
-}
+// tapsFn is the signature of a taps microkernel.
+type tapsFn = func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)
 
 // Bytes is the memory the packed copy holds.
 func (p *PackedA) Bytes() int64 { return int64(len(p.data)+len(p.raw)) * 4 }
@@ -128,7 +114,7 @@ func SgemmTaps(pa *PackedA, src []float32, taps []int, n int, c []float32, ldc i
 			acc = 1
 		}
 		block := pa.data[rows*pc:]
-		tail := pa.mk.forRows(pa.M - (rows - mr))
+		tail := fewestRows(pa.mk.tails, pa.mk.fn, pa.M-(rows-mr))
 		for jr := 0; jr < nt; jr += nr {
 			for ir := 0; ir < rows; ir += mr {
 				fn := pa.mk.fn

@@ -45,7 +45,7 @@ gemm12x32AVX512_pfloop:
 	VMOVUPS (DX), Z24
 	VMOVUPS 64(DX), Z25
 
-	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
 	VBROADCASTSS (CX), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -98,7 +98,7 @@ gemm12x32AVX512_loop:
 	VMOVUPS (DX), Z24
 	VMOVUPS 64(DX), Z25
 
-	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
 	VBROADCASTSS (CX), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -332,7 +332,7 @@ gemm6x16AVX2_pfloop:
 	VMOVUPS (DX), Y12
 	VMOVUPS 32(DX), Y13
 
-	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
 	VBROADCASTSS (CX), Y14
 	VFMADD231PS  Y12, Y14, Y0
 	VFMADD231PS  Y13, Y14, Y1
@@ -366,7 +366,7 @@ gemm6x16AVX2_loop:
 	VMOVUPS (DX), Y12
 	VMOVUPS 32(DX), Y13
 
-	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
 	VBROADCASTSS (CX), Y14
 	VFMADD231PS  Y12, Y14, Y0
 	VFMADD231PS  Y13, Y14, Y1
@@ -512,7 +512,7 @@ gemm4x32AVX512_pfloop:
 	VMOVUPS (DX), Z8
 	VMOVUPS 64(DX), Z9
 
-	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
 	VBROADCASTSS (CX), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z1
@@ -541,7 +541,7 @@ gemm4x32AVX512_loop:
 	VMOVUPS (DX), Z8
 	VMOVUPS 64(DX), Z9
 
-	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
 	VBROADCASTSS (CX), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z1
@@ -667,7 +667,7 @@ gemm8x32AVX512_pfloop:
 	VMOVUPS (DX), Z16
 	VMOVUPS 64(DX), Z17
 
-	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
 	VBROADCASTSS (CX), Z18
 	VFMADD231PS  Z16, Z18, Z0
 	VFMADD231PS  Z17, Z18, Z1
@@ -708,7 +708,7 @@ gemm8x32AVX512_loop:
 	VMOVUPS (DX), Z16
 	VMOVUPS 64(DX), Z17
 
-	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
 	VBROADCASTSS (CX), Z18
 	VFMADD231PS  Z16, Z18, Z0
 	VFMADD231PS  Z17, Z18, Z1
@@ -1400,7 +1400,7 @@ gemmTaps12x32AVX512_loop:
 	VMOVUPS (DX)(SI*4), Z24
 	VMOVUPS 64(DX)(SI*4), Z25
 
-	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
 	VBROADCASTSS (CX), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -1554,7 +1554,7 @@ gemmTaps6x16AVX2_loop:
 	VMOVUPS (DX)(SI*4), Y12
 	VMOVUPS 32(DX)(SI*4), Y13
 
-	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
 	VBROADCASTSS (CX), Y14
 	VFMADD231PS  Y12, Y14, Y0
 	VFMADD231PS  Y13, Y14, Y1
@@ -1650,7 +1650,7 @@ gemmTaps4x32AVX512_loop:
 	VMOVUPS (DX)(SI*4), Z8
 	VMOVUPS 64(DX)(SI*4), Z9
 
-	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
 	VBROADCASTSS (CX), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z1
@@ -1736,7 +1736,7 @@ gemmTaps8x32AVX512_loop:
 	VMOVUPS (DX)(SI*4), Z16
 	VMOVUPS 64(DX)(SI*4), Z17
 
-	// acc[r][v] += broadcast(a[p·MR + r]) · b_v
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
 	VBROADCASTSS (CX), Z18
 	VFMADD231PS  Z16, Z18, Z0
 	VFMADD231PS  Z17, Z18, Z1

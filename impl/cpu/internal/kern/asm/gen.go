@@ -68,7 +68,7 @@ const (
 //
 // Without taps the kernel also finishes the tile while it is in registers:
 //
-//	func NAME(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int)
+//	func NAME(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
 //
 // adds bias[j] when bias is not nil and then res[r·ldr+j] when res is not
 // nil, in that order, after the product (and after c's old value):
@@ -83,7 +83,7 @@ const (
 // With aDirect, A is not packed but read in place, row r at a[r·lda + p]
 // (lda in elements), so a row-major activation needs no copy:
 //
-//	func NAME(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int)
+//	func NAME(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
 //
 // With bTaps the kernel is
 //
@@ -172,7 +172,7 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 		if mode == aDirect {
 			Comment("acc[r][v] += broadcast(a[r·lda + p]) · b_v")
 		} else {
-			Comment("acc[r][v] += broadcast(a[p·MR + r]) · b_v")
+			Comment("acc[r][v] += broadcast(a[p·panel + r]) · b_v")
 		}
 		for r := 0; r < mr; r++ {
 			src := Mem{Base: pa, Disp: 4 * r}
