@@ -27,6 +27,7 @@ type Backend struct {
 	math Math
 	info bench.Info
 
+	libs libSet
 	w    *worker
 	drv  *driver
 	rtc  *nvrtc
@@ -65,14 +66,32 @@ type Backend struct {
 // Open starts the backend on device ordinal with products computed as m
 // says. It always returns a Backend; when the driver, a device or NVRTC is
 // missing, Info().Available is false and Info().Reason says why in one line.
-func Open(ordinal int, m Math) *Backend { return openWith(ordinal, m, loadDriver) }
+func Open(ordinal int, m Math) *Backend { return openLibs(ordinal, m, m.BackendName(), systemLibs) }
+
+// libSet says where a backend's driver, NVRTC and cuBLAS come from: the
+// machine's CUDA libraries (systemLibs) or the CUDA emulator (emu.go).
+type libSet struct {
+	driver func() (*driver, error)
+	nvrtc  func() (*nvrtc, error)
+	cublas func() (*cublas, error)
+}
+
+// systemLibs are the machine's libcuda, NVRTC and cuBLAS (libs.go).
+var systemLibs = libSet{driver: loadDriver, nvrtc: loadNVRTC, cublas: loadCuBLAS}
 
 // openWith is Open with the driver's loader as a parameter: tests pass one
 // returning a simulated driver to exercise the device's failure modes.
 func openWith(ordinal int, m Math, load func() (*driver, error)) *Backend {
-	b := &Backend{name: m.BackendName(), math: m, modules: map[string]cuHandle{}, funcs: map[string]cuHandle{}}
+	libs := systemLibs
+	libs.driver = load
+	return openLibs(ordinal, m, m.BackendName(), libs)
+}
+
+// openLibs opens backend name on device ordinal with the libraries libs.
+func openLibs(ordinal int, m Math, name string, libs libSet) *Backend {
+	b := &Backend{name: name, math: m, libs: libs, modules: map[string]cuHandle{}, funcs: map[string]cuHandle{}}
 	b.info = bench.Info{Name: b.name}
-	if err := b.start(ordinal, load); err != nil {
+	if err := b.start(ordinal); err != nil {
 		b.info.Reason = oneLine(err.Error())
 		if b.w != nil {
 			b.w.run(b.release)
@@ -83,11 +102,11 @@ func openWith(ordinal int, m Math, load func() (*driver, error)) *Backend {
 	return b
 }
 
-// start loads the driver with load and the other libraries, creates the
+// start loads the driver and the other libraries of b.libs, creates the
 // context, stream, events and cuBLAS handle on a new device thread, and
 // fills Info.
-func (b *Backend) start(ordinal int, load func() (*driver, error)) error {
-	d, err := load()
+func (b *Backend) start(ordinal int) error {
+	d, err := b.libs.driver()
 	if err != nil {
 		return err
 	}
@@ -97,7 +116,7 @@ func (b *Backend) start(ordinal int, load func() (*driver, error)) error {
 		return err
 	}
 	b.w = w
-	rtc, err := loadNVRTC()
+	rtc, err := b.libs.nvrtc()
 	if err != nil {
 		return fmt.Errorf("%v (the driver and %s are present, but kernels cannot be compiled)", err, b.info.Device)
 	}
@@ -185,7 +204,7 @@ func (b *Backend) attr(a int32) int {
 // openCuBLAS runs on the device thread: a cuBLAS handle on the stream in
 // the backend's math mode.
 func (b *Backend) openCuBLAS() error {
-	c, err := loadCuBLAS()
+	c, err := b.libs.cublas()
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,12 @@ func openCuBLAS() (*cublas, error) {
 	if err != nil {
 		return nil, err
 	}
+	return bindCuBLAS(h, path)
+}
+
+// bindCuBLAS binds the cuBLAS entry points from the library with handle h
+// (libcublas, or the CUDA emulator's library), loaded from path.
+func bindCuBLAS(h uintptr, path string) (*cublas, error) {
 	c := &cublas{path: path}
 	if err := bindAll("libcublas", h, []symbol{
 		{&c.cublasCreate, "cublasCreate_v2"}, {&c.cublasDestroy, "cublasDestroy_v2"},

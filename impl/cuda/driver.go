@@ -83,8 +83,14 @@ func openDriver() (*driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	return bindDriver(h, path)
+}
+
+// bindDriver binds the driver API entry points from the library with
+// handle h (libcuda, or the CUDA emulator's library), loaded from path.
+func bindDriver(h uintptr, path string) (*driver, error) {
 	d := &driver{path: path}
-	err = bindAll("libcuda", h, []symbol{
+	err := bindAll("libcuda", h, []symbol{
 		{&d.cuInit, "cuInit"}, {&d.cuDriverGetVersion, "cuDriverGetVersion"},
 		{&d.cuDeviceGetCount, "cuDeviceGetCount"}, {&d.cuDeviceGet, "cuDeviceGet"},
 		{&d.cuDeviceGetName, "cuDeviceGetName"}, {&d.cuDeviceGetAttribute, "cuDeviceGetAttribute"},

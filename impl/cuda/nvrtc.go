@@ -49,6 +49,13 @@ func openNVRTC(names []string) (*nvrtc, error) {
 	if err != nil {
 		return nil, err
 	}
+	return bindNVRTC(h, path)
+}
+
+// bindNVRTC binds the NVRTC entry points from the library with handle h
+// (libnvrtc, or the CUDA emulator's library), loaded from path, and reads
+// its version and architectures.
+func bindNVRTC(h uintptr, path string) (*nvrtc, error) {
 	n := &nvrtc{path: path}
 	if err := bindAll("libnvrtc", h, []symbol{
 		{&n.nvrtcVersion, "nvrtcVersion"}, {&n.nvrtcGetErrorString, "nvrtcGetErrorString"},
