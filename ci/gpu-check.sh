@@ -6,41 +6,60 @@
 # OUT (default $OUT, else gpu-out) receives every result, every log and
 # report.md; VITBENCH (default ./vitbench) is a binary built elsewhere with
 #   CGO_ENABLED=0 go build -o vitbench ./cmd/vitbench
-# The CUDA libraries come from the machine: the driver; NVRTC and cuBLAS
-# from a CUDA toolkit, Debian's packages or NVIDIA's Python wheels (found
-# through the first python3 on PATH), or the directories in
-# VITBENCH_CUDA_LIBS. When vitbench finds no usable CUDA on its own, the
-# script asks python3 where its nvidia/*/lib folders are and tries again.
+# docs/gpu-check.md explains the run step by step.
 #
-# Steps run in order of importance, each under its own limit and all under
-# GPU_CHECK_BUDGET seconds (default 480): a step that fails or runs out of
-# time is recorded in steps.txt and the next one runs with what is left.
-# Timed steps run one at a time, so no two measurements share the GPU.
-#   1. the machine (nvidia-smi, libraries) and vitbench info
-#   2. conformance of every committed fixture on cuda (strict fp32), then
+# The CUDA libraries come from the machine: the driver; NVRTC and cuBLAS
+# from a CUDA toolkit, Debian's packages or NVIDIA's Python wheels. Before
+# anything runs, the script asks the first python3 on PATH for its
+# site-packages and user site folders and prepends every nvidia/*/lib (and
+# lib64) folder in them to LD_LIBRARY_PATH and VITBENCH_CUDA_LIBS, so that
+# vitbench loads the same NVRTC and cuBLAS as PyTorch; machine.txt records
+# what was exported.
+#
+# A preflight of about 20 s (GPU_CHECK_PREFLIGHT_SECS) comes first: vitbench
+# info, then one small fixture (GPU_CHECK_PREFLIGHT_CASE, a -run regex) checked
+# on each CUDA backend, each in its own process. When CUDA is unavailable,
+# a kernel does not compile or load, or a check fails, the script prints the
+# errors in a banner, writes them to OUT/preflight-failed.txt (steps.txt and
+# machine.txt are written too) and exits 3 without spending GPU minutes.
+#
+# Then steps run in order of importance, each under its own limit and all
+# under GPU_CHECK_BUDGET seconds (default 480): a step that fails or runs out
+# of time is recorded in steps.txt and the next one runs with what is left.
+# Timed steps run one at a time, so no two measurements share the GPU. Every
+# vitbench process that runs CUDA work runs one backend, so a sticky CUDA
+# fault (which ends that process's context) loses that backend's results
+# only.
+#   1. conformance of every committed fixture on cuda (strict fp32), then
 #      cuda-tf32, cuda-bf16 and cuda-fp16 side by side (each held to its
 #      precision's tolerance classes, fixtures/FORMAT.md); then agreement
-#      of the four with the CPU on every built-in case (vitbench agree:
-#      the full-size networks too), and of the main networks at batch 64
-#   3. every component on cuda, then in PyTorch fp32 on the same GPU
+#      of each of the four with the CPU on every built-in case (vitbench
+#      agree: the full-size networks too; one process per backend), and of
+#      the main networks at batch 64 on cuda and cuda-bf16
+#   2. every component on cuda, then in PyTorch fp32 on the same GPU
 #      (reference/bench_torch.py --device cuda, when python3 has torch
-#      with CUDA)
-#   4. every network at its own batch, likewise
-#   5. the main networks at batch 64 on cuda, cuda-tf32 and cuda-bf16,
+#      with CUDA: CUDA events after the same L2 flush as vitbench)
+#   3. every network at its own batch, likewise
+#   4. the main networks at batch 64 on cuda, cuda-tf32 and cuda-bf16,
 #      then PyTorch fp32, tf32 and bf16
-#   6. every component on cuda-tf32 and cuda-bf16, PyTorch likewise
-#   7. report.md from all of it
+#   5. every component on cuda-tf32 and cuda-bf16, PyTorch bf16
+#   6. report.md from all of it
 set -uo pipefail
 out=${1:-${OUT:-gpu-out}}
 bin=${2:-./vitbench}
 budget=${GPU_CHECK_BUDGET:-480}
+preflight_secs=${GPU_CHECK_PREFLIGHT_SECS:-20}
+preflight_case=${GPU_CHECK_PREFLIGHT_CASE:-'^gemm/odd_m13_n37_k29$'}
+cuda_backends=(cuda cuda-tf32 cuda-bf16 cuda-fp16)
 mkdir -p "$out"
 : >"$out/steps.txt"
 start=$SECONDS
 
 # step NAME SECONDS CMD...: runs CMD under timeout (SECONDS, or less when
 # the budget has less left) with its output in OUT/NAME.log, and records
-# the exit status and duration.
+# the exit status and duration in steps.txt. Returns CMD's exit status
+# (also left in step_rc); 125 when the step was skipped.
+step_rc=0
 step() {
   local name=$1 secs=$2
   shift 2
@@ -49,54 +68,157 @@ step() {
     secs=$left
   fi
   if [ "$secs" -lt 5 ]; then
-    printf '%-22s skipped: the %ds budget is spent\n' "$name" "$budget" | tee -a "$out/steps.txt"
-    return
+    printf '%-28s skipped: the %ds budget is spent\n' "$name" "$budget" | tee -a "$out/steps.txt"
+    step_rc=125
+    return "$step_rc"
   fi
   local t0=$SECONDS
   echo "=== $name (limit ${secs}s)"
   timeout --signal=TERM --kill-after=10 "$secs" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
+  step_rc=$?
   local note=""
-  [ "$rc" -eq 124 ] && note=" (timed out: finished cases are kept)"
-  printf '%-22s exit %3d  %4ds%s\n' "$name" "$rc" $((SECONDS - t0)) "$note" | tee -a "$out/steps.txt"
+  [ "$step_rc" -eq 124 ] && note=" (timed out: finished cases are kept)"
+  printf '%-28s exit %3d  %4ds%s\n' "$name" "$step_rc" $((SECONDS - t0)) "$note" | tee -a "$out/steps.txt"
   tail -3 "$out/$name.log"
+  return "$step_rc"
 }
 
 if [ ! -x "$bin" ]; then
-  echo "gpu-check: no vitbench binary at $bin (build one with CGO_ENABLED=0 go build -o vitbench ./cmd/vitbench)" >&2
+  msg="gpu-check: no vitbench binary at $bin (build one with CGO_ENABLED=0 go build -o vitbench ./cmd/vitbench)"
+  echo "$msg" | tee -a "$out/steps.txt" >&2
   exit 2
 fi
 
+# The loader path: every nvidia/*/lib and nvidia/*/lib64 folder of the
+# first python3 on PATH (its site-packages and its user site), first.
+wheel_libs=""
+if command -v python3 >/dev/null; then
+  wheel_libs=$(timeout 30 python3 - 2>/dev/null <<'PY'
+import glob, os, site
+roots = []
+try:
+    roots += site.getsitepackages()
+except AttributeError:  # an old virtualenv's site module
+    pass
+try:
+    roots.append(site.getusersitepackages())
+except AttributeError:
+    pass
+dirs = []
+for root in roots:
+    for sub in ("lib", "lib64"):
+        for d in sorted(glob.glob(os.path.join(root, "nvidia", "*", sub))):
+            if os.path.isdir(d) and d not in dirs:
+                dirs.append(d)
+print(":".join(dirs))
+PY
+  )
+fi
+if [ -n "$wheel_libs" ]; then
+  export LD_LIBRARY_PATH="$wheel_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export VITBENCH_CUDA_LIBS="$wheel_libs${VITBENCH_CUDA_LIBS:+:$VITBENCH_CUDA_LIBS}"
+fi
+
 have_torch=false
-if command -v python3 >/dev/null && python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+if command -v python3 >/dev/null && timeout 60 python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   have_torch=true
 fi
 
 {
   echo "# date"; date -u
   echo "# nvidia-smi"; nvidia-smi 2>&1 | head -20
-  echo "# python3"; command -v python3 && python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
+  echo "# python3"; command -v python3 && timeout 60 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1
+  echo "# loader path exported by gpu-check.sh (nvidia/*/lib and lib64 of python3's site-packages and user site)"
+  echo "wheel library folders: ${wheel_libs:-none found}"
+  echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+  echo "VITBENCH_CUDA_LIBS=${VITBENCH_CUDA_LIBS:-}"
   echo "# CUDA libraries on the loader's path"; ldconfig -p 2>/dev/null | grep -E 'libcuda\.|libnvrtc|libcublas' | head -20
-  echo "# CUDA libraries in toolkit folders"; ls /usr/local/cuda*/lib64/ 2>/dev/null | grep -E 'libnvrtc|libcublas' | head -20
+  echo "# CUDA libraries in toolkit folders"
+  for f in /usr/local/cuda*/lib64/libnvrtc* /usr/local/cuda*/lib64/libcublas*; do
+    [ -e "$f" ] && echo "$f"
+  done | head -20
 } >"$out/machine.txt" 2>&1
 
-step info 30 "$bin" info
-if grep -qE '^  cuda +unavailable' "$out/info.log" && $have_torch; then
-  dirs=$(python3 -c '
-import glob, os, site
-d = []
-for sp in site.getsitepackages():
-    d += glob.glob(os.path.join(sp, "nvidia", "*", "lib")) + glob.glob(os.path.join(sp, "nvidia", "*", "lib64"))
-print(":".join(d))' 2>/dev/null)
-  export VITBENCH_CUDA_LIBS="${VITBENCH_CUDA_LIBS:+$VITBENCH_CUDA_LIBS:}$dirs:/usr/local/nvidia/lib64:/usr/local/cuda/lib64"
-  echo "cuda unavailable on its own; retrying with VITBENCH_CUDA_LIBS=$VITBENCH_CUDA_LIBS" | tee -a "$out/steps.txt"
-  step info-retry 30 "$bin" info
-fi
-"$bin" info -json >"$out/info.json" 2>/dev/null
+# --- preflight: can each CUDA backend start, compile and load a kernel? ---
+pf_start=$SECONDS
+pf_problems=()
+step info 10 "$bin" info
+info_rc=$step_rc
+[ "$info_rc" -ne 0 ] && pf_problems+=("vitbench info: exit $info_rc")
+timeout 10 "$bin" info -json >"$out/info.json" 2>/dev/null
+while IFS= read -r l; do
+  pf_problems+=("vitbench info: ${l#"${l%%[! ]*}"}")
+done < <(grep -E '^  cuda(-[a-z0-9]+)? +unavailable|^cuda libs: .*not found' "$out/info.log")
 grep -E '^  cuda|^cuda' "$out/info.log"
 
+# preflight_check BACKEND SECONDS: the preflight case on BACKEND alone;
+# preflight-BACKEND.{log,json} and .rc (exit status and seconds).
+preflight_check() {
+  local b=$1 secs=$2 t0=$SECONDS
+  timeout --signal=TERM --kill-after=5 "$secs" "$bin" check -backend "$b" -fixtures fixtures \
+    -run "$preflight_case" -json "$out/preflight-$b.json" >"$out/preflight-$b.log" 2>&1
+  echo "$? $((SECONDS - t0))" >"$out/preflight-$b.rc"
+}
+pf_left=$((preflight_secs - (SECONDS - pf_start)))
+[ "$pf_left" -lt 5 ] && pf_left=5
+echo "=== preflight: $preflight_case on ${cuda_backends[*]} (limit ${pf_left}s, one process each)"
+# They measure nothing, so they share the GPU.
+pids=()
+for b in "${cuda_backends[@]}"; do
+  rm -f "$out/preflight-$b.json" "$out/preflight-$b.rc"
+  preflight_check "$b" "$pf_left" &
+  pids+=($!)
+done
+wait "${pids[@]}"
+for b in "${cuda_backends[@]}"; do
+  read -r rc secs 2>/dev/null <"$out/preflight-$b.rc" || rc=255 secs=0
+  note=""
+  [ "$rc" -eq 124 ] && note=" (timed out)"
+  printf '%-28s exit %3d  %4ds%s\n' "preflight-$b" "$rc" "$secs" "$note" | tee -a "$out/steps.txt"
+  status=""
+  [ -s "$out/preflight-$b.json" ] && status=$(grep -oE '"status": *"[A-Z]+"' "$out/preflight-$b.json" | grep -oE '[A-Z]+' | sort -u | paste -sd,)
+  if [ "$rc" -eq 0 ] && [ "$status" = OK ]; then
+    continue
+  fi
+  case $rc in
+  124) pf_problems+=("$b: check of $preflight_case timed out after ${pf_left}s (hangs while starting, compiling or loading)") ;;
+  0) pf_problems+=("$b: check of $preflight_case: status ${status:-none}") ;;
+  *) pf_problems+=("$b: check of $preflight_case: exit $rc, status ${status:-none}") ;;
+  esac
+  # The reason of each row (NVRTC's or the loader's message), else the log's last lines.
+  reasons=$(grep -oE '"reason": *"([^"\\]|\\.)+"' "$out/preflight-$b.json" 2>/dev/null | sed -E 's/^"reason": *"//; s/"$//; s/\\u003c/</g; s/\\u003e/>/g; s/\\u0026/\&/g; s/\\n/ /g; s/\\"/"/g')
+  [ -z "$reasons" ] && reasons=$(grep -iE 'nvrtc|compil|load|cuda_error|error|fail|not found|unavailable' "$out/preflight-$b.log" | head -5)
+  [ -z "$reasons" ] && reasons=$(tail -3 "$out/preflight-$b.log")
+  while IFS= read -r l; do
+    [ -n "$l" ] && pf_problems+=("$b:   $l")
+  done <<<"$reasons"
+done
+
+if ((${#pf_problems[@]})); then
+  {
+    echo "gpu-check preflight failed: CUDA cannot start, compile or load here, so nothing was measured."
+    echo "Loader path: LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} VITBENCH_CUDA_LIBS=${VITBENCH_CUDA_LIBS:-}"
+    printf '%s\n' "${pf_problems[@]}"
+  } >"$out/preflight-failed.txt"
+  echo "preflight                    FAILED: ${#pf_problems[@]} problem lines in preflight-failed.txt; no further step runs" >>"$out/steps.txt"
+  {
+    echo
+    echo "################################################################################"
+    echo "##  GPU-CHECK PREFLIGHT FAILED: no GPU minutes spent. Errors:"
+    echo "##"
+    for l in "${pf_problems[@]}"; do echo "##  $l"; done
+    echo "##"
+    echo "##  Written: $out/preflight-failed.txt, $out/steps.txt, $out/machine.txt, logs"
+    echo "################################################################################"
+  } >&2
+  exit 3
+fi
+echo "preflight                    ok: ${cuda_backends[*]} start, compile and load ($((SECONDS - pf_start))s)" | tee -a "$out/steps.txt"
+
+# --- conformance ---
 step check-cuda 150 "$bin" check -backend cuda -fixtures fixtures -v -json "$out/check.json"
-# The reduced-precision checks measure nothing: they may share the GPU.
+# The reduced-precision checks measure nothing: they may share the GPU
+# (one process each).
 check_reduced() {
   local pids=() p
   for p in tf32 bf16 fp16; do
@@ -111,7 +233,12 @@ check_reduced() {
 export -f check_reduced
 export bin out
 step check-reduced 90 bash -c check_reduced
-step agree 150 "$bin" agree -ref cpu -backend cuda,cuda-tf32,cuda-bf16,cuda-fp16 -json "$out/agree.json"
+
+# Agreement with the CPU, one process per backend, one after another.
+step agree-cuda 75 "$bin" agree -ref cpu -backend cuda -json "$out/agree-cuda.json"
+for b in cuda-tf32 cuda-bf16 cuda-fp16; do
+  step "agree-$b" 45 "$bin" agree -ref cpu -backend "$b" -json "$out/agree-$b.json"
+done
 
 # Case names by kind, from the case list's Markdown table.
 cases_of() { "$bin" list | awk -F'|' -v k="$1" '{gsub(/ /, "", $2); gsub(/ /, "", $3)} $3 == k {print $2}'; }
@@ -121,11 +248,11 @@ big="^(vit_s16|vit_b16|deit_s|t2t_vit_14|volo_d1)$"
 timing=(-count 10 -warmup 3 -min-sample 5ms -threads 1)
 tb=(python3 reference/bench_torch.py --device cuda --threads 1 --count 10 --warmup 3 --min-sample-ms 5)
 
-# bench NAME LIMIT BACKENDS REGEX [ARGS...]: vitbench timing into NAME.txt/.json.
+# bench NAME LIMIT BACKEND REGEX [ARGS...]: vitbench timing into NAME.txt/.json.
 bench() {
-  local name=$1 secs=$2 backends=$3 re=$4
+  local name=$1 secs=$2 backend=$3 re=$4
   shift 4
-  step "$name" "$secs" "$bin" bench -backend "$backends" -run "$re" "${timing[@]}" "$@" \
+  step "$name" "$secs" "$bin" bench -backend "$backend" -run "$re" "${timing[@]}" "$@" \
     -o "$out/$name.txt" -json "$out/$name.json"
 }
 # torch NAME LIMIT DTYPE REGEX [ARGS...]: PyTorch timing into NAME.txt.
@@ -137,17 +264,23 @@ torch() {
 }
 $have_torch || echo "no python3 with CUDA-enabled torch: no PyTorch column" | tee -a "$out/steps.txt"
 
-step agree-b64 60 "$bin" agree -ref cpu -backend cuda,cuda-bf16 -run "$big" -batch 64 -json "$out/agree-b64.json"
+for b in cuda cuda-bf16; do
+  step "agree-b64-$b" 40 "$bin" agree -ref cpu -backend "$b" -run "$big" -batch 64 -json "$out/agree-b64-$b.json"
+done
 
+# --- timing ---
 bench bench-components 90 cuda "$components"
 torch torch-components 90 fp32 "$components"
 bench bench-networks 120 cuda "$networks"
 torch torch-networks 120 fp32 "$networks"
-bench bench-b64 60 cuda,cuda-tf32,cuda-bf16 "$big" -batch 64
+bench bench-b64-cuda 25 cuda "$big" -batch 64
+bench bench-b64-cuda-tf32 25 cuda-tf32 "$big" -batch 64
+bench bench-b64-cuda-bf16 25 cuda-bf16 "$big" -batch 64
 torch torch-b64 40 fp32 "$big" --batch 64
 torch torch-b64-tf32 40 tf32 "$big" --batch 64
 torch torch-b64-bf16 40 bf16 "$big" --batch 64
-bench bench-components-reduced 90 cuda-tf32,cuda-bf16 "$components"
+bench bench-components-cuda-tf32 45 cuda-tf32 "$components"
+bench bench-components-cuda-bf16 45 cuda-bf16 "$components"
 torch torch-components-bf16 60 bf16 "$components"
 
 inputs=()
