@@ -2,7 +2,11 @@ package cuda
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
+
+	"github.com/ebitengine/purego"
 )
 
 // cuBLAS constants (cublas_api.h).
@@ -32,6 +36,7 @@ var cublasStatusNames = map[int32]string{
 // cublas holds the cuBLAS entry points (the _v2 API).
 type cublas struct {
 	path string
+	lt   string // the libcublasLt loaded from path's directory first; "" when none was
 
 	cublasCreate              func(h *uintptr) int32
 	cublasDestroy             func(h uintptr) int32
@@ -59,12 +64,60 @@ func loadCuBLAS() (*cublas, error) {
 	return cublasLib, cublasErr
 }
 
+// openCuBLAS opens the first cuBLAS of cublasNames that loads, each
+// candidate file after the libcublasLt beside it, and binds it.
 func openCuBLAS() (*cublas, error) {
-	h, path, err := openLibrary("cuBLAS", cublasNames)
+	lt := ""
+	h, path, err := libSearch{what: "cuBLAS", names: cublasNames, open: func(p string) (uintptr, error) {
+		var h uintptr
+		var err error
+		h, lt, err = dlopenWithLt(p)
+		return h, err
+	}}.run()
 	if err != nil {
 		return nil, err
 	}
-	return bindCuBLAS(h, path)
+	c, err := bindCuBLAS(h, path)
+	if err != nil {
+		return nil, err
+	}
+	c.lt = lt
+	return c, nil
+}
+
+// dlopenWithLt dlopens the libcublas at path after the libcublasLt of its
+// directory (libcublas needs it, and finds it by SONAME only when that
+// directory, a Python wheel's say, is on the loader's path). It returns
+// the handle and the libcublasLt loaded ("" for none: a bare name, or no
+// libcublasLt there); a libcublasLt loaded for a libcublas that then fails
+// is closed, so that it cannot stand in for another version's.
+func dlopenWithLt(path string) (uintptr, string, error) {
+	var ltH uintptr
+	lt := ""
+	if strings.Contains(path, "/") {
+		ltH, lt, _ = preloadFromDir(cublasLtPaths(path))
+	}
+	h, err := dlopenGlobal(path)
+	if err != nil {
+		if ltH != 0 {
+			purego.Dlclose(ltH)
+		}
+		return 0, "", err
+	}
+	return h, lt, nil
+}
+
+// cublasLtPaths lists the libcublasLt files beside the libcublas at path,
+// best first: libcublasLt.so.<N> for libcublas.so.<N>, then any
+// libcublasLt.so*.
+func cublasLtPaths(path string) []string {
+	dir, base := filepath.Split(path)
+	var exact []string
+	if _, ver, ok := strings.Cut(base, ".so."); ok {
+		major, _, _ := strings.Cut(ver, ".")
+		exact = append(exact, filepath.Join(dir, "libcublasLt.so."+major))
+	}
+	return existingFirst(exact, filepath.Join(dir, "libcublasLt.so*"))
 }
 
 // bindCuBLAS binds the cuBLAS entry points from the library with handle h

@@ -19,12 +19,28 @@ func Libraries() []string {
 		if n.nvrtcGetCUBIN == nil {
 			cubin = "PTX only"
 		}
-		out = append(out, fmt.Sprintf("NVRTC %s (%s; %s; %s)", n.version(), n.path, archs, cubin))
+		out = append(out, fmt.Sprintf("NVRTC %s (%s; %s; %s; %s)", n.version(), n.path, n.builtinsLine(), archs, cubin))
 	}
 	if c, err := loadCuBLAS(); err != nil {
 		out = append(out, oneLine(err.Error()))
 	} else {
-		out = append(out, "cuBLAS "+c.path+" (version read once a device is open)")
+		lt := "libcublasLt from the loader's search"
+		if c.lt != "" {
+			lt = "libcublasLt " + c.lt
+		}
+		out = append(out, "cuBLAS "+c.path+" ("+lt+"; version read once a device is open)")
 	}
 	return out
+}
+
+// builtinsLine says where NVRTC's builtins come from: the file loaded from
+// NVRTC's directory, or the note on why the loader's search provides them.
+func (n *nvrtc) builtinsLine() string {
+	if n.builtins != "" {
+		return "builtins " + n.builtins
+	}
+	if n.builtinsNote != "" {
+		return n.builtinsNote
+	}
+	return "builtins not loaded"
 }

@@ -119,26 +119,148 @@ var errLibNotFound = errors.New("not found")
 
 // openLibrary dlopens the first candidate for names that loads and returns
 // its handle and path. The error names what was looked for in one line,
-// with the loader's message for the first name when it had one.
+// with the loader's message for a candidate file that exists but did not
+// load, else for the first name.
 func openLibrary(what string, names []string) (uintptr, string, error) {
-	var firstErr string
-	for _, c := range candidatePaths(names) {
-		if !strings.Contains(c, "/") || fileExists(c) {
-			h, err := purego.Dlopen(c, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-			if err == nil {
-				return h, c, nil
-			}
-			if firstErr == "" {
-				firstErr = err.Error()
+	return libSearch{what: what, names: names}.run()
+}
+
+// libSearch is one library's search: the candidates of names (see
+// candidatePaths), each opened with open and offered to reject.
+type libSearch struct {
+	what  string   // the library in messages: "NVRTC"
+	names []string // file names, newest first
+	// open dlopens one candidate; nil means dlopenGlobal. cuBLAS's loads
+	// libcublasLt from the candidate's directory first.
+	open func(path string) (uintptr, error)
+	// reject returns why a candidate that loaded is passed over (it is
+	// then closed and the search goes on), or "" to take it; nil takes
+	// the first that loads. NVRTC's passes over versions the driver is
+	// too old for.
+	reject func(h uintptr, path string) string
+}
+
+// run tries the candidates in order and returns the handle and path of the
+// first one taken, or the one-line "<what> not found: ..." error.
+func (s libSearch) run() (uintptr, string, error) {
+	open := s.open
+	if open == nil {
+		open = dlopenGlobal
+	}
+	var log searchLog
+	for _, c := range candidatePaths(s.names) {
+		if strings.Contains(c, "/") && !fileExists(c) {
+			continue
+		}
+		h, err := open(c)
+		if err != nil {
+			log.failed(c, err)
+			continue
+		}
+		if s.reject != nil {
+			if why := s.reject(h, c); why != "" {
+				purego.Dlclose(h)
+				log.skipped = append(log.skipped, c+": "+why)
+				continue
 			}
 		}
-	}
-	detail := ""
-	if firstErr != "" {
-		detail = " (" + oneLine(firstErr) + ")"
+		return h, c, nil
 	}
 	return 0, "", fmt.Errorf("%s %w: no %s in %s, the loader's path, the CUDA directories or NVIDIA's Python wheels%s",
-		what, errLibNotFound, strings.Join(names, ", "), libsEnv, detail)
+		s.what, errLibNotFound, strings.Join(s.names, ", "), libsEnv, log.detail())
+}
+
+// dlopenGlobal dlopens path with RTLD_NOW|RTLD_GLOBAL, so that what the
+// library opens later by its SONAME finds it.
+func dlopenGlobal(path string) (uintptr, error) {
+	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+}
+
+// searchLog gathers what a library search saw, for its error when no
+// candidate is taken.
+type searchLog struct {
+	firstErr string   // the loader's message for the first candidate that failed
+	fileErr  string   // the same for the first candidate file that exists
+	skipped  []string // candidates that loaded but were passed over: "path: why"
+}
+
+// failed records that candidate c did not load. A file that exists and
+// fails (a wheel's library missing a dependency, a broken copy) says more
+// than a bare name the loader did not find, so its message is kept apart,
+// prefixed with its path when the loader's message does not name it.
+func (l *searchLog) failed(c string, err error) {
+	msg := oneLine(err.Error())
+	if l.firstErr == "" {
+		l.firstErr = msg
+	}
+	if l.fileErr == "" && strings.Contains(c, "/") {
+		if !strings.Contains(msg, c) {
+			msg = c + ": " + msg
+		}
+		l.fileErr = msg
+	}
+}
+
+// detail is the parenthesised end of the not-found error: the existing
+// file's error (else the first one) and the candidates passed over, or "".
+func (l *searchLog) detail() string {
+	var parts []string
+	switch {
+	case l.fileErr != "":
+		parts = append(parts, l.fileErr)
+	case l.firstErr != "":
+		parts = append(parts, l.firstErr)
+	}
+	if len(l.skipped) > 0 {
+		parts = append(parts, "passed over "+strings.Join(l.skipped, ", "))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// preloadFromDir dlopens, with RTLD_NOW|RTLD_GLOBAL, the first of paths
+// that loads, so that a library which later dlopens it by its SONAME (NVRTC
+// its builtins, libcublas its libcublasLt) finds this copy even when its
+// directory is not on the loader's path. It returns the handle and path
+// loaded, or 0, "" and the first loader message ("" when paths is empty).
+func preloadFromDir(paths []string) (uintptr, string, string) {
+	firstErr := ""
+	for _, p := range paths {
+		h, err := dlopenGlobal(p)
+		if err == nil {
+			return h, p, ""
+		}
+		if firstErr == "" {
+			firstErr = oneLine(err.Error())
+		}
+	}
+	return 0, "", firstErr
+}
+
+// existingFirst returns the paths of exact that exist, then the matches of
+// the patterns (each newest first), without repeats.
+func existingFirst(exact []string, patterns ...string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, p := range exact {
+		if fileExists(p) {
+			add(p)
+		}
+	}
+	for _, pat := range patterns {
+		for _, p := range globNewestFirst(pat) {
+			add(p)
+		}
+	}
+	return out
 }
 
 func fileExists(p string) bool {

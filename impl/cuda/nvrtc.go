@@ -2,8 +2,10 @@ package cuda
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -15,6 +17,10 @@ type nvrtc struct {
 	path         string
 	major, minor int
 	archs        []int // supported sm_XX, ascending; nil when NVRTC cannot list them
+	// builtins is the libnvrtc-builtins loaded from NVRTC's directory
+	// before any compile ("" when none was); builtinsNote says why none
+	// was, or that the loader's search provides it.
+	builtins, builtinsNote string
 
 	nvrtcVersion              func(major, minor *int32) int32
 	nvrtcGetErrorString       func(code int32) *byte
@@ -37,19 +43,99 @@ var (
 	nvrtcErr  error
 )
 
-// loadNVRTC opens NVRTC once. The error reads "NVRTC not found: ..." when
-// no library loads.
+// loadNVRTC opens NVRTC once, passing over versions newer than the
+// machine's driver supports. The error reads "NVRTC not found: ..." when no
+// library loads.
 func loadNVRTC() (*nvrtc, error) {
-	nvrtcOnce.Do(func() { nvrtcLib, nvrtcErr = openNVRTC(nvrtcNames) })
+	nvrtcOnce.Do(func() { nvrtcLib, nvrtcErr = openNVRTC(nvrtcNames, driverCUDAVersion()) })
 	return nvrtcLib, nvrtcErr
 }
 
-func openNVRTC(names []string) (*nvrtc, error) {
-	h, path, err := openLibrary("NVRTC", names)
+// driverCUDAVersion returns the CUDA version the machine's driver supports
+// as cuDriverGetVersion reports it (1000·major + 10·minor: 12040 is 12.4),
+// or 0 when no driver loads. cuInit is not needed for it.
+func driverCUDAVersion() int {
+	d, err := loadDriver()
+	if err != nil || d.cuDriverGetVersion == nil {
+		return 0
+	}
+	var v int32
+	if d.cuDriverGetVersion(&v) != 0 || v <= 0 {
+		return 0
+	}
+	return int(v)
+}
+
+// openNVRTC opens the first NVRTC of names whose major version the driver
+// supports (driverVersion as cuDriverGetVersion gives it; 0: no driver, no
+// limit), binds it and loads its builtins from its directory.
+func openNVRTC(names []string, driverVersion int) (*nvrtc, error) {
+	search := libSearch{what: "NVRTC", names: names}
+	if driverVersion > 0 {
+		search.reject = func(h uintptr, _ string) string { return nvrtcTooNew(h, driverVersion) }
+	}
+	h, path, err := search.run()
 	if err != nil {
 		return nil, err
 	}
-	return bindNVRTC(h, path)
+	n, err := bindNVRTC(h, path)
+	if err != nil {
+		return nil, err
+	}
+	n.preloadBuiltins()
+	return n, nil
+}
+
+// nvrtcTooNew says why the NVRTC with handle h cannot serve a driver of
+// driverVersion (its major version is newer: the driver would refuse its
+// CUBINs and PTX), or "" when it can or its version cannot be read.
+func nvrtcTooNew(h uintptr, driverVersion int) string {
+	var version func(major, minor *int32) int32
+	if !bindOptional(h, symbol{&version, "nvrtcVersion"}) {
+		return ""
+	}
+	var major, minor int32
+	if version(&major, &minor) != 0 || int(major) <= driverVersion/1000 {
+		return ""
+	}
+	return fmt.Sprintf("NVRTC %d.%d is newer than the driver's CUDA %d.%d", major, minor,
+		driverVersion/1000, driverVersion%1000/10)
+}
+
+// builtinsPaths lists the libnvrtc-builtins files in dir for NVRTC
+// major.minor, best first: libnvrtc-builtins.so.<major>.<minor> (the name
+// NVRTC dlopens), then any libnvrtc-builtins.so.<major>*, then any
+// libnvrtc-builtins*.so* (CUDA 13's wheels and other layouts).
+func builtinsPaths(dir string, major, minor int) []string {
+	exact := filepath.Join(dir, fmt.Sprintf("libnvrtc-builtins.so.%d.%d", major, minor))
+	return existingFirst([]string{exact},
+		filepath.Join(dir, fmt.Sprintf("libnvrtc-builtins.so.%d*", major)),
+		filepath.Join(dir, "libnvrtc-builtins*.so*"))
+}
+
+// preloadBuiltins loads libnvrtc-builtins from NVRTC's own directory, when
+// NVRTC was opened by a path with one. NVRTC dlopens its builtins by bare
+// name at the first compile, which fails (NVRTC_ERROR_BUILTIN_OPERATION_
+// FAILURE on every compile) when that directory, a Python wheel's say, is
+// not on the loader's path; a copy already loaded with RTLD_GLOBAL under
+// that SONAME is found instead. Finding none is not an error (the loader
+// may have one): it is recorded in builtinsNote.
+func (n *nvrtc) preloadBuiltins() {
+	if !strings.Contains(n.path, "/") {
+		n.builtinsNote = "builtins from the loader's search"
+		return
+	}
+	dir := filepath.Dir(n.path)
+	paths := builtinsPaths(dir, n.major, n.minor)
+	_, p, loadErr := preloadFromDir(paths)
+	switch {
+	case p != "":
+		n.builtins = p
+	case len(paths) == 0:
+		n.builtinsNote = fmt.Sprintf("no libnvrtc-builtins.so.%d.%d in %s: builtins from the loader's search", n.major, n.minor, dir)
+	default:
+		n.builtinsNote = fmt.Sprintf("builtins in %s do not load (%s): builtins from the loader's search", dir, loadErr)
+	}
 }
 
 // bindNVRTC binds the NVRTC entry points from the library with handle h
@@ -164,15 +250,27 @@ func (e *compileError) Error() string {
 
 func (e *compileError) Unwrap() error { return e.Err }
 
+// nvrtcBuiltinFailure is NVRTC_ERROR_BUILTIN_OPERATION_FAILURE, what every
+// compile returns when NVRTC cannot load its builtins library.
+const nvrtcBuiltinFailure = 7
+
 // compile compiles source (the file name) for t and returns the CUBIN or
 // PTX. A failed compilation returns a *compileError with NVRTC's log.
 func (n *nvrtc) compile(name, source string, t target) ([]byte, error) {
+	code, _, err := n.compileWith(name, source, t, nil)
+	return code, err
+}
+
+// compileWith is compile with extra NVRTC options after compileOptions(t)
+// (a test's --ptxas-options=-v; never part of a cached compile) and also
+// returns the compilation log of a successful compile.
+func (n *nvrtc) compileWith(name, source string, t target, extra []string) ([]byte, string, error) {
 	var prog uintptr
 	if err := n.check("nvrtcCreateProgram", n.nvrtcCreateProgram(&prog, source, name, 0, nil, nil)); err != nil {
-		return nil, &compileError{Kernel: name, Target: t.String(), Err: err}
+		return nil, "", &compileError{Kernel: name, Target: t.String(), Err: err}
 	}
 	defer n.nvrtcDestroyProgram(&prog)
-	opts := compileOptions(t)
+	opts := append(compileOptions(t), extra...)
 	bufs, ptrs := cStrings(opts)
 	var pin runtime.Pinner
 	for _, b := range bufs {
@@ -181,23 +279,36 @@ func (n *nvrtc) compile(name, source string, t target) ([]byte, error) {
 	pin.Pin(&ptrs[0])
 	code := n.nvrtcCompileProgram(prog, int32(len(ptrs)), unsafe.Pointer(&ptrs[0]))
 	pin.Unpin()
+	log := n.log(prog)
 	if err := n.check("nvrtcCompileProgram", code); err != nil {
-		return nil, &compileError{Kernel: name, Target: t.String(), Err: err, Log: n.log(prog)}
+		if code == nvrtcBuiltinFailure && n.builtinsNote != "" {
+			err = fmt.Errorf("%w (%s)", err, n.builtinsNote)
+		}
+		return nil, log, &compileError{Kernel: name, Target: t.String(), Err: err, Log: log}
 	}
+	out, err := n.output(prog, t)
+	if err != nil {
+		return nil, log, &compileError{Kernel: name, Target: t.String(), Err: err}
+	}
+	return out, log, nil
+}
+
+// output returns the compiled program's CUBIN, or PTX when t is PTX.
+func (n *nvrtc) output(prog uintptr, t target) ([]byte, error) {
 	size, get, call := n.nvrtcGetPTXSize, n.nvrtcGetPTX, "nvrtcGetPTX"
 	if t.CUBIN {
 		size, get, call = n.nvrtcGetCUBINSize, n.nvrtcGetCUBIN, "nvrtcGetCUBIN"
 	}
 	var sz uint64
 	if err := n.check(call+"Size", size(prog, &sz)); err != nil {
-		return nil, &compileError{Kernel: name, Target: t.String(), Err: err}
+		return nil, err
 	}
 	if sz == 0 {
-		return nil, &compileError{Kernel: name, Target: t.String(), Err: fmt.Errorf("%s returned no code", call)}
+		return nil, fmt.Errorf("%s returned no code", call)
 	}
 	out := make([]byte, sz)
 	if err := n.check(call, get(prog, &out[0])); err != nil {
-		return nil, &compileError{Kernel: name, Target: t.String(), Err: err}
+		return nil, err
 	}
 	return out, nil
 }
