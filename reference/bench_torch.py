@@ -11,10 +11,20 @@ inputs and weights), then run under ``torch.inference_mode()`` with ``torch.set_
 repeats the call until ``--min-sample-ms`` has passed and records the mean; the iteration count says how many),
 so the file keeps the whole distribution for benchstat / ``vitbench report``.
 
-``--device cuda`` moves the module and its inputs to the GPU and brackets every timed call (and
-every sample) with ``torch.cuda.synchronize()``, so a sample is the GPU's whole work; the header
-then names the GPU and CUDA version (``cuda:`` line) and rows stay ``backend=torch``, paired with
-the vitbench rows of the same case, batch and thread count.  On the GPU ``--dtype`` picks the
+``--device cuda`` moves the module and its inputs to the GPU and times every call the way vitbench's
+CUDA backend does (``impl/cuda/timing.go``): zero-fill a flush buffer of max(2 x L2, 64 MiB)
+(``torch.cuda.get_device_properties(0).L2_cache_size``, 50 MiB when torch does not say) and
+synchronize, so each call starts with a cold L2; record a CUDA event, call, record a second event
+and wait for it.  ns/op is the time between the events (the GPU's clock, as vitbench's ns/op), and
+``e2e-ns/op`` beside it the host wall time from just before the call to the end of the wait (the
+flush excluded).  A warm-up call is one such timed call, its figures dropped.  The header then
+names the GPU and CUDA version (``cuda:`` line), says ``clock: cuda-events`` and the flush size
+(``l2-flush-mib:``); rows stay ``backend=torch``, paired with the vitbench rows of the same case,
+batch and thread count.  For the attention cases (op ``mhsa`` and ``block``, whose modules hold an
+``Attention``) a second row is timed with the attention computed by
+``torch.nn.functional.scaled_dot_product_attention`` (PyTorch's fused kernels; torch >= 2.0, else
+the row is left out): its case name ends in ``/sdpa`` (``Benchmark_mhsa/vit_b16/sdpa/backend=torch/...``),
+so it is read as a case of its own and never stands in for the plain PyTorch row.  On the GPU ``--dtype`` picks the
 precision: ``fp32`` (the default) turns TF32 off for matmuls and cuDNN convolutions alike (cuDNN's
 default would use it), ``tf32`` turns it on for both, ``bf16`` and ``fp16`` convert the module and
 its floating-point inputs to that type (PyTorch eager in bf16/fp16).  The rows' dtype field says
@@ -25,7 +35,8 @@ A case that raises is reported on stderr and kept as a ``# FAILED Benchmark_...:
 ``vitbench bench`` writes them); the file is rewritten (atomically) after every case, so a run
 stopped by a timeout keeps the cases it finished.
 
-Per line: ns/op (``time.perf_counter_ns`` around one forward call with all the case's inputs),
+Per line: ns/op (on the CPU ``time.perf_counter_ns`` around one forward call with all the case's
+inputs, header ``clock: wall``; on the GPU CUDA events, above),
 GFLOP/s = 2*MACs/ns (omitted when MACs = 0), GB/s = bytes/ns with bytes = 4*(input + weight +
 output elements), and MACs/op (``cases.macs``: patch_embed B*N*E*C*ph*pw; soft_split 0;
 ms_deform_attn_core N*Lq*M*L*P*D*5; ddetr_transformer: its encoder and decoder layers and the
@@ -50,6 +61,7 @@ import re
 import subprocess
 import sys
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -57,6 +69,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from vitbench_ref import cases as C  # noqa: E402
+from vitbench_ref import modules as M  # noqa: E402
 from vitbench_ref.export import materialize, module_args  # noqa: E402
 
 GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i686": "386",
@@ -199,14 +212,119 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="fp32"):
-    """Time one normalised case; return (samples as (runs, mean ns per run), MACs, bytes).
+# The L2 size assumed when torch does not report the device's (an H100's is 50 MiB).
+DEFAULT_L2_BYTES = 50 << 20
+
+
+def l2_flush_bytes(l2_bytes):
+    """The size of the buffer cleared before every timed GPU call: max(2 x L2, 64 MiB), as
+    vitbench's CUDA backend (``allocFlush`` in impl/cuda/backend.go)."""
+    return max(2 * int(l2_bytes), 64 << 20)
+
+
+def device_l2_bytes(props):
+    """The L2 size in bytes from torch.cuda.get_device_properties (``L2_cache_size``, torch >= 2.1),
+    DEFAULT_L2_BYTES when the property is missing or not positive."""
+    v = getattr(props, "L2_cache_size", None)
+    try:
+        v = int(v)
+    except (TypeError, ValueError):
+        return DEFAULT_L2_BYTES
+    return v if v > 0 else DEFAULT_L2_BYTES
+
+
+class CudaTimer:
+    """Times one call as vitbench's CUDA backend times a run (impl/cuda/timing.go): clear the
+    flush buffer (evicting the L2) and synchronize, record the start event, call, record the stop
+    event and wait for it.  time() returns (event ns, host end-to-end ns); the wall clock runs
+    from just before the call to the end of the wait, so the flush is excluded from both."""
+
+    def __init__(self, flush_bytes):
+        self.flush_bytes = flush_bytes
+        self.buf = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.stop = torch.cuda.Event(enable_timing=True)
+
+    def time(self, fn):
+        self.buf.zero_()
+        torch.cuda.synchronize()
+        self.start.record()
+        t0 = time.perf_counter_ns()
+        fn()
+        self.stop.record()
+        self.stop.synchronize()
+        e2e = time.perf_counter_ns() - t0
+        return self.start.elapsed_time(self.stop) * 1e6, e2e
+
+
+_timer = None
+
+
+def cuda_timer():
+    """The process's CudaTimer, its flush buffer sized for device 0 and allocated once."""
+    global _timer
+    if _timer is None:
+        _timer = CudaTimer(l2_flush_bytes(device_l2_bytes(torch.cuda.get_device_properties(0))))
+    return _timer
+
+
+# Op kinds whose module computes attention in modules.Attention: the ones timed a second time with
+# torch.nn.functional.scaled_dot_product_attention (variant "sdpa").
+SDPA_OPS = ("mhsa", "block")
+
+
+def sdpa_available():
+    """Whether this torch has torch.nn.functional.scaled_dot_product_attention (torch >= 2.0)."""
+    return hasattr(torch.nn.functional, "scaled_dot_product_attention")
+
+
+def variants_for(case, device):
+    """The rows timed for a case: None (the module as the fixtures define it), then "sdpa" for an
+    attention case on the GPU when this torch has scaled_dot_product_attention."""
+    out = [None]
+    if device == "cuda" and case["op"] in SDPA_OPS and sdpa_available():
+        out.append("sdpa")
+    return out
+
+
+def _sdpa_attention_forward(self, x):
+    """modules.Attention.forward with the attention core in scaled_dot_product_attention (same
+    qkv layout and projection; a non-default scale is folded into q, as torch < 2.1's
+    scaled_dot_product_attention has no scale argument)."""
+    b, n, e = x.shape
+    q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+    default = self.head_dim ** -0.5
+    if self.scale != default:
+        q = q * (self.scale / default)
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    return self.proj(o.transpose(1, 2).reshape(b, n, e))
+
+
+def use_sdpa(module):
+    """module with every modules.Attention in it (itself included) computing its attention with
+    scaled_dot_product_attention; ValueError when it holds none."""
+    found = 0
+    for m in module.modules():
+        if isinstance(m, M.Attention):
+            m.forward = types.MethodType(_sdpa_attention_forward, m)
+            found += 1
+    if not found:
+        raise ValueError("variant sdpa: the module holds no Attention")
+    return module
+
+
+def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="fp32", variant=None):
+    """Time one normalised case; return (samples as (runs, mean ns per run, mean end-to-end ns per
+    run or None), MACs, bytes, peak RSS).
 
     A sample repeats the forward call until it has lasted min_sample_ns (at least once) and
     records the mean, exactly as ``vitbench bench -min-sample`` does, so short cases are not
     dominated by timer and scheduler noise.  Warm-up stops after the first call that takes longer
     than WARMUP_LONG_NS: one such call has already touched every buffer and code path, and more
-    would only add minutes (the grid_sample path of the Deformable DETR transformer takes ~30 s)."""
+    would only add minutes (the grid_sample path of the Deformable DETR transformer takes ~30 s).
+    On the GPU each call is timed by CudaTimer (CUDA events after an L2 flush) and a sample lasts
+    until its calls' end-to-end times add up to min_sample_ns, as in vitbench's runner; on the CPU
+    the end-to-end figure is None.  variant "sdpa" computes the attention with use_sdpa."""
     reset_peak_rss()
     module, inputs, weights, (ins, ws, outs), _ = materialize(case, seed)
     args = module_args(inputs)  # every input, in the op's order (padding_mask as bool)
@@ -217,7 +335,30 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="
     if cast is not None:
         module = module.to(getattr(torch, cast))
         args = [cast_floating(a, getattr(torch, cast)) for a in args]
+    if variant == "sdpa":
+        module = use_sdpa(module)
+    elif variant is not None:
+        raise ValueError("unknown variant %r" % variant)
     samples = []
+    if device == "cuda":
+        timer = cuda_timer()
+        with torch.inference_mode():
+            for _ in range(warmup):
+                _, e2e = timer.time(lambda: module(*args))
+                if e2e > WARMUP_LONG_NS:
+                    break
+            for _ in range(count):
+                runs, ev, e2e = 0, 0.0, 0
+                while runs == 0 or e2e < min_sample_ns:
+                    k, e = timer.time(lambda: module(*args))
+                    ev += k
+                    e2e += e
+                    runs += 1
+                samples.append((runs, ev / runs, e2e / runs))
+        rss = peak_rss()
+        macs = C.macs(case["op"], case["params"], case["batch"])
+        nbytes = 4 * (numel(ins) + numel(ws) + numel(outs))
+        return samples, macs, nbytes, rss
     with torch.inference_mode():
         for _ in range(warmup):
             sync(device)
@@ -236,7 +377,7 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="
                 elapsed = time.perf_counter_ns() - t0
                 if elapsed >= min_sample_ns:
                     break
-            samples.append((runs, elapsed / runs))
+            samples.append((runs, elapsed / runs, None))
     rss = peak_rss()
     macs = C.macs(case["op"], case["params"], case["batch"])
     nbytes = 4 * (numel(ins) + numel(ws) + numel(outs))
@@ -271,18 +412,27 @@ def bench_numpy(case, seed, count, warmup, min_sample_ns=0):
     return samples
 
 
-def result_name(case, threads, backend="torch", dtype="fp32"):
-    """The Go benchmark name of a case's result lines."""
-    return "Benchmark_%s/backend=%s/batch=%d/threads=%d/dtype=%s" % (
-        case["name"], backend, case["batch"], threads, DTYPES[dtype][0])
+def result_name(case, threads, backend="torch", dtype="fp32", variant=None):
+    """The Go benchmark name of a case's result lines; a variant ("sdpa") is one more case name
+    part after the case's own (vitbench's reader makes every part before the first key=value
+    part the case name: ``mhsa/vit_b16/sdpa``)."""
+    if variant is not None and (not re.fullmatch(r"[a-z0-9_-]+", variant)):
+        raise ValueError("variant %r: lower-case letters, digits, '_' and '-' only" % variant)
+    return "Benchmark_%s%s/backend=%s/batch=%d/threads=%d/dtype=%s" % (
+        case["name"], "/" + variant if variant else "", backend, case["batch"], threads, DTYPES[dtype][0])
 
 
-def result_line(case, threads, runs, ns, macs, nbytes, backend="torch", dtype="fp32", rss=0):
+def result_line(case, threads, runs, ns, macs, nbytes, backend="torch", dtype="fp32", rss=0, e2e=None,
+                variant=None):
     """One Go benchmark result line for one sample: runs calls averaging ns each; rss, when
-    known, is the process's peak resident bytes over the case (B/rss, as vitbench writes it)."""
-    name = result_name(case, threads, backend, dtype)
+    known, is the process's peak resident bytes over the case (B/rss, as vitbench writes it);
+    e2e, when given, the host end-to-end ns per call (e2e-ns/op right after ns/op, as vitbench
+    writes it)."""
+    name = result_name(case, threads, backend, dtype, variant)
     ns = max(int(ns), 1)
     fields = ["%d ns/op" % ns]
+    if e2e is not None:
+        fields.append("%d e2e-ns/op" % max(int(e2e), 1))
     if macs:
         fields.append("%s GFLOP/s" % fmt(2.0 * macs / ns))
     fields.append("%s GB/s" % fmt(nbytes / ns))
@@ -313,7 +463,10 @@ def main(argv=None):
     if args.dtype != "fp32" and args.device != "cuda":
         ap.error("--dtype %s needs --device cuda" % args.dtype)
     if args.device == "cuda" and not torch.cuda.is_available():
-        print("bench_torch: --device cuda but torch.cuda.is_available() is false", file=sys.stderr)
+        print("bench_torch: --device cuda, but this torch %s (CUDA %s) sees no GPU "
+              "(torch.cuda.is_available() is false): install a CUDA build of torch or run on a machine "
+              "with an NVIDIA GPU; nothing was timed" % (torch.__version__, torch.version.cuda or "none"),
+              file=sys.stderr)
         return 1
     if args.threads < 1 or args.count < 1 or args.warmup < 0 or (args.batch is not None and args.batch < 1):
         ap.error("--threads, --count and --batch must be >= 1, --warmup >= 0")
@@ -341,8 +494,11 @@ def main(argv=None):
     ]
     if args.device == "cuda":
         lines.append("cuda: %s on %s" % (torch.version.cuda, torch.cuda.get_device_name(0)))
-    if args.device == "cuda":
+        lines.append("clock: cuda-events")
+        lines.append("l2-flush-mib: %d" % (cuda_timer().flush_bytes >> 20))
         set_precision(args.dtype)
+    else:
+        lines.append("clock: wall")
     lines += UNITS
     out = os.path.abspath(args.out)
     os.makedirs(os.path.dirname(out), exist_ok=True)
@@ -350,24 +506,15 @@ def main(argv=None):
     for case in todo:
         if args.batch is not None:
             case = dict(case, batch=args.batch)
-        try:
-            samples, macs, nbytes, rss = bench_case(case, args.seed, args.count, args.warmup,
-                                                    int(args.min_sample_ms * 1e6), args.device, args.dtype)
-        except Exception as e:  # one case's failure must not lose the others
-            failed += 1
-            msg = " ".join(("%s: %s" % (type(e).__name__, e)).split())
-            lines.append("# FAILED %s: %s" % (result_name(case, args.threads, dtype=args.dtype), msg))
-            print("%-32s batch=%d FAILED: %s" % (case["name"], case["batch"], msg), file=sys.stderr)
-            if args.device == "cuda":
-                torch.cuda.empty_cache()
+        plain = None  # (MACs, bytes) of the plain row when it ran
+        for variant in variants_for(case, args.device):
+            got = bench_variant(lines, case, variant, args)
+            failed += got is None
+            if variant is None:
+                plain = got
             write_atomic(out, lines)
-            continue
-        lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes, dtype=args.dtype, rss=rss)
-                     for runs, ns in samples)
-        med = sorted(ns for _, ns in samples)[len(samples) // 2]
-        print("%-32s batch=%d threads=%d  median %.3f ms  (%d runs)" % (
-            case["name"], case["batch"], args.threads, med / 1e6, len(samples)), file=sys.stderr)
-        if case["op"] == "gemm" and args.device == "cpu":
+        if plain is not None and case["op"] == "gemm" and args.device == "cpu":
+            macs, nbytes = plain
             np_samples = bench_numpy(case, args.seed, args.count, args.warmup, int(args.min_sample_ms * 1e6))
             lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes, backend="numpy")
                          for runs, ns in np_samples)
@@ -376,6 +523,30 @@ def main(argv=None):
     write_atomic(out, lines)
     print("wrote %s" % args.out, file=sys.stderr)
     return 1 if failed else 0
+
+
+def bench_variant(lines, case, variant, args):
+    """Time one case (one variant of it) and append its result lines, or its # FAILED line, to
+    lines; returns (MACs, bytes) of the case, None when it failed."""
+    label = case["name"] + ("/" + variant if variant else "")
+    try:
+        samples, macs, nbytes, rss = bench_case(case, args.seed, args.count, args.warmup,
+                                                int(args.min_sample_ms * 1e6), args.device, args.dtype,
+                                                variant=variant)
+    except Exception as e:  # one case's failure must not lose the others
+        msg = " ".join(("%s: %s" % (type(e).__name__, e)).split())
+        lines.append("# FAILED %s: %s" % (result_name(case, args.threads, dtype=args.dtype, variant=variant), msg))
+        print("%-32s batch=%d FAILED: %s" % (label, case["batch"], msg), file=sys.stderr)
+        if args.device == "cuda":
+            torch.cuda.empty_cache()
+        return None
+    lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes, dtype=args.dtype, rss=rss, e2e=e2e,
+                             variant=variant)
+                 for runs, ns, e2e in samples)
+    med = sorted(s[1] for s in samples)[len(samples) // 2]
+    print("%-32s batch=%d threads=%d  median %.3f ms  (%d runs)" % (
+        label, case["batch"], args.threads, med / 1e6, len(samples)), file=sys.stderr)
+    return macs, nbytes
 
 
 def write_atomic(path, lines):
