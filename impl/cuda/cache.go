@@ -93,13 +93,18 @@ func writeCache(path string, code []byte) error {
 	return err
 }
 
+// cacheIdentity is what the cache key records of the compiler: its version
+// and the library's path (two NVRTCs of one version, such as the CUDA
+// emulator's builds with and without sanitizers, never share entries).
+func (n *nvrtc) cacheIdentity() string { return n.version() + " " + n.path }
+
 // compileCached returns the code of kernel source name for t, from the
 // cache when a whole entry exists, else compiled by NVRTC and stored. A
 // cache that cannot be written is not an error: the code is still returned.
 func compileCached(n *nvrtc, dir, name, source string, t target) (code []byte, hit bool, err error) {
 	var path string
 	if dir != "" {
-		path = cachePath(dir, name, t, cacheKey(name, source, n.version(), t))
+		path = cachePath(dir, name, t, cacheKey(name, source, n.cacheIdentity(), t))
 		if code, ok := readCache(path); ok {
 			return code, true, nil
 		}

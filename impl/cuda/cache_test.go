@@ -93,7 +93,7 @@ func TestCompileCachedRecompilesCorruptEntry(t *testing.T) {
 	if err != nil || !hit || string(second) != string(first) {
 		t.Fatalf("second compile: hit=%v err=%v same=%v", hit, err, string(second) == string(first))
 	}
-	path := cachePath(dir, "elementwise.cu", tg, cacheKey("elementwise.cu", src, n.version(), tg))
+	path := cachePath(dir, "elementwise.cu", tg, cacheKey("elementwise.cu", src, n.cacheIdentity(), tg))
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
