@@ -13,14 +13,16 @@ import (
 // GFLOP/s, GB/s, % of the backend's peak (Input.peak), allocator peak memory, the PyTorch median measured on the
 // same machine for the same case, batch and threads, the speed-up over it (PyTorch median /
 // ours) and its ceiling (the speed-up of running the MACs at peak), the conformance status
-// and the noisy flag (IQR/median > 10%).
+// and the noisy flag (IQR/median > 10%); under the table, which clock each column used.
 func writeComponents(w io.Writer, in Input, es []entry) error {
 	multi := machineCount(es) > 1
 	var cells [][]string
+	var shown []entry
 	for _, e := range es {
 		if e.Backend == TorchBackend || in.kind(e.Case) != KindComponent {
 			continue
 		}
+		shown = append(shown, e)
 		torchMs, speedup, ceil := dash, dash, dash
 		if t, ok := torchFor(es, e); ok {
 			torchMs = fmtMs(t.MedianNs)
@@ -61,7 +63,11 @@ func writeComponents(w io.Writer, in Input, es []entry) error {
 		note += "."
 	}
 	section(w, "Components", note)
-	return writeTable(w, align, header, cells)
+	if err := writeTable(w, align, header, cells); err != nil {
+		return err
+	}
+	writeClocks(w, in, es, shown)
+	return nil
 }
 
 // ceilingNote explains the ceiling column of the components and networks tables.

@@ -16,7 +16,7 @@ type netGroup struct {
 // GMACs per image, backend, batch-1 latency (median [95% CI] and p90), throughput in img/s at
 // each batch measured (batch / median), allocator peak memory (largest over batches), the
 // agreement with the reference (status, NMSE, top-1) and the PyTorch figures measured on
-// the same machine beside them.
+// the same machine beside them; under the table, which clock each column used.
 func writeNetworks(w io.Writer, in Input, es []entry) error {
 	var groups []*netGroup
 	index := map[string]*netGroup{}
@@ -38,7 +38,9 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 	}
 	multi := machineCount(es) > 1
 	var cells [][]string
+	var shown []entry
 	for _, g := range groups {
+		shown = append(shown, g.rows...)
 		info := in.Cases[g.first.Case]
 		var b1, tb1 *entry
 		var peak int64
@@ -91,7 +93,11 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 	}
 	section(w, "Networks", "Throughput is batch / median latency at each batch size measured; PyTorch figures are from the same machine;"+
 		" vs PyTorch = PyTorch median / ours at each batch."+ceilingNote)
-	return writeTable(w, align, header, cells)
+	if err := writeTable(w, align, header, cells); err != nil {
+		return err
+	}
+	writeClocks(w, in, es, shown)
+	return nil
 }
 
 // imgPerSec formats batch images per median latency.
