@@ -22,6 +22,15 @@ func requireNVRTC(t *testing.T) *nvrtc {
 	return n
 }
 
+// unavailable skips the test for reason, or fails it when CI is set.
+func unavailable(t *testing.T, reason string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI is set but %s", reason)
+	}
+	t.Skip(reason)
+}
+
 // TestCompileEveryKernel compiles every embedded kernel source with NVRTC
 // for sm_80 and sm_90 (CUBIN where NVRTC can emit one, PTX otherwise), as
 // the backend would for an A100 or an H100/H200.

@@ -75,15 +75,6 @@ func TestWheelLayout(t *testing.T) {
 	t.Logf("helper:\n%s", out)
 }
 
-// unavailable skips the test for reason, or fails it when CI is set.
-func unavailable(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf("CI is set but %s", reason)
-	}
-	t.Skip(reason)
-}
-
 // runWheelHelper runs TestWheelHelper in a copy of the test binary in a new
 // mount namespace, with cfg and without the loader and library variables
 // that could reach the system's NVRTC. It returns the combined output; a
