@@ -17,18 +17,22 @@ func writeClocks(w io.Writer, in Input, es, shown []entry) {
 
 // clockLine says which clock the times of shown (the vitbench rows of a table) and of the
 // PyTorch rows paired with them (torchFor) were taken with: vitbench's CUDA backends use CUDA
-// events after an L2 flush (impl/cuda/timing.go), its other backends the host's wall clock;
+// events after an L2 flush (impl/cuda/timing.go), which on the CUDA emulator (cuda-emu*) are
+// host clock readings (impl/cuda/emu/driver.cc); its other backends use the host's wall clock;
 // a PyTorch file says its clock in its "clock" config line (reference/bench_torch.py:
 // "cuda-events" after the same flush, with "l2-flush-mib", or "wall"). A PyTorch file
 // without that line is a GPU file of an older bench_torch.py (wall clock around
 // torch.cuda.synchronize, no flush) when it has a "cuda" line, else wall clock.
 func clockLine(in Input, es, shown []entry) string {
-	var cuda, host []string
+	var cuda, emu, host []string
 	torchClocks := map[string][]string{} // "PyTorch on the GPU" -> clocks
 	for _, e := range shown {
-		if strings.HasPrefix(e.Backend, "cuda") {
+		switch {
+		case strings.HasPrefix(e.Backend, "cuda-emu"):
+			emu = appendNew(emu, e.Backend)
+		case strings.HasPrefix(e.Backend, "cuda"):
 			cuda = appendNew(cuda, e.Backend)
-		} else {
+		default:
 			host = appendNew(host, e.Backend)
 		}
 		if t, ok := torchFor(es, e); ok && t.file < len(in.Bench) {
@@ -40,6 +44,10 @@ func clockLine(in Input, es, shown []entry) string {
 	if len(cuda) > 0 {
 		slices.Sort(cuda)
 		parts = append(parts, "vitbench "+strings.Join(cuda, ", ")+": CUDA events after an L2 flush")
+	}
+	if len(emu) > 0 {
+		slices.Sort(emu)
+		parts = append(parts, "vitbench "+strings.Join(emu, ", ")+": the CUDA emulator's events (host wall clock)")
 	}
 	if len(host) > 0 {
 		slices.Sort(host)

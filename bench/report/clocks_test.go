@@ -66,6 +66,13 @@ func TestClockLineUnderTables(t *testing.T) {
 		t.Errorf("components with an old PyTorch GPU file: %q", got)
 	}
 
+	// The CUDA emulator's rows are not GPU clocks.
+	in.Bench[2].Rows = append(in.Bench[2].Rows, row("patch_embed/vit_b16", "cuda-emu", 1, 1, 9e6, 115605504))
+	if got := clockOf(render(in), "Components"); !strings.HasPrefix(got, "Clocks: vitbench cuda: CUDA events after an L2 flush; "+
+		"vitbench cuda-emu: the CUDA emulator's events (host wall clock); vitbench cpu: wall clock;") {
+		t.Errorf("components with cuda-emu rows: %q", got)
+	}
+
 	// An explicit "clock: wall" on the CPU reads the same as none.
 	in.Bench[1].Meta.Extra = map[string]string{"torch-version": "2.5.1", "clock": "wall"}
 	if got := clockOf(render(in), "Networks"); got != "Clocks: vitbench cpu: wall clock; PyTorch on the CPU: wall clock." {
