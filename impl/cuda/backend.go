@@ -55,6 +55,9 @@ type Backend struct {
 	// queueing them; see dryRun.
 	dry *dryRun
 
+	// faults holds the sticky fault that ended the context, if one did.
+	faults faultState
+
 	mem     sync.Mutex
 	current int64
 	peak    int64
@@ -94,7 +97,7 @@ func openLibs(ordinal int, m Math, name string, libs libSet) *Backend {
 	if err := b.start(ordinal); err != nil {
 		b.info.Reason = oneLine(err.Error())
 		if b.w != nil {
-			b.w.run(b.release)
+			b.run(b.release)
 			b.w.stop()
 			b.w = nil
 		}
@@ -129,6 +132,9 @@ func (b *Backend) start(ordinal int) error {
 		b.blasErr = err
 	}
 	if err := w.run(b.allocFlush); err != nil {
+		return err
+	}
+	if err := w.run(b.probe); err != nil {
 		return err
 	}
 	b.fillInfo()
@@ -248,7 +254,7 @@ func (b *Backend) fillInfo() {
 		det["cublas"] = "unavailable: " + oneLine(b.blasErr.Error())
 	} else {
 		var v int32
-		b.w.run(func() error { return b.blas.check("cublasGetVersion_v2", b.blas.cublasGetVersion(b.blasHandle, &v)) })
+		b.run(func() error { return b.blas.check("cublasGetVersion_v2", b.blas.cublasGetVersion(b.blasHandle, &v)) })
 		det["cublas"] = formatCuBLASVersion(v)
 	}
 	det["l2_flush_mib"] = strconv.FormatInt(b.flushBytes>>20, 10)
@@ -294,7 +300,7 @@ func (b *Backend) ready() error {
 	if !b.info.Available || b.closed {
 		return b.unavailable()
 	}
-	return nil
+	return b.lost()
 }
 
 // Sync implements bench.Backend: it waits for the stream and returns the
@@ -303,7 +309,7 @@ func (b *Backend) Sync() error {
 	if err := b.ready(); err != nil {
 		return err
 	}
-	return b.w.run(b.syncStream)
+	return b.run(b.syncStream)
 }
 
 func (b *Backend) syncStream() error {
@@ -316,7 +322,7 @@ func (b *Backend) Close() error {
 	if b.w == nil || b.closed {
 		return nil
 	}
-	err := b.w.run(b.release)
+	err := b.run(b.release)
 	b.w.stop()
 	b.closed = true
 	return err

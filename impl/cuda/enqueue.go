@@ -29,7 +29,7 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 	if err != nil {
 		return err
 	}
-	if err := b.w.run(run); err != nil {
+	if err := b.run(run); err != nil {
 		return fmt.Errorf("%s: %s: %w", b.name, node.OpName(), err)
 	}
 	return nil

@@ -201,23 +201,19 @@ func TestOutOfDeviceMemory(t *testing.T) {
 	}
 }
 
-// TestFailingLaunch: a launch the driver refuses fails that node's Enqueue
-// with an error naming the op, the kernel and CUDA_ERROR_LAUNCH_FAILED; a
-// kernel that faults while running (the launch succeeds) is the error of
-// the next Sync. Either way the backend then runs the next node.
+// TestFailingLaunch: a launch the driver refuses for a reason that leaves
+// the context usable (too many resources) fails that node's Enqueue with
+// an error naming the op, the kernel and the code, and the backend runs the
+// next node; a kernel that faults while running (the launch succeeds) is
+// the error of the next Sync, and since that fault is sticky, every later
+// call fails with it at once, without reaching the device.
 func TestFailingLaunch(t *testing.T) {
 	b, f := openFake(t)
 	node, in, out := layerNormOn(t, b)
 
-	f.set(func(f *fakeDevice) { f.failKernel = "layernorm_f32" })
+	f.set(func(f *fakeDevice) { f.failKernel, f.failCode = "layernorm_f32", cudaErrorOutOfResources })
 	wantAll(t, "refused launch", b.Enqueue(node, in, out), "layernorm", "layernorm_f32 (norm.cu)", "cuLaunchKernel",
-		"CUDA_ERROR_LAUNCH_FAILED (719)", "unspecified launch failure")
-
-	f.set(func(f *fakeDevice) { f.failAsync = true })
-	if err := b.Enqueue(node, in, out); err != nil {
-		t.Fatalf("a launch that faults later failed at once: %v", err)
-	}
-	wantAll(t, "fault while running", b.Sync(), "cuStreamSynchronize", "CUDA_ERROR_LAUNCH_FAILED (719)")
+		"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (701)")
 
 	f.set(func(f *fakeDevice) { f.failKernel = "" })
 	if err := b.Enqueue(node, in, out); err != nil {
@@ -226,8 +222,24 @@ func TestFailingLaunch(t *testing.T) {
 	if err := b.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.launches(); len(got) != 3 {
-		t.Errorf("launches %v, want 3", got)
+
+	f.set(func(f *fakeDevice) { f.failKernel, f.failCode, f.failAsync = "layernorm_f32", 0, true })
+	if err := b.Enqueue(node, in, out); err != nil {
+		t.Fatalf("a launch that faults later failed at once: %v", err)
+	}
+	wantAll(t, "fault while running", b.Sync(), "cuStreamSynchronize", "CUDA_ERROR_LAUNCH_FAILED (719)")
+
+	f.set(func(f *fakeDevice) { f.failKernel = "" })
+	before := len(f.launches())
+	err := b.Enqueue(node, in, out)
+	wantAll(t, "after the sticky fault", err, "context was lost", "CUDA_ERROR_LAUNCH_FAILED (719)")
+	var lc *lostContext
+	if !errors.As(err, &lc) {
+		t.Errorf("error %v is not a lostContext", err)
+	}
+	wantAll(t, "Sync after the sticky fault", b.Sync(), "context was lost")
+	if got := f.launches(); len(got) != before {
+		t.Errorf("a lost context still launched %v", got[before:])
 	}
 }
 
@@ -271,24 +283,34 @@ func TestRunnerReportsDeviceFailuresPerCase(t *testing.T) {
 		held(what)
 	}
 
-	f.set(func(f *fakeDevice) { f.failKernel = "layernorm_f32" })
-	checkRow("refused launch", "step 0 (layernorm)", "layernorm_f32", "CUDA_ERROR_LAUNCH_FAILED")
+	f.set(func(f *fakeDevice) { f.failKernel, f.failCode = "layernorm_f32", cudaErrorOutOfResources })
+	checkRow("refused launch", "step 0 (layernorm)", "layernorm_f32", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
 
-	f.set(func(f *fakeDevice) { f.failKernel, f.total = "", f.inUse+8<<10 })
+	f.set(func(f *fakeDevice) { f.failKernel, f.failCode, f.total = "", 0, f.inUse+8<<10 })
 	checkRow("out of memory", "cuMemAlloc_v2", "CUDA_ERROR_OUT_OF_MEMORY")
 
-	f.set(func(f *fakeDevice) { f.total, f.failKernel, f.failAsync = 16<<30, "avg_pool_f32", true })
-	_, err = runner.BenchRow(b, pool.Name, spec, pool.DType, 2, 1, opt)
-	wantAll(t, "fault while timing", err, "CUDA_ERROR_LAUNCH_FAILED")
-	held("the fault")
-
-	f.set(func(f *fakeDevice) { f.failKernel = "" })
+	f.set(func(f *fakeDevice) { f.total = 16 << 30 })
 	row, err := runner.BenchRow(b, pool.Name, spec, pool.DType, 2, 1, opt)
 	if err != nil {
 		t.Fatalf("timing after the failures: %v", err)
 	}
 	if row.N != 3 || row.MedianNs != 1e5 || row.Backend != "cuda" {
 		t.Errorf("row %+v, want 3 samples of the fake's 0.1 ms", row)
+	}
+	held("the timing")
+
+	// A sticky fault while timing ends the context: that case and every
+	// later one fail with it, without another launch.
+	f.set(func(f *fakeDevice) { f.failKernel, f.failAsync = "avg_pool_f32", true })
+	_, err = runner.BenchRow(b, pool.Name, spec, pool.DType, 2, 1, opt)
+	wantAll(t, "fault while timing", err, "CUDA_ERROR_LAUNCH_FAILED")
+	f.set(func(f *fakeDevice) { f.failKernel = "" })
+	before := len(f.launches())
+	checkRow("after the sticky fault", "context was lost", "CUDA_ERROR_LAUNCH_FAILED")
+	_, err = runner.BenchRow(b, pool.Name, spec, pool.DType, 2, 1, opt)
+	wantAll(t, "timing after the sticky fault", err, "context was lost")
+	if got := f.launches(); len(got) != before {
+		t.Errorf("a lost context still launched %v", got[before:])
 	}
 	held("the timing")
 }

@@ -13,6 +13,7 @@ const (
 	cudaErrorOutOfMemory    cuResult = 2
 	cudaErrorInvalidHandle  cuResult = 400
 	cudaErrorIllegalAddress cuResult = 700
+	cudaErrorOutOfResources cuResult = 701
 	cudaErrorLaunchFailed   cuResult = 719
 )
 
@@ -29,6 +30,7 @@ func init() {
 		cudaErrorInvalidHandle:  {"CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
 		cudaErrorIllegalAddress: {"CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
 		cudaErrorLaunchFailed:   {"CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+		cudaErrorOutOfResources: {"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
 	} {
 		fakeErrorText[code] = [2][]byte{append([]byte(s[0]), 0), append([]byte(s[1]), 0)}
 	}
@@ -59,6 +61,11 @@ type fakeDevice struct {
 	// a kernel that faults while running is.
 	failKernel string
 	failAsync  bool
+	// probeWrong makes the probe kernel write a wrong last value.
+	probeWrong bool
+	// failCode is the error of failKernel's launches (0:
+	// CUDA_ERROR_LAUNCH_FAILED, which ends the context for good).
+	failCode cuResult
 
 	allocs   map[uint64]*fakeAlloc // by base address
 	next     uint64                // the next address handed out
@@ -263,13 +270,20 @@ func (f *fakeDevice) driver() *driver {
 			if !ok || f.live[stream] != "stream" {
 				return cudaErrorInvalidHandle
 			}
+			if name == "probe_f32" {
+				return f.runProbe(params)
+			}
 			f.launched = append(f.launched, name)
 			if name == f.failKernel {
+				code := f.failCode
+				if code == 0 {
+					code = cudaErrorLaunchFailed
+				}
 				if f.failAsync {
-					f.pending = cudaErrorLaunchFailed
+					f.pending = code
 					return 0
 				}
-				return cudaErrorLaunchFailed
+				return code
 			}
 			return 0
 		},
@@ -396,4 +410,27 @@ func openFake(t *testing.T) (*Backend, *fakeDevice) {
 		}
 	})
 	return b, f
+}
+
+// runProbe computes what kernels/probe.cu computes into its output, so the
+// backend's probe at Open passes on the fake device (unless failKernel
+// names the probe). Called with f.mu held.
+func (f *fakeDevice) runProbe(params unsafe.Pointer) cuResult {
+	if f.failKernel == "probe_f32" {
+		return cudaErrorLaunchFailed
+	}
+	args := unsafe.Slice((*unsafe.Pointer)(params), 2)
+	out, n := *(*devicePtr)(args[0]), int(*(*int32)(args[1]))
+	d, code := f.span(out, uint64(n)*4, true)
+	if code != 0 {
+		return code
+	}
+	for i := 0; i < n; i++ {
+		v := probeWant(i)
+		if i == n-1 && f.probeWrong {
+			v++
+		}
+		*(*float32)(unsafe.Pointer(&d[4*i])) = v
+	}
+	return 0
 }

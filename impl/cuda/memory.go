@@ -65,7 +65,7 @@ func (b *Backend) Alloc(shape bench.Shape, dt bench.DType) (bench.Tensor, error)
 	if t.bytes == 0 {
 		return t, nil
 	}
-	err := b.w.run(func() error {
+	err := b.run(func() error {
 		d := b.drv
 		if err := d.check("cuMemAlloc_v2", d.cuMemAlloc(&t.ptr, uint64(t.bytes))); err != nil {
 			return err
@@ -90,7 +90,7 @@ func (b *Backend) Free(t bench.Tensor) {
 	if ct.ptr == 0 || b.closed || b.w == nil {
 		return
 	}
-	b.w.run(func() error {
+	b.run(func() error {
 		b.syncStream()
 		return b.drv.check("cuMemFree_v2", b.drv.cuMemFree(ct.ptr))
 	})
@@ -126,7 +126,7 @@ func (b *Backend) Upload(t bench.Tensor, src []float32) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return b.w.run(func() error {
+	return b.run(func() error {
 		if err := b.syncStream(); err != nil {
 			return err
 		}
@@ -158,7 +158,7 @@ func (b *Backend) Download(t bench.Tensor, dst []float32) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	return b.w.run(func() error {
+	return b.run(func() error {
 		if err := b.syncStream(); err != nil {
 			return err
 		}

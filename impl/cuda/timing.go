@@ -18,7 +18,7 @@ func (b *Backend) Time(fn func() error) (bench.Timing, error) {
 		return bench.Timing{}, err
 	}
 	d := b.drv
-	err := b.w.run(func() error {
+	err := b.run(func() error {
 		if err := d.check("cuMemsetD32Async", d.cuMemsetD32Async(b.flush, 0, uint64(b.flushBytes/4), b.stream)); err != nil {
 			return err
 		}
@@ -33,7 +33,7 @@ func (b *Backend) Time(fn func() error) (bench.Timing, error) {
 	start := time.Now()
 	ferr := fn()
 	var ms float32
-	err = b.w.run(func() error {
+	err = b.run(func() error {
 		if err := d.check("cuEventRecord", d.cuEventRecord(b.evStop, b.stream)); err != nil {
 			return err
 		}
