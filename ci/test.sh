@@ -18,6 +18,7 @@ unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
 go vet ./...
 go vet -tags purego ./...
+go vet -tags mutation ./...
 
 step "generated assembly is up to date (avo)"
 for pkg in impl/cpu/internal/kern impl/cpu/internal/peak; do
@@ -34,6 +35,12 @@ go test -count=1 ./...
 
 step "Go tests, pure-Go path forced (-tags purego)"
 go test -count=1 -tags purego ./...
+
+step "mutation suite: each named semantic mistake of the CPU backend (build tag mutation) must fail a committed fixture"
+t0=$SECONDS
+go test -tags mutation -count=1 -run 'TestMutations|TestSwitchAndReach' -v ./impl/cpu/ ./internal/mutation/ |
+  grep -E '^(\||mutation suite|--- |ok|FAIL|PASS|    mutation_test)' | grep -v '=== RUN'
+echo "mutation suite took $((SECONDS - t0))s"
 
 step "CPU worker pool and work splits under the race detector, with more helpers than cores (GOMAXPROCS=8)"
 GOMAXPROCS=8 go test -race -count=1 -run 'TestParallelChunks|TestPool|TestGemmParallel|TestAttentionCoreSplits' ./impl/cpu/

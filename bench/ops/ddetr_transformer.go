@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"vitbench/bench"
+	"vitbench/internal/mutation"
 )
 
 // DDETRConfig is the JSON form of the transformer's configuration, shared
@@ -345,15 +346,11 @@ func (t *ddetrTransformer) steps(g *bench.Graph, nm transformerNames) {
 		if i == t.encLayers-1 {
 			out = nm.memory
 		}
-		g.Steps = append(g.Steps, bench.Step{Node: Add{Elems: b * s * d}, In: []string{x, "enc.lvl_pos"}, Out: []string{"enc.q"}})
-		msdaSteps(g, enc, d, p+"self_attn.", "enc.q", "enc.refs", x, mask, "enc.sum", x)
-		g.Steps = append(g.Steps,
-			bench.Step{Node: LayerNorm{Batch: b, Tokens: s, Dim: d, Eps: 1e-5}, In: []string{"enc.sum", p + "norm1.weight", p + "norm1.bias"}, Out: []string{"enc.x"}},
-			bench.Step{Node: Gemm{Batch: b, M: s, N: t.ffn, K: d, TransB: true, Bias: true, Act: "relu"},
-				In: []string{"enc.x", p + "linear1.weight", p + "linear1.bias"}, Out: []string{"enc.hidden"}},
-			bench.Step{Node: Gemm{Batch: b, M: s, N: d, K: t.ffn, TransB: true, Bias: true, Residual: true},
-				In: []string{"enc.hidden", p + "linear2.weight", p + "linear2.bias", "enc.x"}, Out: []string{"enc.sum"}},
-			bench.Step{Node: LayerNorm{Batch: b, Tokens: s, Dim: d, Eps: 1e-5}, In: []string{"enc.sum", p + "norm2.weight", p + "norm2.bias"}, Out: []string{out}})
+		if mutation.On(EncoderPreNorm) {
+			t.preNormEncoderLayer(g, enc, p, x, out, mask)
+		} else {
+			t.encoderLayer(g, enc, p, x, out, mask)
+		}
 		if nm.probe && slices.Contains(probeLayers(t.encLayers), i) {
 			g.Steps = append(g.Steps, bench.Step{Node: Reshape{From: tok, To: tok}, In: []string{out}, Out: []string{fmt.Sprintf("stages.enc%d", i)}})
 		}
@@ -455,6 +452,44 @@ func (t *ddetrTransformer) steps(g *bench.Graph, nm transformerNames) {
 		}
 		y = out
 	}
+}
+
+// encoderLayer appends one post-norm encoder layer reading x and writing
+// out: x = norm1(x + MSDeformAttn(x + pos_l, refs, value x));
+// out = norm2(x + FFN(x)).
+func (t *ddetrTransformer) encoderLayer(g *bench.Graph, enc MSDeformSample, p, x, out, mask string) {
+	b, s, d := t.batch, t.values(), t.d
+	g.Steps = append(g.Steps, bench.Step{Node: Add{Elems: b * s * d}, In: []string{x, "enc.lvl_pos"}, Out: []string{"enc.q"}})
+	msdaSteps(g, enc, d, p+"self_attn.", "enc.q", "enc.refs", x, mask, "enc.sum", x)
+	g.Steps = append(g.Steps,
+		bench.Step{Node: LayerNorm{Batch: b, Tokens: s, Dim: d, Eps: 1e-5}, In: []string{"enc.sum", p + "norm1.weight", p + "norm1.bias"}, Out: []string{"enc.x"}},
+		bench.Step{Node: Gemm{Batch: b, M: s, N: t.ffn, K: d, TransB: true, Bias: true, Act: "relu"},
+			In: []string{"enc.x", p + "linear1.weight", p + "linear1.bias"}, Out: []string{"enc.hidden"}},
+		bench.Step{Node: Gemm{Batch: b, M: s, N: d, K: t.ffn, TransB: true, Bias: true, Residual: true},
+			In: []string{"enc.hidden", p + "linear2.weight", p + "linear2.bias", "enc.x"}, Out: []string{"enc.sum"}},
+		bench.Step{Node: LayerNorm{Batch: b, Tokens: s, Dim: d, Eps: 1e-5}, In: []string{"enc.sum", p + "norm2.weight", p + "norm2.bias"}, Out: []string{out}})
+}
+
+// EncoderPreNorm names the mutation (internal/mutation, builds with the
+// "mutation" tag only) that builds the encoder's layers pre-norm.
+const EncoderPreNorm = "ddetr_encoder_prenorm"
+
+// preNormEncoderLayer is the mistaken pre-norm form of encoderLayer:
+// h = norm1(x); y = x + MSDeformAttn(h + pos_l, refs, value h);
+// out = y + FFN(norm2(y)).
+func (t *ddetrTransformer) preNormEncoderLayer(g *bench.Graph, enc MSDeformSample, p, x, out, mask string) {
+	b, s, d := t.batch, t.values(), t.d
+	g.Temp("enc.h", bench.Shape{b, s, d})
+	g.Steps = append(g.Steps,
+		bench.Step{Node: LayerNorm{Batch: b, Tokens: s, Dim: d, Eps: 1e-5}, In: []string{x, p + "norm1.weight", p + "norm1.bias"}, Out: []string{"enc.h"}},
+		bench.Step{Node: Add{Elems: b * s * d}, In: []string{"enc.h", "enc.lvl_pos"}, Out: []string{"enc.q"}})
+	msdaSteps(g, enc, d, p+"self_attn.", "enc.q", "enc.refs", "enc.h", mask, "enc.sum", x)
+	g.Steps = append(g.Steps,
+		bench.Step{Node: LayerNorm{Batch: b, Tokens: s, Dim: d, Eps: 1e-5}, In: []string{"enc.sum", p + "norm2.weight", p + "norm2.bias"}, Out: []string{"enc.h"}},
+		bench.Step{Node: Gemm{Batch: b, M: s, N: t.ffn, K: d, TransB: true, Bias: true, Act: "relu"},
+			In: []string{"enc.h", p + "linear1.weight", p + "linear1.bias"}, Out: []string{"enc.hidden"}},
+		bench.Step{Node: Gemm{Batch: b, M: s, N: d, K: t.ffn, TransB: true, Bias: true, Residual: true},
+			In: []string{"enc.hidden", p + "linear2.weight", p + "linear2.bias", "enc.sum"}, Out: []string{out}})
 }
 
 // twoStageQueries appends the two-stage query selection: proposals from

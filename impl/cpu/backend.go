@@ -13,6 +13,7 @@ import (
 	"vitbench/bench/ops"
 	"vitbench/impl/cpu/internal/cpuinfo"
 	"vitbench/impl/cpu/internal/kern"
+	"vitbench/internal/mutation"
 )
 
 func init() {
@@ -219,6 +220,13 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 	hout, err := b.hostAll(out)
 	if err != nil {
 		return err
+	}
+	// Builds with the "mutation" tag may run the node one of the named
+	// wrong ways (internal/mutation); elsewhere this is compiled out.
+	if mutation.Enabled {
+		if done, err := b.mutate(node, hin, hout); done {
+			return err
+		}
 	}
 	switch n := node.(type) {
 	case ops.PatchEmbed:
