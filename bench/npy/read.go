@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"vitbench/bench/safeio"
 )
 
 // DefaultMaxBytes is the default budget for one array's data: 4 GiB.
@@ -78,17 +80,14 @@ func readData(r io.Reader, n int64) ([]float32, error) {
 	return data, nil
 }
 
-// ReadNPY reads one float32 .npy file.
+// ReadNPY reads one float32 .npy file. Only a regular file is read (a FIFO
+// or device is an error naming path); its size comes from the opened file.
 func ReadNPY(path string, lim Limits) (*Array, error) {
-	f, err := os.Open(path)
+	f, st, err := safeio.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	h, err := ReadHeader(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
@@ -107,39 +106,47 @@ func ReadNPY(path string, lim Limits) (*Array, error) {
 // Archive is an open .npz file.
 type Archive struct {
 	path    string
-	zr      *zip.ReadCloser
+	file    *os.File
+	zr      *zip.Reader
 	members map[string]*zip.File
 }
 
 // OpenNPZ opens an .npz archive and indexes its members by array name (the
 // member name without ".npy"). Members that are not .npy files, duplicate
-// names and names with path separators are errors.
+// names and names with path separators are errors. Only a regular file is
+// opened (a FIFO or device is an error naming path), and the zip directory
+// is read against the size of the opened file.
 func OpenNPZ(path string) (*Archive, error) {
-	zr, err := zip.OpenReader(path)
+	f, st, err := safeio.Open(path)
 	if err != nil {
+		return nil, err
+	}
+	zr, err := zip.NewReader(f, st.Size())
+	if err != nil {
+		f.Close()
 		if errors.Is(err, zip.ErrFormat) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("%s: not a valid .npz (zip) archive: %v", path, err)
 		}
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	a := &Archive{path: path, zr: zr, members: map[string]*zip.File{}}
-	for _, f := range zr.File {
-		name, ok := strings.CutSuffix(f.Name, ".npy")
+	a := &Archive{path: path, file: f, zr: zr, members: map[string]*zip.File{}}
+	for _, zf := range zr.File {
+		name, ok := strings.CutSuffix(zf.Name, ".npy")
 		if !ok || name == "" || strings.ContainsAny(name, "/\\") || name == ".." {
-			zr.Close()
-			return nil, fmt.Errorf("%s: member %q is not a plain <name>.npy array", path, f.Name)
+			f.Close()
+			return nil, fmt.Errorf("%s: member %q is not a plain <name>.npy array", path, zf.Name)
 		}
 		if _, dup := a.members[name]; dup {
-			zr.Close()
+			f.Close()
 			return nil, fmt.Errorf("%s: array %q appears twice", path, name)
 		}
-		a.members[name] = f
+		a.members[name] = zf
 	}
 	return a, nil
 }
 
 // Close closes the archive.
-func (a *Archive) Close() error { return a.zr.Close() }
+func (a *Archive) Close() error { return a.file.Close() }
 
 // Path is the archive's file name.
 func (a *Archive) Path() string { return a.path }
@@ -191,11 +198,14 @@ func (a *Archive) Read(name string, lim Limits) (*Array, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: array %q: %v", a.path, name, err)
 	}
-	avail := int64(-1)
-	if f.UncompressedSize64 <= math.MaxInt64 {
-		avail = int64(f.UncompressedSize64) - h.DataOffset
+	// The member's declared size must be exactly the header plus the data
+	// its shape needs: a member declaring more (up to 2^64-1 bytes, as a
+	// zip64 bomb does) is refused before anything is inflated.
+	if f.UncompressedSize64 > math.MaxInt64 || int64(f.UncompressedSize64) < h.DataOffset {
+		return nil, fmt.Errorf("%s: array %q: the archive declares %d uncompressed bytes for the member, not the %d-byte header plus its data",
+			a.path, name, f.UncompressedSize64, h.DataOffset)
 	}
-	n, err := checkHeader(h, avail, lim)
+	n, err := checkHeader(h, int64(f.UncompressedSize64)-h.DataOffset, lim)
 	if err != nil {
 		return nil, fmt.Errorf("%s: array %q: %v", a.path, name, err)
 	}
@@ -203,11 +213,32 @@ func (a *Archive) Read(name string, lim Limits) (*Array, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: array %q: %v", a.path, name, err)
 	}
-	// Drain to EOF so the zip reader verifies the CRC.
-	if _, err := io.Copy(io.Discard, rc); err != nil {
+	// Read to EOF so that the zip reader verifies the CRC and the size; the
+	// data is complete, so at most one more byte is read: a member that
+	// inflates past its declared size is an error, not inflated further.
+	if err := expectEOF(rc); err != nil {
 		return nil, fmt.Errorf("%s: array %q: %v", a.path, name, err)
 	}
 	return &Array{Shape: h.Shape, Data: data}, nil
+}
+
+// expectEOF reads from r, which should hold nothing more, until EOF; a byte
+// is an error, and so is the reader's own complaint at EOF (a bad CRC).
+func expectEOF(r io.Reader) error {
+	var one [1]byte
+	for tries := 0; tries < 100; tries++ {
+		n, err := r.Read(one[:])
+		if n > 0 {
+			return fmt.Errorf("the member holds more data than its header's shape needs")
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("no end of the member after the data")
 }
 
 // Base returns the archive name without directories, for short messages.

@@ -5,7 +5,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestWriteFileAtomic(t *testing.T) {
@@ -74,5 +77,85 @@ func TestWriteFileAtomicMissingDir(t *testing.T) {
 	err := WriteFileAtomic(filepath.Join(t.TempDir(), "no", "such", "out.txt"), writeThen("x", nil))
 	if err == nil {
 		t.Errorf("writing into a missing directory succeeded")
+	}
+}
+
+// TestWriteFileAtomicSpecialTargets: a FIFO, a symlink to one, and a symlink through /dev
+// are written in place and keep their type; a symlink to a regular file has its target
+// replaced and stays a symlink; a directory is an error, and CheckOutput says so first.
+func TestWriteFileAtomicSpecialTargets(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		raw, _ := os.ReadFile(fifo) // blocks until the writer has opened and closed it
+		got <- string(raw)
+	}()
+	if err := CheckOutput(fifo); err != nil {
+		t.Errorf("CheckOutput(FIFO): %v", err)
+	}
+	if err := WriteFileAtomic(fifo, writeThen("through the pipe\n", nil)); err != nil {
+		t.Fatalf("FIFO: %v", err)
+	}
+	select {
+	case s := <-got:
+		if s != "through the pipe\n" {
+			t.Errorf("the FIFO's reader got %q", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("nothing was written into the FIFO")
+		os.WriteFile(fifo, nil, 0) // releases the reader, if the FIFO is still there
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced: %v %v", st.Mode(), err)
+	}
+
+	devLink := filepath.Join(dir, "null-link")
+	if err := os.Symlink("/dev/null", devLink); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(devLink, writeThen("gone\n", nil)); err != nil {
+		t.Fatalf("symlink to /dev/null: %v", err)
+	}
+	if st, err := os.Lstat(devLink); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink to /dev/null was replaced by a %v (%v)", st.Mode(), err)
+	}
+
+	real := filepath.Join(dir, "real.txt")
+	os.WriteFile(real, []byte("old\n"), 0o644)
+	link := filepath.Join(dir, "link.txt")
+	if err := os.Symlink("real.txt", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(link, writeThen("new\n", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Lstat(link); st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink was replaced by a regular file")
+	}
+	if raw, _ := os.ReadFile(real); string(raw) != "new\n" {
+		t.Errorf("the link's target holds %q, want the new content", raw)
+	}
+
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o755)
+	if err := CheckOutput(sub); err == nil || !strings.Contains(err.Error(), "directory") {
+		t.Errorf("CheckOutput(directory) = %v", err)
+	}
+	if err := WriteFileAtomic(sub, writeThen("x", nil)); err == nil {
+		t.Errorf("writing over a directory succeeded")
+	}
+	for _, bad := range []string{filepath.Join(dir, "no", "such", "x.json"), filepath.Join(real, "x.json")} {
+		if err := CheckOutput(bad); err == nil {
+			t.Errorf("CheckOutput(%s) accepted a path whose directory does not exist", bad)
+		}
+	}
+	dangling := filepath.Join(dir, "dangling")
+	os.Symlink("nowhere/x", dangling)
+	if err := CheckOutput(dangling); err == nil || !strings.Contains(err.Error(), "dangling") {
+		t.Errorf("CheckOutput(dangling symlink) = %v", err)
 	}
 }

@@ -159,6 +159,7 @@ func parseName(name benchfmt.Name, where string) (nameFields, error) {
 func (a *rowAcc) add(res *benchfmt.Result) error {
 	file, line := res.Pos()
 	ns, haveNs := math.NaN(), false
+	e2eBefore := len(a.e2e)
 	var gbps, bps float64
 	for _, v := range res.Values {
 		switch {
@@ -184,6 +185,17 @@ func (a *rowAcc) add(res *benchfmt.Result) error {
 	}
 	if !haveNs {
 		return fmt.Errorf("%s:%d: %s: no ns/op measurement", file, line, res.Name)
+	}
+	if err := checkSamples("ns/op", []float64{ns}); err != nil {
+		return fmt.Errorf("%s:%d: %s: %v", file, line, res.Name, err)
+	}
+	if err := checkSamples("e2e-ns/op", a.e2e[min(e2eBefore, len(a.e2e)):]); err != nil {
+		return fmt.Errorf("%s:%d: %s: %v", file, line, res.Name, err)
+	}
+	for _, v := range res.Values {
+		if v.Value < 0 || math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
+			return fmt.Errorf("%s:%d: %s: %v %s is not a measurement (negative, NaN or infinite)", file, line, res.Name, v.Value, v.Unit)
+		}
 	}
 	a.ns = append(a.ns, ns)
 	if !a.haveBytes {

@@ -5,22 +5,34 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+
+	"vitbench/bench/safeio"
 )
 
+// MaxFileBytes bounds a result file vitbench reads: real ones are a few megabytes.
+const MaxFileBytes = 256 << 20
+
+// readFile reads a result file: a regular file (a FIFO or device is an error naming it) of
+// at most MaxFileBytes.
+func readFile(path string) ([]byte, error) { return safeio.ReadFile(path, MaxFileBytes) }
+
 // ReadBench reads a timing file, JSON or Go benchmark format (detected from the first
-// non-blank byte: '{' means JSON). See readBenchText for how text is mapped to rows.
+// non-blank byte: '{' means JSON). See readBenchText for how text is mapped to rows. Every
+// sample must be a positive, finite number of nanoseconds and every row unique (validRow):
+// anything else is an error naming the file and line.
 func ReadBench(path string) (BenchFile, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return BenchFile{}, err
 	}
 	return parseBench(data, path)
 }
 
-// ReadCheck reads a conformance JSON file.
+// ReadCheck reads a conformance JSON file. Every row must have a known status (OK, FAIL or
+// NS) and be the only one of its case, backend and dtype: anything else is an error naming
+// the file and line.
 func ReadCheck(path string) (CheckFile, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return CheckFile{}, err
 	}
@@ -36,7 +48,7 @@ func ReadCheck(path string) (CheckFile, error) {
 // file with no rows reads as an empty timing file. Exactly one of bench and check is non-nil
 // when err is nil.
 func ReadAny(path string) (bench *BenchFile, check *CheckFile, err error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -85,10 +97,12 @@ func isCheckJSON(data []byte) bool {
 
 // decodeJSONFile decodes {"meta": {...}, "rows": [...]}, row by row so that an error names
 // the line of the value at fault, and the timing file's "failed" list into failed when it
-// is not nil. Unknown top-level fields are skipped.
-func decodeJSONFile[R any](data []byte, path string, failed *[]BenchFailure) (Meta, []R, error) {
+// is not nil. Unknown top-level fields are skipped. Each row must pass its own check (see
+// validRow) and have a key no earlier row has; the error names the line of the row.
+func decodeJSONFile[R validRow](data []byte, path string, failed *[]BenchFailure) (Meta, []R, error) {
 	var meta Meta
 	rows := []R{}
+	lineOf := map[string]int{} // row key -> line of the row
 	dec := json.NewDecoder(bytes.NewReader(data))
 	fail := func(off int64, err error) error {
 		var se *json.SyntaxError
@@ -134,6 +148,14 @@ func decodeJSONFile[R any](data []byte, path string, failed *[]BenchFailure) (Me
 				if err := json.Unmarshal(raw, &r); err != nil {
 					return meta, nil, fail(skipSep(data, off), fmt.Errorf("row %d: %w", len(rows), err))
 				}
+				start := skipSep(data, off)
+				if err := r.check(); err != nil {
+					return meta, nil, fail(start, fmt.Errorf("row %d (%s): %w", len(rows), r.key(), err))
+				}
+				if prev, dup := lineOf[r.key()]; dup {
+					return meta, nil, fail(start, fmt.Errorf("row %d (%s): a second row for the same key (the first is at line %d)", len(rows), r.key(), prev))
+				}
+				lineOf[r.key()] = lineAt(data, start)
 				rows = append(rows, r)
 			}
 			if _, err := dec.Token(); err != nil {
