@@ -30,6 +30,15 @@ func (a AttentionCore) MACs() int64 {
 	return 2 * int64(a.Batch) * int64(a.Heads) * int64(a.Tokens) * int64(a.Tokens) * int64(a.HeadDim)
 }
 
+// ScratchBytes implements bench.ScratchNode: the score rows held at once (a block of
+// query rows against all N keys per worker, at most every (image, head) pair's N rows)
+// plus the split q, k, v and merged output a GPU keeps, [B, N, H·D] each.
+func (a AttentionCore) ScratchBytes(workers int) int64 {
+	n := int64(a.Tokens)
+	rows := min(bench.MulSat(int64(a.Batch), int64(a.Heads), n), bench.MulSat(int64(workers), n))
+	return bench.AddSat(bench.MulSat(rows, n, 4), bench.MulSat(4, int64(a.Batch), n, int64(a.Heads), int64(a.HeadDim), 4))
+}
+
 // MHSAParams is the JSON form of an mhsa case (timm Attention).
 type MHSAParams struct {
 	Tokens  int      `json:"tokens"`

@@ -25,6 +25,13 @@ type PerformerCore struct {
 // OpName implements bench.Node.
 func (PerformerCore) OpName() string { return "performer_core" }
 
+// ScratchBytes implements bench.ScratchNode: the feature maps φ(k), φ(q) and φ(k)ᵀ of
+// one image [Tokens, M] each, the reduction [M, Emb], the normalizers and the feature sums.
+func (p PerformerCore) ScratchBytes(workers int) int64 {
+	t, m, e := int64(p.Tokens), int64(p.M), int64(p.Emb)
+	return bench.AddSat(bench.MulSat(3, t, m, 4), bench.MulSat(m, e, 4), bench.MulSat(t, 4), bench.MulSat(m, 8))
+}
+
 // MACs counts the feature maps and the two products.
 func (p PerformerCore) MACs() int64 {
 	bt := int64(p.Batch) * int64(p.Tokens)

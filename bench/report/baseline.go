@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
+
+	"vitbench/bench/results"
+	"vitbench/bench/safeio"
 )
 
 // BaselineFormat is the version of the baseline file layout.
@@ -237,10 +239,11 @@ func WriteBaseline(w io.Writer, b Baseline) error {
 	return err
 }
 
-// ReadBaseline reads a file WriteBaseline wrote.
+// ReadBaseline reads a file WriteBaseline wrote (a regular file; a FIFO or device is an
+// error naming it).
 func ReadBaseline(path string) (Baseline, error) {
 	var b Baseline
-	raw, err := os.ReadFile(path)
+	raw, err := safeio.ReadFile(path, results.MaxFileBytes)
 	if err != nil {
 		return b, err
 	}

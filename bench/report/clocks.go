@@ -11,7 +11,7 @@ import (
 // columns was taken with (clockLine); nothing when shown is empty.
 func writeClocks(w io.Writer, in Input, es, shown []entry) {
 	if l := clockLine(in, es, shown); l != "" {
-		fmt.Fprintf(w, "\n%s\n", l)
+		fmt.Fprintf(w, "\n%s\n", Inline(l))
 	}
 }
 

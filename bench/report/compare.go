@@ -36,6 +36,8 @@ type CompareResult struct {
 	// Geomean is the geometric mean over the rows present in both files of head median time /
 	// base median time (1.05 = 5% slower overall); NaN when no row is common.
 	Geomean float64
+	// Compared counts the rows present in both files; 0 means nothing was compared.
+	Compared int
 }
 
 // rowKey identifies a benchmark across files.
@@ -112,11 +114,19 @@ func compareFiles(base, head results.BenchFile, opt CompareOptions) compareTable
 			t.onlyHead = append(t.onlyHead, k.String())
 			continue
 		}
+		res.Compared++
 		res.DeterministicChanges = append(res.DeterministicChanges, deterministicChanges(k, br, hr)...)
 
 		if len(br.SamplesNs) == 0 || len(hr.SamplesNs) == 0 {
 			t.cells = append(t.cells, []string{k.caseName, k.backend, fmt.Sprint(k.batch), fmt.Sprint(k.threads), k.dtype, "ms",
 				fmtMs(br.MedianNs), fmtMs(hr.MedianNs), dash, "no samples", ""})
+			continue
+		}
+		// The statistics are not defined on a NaN, infinite, negative or zero time (the
+		// readers refuse such files; this guards rows built in memory): never call them.
+		if !validSamples(br.SamplesNs) || !validSamples(hr.SamplesNs) {
+			t.cells = append(t.cells, []string{k.caseName, k.backend, fmt.Sprint(k.batch), fmt.Sprint(k.threads), k.dtype, "ms",
+				fmtMs(br.MedianNs), fmtMs(hr.MedianNs), dash, "invalid samples (not positive finite times)", ""})
 			continue
 		}
 		m := chooseMetric(br, hr)
@@ -182,6 +192,16 @@ func deterministicChanges(k rowKey, b, h results.BenchRow) []string {
 		out = append(out, fmt.Sprintf("%s: bytes/op %d -> %d", k, b.Bytes, h.Bytes))
 	}
 	return out
+}
+
+// validSamples reports whether every sample is a positive, finite time.
+func validSamples(ns []float64) bool {
+	for _, v := range ns {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // metric is what Compare judges a row by.
@@ -256,6 +276,6 @@ func printList(w io.Writer, title string, items []string) {
 	}
 	fmt.Fprintf(w, "\n%s (%d):\n", title, len(items))
 	for _, it := range items {
-		fmt.Fprintf(w, "- %s\n", it)
+		fmt.Fprintf(w, "- %s\n", Inline(it))
 	}
 }

@@ -64,7 +64,7 @@ func writeConformance(w io.Writer, in Input, _ []entry) error {
 		fmt.Fprintf(w, "%d with an unknown status\n", other)
 	}
 	for _, b := range slices.Sorted(maps.Keys(idle)) {
-		fmt.Fprintf(w, "\nNot run on backend %s: all %d cases NS (rows left out above): %s\n", b, idle[b].Cases, idle[b].Reason)
+		fmt.Fprintf(w, "\nNot run on backend %s: all %d cases NS (rows left out above): %s\n", Inline(b), idle[b].Cases, Inline(idle[b].Reason))
 	}
 	return nil
 }

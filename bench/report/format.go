@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -40,7 +39,7 @@ func writeTable(w io.Writer, align string, header []string, rows [][]string) err
 func escapeAll(cells []string) []string {
 	out := make([]string, len(cells))
 	for i, c := range cells {
-		c = strings.NewReplacer("|", `\|`, "\r\n", " ", "\n", " ").Replace(c)
+		c = EscapeCell(c)
 		if c == "" {
 			c = " "
 		}

@@ -29,7 +29,7 @@ func writeHeader(w io.Writer, in Input, es []entry) error {
 				vs = append(vs, v)
 			}
 		}
-		return cmp.Or(strings.Join(vs, ", "), dash)
+		return Inline(cmp.Or(strings.Join(vs, ", "), dash))
 	}
 	var isas, backends, threads []string
 	for _, e := range es {
@@ -44,7 +44,8 @@ func writeHeader(w io.Writer, in Input, es []entry) error {
 	}
 	slices.Sort(backends)
 
-	fmt.Fprintf(w, "# %s\n\n", cmp.Or(in.Title, "vitbench report"))
+	fmt.Fprintf(w, "# %s\n\n", Inline(cmp.Or(in.Title, "vitbench report")))
+	writePartial(w, in)
 	fmt.Fprintf(w, "- Date: %s\n", collect(func(m results.Meta) string { return m.Date }))
 	fmt.Fprintf(w, "- Commit: %s\n", collect(func(m results.Meta) string { return m.Commit }))
 	fmt.Fprintf(w, "- Machine: %s\n", collect(func(m results.Meta) string { return m.Machine }))
@@ -53,7 +54,7 @@ func writeHeader(w io.Writer, in Input, es []entry) error {
 		if drv := collect(func(m results.Meta) string { return m.Extra["driver"] }); drv != dash {
 			gpu += " (driver " + drv + ")"
 		}
-		fmt.Fprintf(w, "- GPU: %s\n", gpu)
+		fmt.Fprintf(w, "- GPU: %s\n", Inline(gpu))
 	}
 	fmt.Fprintf(w, "- ISA path: %s\n", joinOr(isas))
 	fmt.Fprintf(w, "- Threads: %s\n", joinOr(threads))
@@ -88,5 +89,5 @@ func appendNew(vs []string, v string) []string {
 }
 
 func joinOr(vs []string) string {
-	return cmp.Or(strings.Join(vs, ", "), dash)
+	return Inline(cmp.Or(strings.Join(vs, ", "), dash))
 }

@@ -59,6 +59,10 @@ type Input struct {
 	// PyTorch (base) with each vitbench backend on the same machine (head).
 	Base     *results.BenchFile
 	BasePath string
+	// Partial, when set, says why the run the report is built from stopped before it
+	// finished (a signal); the report says so at the top, as it does for result files
+	// marked partial (results.PartialKey).
+	Partial string
 }
 
 // Roof holds the ceilings of the roofline chart: the compute peak (GFLOP/s) and the

@@ -23,9 +23,10 @@ func Markdown(w io.Writer, in Input) error {
 }
 
 // section writes a section heading and an optional explanatory line.
+// Both are made safe for one line (Inline): a note may quote input files.
 func section(w io.Writer, title, note string) {
-	fmt.Fprintf(w, "\n## %s\n\n", title)
+	fmt.Fprintf(w, "\n## %s\n\n", Inline(title))
 	if note != "" {
-		fmt.Fprintf(w, "%s\n\n", note)
+		fmt.Fprintf(w, "%s\n\n", Inline(note))
 	}
 }

@@ -17,13 +17,13 @@ func writePlots(w io.Writer, in Input, _ []entry) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "![%s](%s)\n\n%s\n", f.Title, f.Path, f.Caption)
+		fmt.Fprintf(w, "![%s](%s)\n\n%s\n", Inline(f.Title), f.Path, Inline(f.Caption))
 	}
 	if len(in.Figures) > 0 && len(in.FigureNotes) > 0 {
 		fmt.Fprintln(w)
 	}
 	for _, n := range in.FigureNotes {
-		fmt.Fprintf(w, "- %s\n", n)
+		fmt.Fprintf(w, "- %s\n", Inline(n))
 	}
 	return nil
 }

@@ -26,13 +26,13 @@ func writeSources(w io.Writer, in Input, _ []entry) error {
 
 func pathAt(paths []string, i int, kind string, n int) string {
 	if i < len(paths) && paths[i] != "" {
-		return "`" + paths[i] + "`"
+		return Code(paths[i])
 	}
 	return fmt.Sprintf("%s input #%d (path not given)", kind, n+1)
 }
 
 // describe summarises a file's provenance: "tool vitbench, commit 1a2b3c4, date ..., machine ...".
 func describe(m results.Meta) string {
-	return fmt.Sprintf("tool %s, commit %s, date %s, machine %s",
-		cmp.Or(m.Tool, "?"), cmp.Or(m.Commit, "?"), cmp.Or(m.Date, "?"), machineName(m))
+	return Inline(fmt.Sprintf("tool %s, commit %s, date %s, machine %s",
+		cmp.Or(m.Tool, "?"), cmp.Or(m.Commit, "?"), cmp.Or(m.Date, "?"), machineName(m)))
 }

@@ -36,3 +36,16 @@ const (
 // metaKeys lists the Meta config keys in the order WriteBenchText writes them.
 // isa is written last, just before the first result, because it may change between rows.
 var metaKeys = []string{keyGOOS, keyGOARCH, keyCPU, keyTool, keyCommit, keyDate, keyMachine, keyThreads}
+
+// PartialKey is the Extra key (a "partial:" config line in the text format) that marks a
+// file whose run was stopped before it finished (a signal): its value says why and how
+// many cases were left, and reports built from the file say at the top that it is partial.
+const PartialKey = "partial"
+
+// MarkPartial records in m that the file's results are partial, and why (one line).
+func (m *Meta) MarkPartial(why string) {
+	if m.Extra == nil {
+		m.Extra = map[string]string{}
+	}
+	m.Extra[PartialKey] = oneLine(why)
+}

@@ -19,6 +19,24 @@ import (
 // backend of bs: NS when it or the reference cannot run the case, FAIL with the error when a
 // run fails.
 func AgreeCase(ref bench.Backend, bs []bench.Backend, c cases.Case, batch int, seed uint64) []results.CheckRow {
+	return AgreeCaseWith(ref, bs, c, AgreeOptions{Batch: batch, Seed: seed})
+}
+
+// AgreeOptions configure AgreeCaseWith.
+type AgreeOptions struct {
+	Batch int    // 0: the case's own
+	Seed  uint64 // of the synthesized inputs and weights
+	// MaxBytes is the memory budget of the case (0: DefaultMaxBytes): a case that
+	// needs more is a FAIL row for every backend, before anything is allocated.
+	MaxBytes int64
+	// Cancel, when closed (a signal), stops the case between two nodes; its rows are
+	// then incomplete and not to be reported.
+	Cancel <-chan struct{}
+}
+
+// AgreeCaseWith is AgreeCase with a memory budget and a cancel channel.
+func AgreeCaseWith(ref bench.Backend, bs []bench.Backend, c cases.Case, opt AgreeOptions) []results.CheckRow {
+	batch, seed := opt.Batch, opt.Seed
 	rows := make([]results.CheckRow, len(bs))
 	for i, b := range bs {
 		rows[i] = results.CheckRow{Case: c.Name, Kind: c.Kind, Op: c.Op, Backend: b.Name(), DType: string(c.DType), Status: FAIL}
@@ -68,18 +86,21 @@ func AgreeCase(ref bench.Backend, bs []bench.Backend, c cases.Case, batch int, s
 	if err := Unsupported(ref, spec, c.DType); err != nil {
 		return fail(false, NS, "reference "+ref.Name()+": "+err.Error())
 	}
-	want, err := safeRun(ref, spec, c.DType, seed)
+	if err := CheckBudget(c.Name, spec, workersOf(ref), opt.MaxBytes); err != nil {
+		return fail(false, FAIL, err.Error())
+	}
+	want, err := safeRun(ref, spec, c.DType, seed, opt.Cancel)
 	if err != nil {
 		return fail(false, FAIL, fmt.Sprintf("reference %s: %v", ref.Name(), err))
 	}
 	for _, i := range todo {
 		start := time.Now()
-		got, err := safeRun(bs[i], spec, c.DType, seed)
+		got, err := safeRun(bs[i], spec, c.DType, seed, opt.Cancel)
 		if err != nil {
 			rows[i].Reason = err.Error()
 		} else if err := judgeOutputs(&rows[i], spec.Outputs(), got, func(name string) ([]float32, error) {
 			return want[name], nil
-		}, nil, tols[i]); err != nil {
+		}, nil, tols[i], nil); err != nil {
 			rows[i].Error, rows[i].Reason = true, err.Error()
 		}
 		rows[i].Seconds = time.Since(start).Seconds()
@@ -88,18 +109,18 @@ func AgreeCase(ref bench.Backend, bs []bench.Backend, c cases.Case, batch int, s
 }
 
 // safeRun is runOnce with a backend panic turned into an error.
-func safeRun(b bench.Backend, spec bench.Spec, dt bench.DType, seed uint64) (out map[string][]float32, err error) {
+func safeRun(b bench.Backend, spec bench.Spec, dt bench.DType, seed uint64, cancel <-chan struct{}) (out map[string][]float32, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, fmt.Errorf("internal error: %v", r)
 		}
 	}()
-	return runOnce(b, spec, dt, seed)
+	return runOnce(b, spec, dt, seed, cancel)
 }
 
 // runOnce prepares spec on b with synthesized data, runs it once and returns its outputs.
-func runOnce(b bench.Backend, spec bench.Spec, dt bench.DType, seed uint64) (map[string][]float32, error) {
-	prog, err := Prepare(b, spec, dt, SynthData(spec, seed))
+func runOnce(b bench.Backend, spec bench.Spec, dt bench.DType, seed uint64, cancel <-chan struct{}) (map[string][]float32, error) {
+	prog, err := PrepareCancel(b, spec, dt, SynthData(spec, seed), cancel)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,12 @@ type CheckOptions struct {
 	// be verified against the fixture tree's MANIFEST.sha256.
 	Root     string
 	Manifest fixture.Manifest
+	// MaxBytes is the memory budget of one case (0: DefaultMaxBytes): a case whose
+	// declared need is larger is a FAIL row before anything is allocated.
+	MaxBytes int64
+	// Cancel, when closed (a signal), stops the case in progress between two nodes or
+	// two arrays; its row is then incomplete and not to be reported.
+	Cancel <-chan struct{}
 }
 
 // Statuses of a conformance row.
@@ -50,6 +56,9 @@ func CheckFixture(b bench.Backend, dir string, opt CheckOptions) (row results.Ch
 	}
 	d := fx.Desc
 	row.Case, row.Kind, row.Op, row.DType = d.Name, d.Kind, d.Op, d.DType
+	if err := fx.CheckDeclared(); err != nil {
+		return bad(err)
+	}
 	tol, err := accuracy.Lookup(d.Tolerance, d.Op, b.Name())
 	if err != nil {
 		return bad(fmt.Errorf("%s/case.json: %v", dir, err))
@@ -68,13 +77,17 @@ func CheckFixture(b bench.Backend, dir string, opt CheckOptions) (row results.Ch
 		row.Status, row.Reason = NS, err.Error()
 		return row
 	}
+	if err := CheckBudget(d.Name, fx.Spec, workersOf(b), opt.MaxBytes); err != nil {
+		row.Reason = err.Error()
+		return row
+	}
 	readFailed := false
 	read := func(group, name string) ([]float32, error) {
 		v, err := fx.Array(group, name)
 		readFailed = readFailed || err != nil
 		return v, err
 	}
-	prog, err := Prepare(b, fx.Spec, bench.DType(d.DType), read)
+	prog, err := PrepareCancel(b, fx.Spec, bench.DType(d.DType), read, opt.Cancel)
 	if err != nil {
 		if readFailed {
 			return bad(err)
@@ -92,20 +105,28 @@ func CheckFixture(b bench.Backend, dir string, opt CheckOptions) (row results.Ch
 		row.Reason = err.Error()
 		return row
 	}
+	noise := map[string]accuracy.Noise{}
+	for name, e := range d.ReferenceError {
+		noise[name] = accuracy.Noise{NMSE: e.NMSE, MaxAbs: e.MaxAbs}
+	}
 	if err := judgeOutputs(&row, fx.Spec.Outputs(), got, func(name string) ([]float32, error) {
 		return fx.Array(fixture.Outputs, name)
-	}, d.SampledOutputs, tol); err != nil {
+	}, d.SampledOutputs, tol, noise); err != nil {
 		return bad(err)
 	}
 	return row
 }
 
 // judgeOutputs compares every output in got with its reference (ref; for an output in
-// sampling, got is cut down to the stored sample first) under tol, plus the top-1 class of
-// "logits", and fills row with the failing output's figures, else the worst NMSE's; Status
-// becomes OK when all pass. An error means a reference could not be read.
+// sampling, got is cut down to the stored sample first) under tol — tightened per output to
+// the measured noise of its reference where noise has it (accuracy.OutputTolerances) — plus
+// the top-1 class of "logits", and fills row with the failing output's figures and
+// tolerance, else the worst NMSE's; Status becomes OK when all pass. An error means a
+// reference could not be read.
 func judgeOutputs(row *results.CheckRow, outputs []bench.ArraySpec, got map[string][]float32,
-	ref func(name string) ([]float32, error), sampling map[string]fixture.Sampling, tol accuracy.Tolerance) error {
+	ref func(name string) ([]float32, error), sampling map[string]fixture.Sampling, tol accuracy.Tolerance,
+	noise map[string]accuracy.Noise) error {
+	tolFor := accuracy.OutputTolerances(tol, row.Backend, noise)
 	pass := true
 	worst := -1.0
 	for _, a := range outputs {
@@ -118,8 +139,9 @@ func judgeOutputs(row *results.CheckRow, outputs []bench.ArraySpec, got map[stri
 		if sampled {
 			out, shape = smp.Take(out, a.Shape), smp.Shape(a.Shape)
 		}
-		m := accuracy.Compare(out, want, tol)
-		ok := m.Pass(tol)
+		otol := tolFor(a.Name, want)
+		m := accuracy.Compare(out, want, otol)
+		ok := m.Pass(otol)
 		reason := ""
 		if !ok {
 			reason = failReason(a.Name, func(flat int64) []int {
@@ -127,7 +149,7 @@ func judgeOutputs(row *results.CheckRow, outputs []bench.ArraySpec, got map[stri
 					return smp.FullIndex(shape.Unravel(flat))
 				}
 				return shape.Unravel(flat)
-			}, m, tol)
+			}, m, otol)
 		}
 		// A network's logits must also pick the same class for every image.
 		if a.Name == "logits" && len(a.Shape) == 2 && ok {
@@ -140,6 +162,7 @@ func judgeOutputs(row *results.CheckRow, outputs []bench.ArraySpec, got map[stri
 		if score := m.NMSE + boolScore(!ok); score > worst {
 			worst = score
 			row.Output, row.NMSE = a.Name, m.NMSE
+			row.Tolerance = results.Tolerance{Class: otol.Class, RTol: otol.RTol, ATol: otol.ATol, NMSE: otol.NMSE}
 			row.MaxAbs, row.MaxAbsAt = m.MaxAbs, shape.Unravel(m.MaxAbsAt)
 			row.MaxRel, row.MaxRelAt = m.MaxRel, shape.Unravel(m.MaxRelAt)
 			if sampled {

@@ -3,10 +3,25 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 
 	"vitbench/bench"
 )
+
+// ErrInterrupted is the error of a run stopped by its cancel channel (a signal): between
+// two nodes of a graph, two arrays of its data or two runs of a timing loop.
+var ErrInterrupted = errors.New("interrupted")
+
+// interrupted reports whether cancel has been closed; a nil channel never is.
+func interrupted(cancel <-chan struct{}) bool {
+	select {
+	case <-cancel:
+		return true
+	default:
+		return false
+	}
+}
 
 // Program is a spec's graph with every value allocated on one backend and
 // its inputs and weights uploaded, ready to run any number of times.
@@ -17,6 +32,8 @@ type Program struct {
 	steps []boundStep
 	vals  map[string]bench.Tensor
 	order []string // allocation order, for Close
+	// cancel, when closed, stops Run before its next node.
+	cancel <-chan struct{}
 }
 
 type boundStep struct {
@@ -38,11 +55,18 @@ func Unsupported(b bench.Backend, spec bench.Spec, dt bench.DType) error {
 // Prepare allocates every value of spec's graph on b and uploads the
 // inputs and weights that data returns (group is "inputs" or "weights").
 func Prepare(b bench.Backend, spec bench.Spec, dt bench.DType, data func(group, name string) ([]float32, error)) (*Program, error) {
+	return PrepareCancel(b, spec, dt, data, nil)
+}
+
+// PrepareCancel is Prepare stopped by cancel: when it is closed, preparing stops before
+// the next array with ErrInterrupted, and the program's Run stops before its next node.
+func PrepareCancel(b bench.Backend, spec bench.Spec, dt bench.DType, data func(group, name string) ([]float32, error),
+	cancel <-chan struct{}) (*Program, error) {
 	g := spec.Graph()
 	if err := g.Validate(spec); err != nil {
 		return nil, fmt.Errorf("%s: %v", spec.Op(), err)
 	}
-	p := &Program{b: b, spec: spec, dtype: dt, vals: map[string]bench.Tensor{}}
+	p := &Program{b: b, spec: spec, dtype: dt, vals: map[string]bench.Tensor{}, cancel: cancel}
 	ok := false
 	defer func() {
 		if !ok {
@@ -63,6 +87,9 @@ func Prepare(b bench.Backend, spec bench.Spec, dt bench.DType, data func(group, 
 		arrays []bench.ArraySpec
 	}{{"inputs", spec.Inputs()}, {"weights", spec.Weights()}} {
 		for _, a := range grp.arrays {
+			if interrupted(cancel) {
+				return nil, ErrInterrupted
+			}
 			if err := alloc(a); err != nil {
 				return nil, err
 			}
@@ -99,9 +126,13 @@ func Prepare(b bench.Backend, spec bench.Spec, dt bench.DType, data func(group, 
 	return p, nil
 }
 
-// Run enqueues every step once. It does not wait for the device.
+// Run enqueues every step once. It does not wait for the device. It returns
+// ErrInterrupted, before the next step, once the program's cancel channel is closed.
 func (p *Program) Run() error {
 	for i, st := range p.steps {
+		if interrupted(p.cancel) {
+			return ErrInterrupted
+		}
 		if err := p.b.Enqueue(st.node, st.in, st.out); err != nil {
 			return fmt.Errorf("step %d (%s): %w", i, st.node.OpName(), err)
 		}

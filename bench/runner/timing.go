@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -28,6 +29,14 @@ type BenchOptions struct {
 	// Data, when set, supplies inputs and weights instead of the generator
 	// (NPZWeights: a real checkpoint).
 	Data func(group, name string) ([]float32, error)
+	// MaxBytes is the memory budget of the case (0: DefaultMaxBytes); a case that
+	// needs more is refused with a *BudgetError before anything is allocated.
+	MaxBytes int64
+	// CaseName names the case in that error ("" : the op kind).
+	CaseName string
+	// Cancel, when closed (a signal), stops the timing between two runs or two nodes
+	// with ErrInterrupted.
+	Cancel <-chan struct{}
 }
 
 // SynthData returns a data source for Prepare that generates every input
@@ -51,10 +60,16 @@ func SynthData(spec bench.Spec, seed uint64) func(group, name string) ([]float32
 }
 
 // Bench times spec on b. It returns the samples (backend clock and host
-// end-to-end, in ns per run) and the allocator's peak bytes.
+// end-to-end, in ns per run; at least 1 ns, so that every sample is a
+// positive time) and the allocator's peak bytes. A spec over the memory
+// budget is refused before anything is allocated; a closed opt.Cancel
+// stops it with ErrInterrupted.
 func Bench(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOptions) (kernelNs, e2eNs []float64, peak int64, err error) {
 	if opt.Count <= 0 {
 		opt.Count = 10
+	}
+	if err := CheckBudget(cmp.Or(opt.CaseName, spec.Op()), spec, workersOf(b), opt.MaxBytes); err != nil {
+		return nil, nil, 0, err
 	}
 	b.ResetPeak()
 	base := b.Memory().Current
@@ -62,7 +77,7 @@ func Bench(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOptions) (
 	if data == nil {
 		data = SynthData(spec, opt.Seed)
 	}
-	prog, err := Prepare(b, spec, dt, data)
+	prog, err := PrepareCancel(b, spec, dt, data, opt.Cancel)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -76,6 +91,9 @@ func Bench(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOptions) (
 		reps := 0
 		var k, e time.Duration
 		for reps == 0 || e < opt.MinSampleTime {
+			if interrupted(opt.Cancel) {
+				return nil, nil, 0, ErrInterrupted
+			}
 			t, err := b.Time(prog.Run)
 			if err != nil {
 				return nil, nil, 0, err
@@ -84,8 +102,8 @@ func Bench(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOptions) (
 			e += t.EndToEnd
 			reps++
 		}
-		kernelNs = append(kernelNs, float64(k.Nanoseconds())/float64(reps))
-		e2eNs = append(e2eNs, float64(e.Nanoseconds())/float64(reps))
+		kernelNs = append(kernelNs, max(1, float64(k.Nanoseconds())/float64(reps)))
+		e2eNs = append(e2eNs, max(1, float64(e.Nanoseconds())/float64(reps)))
 	}
 	return kernelNs, e2eNs, b.Memory().Peak - base, nil
 }
@@ -131,6 +149,9 @@ func BenchRow(b bench.Backend, caseName string, spec bench.Spec, dt bench.DType,
 			row, err = results.BenchRow{}, fmt.Errorf("internal error: %v", r)
 		}
 	}()
+	if opt.CaseName == "" {
+		opt.CaseName = caseName
+	}
 	ResetPeakRSS()
 	k, e, peak, err := Bench(b, spec, dt, opt)
 	if err != nil {

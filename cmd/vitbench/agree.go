@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -30,6 +31,7 @@ func cmdAgree(args []string, stdout, stderr io.Writer) (int, error) {
 	threads := fs.Int("threads", 0, "CPU threads (0 = all available)")
 	isa := fs.String("isa", "", "force the CPU ISA path (avx512, avx2, go)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file (conformance format; meta extra 'reference' names the reference)")
+	budget := maxBytesFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return exitUsage, err
 	}
@@ -44,6 +46,9 @@ func cmdAgree(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	re, err := compileRun(*runRE)
 	if err != nil {
+		return exitUsage, err
+	}
+	if err := checkOutputs("-json", *jsonOut); err != nil {
 		return exitUsage, err
 	}
 	names := *backend
@@ -90,11 +95,20 @@ func cmdAgree(args []string, stdout, stderr io.Writer) (int, error) {
 			break
 		}
 		prog.start(c.Name + " against " + ref.Name())
-		rows := runner.AgreeCase(ref, others, c, *batch, *seed)
+		rows := runner.AgreeCaseWith(ref, others, c, runner.AgreeOptions{Batch: *batch, Seed: *seed,
+			MaxBytes: int64(*budget), Cancel: stop.Done()})
+		if stop.Stopped() {
+			// The case in progress was interrupted: no rows.
+			stopped = stop.interruptedErr(len(cf.Rows), total, "cases")
+			break
+		}
 		for _, row := range rows {
 			prog.done(fmt.Sprintf("%-40s %-9s %-4s %s", row.Case, row.Backend, row.Status, short(row.Reason)))
 		}
 		cf.Rows = append(cf.Rows, rows...)
+	}
+	if stopped != nil {
+		markPartial(&cf.Meta, stopped)
 	}
 	slices.SortStableFunc(cf.Rows, func(a, b results.CheckRow) int { return cmp.Compare(a.Backend, b.Backend) })
 	if len(cf.Rows) > 0 {
@@ -104,8 +118,8 @@ func cmdAgree(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	}
 	if *jsonOut != "" {
-		if err := results.WriteFileAtomic(*jsonOut, func(w io.Writer) error { return results.WriteCheckJSON(w, cf) }); err != nil {
-			return exitFail, err
+		if err := saveResult(*jsonOut, func(w io.Writer) error { return results.WriteCheckJSON(w, cf) }, stdout); err != nil {
+			return exitWrite, errors.Join(stopped, err)
 		}
 	}
 	if code, ok := isInterrupted(stopped); ok {

@@ -10,7 +10,6 @@ import (
 
 	"vitbench/bench/cases"
 	"vitbench/bench/report"
-	"vitbench/bench/results"
 	"vitbench/bench/runner"
 	"vitbench/impl/cpu"
 )
@@ -53,6 +52,9 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
+	if err := checkOutputs("-o", *out); err != nil {
+		return exitUsage, err
+	}
 	list := cases.Match(re)
 
 	if *out != "" {
@@ -66,8 +68,8 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitFail, err
 		}
 		b.Regenerate = "go run ./cmd/vitbench baseline " + strings.Join(args, " ")
-		if err := results.WriteFileAtomic(*out, func(w io.Writer) error { return report.WriteBaseline(w, b) }); err != nil {
-			return exitFail, err
+		if err := saveResult(*out, func(w io.Writer) error { return report.WriteBaseline(w, b) }, stdout); err != nil {
+			return exitWrite, err
 		}
 		fmt.Fprintf(stderr, "baseline of %d cases written to %s\n", len(b.Cases), *out)
 		return exitOK, nil

@@ -27,7 +27,8 @@ type benchConfig struct {
 	minSample     time.Duration
 	seed          uint64
 	weights       string   // .npz of real weights by state_dict name ("" = synthesized)
-	stop          *stopper // stops between cases on SIGINT/SIGTERM; nil never stops
+	maxBytes      int64    // memory budget of one case (0: runner.DefaultMaxBytes)
+	stop          *stopper // interrupts the case in progress on SIGINT/SIGTERM; nil never stops
 	// opened, when set, are the backends to time (the caller opened them and
 	// closes them); backends is then ignored.
 	opened []bench.Backend
@@ -48,6 +49,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	out := fs.String("o", "", "write the Go benchmark format to this file instead of stdout")
 	jsonOut := fs.String("json", "", "also write JSON rows to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	budget := maxBytesFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return exitUsage, err
 	}
@@ -64,10 +66,22 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
+	if err := checkOutputs("-o", *out, "-json", *jsonOut, "-cpuprofile", *cpuProfile); err != nil {
+		return exitUsage, err
+	}
+	if *weights != "" {
+		// A weights file that cannot be opened (missing, a FIFO, not a zip) is refused
+		// before any case runs; each case then checks the arrays it needs.
+		ar, err := npy.OpenNPZ(*weights)
+		if err != nil {
+			return exitUsage, usagef("-weights: %v", err)
+		}
+		ar.Close()
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
-			return exitFail, err
+			return exitUsage, usageError{err}
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
@@ -78,36 +92,43 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	stop := watchSignals()
 	defer stop.Close()
 	bf, code, err := runBench(benchConfig{backends: *backend, run: re, batch: *batch, threads: *threads,
-		count: *count, warmup: *warmup, minSample: *minSample, seed: *seed, weights: *weights, stop: stop}, stderr)
+		count: *count, warmup: *warmup, minSample: *minSample, seed: *seed, weights: *weights,
+		maxBytes: int64(*budget), stop: stop}, stderr)
 	if err != nil && len(bf.Rows) == 0 && len(bf.Failed) == 0 {
 		return code, err
 	}
 	if werr := writeBench(bf, *out, *jsonOut, stdout); werr != nil {
-		return exitFail, werr
+		return exitWrite, errors.Join(err, werr)
 	}
 	return code, err
 }
 
 // writeBench writes the text format to path (stdout when empty) and JSON
-// to jsonPath when given, each atomically.
+// to jsonPath when given, each atomically; a file that cannot be written
+// keeps its content in a fallback (saveResult), and the error says where.
 func writeBench(bf results.BenchFile, path, jsonPath string, stdout io.Writer) error {
+	var errs []error
 	if path == "" {
 		if err := results.WriteBenchText(stdout, bf); err != nil {
-			return err
+			errs = append(errs, err)
 		}
-	} else if err := results.WriteFileAtomic(path, func(w io.Writer) error { return results.WriteBenchText(w, bf) }); err != nil {
-		return err
+	} else if err := saveResult(path, func(w io.Writer) error { return results.WriteBenchText(w, bf) }, stdout); err != nil {
+		errs = append(errs, err)
 	}
 	if jsonPath != "" {
-		return results.WriteFileAtomic(jsonPath, func(w io.Writer) error { return results.WriteBenchJSON(w, bf) })
+		if err := saveResult(jsonPath, func(w io.Writer) error { return results.WriteBenchJSON(w, bf) }, stdout); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // runBench times every matching built-in case on every available backend
-// that supports it. A case that fails to run is reported and the others go
-// on; the exit code is then 1 and the error names every case without a
-// result.
+// that supports it. A case that fails to run (or needs more memory than
+// the budget) is reported and the others go on; the exit code is then 1
+// and the error names every case without a result. A signal interrupts
+// the case in progress, which has no row; the file's meta then says the
+// results are partial.
 func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error) {
 	bf := results.BenchFile{Meta: newMeta(cfg.threads)}
 	list := cases.Match(cfg.run)
@@ -141,8 +162,7 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 		threads := threadsOf(b, cfg.threads)
 		for _, c := range list {
 			if cfg.stop.Stopped() {
-				e := cfg.stop.interruptedErr(done, total, "cases")
-				return bf, e.code(), e
+				return interruptedBench(bf, cfg.stop, done, total)
 			}
 			done++
 			spec, err := c.Spec(cfg.batch)
@@ -155,7 +175,8 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 				prog.done(fmt.Sprintf("%-40s %-5s NS   %s", c.Name, b.Name(), err))
 				continue
 			}
-			opt := runner.BenchOptions{Count: cfg.count, Warmup: cfg.warmup, MinSampleTime: cfg.minSample, Seed: cfg.seed}
+			opt := runner.BenchOptions{Count: cfg.count, Warmup: cfg.warmup, MinSampleTime: cfg.minSample, Seed: cfg.seed,
+				MaxBytes: cfg.maxBytes, CaseName: c.Name, Cancel: cfg.stop.Done()}
 			closeWeights := func() error { return nil }
 			if cfg.weights != "" {
 				if opt.Data, closeWeights, err = runner.NPZWeights(spec, cfg.weights, cfg.seed, npy.Limits{}); err != nil {
@@ -164,6 +185,10 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 			}
 			row, err := runner.BenchRow(b, c.Name, spec, c.DType, batch, threads, opt)
 			closeWeights()
+			if cfg.stop.Stopped() {
+				done-- // the case in progress was interrupted: no row
+				return interruptedBench(bf, cfg.stop, done, total)
+			}
 			if err != nil {
 				prog.done(fmt.Sprintf("%-40s %-5s ERROR %v", c.Name, b.Name(), err))
 				code = exitFail
@@ -179,10 +204,17 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 		}
 	}
 	if cfg.stop.Stopped() {
-		e := cfg.stop.interruptedErr(done, total, "cases")
-		return bf, e.code(), e
+		return interruptedBench(bf, cfg.stop, done, total)
 	}
 	return bf, code, noResultErr(failed)
+}
+
+// interruptedBench returns what runBench returns when a signal stopped it after done of
+// total cases: the rows so far, marked partial, and the signal's exit code and error.
+func interruptedBench(bf results.BenchFile, stop *stopper, done, total int) (results.BenchFile, int, error) {
+	e := stop.interruptedErr(done, total, "cases")
+	markPartial(&bf.Meta, e)
+	return bf, e.code(), e
 }
 
 // noResultErr is nil when every case timed has a result, else one error

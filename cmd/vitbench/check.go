@@ -11,6 +11,7 @@ import (
 
 	"vitbench/bench/fixture"
 	"vitbench/bench/npy"
+	"vitbench/bench/report"
 	"vitbench/bench/results"
 	"vitbench/bench/runner"
 )
@@ -22,8 +23,9 @@ type checkConfig struct {
 	run      *regexp.Regexp
 	threads  int
 	limits   npy.Limits
+	maxBytes int64 // memory budget of one case (0: runner.DefaultMaxBytes)
 	verbose  bool
-	stop     *stopper // stops between cases on SIGINT/SIGTERM; nil never stops
+	stop     *stopper // interrupts the case in progress on SIGINT/SIGTERM; nil never stops
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
@@ -35,6 +37,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	threads := fs.Int("threads", 0, "CPU threads (0 = all available)")
 	isa := fs.String("isa", "", "force the CPU ISA path (avx512, avx2, go)")
 	maxBytes := fs.Int64("max-array-bytes", npy.DefaultMaxBytes, "largest array a fixture may declare, in bytes")
+	budget := maxBytesFlag(fs)
 	verbose := fs.Bool("v", false, "print each case's provenance and timing")
 	if err := parseFlags(fs, args); err != nil {
 		return exitUsage, err
@@ -49,16 +52,19 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
+	if err := checkOutputs("-json", *jsonOut); err != nil {
+		return exitUsage, err
+	}
 	stop := watchSignals()
 	defer stop.Close()
 	cf, code, err := runCheck(checkConfig{backends: *backend, fixtures: *dir, run: re, threads: *threads,
-		limits: npy.Limits{MaxBytes: *maxBytes}, verbose: *verbose, stop: stop}, stdout, stderr)
+		limits: npy.Limits{MaxBytes: *maxBytes}, maxBytes: int64(*budget), verbose: *verbose, stop: stop}, stdout, stderr)
 	if _, stopped := isInterrupted(err); err != nil && !stopped {
 		return code, err
 	}
 	if *jsonOut != "" {
-		if err := results.WriteFileAtomic(*jsonOut, func(w io.Writer) error { return results.WriteCheckJSON(w, cf) }); err != nil {
-			return exitFail, err
+		if werr := saveResult(*jsonOut, func(w io.Writer) error { return results.WriteCheckJSON(w, cf) }, stdout); werr != nil {
+			return exitWrite, errors.Join(err, werr)
 		}
 	}
 	return code, err
@@ -66,10 +72,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 
 // runCheck checks every fixture under cfg.fixtures on every backend,
 // prints the table, and returns the rows and the exit code: 2 when any
-// fixture was unreadable, 1 when any case failed, 0 otherwise.
+// fixture (or a directory of the tree) was unreadable, 1 when any case
+// failed, 0 otherwise. A signal interrupts the case in progress, which
+// has no row; the file's meta then says the results are partial.
 func runCheck(cfg checkConfig, stdout, stderr io.Writer) (results.CheckFile, int, error) {
 	cf := results.CheckFile{Meta: newMeta(cfg.threads)}
-	dirs, err := fixture.Discover(cfg.fixtures)
+	found, err := fixture.Walk(cfg.fixtures)
 	if err != nil {
 		return cf, exitUsage, usageError{err}
 	}
@@ -86,18 +94,19 @@ func runCheck(cfg checkConfig, stdout, stderr io.Writer) (results.CheckFile, int
 	case err != nil:
 		return cf, exitUsage, usageError{err}
 	}
-	opt := runner.CheckOptions{Limits: cfg.limits, Root: cfg.fixtures, Manifest: man}
+	opt := runner.CheckOptions{Limits: cfg.limits, Root: cfg.fixtures, Manifest: man, MaxBytes: cfg.maxBytes, Cancel: cfg.stop.Done()}
 	prog := newProgress(stderr)
 	total := 0
-	for _, d := range dirs {
-		if checkMatches(cfg.run, d) {
+	for _, f := range found {
+		if checkMatches(cfg.run, f.Dir) {
 			total += len(backends)
 		}
 	}
 cases:
 	for _, b := range backends {
 		seen := map[string]string{}
-		for _, d := range dirs {
+		for _, f := range found {
+			d := f.Dir
 			if !checkMatches(cfg.run, d) {
 				continue
 			}
@@ -105,14 +114,23 @@ cases:
 				break cases
 			}
 			prog.start(d + " on " + b.Name())
-			row := runner.CheckFixture(b, d, opt)
+			var row results.CheckRow
+			if f.Err != nil {
+				row = results.CheckRow{Case: d, Backend: b.Name(), Status: runner.FAIL, Error: true, Reason: f.Err.Error()}
+			} else {
+				row = runner.CheckFixture(b, d, opt)
+			}
+			if cfg.stop.Stopped() {
+				break cases // the case in progress was interrupted: no row
+			}
 			if prev, dup := seen[row.Case]; dup && !row.Error {
 				row.Status, row.Error = runner.FAIL, true
 				row.Reason = fmt.Sprintf("duplicate case name %q: also in %s", row.Case, prev)
+				row.Case = d // rows stay unique: the directory names the duplicate
 			} else if !row.Error {
 				seen[row.Case] = d
 			}
-			prog.done(fmt.Sprintf("%-40s %-5s %-4s %s", row.Case, b.Name(), row.Status, short(row.Reason)))
+			prog.done(fmt.Sprintf("%-40s %-5s %-4s %s", short(row.Case), b.Name(), row.Status, short(row.Reason)))
 			if cfg.verbose {
 				if desc, err := fixture.ReadDesc(d); err == nil {
 					fmt.Fprintf(stderr, "    %s: %v (%.2fs)\n", d, desc.Provenance, row.Seconds)
@@ -124,6 +142,7 @@ cases:
 	var stopped error
 	if cfg.stop.Stopped() {
 		stopped = cfg.stop.interruptedErr(len(cf.Rows), total, "cases")
+		markPartial(&cf.Meta, stopped)
 	}
 	if len(cf.Rows) == 0 && stopped == nil {
 		return cf, exitUsage, usagef("no fixture under %s matches -run", cfg.fixtures)
@@ -178,8 +197,9 @@ func printCheckTable(w io.Writer, rows []results.CheckRow) error {
 			continue
 		}
 		listed++
-		t.Append(r.Case, r.Backend, r.DType, r.Status, sci(r.MaxAbs, r.Status), sci(r.MaxRel, r.Status), sci(r.NMSE, r.Status),
-			tolString(r.Tolerance), short(r.Reason))
+		t.Append(cell(r.Case), cell(r.Backend), cell(r.DType), cell(r.Status),
+			sci(r.MaxAbs, r.Status), sci(r.MaxRel, r.Status), sci(r.NMSE, r.Status),
+			cell(tolString(r.Tolerance)), cell(short(r.Reason)))
 	}
 	if listed > 0 {
 		if err := t.Render(); err != nil {
@@ -189,9 +209,15 @@ func printCheckTable(w io.Writer, rows []results.CheckRow) error {
 	}
 	fmt.Fprintf(w, "%d OK, %d FAIL, %d NS\n", counts[runner.OK], counts[runner.FAIL], counts[runner.NS])
 	for _, b := range slices.Sorted(maps.Keys(idle)) {
-		fmt.Fprintf(w, "not run on %s: all %d cases NS: %s\n", b, idle[b].Cases, idle[b].Reason)
+		fmt.Fprintf(w, "not run on %s: all %d cases NS: %s\n", report.OneLine(b), idle[b].Cases, report.OneLine(idle[b].Reason))
 	}
 	return nil
+}
+
+// cell makes text from an input file one cell of the terminal's Markdown table: on one
+// line, with '|' escaped, so that a case name cannot end the row or add rows.
+func cell(s string) string {
+	return strings.ReplaceAll(report.OneLine(s), "|", `\|`)
 }
 
 func sci(v float64, status string) string {
@@ -208,12 +234,13 @@ func tolString(t results.Tolerance) string {
 	return fmt.Sprintf("%s (rtol %.g, atol %.g, NMSE %.g)", t.Class, t.RTol, t.ATol, t.NMSE)
 }
 
-// short keeps table cells on one line and readable.
+// short keeps table cells and progress lines on one line and readable: line breaks and
+// control characters become spaces (report.OneLine) and the text is cut at 160
+// characters, never inside a UTF-8 sequence.
 func short(s string) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	s = strings.ReplaceAll(s, "|", "/")
-	if len(s) > 160 {
-		s = s[:157] + "..."
+	s = report.OneLine(s)
+	if r := []rune(s); len(r) > 160 {
+		s = string(r[:157]) + "..."
 	}
 	return s
 }

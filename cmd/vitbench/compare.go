@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -39,7 +40,13 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	if *threshold >= 0 {
+	if !(*alpha > 0 && *alpha < 1) {
+		return exitUsage, usagef("-alpha: want a significance level strictly between 0 and 1, got %v", *alpha)
+	}
+	if flagSet(fs, "threshold") {
+		if !(*threshold >= 0) || math.IsInf(*threshold, 0) {
+			return exitUsage, usagef("-threshold: want a fraction ≥ 0 (0.1 = 10%%), got %v", *threshold)
+		}
 		limit, gateTime = *threshold, true
 	}
 	base, err := loadResultSet(fs.Arg(0))
@@ -66,6 +73,10 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 		if err != nil {
 			return exitFail, err
 		}
+		if res.Compared == 0 {
+			failures = append(failures, fmt.Sprintf("nothing compared: no timing row of HEAD (%d rows) has the case, backend, batch, threads and dtype of a row of BASE (%d rows)",
+				rowCount(head.bench), rowCount(base.bench)))
+		}
 		for _, r := range res.DeterministicChanges {
 			failures = append(failures, "deterministic change: "+r)
 		}
@@ -81,6 +92,9 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 		if err != nil {
 			return exitFail, err
 		}
+		if res.Compared == 0 {
+			failures = append(failures, "nothing compared: no conformance row of HEAD has the case, backend and dtype of a row of BASE")
+		}
 		for _, r := range res.Regressions {
 			failures = append(failures, "conformance regression: "+r)
 		}
@@ -92,6 +106,22 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitFail, nil
 	}
 	return exitOK, nil
+}
+
+// flagSet reports whether the flag called name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// rowCount is the number of timing rows in files.
+func rowCount(files []results.BenchFile) int {
+	n := 0
+	for _, f := range files {
+		n += len(f.Rows)
+	}
+	return n
 }
 
 // parseSlowdown reads -max-slowdown: "10%", "0.1", or "off"/"none" for no wall-time gate.

@@ -11,8 +11,11 @@
 //	vitbench peak     [-json]
 //	vitbench run      [-o DIR] [-torch auto|on|off] [-base BENCH]
 //
-// Exit status: 0 success, 1 a case failed (or a compare gate tripped),
-// 2 bad usage or unreadable input.
+// Exit status: 0 success, 1 a case failed (a FAIL row, a case over the
+// memory budget, a compare gate tripped), 2 bad usage or unreadable input,
+// 3 a result file could not be written (its content is kept in a fallback
+// file named on stderr, or on stdout), 130 or 143 stopped by SIGINT or
+// SIGTERM (finished results are written).
 package main
 
 import (
@@ -21,8 +24,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
+
+	"vitbench/bench/runner"
 
 	_ "vitbench/impl/cpu"  // registers the "cpu" backend
 	_ "vitbench/impl/cuda" // registers the "cuda" backend
@@ -57,7 +63,20 @@ var commands = map[string]command{
 }
 
 func main() {
+	setMemoryLimit()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// setMemoryLimit makes the garbage collector work harder, instead of the process failing,
+// as its heap nears the memory it may use (runner.MemoryLimit: physical memory, cgroup,
+// rlimits), unless GOMEMLIMIT says otherwise.
+func setMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if l := runner.MemoryLimit(); l > 0 {
+		debug.SetMemoryLimit(l / 10 * 9)
+	}
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -80,6 +99,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "vitbench %s: %v\n", args[0], err)
+		if isWriteFailure(err) {
+			return exitWrite
+		}
 		var ue usageError
 		if errors.As(err, &ue) {
 			return exitUsage

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"time"
 
+	"vitbench/bench"
+	"vitbench/bench/runner"
 	vcpu "vitbench/impl/cpu"
 )
 
@@ -20,6 +22,7 @@ func cmdPeak(args []string, stdout, stderr io.Writer) (int, error) {
 	count := fs.Int("count", vcpu.PeakDefaultCount, "timed runs per figure (best and median are reported)")
 	memMiB := fs.Int("mem-mib", vcpu.PeakDefaultBandwidthBytes>>20, "total size of the bandwidth arrays, MiB (far above the last-level cache)")
 	isa := fs.String("isa", "", "force the FMA path (avx512, avx2, go; default the fastest here)")
+	budget := maxBytesFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return exitUsage, err
 	}
@@ -28,6 +31,9 @@ func cmdPeak(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if *threads < 0 || *duration <= 0 || *count < 1 || *memMiB < 1 {
 		return exitUsage, usagef("-threads must be ≥ 0, -duration > 0, -count and -mem-mib ≥ 1")
+	}
+	if err := checkPeakMemory(int64(*memMiB), int64(*budget)); err != nil {
+		return exitUsage, err
 	}
 	// More threads than GOMAXPROCS would take turns, not run together.
 	if *threads > runtime.GOMAXPROCS(0) {
@@ -44,6 +50,21 @@ func cmdPeak(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitOK, enc.Encode(r)
 	}
 	return exitOK, writePeak(stdout, r)
+}
+
+// checkPeakMemory refuses bandwidth arrays of memMiB MiB in all that do not fit the memory
+// budget (0: runner.DefaultMaxBytes), before they are allocated, with the need and the
+// budget in the message.
+func checkPeakMemory(memMiB, budget int64) error {
+	if budget <= 0 {
+		budget = runner.DefaultMaxBytes()
+	}
+	need := bench.MulSat(memMiB, 1<<20)
+	if need > budget {
+		return usagef("-mem-mib %d: the bandwidth arrays need %s, more than the memory budget of %s (%d bytes; raise it with -max-bytes)",
+			memMiB, bench.FormatBytes(need), bench.FormatBytes(budget), budget)
+	}
+	return nil
 }
 
 // writePeak prints r as a Markdown table, one row per figure.

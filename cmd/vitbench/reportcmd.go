@@ -2,15 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"vitbench/bench/cases"
 	"vitbench/bench/report"
 	"vitbench/bench/results"
+	"vitbench/bench/safeio"
 	vcpu "vitbench/impl/cpu"
 )
 
@@ -26,6 +27,12 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if fs.NArg() == 0 {
 		return exitUsage, usagef("name at least one result file (vitbench bench -o, vitbench check -json, reference/bench_torch.py -o)")
+	}
+	if *out != "" {
+		if err := checkOutputs("-o", *out, "-o (latency chart)", figurePath(*out, "latency"),
+			"-o (roofline chart)", figurePath(*out, "roofline")); err != nil {
+			return exitUsage, err
+		}
 	}
 	in, err := loadReportInput(fs.Args())
 	if err != nil {
@@ -98,20 +105,32 @@ func caseInfos() map[string]report.CaseInfo {
 	return m
 }
 
+// figurePath is where writeReport puts the chart kind ("latency", "roofline") of the
+// report at path: path's name without extension, then -<kind>.png, beside it.
+func figurePath(path, kind string) string {
+	prefix := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	return filepath.Join(filepath.Dir(path), prefix+"-"+kind+".png")
+}
+
 // writeReport writes the Markdown report to stdout, or to path with its charts beside it
-// (path's name without extension, then -latency.png and -roofline.png), every file atomically.
+// (figurePath), every file atomically. A report that cannot be written is kept in a
+// fallback file (saveResult) and the exit status is 3, as it is when a chart cannot be.
 func writeReport(in report.Input, path string, stdout, stderr io.Writer) (int, error) {
 	if path == "" {
 		return exitOK, report.Markdown(stdout, in)
 	}
 	prefix := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	figs, notes, err := report.WriteFigures(filepath.Dir(path), prefix, in)
-	if err != nil {
-		return exitFail, fmt.Errorf("plots: %v", err)
+	figs, notes, figErr := report.WriteFigures(filepath.Dir(path), prefix, in)
+	if figErr != nil {
+		notes = append(notes, fmt.Sprintf("the charts could not be written: %v", figErr))
+		figErr = fmt.Errorf("writing the charts beside %s: %v (the report says so)", path, figErr)
 	}
 	in.Figures, in.FigureNotes = figs, notes
-	if err := results.WriteFileAtomic(path, func(w io.Writer) error { return report.Markdown(w, in) }); err != nil {
-		return exitFail, err
+	if err := saveResult(path, func(w io.Writer) error { return report.Markdown(w, in) }, stdout); err != nil {
+		return exitWrite, errors.Join(err, figErr)
+	}
+	if figErr != nil {
+		return exitWrite, figErr
 	}
 	for _, f := range figs {
 		fmt.Fprintf(stderr, "plot written to %s\n", filepath.Join(filepath.Dir(path), f.Path))
@@ -120,10 +139,10 @@ func writeReport(in report.Input, path string, stdout, stderr io.Writer) (int, e
 	return exitOK, nil
 }
 
-// readPeak reads a peak measurement written as JSON.
+// readPeak reads a peak measurement written as JSON (a regular file of at most 1 MiB).
 func readPeak(path string) (vcpu.PeakResult, error) {
 	var pk vcpu.PeakResult
-	raw, err := os.ReadFile(path)
+	raw, err := safeio.ReadFile(path, 1<<20)
 	if err != nil {
 		return pk, err
 	}

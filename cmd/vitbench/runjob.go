@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"vitbench/bench/cases"
 	"vitbench/bench/npy"
 	"vitbench/bench/results"
+	"vitbench/bench/safeio"
 	vcpu "vitbench/impl/cpu"
 )
 
@@ -31,6 +33,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	torch := fs.String("torch", "auto", "PyTorch baseline: auto (when python3 with torch is present), on (required) or off")
 	python := fs.String("python", "/usr/bin/python3", "Python interpreter with torch for reference/bench_torch.py")
 	script := fs.String("torch-script", "reference/bench_torch.py", "the PyTorch timing script")
+	budget := maxBytesFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return exitUsage, err
 	}
@@ -55,12 +58,24 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return exitUsage, usageError{err}
 	}
+	var outs []string
+	for _, name := range []string{"peak.json", "check.json", "bench.txt", "bench.json", "torch.txt", "report.md",
+		"report-latency.png", "report-roofline.png"} {
+		outs = append(outs, "-o", filepath.Join(*outDir, name))
+	}
+	if err := checkOutputs(outs...); err != nil {
+		return exitUsage, err
+	}
 	files := []string{}
-	// A signal stops the stage in progress after its current case; the
-	// later stages are skipped and the report is written from what exists.
+	// A signal interrupts the stage in progress (its current case is
+	// dropped); the later stages are skipped and the report is written
+	// from what exists, saying at the top that it is partial. A result
+	// file that cannot be written is kept in a fallback and the run goes
+	// on; it then exits 3.
 	stop := watchSignals()
 	defer stop.Close()
 	var stopErr error
+	var writeErrs []error
 
 	fmt.Fprintln(stderr, "== machine peak (fp32 FMA, memory bandwidth)")
 	pk, err := vcpu.MeasurePeak(vcpu.PeakOptions{Threads: *threads, Duration: 50 * time.Millisecond, Count: 5,
@@ -69,19 +84,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitFail, fmt.Errorf("peak: %v", err)
 	}
 	peakPath := filepath.Join(*outDir, "peak.json")
-	if err := results.WriteFileAtomic(peakPath, func(w io.Writer) error {
+	if err := saveResult(peakPath, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(pk)
-	}); err != nil {
-		return exitFail, err
+	}, nil); err != nil {
+		writeErrs = append(writeErrs, err)
 	}
 	fmt.Fprintf(stderr, "fp32 FMA peak %.0f GFLOP/s on 1 thread, %.0f on %d; bandwidth %.1f / %.1f GB/s\n",
 		pk.FMAPerCore, pk.FMATotal, pk.Threads, pk.Bandwidth1T, pk.BandwidthTotal)
 
 	fmt.Fprintln(stderr, "== conformance (every backend)")
 	cf, checkCode, err := runCheck(checkConfig{backends: "all", fixtures: *dir, run: re, threads: *threads,
-		limits: npy.Limits{MaxBytes: npy.DefaultMaxBytes}, stop: stop}, stdout, stderr)
+		limits: npy.Limits{MaxBytes: npy.DefaultMaxBytes}, maxBytes: int64(*budget), stop: stop}, stdout, stderr)
 	if _, ok := isInterrupted(err); ok {
 		stopErr, err = fmt.Errorf("conformance %w; timing and PyTorch skipped", err), nil
 	}
@@ -89,10 +104,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return checkCode, err
 	}
 	checkPath := filepath.Join(*outDir, "check.json")
-	if err := results.WriteFileAtomic(checkPath, func(w io.Writer) error { return results.WriteCheckJSON(w, cf) }); err != nil {
-		return exitFail, err
+	if err := saveResult(checkPath, func(w io.Writer) error { return results.WriteCheckJSON(w, cf) }, nil); err != nil {
+		writeErrs = append(writeErrs, err)
+	} else {
+		files = append(files, checkPath)
 	}
-	files = append(files, checkPath)
 
 	// Timing: vitbench and PyTorch alternate over groups of cases, so that
 	// the two sides of a ratio are measured seconds apart, not the whole
@@ -131,7 +147,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		fmt.Fprintf(stderr, "== timing, group %d of %d (every available backend, then PyTorch)\n", gi+1, len(groups))
 		part, code, benchErr := runBench(benchConfig{opened: backends, run: group, threads: *threads, count: *count,
-			warmup: 3, minSample: *minSample, seed: 1, stop: stop}, stderr)
+			warmup: 3, minSample: *minSample, seed: 1, maxBytes: int64(*budget), stop: stop}, stderr)
 		if gi == 0 {
 			bf.Meta = part.Meta
 		}
@@ -150,7 +166,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		err := runTorch(*python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr)
 		if err == nil {
 			var raw []byte
-			if raw, err = os.ReadFile(partPath); err == nil {
+			if raw, err = safeio.ReadFile(partPath, results.MaxFileBytes); err == nil {
 				torchText = append(torchText, raw...)
 				os.Remove(partPath)
 			}
@@ -169,21 +185,27 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 			torchOn = false
 		}
 	}
+	if stopErr != nil {
+		markPartial(&bf.Meta, stopErr)
+	}
 	if len(bf.Rows) > 0 || len(bf.Failed) > 0 || stopErr == nil {
 		benchPath, benchJSON := filepath.Join(*outDir, "bench.txt"), filepath.Join(*outDir, "bench.json")
-		if err := writeBench(bf, benchPath, benchJSON, stdout); err != nil {
-			return exitFail, err
+		if err := writeBench(bf, benchPath, benchJSON, nil); err != nil {
+			writeErrs = append(writeErrs, err)
 		}
-		files = append(files, benchPath)
+		if _, err := os.Stat(benchPath); err == nil {
+			files = append(files, benchPath)
+		}
 	}
 	if len(torchText) > 0 {
-		if err := results.WriteFileAtomic(torchPath, func(w io.Writer) error {
+		if err := saveResult(torchPath, func(w io.Writer) error {
 			_, err := w.Write(torchText)
 			return err
-		}); err != nil {
-			return exitFail, err
+		}, nil); err != nil {
+			writeErrs = append(writeErrs, err)
+		} else {
+			files = append(files, torchPath)
 		}
-		files = append(files, torchPath)
 	}
 
 	in, err := loadReportInput(files)
@@ -194,9 +216,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	in.PeakByBackend = map[string]float64{"cpu": cpuPeakFor(pk, bf.Meta.Threads)}
 	in.Roof = roofFor(pk, bf.Meta.Threads, "peak.json") // beside the report
 	in.Base, in.BasePath = baseFile, *base
+	if stopErr != nil {
+		in.Partial = stopErr.Error()
+	}
 	reportPath := filepath.Join(*outDir, "report.md")
 	if code, err := writeReport(in, reportPath, stdout, stderr); err != nil {
-		return code, err
+		if code != exitWrite {
+			return code, err
+		}
+		writeErrs = append(writeErrs, err)
+	}
+	if len(writeErrs) > 0 {
+		return exitWrite, errors.Join(append([]error{stopErr}, writeErrs...)...)
 	}
 	if code, ok := isInterrupted(stopErr); ok {
 		return code, stopErr

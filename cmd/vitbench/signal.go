@@ -7,6 +7,8 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+
+	"vitbench/bench/results"
 )
 
 // Exit codes of a command stopped by a signal: 128 + the signal number, as
@@ -16,14 +18,17 @@ const (
 	exitSIGTERM = 128 + int(syscall.SIGTERM) // 143
 )
 
-// stopper turns SIGINT and SIGTERM into a request to stop between cases:
-// check, bench and run look at it before each case, keep the cases already
-// finished, write their files and exit 130 (SIGINT) or 143 (SIGTERM). The
-// first signal is caught; a second one gets the default action and ends
-// the process at once. A nil *stopper never stops.
+// stopper turns SIGINT and SIGTERM into a request to stop: the case in
+// progress is interrupted (its Done channel reaches the runner, which stops
+// between two nodes of the graph, two arrays of its data or two runs of a
+// timing loop) and dropped; check, bench, agree and run keep the cases
+// already finished, write their files and exit 130 (SIGINT) or 143
+// (SIGTERM). The first signal is caught; a second one gets the default
+// action and ends the process at once. A nil *stopper never stops.
 type stopper struct {
 	ch   chan os.Signal
 	quit chan struct{}
+	done chan struct{} // closed at the first signal
 	once sync.Once
 	mu   sync.Mutex
 	sig  os.Signal
@@ -31,7 +36,7 @@ type stopper struct {
 
 // watchSignals starts catching SIGINT and SIGTERM; Close stops it.
 func watchSignals() *stopper {
-	s := &stopper{ch: make(chan os.Signal, 1), quit: make(chan struct{})}
+	s := &stopper{ch: make(chan os.Signal, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	signal.Notify(s.ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		select {
@@ -41,12 +46,21 @@ func watchSignals() *stopper {
 			s.mu.Unlock()
 			// A second signal ends the process with the default action.
 			signal.Stop(s.ch)
+			close(s.done)
 			// Written to the real stderr: a signal only reaches the CLI.
-			fmt.Fprintf(os.Stderr, "vitbench: %s: stopping after the case in progress and writing what finished (send it again to abort at once)\n", sigName(sig))
+			fmt.Fprintf(os.Stderr, "vitbench: %s: stopping the case in progress and writing what finished (send it again to abort at once)\n", sigName(sig))
 		case <-s.quit:
 		}
 	}()
 	return s
+}
+
+// Done is closed at the first signal; a nil stopper's is nil (never closed).
+func (s *stopper) Done() <-chan struct{} {
+	if s == nil {
+		return nil
+	}
+	return s.done
 }
 
 // Close stops catching signals.
@@ -91,6 +105,12 @@ func (e interrupted) code() int { return exitCodeFor(e.sig) }
 // interruptedErr returns the error for a stop after done of total cases.
 func (s *stopper) interruptedErr(done, total int, what string) interrupted {
 	return interrupted{sig: s.Signal(), done: done, total: total, what: what}
+}
+
+// markPartial records in a result file's meta that a signal stopped the run
+// (results.PartialKey), so that reports built from the file say so.
+func markPartial(m *results.Meta, stopped error) {
+	m.MarkPartial(stopped.Error())
 }
 
 // exitCodeFor returns 128 + the signal's number.
