@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "emu.h"
-#include "sched.h"
+#include "grid.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define EMU_ASAN 1

@@ -29,7 +29,7 @@
 #include <utility>
 
 // The thread and block a kernel body runs as. The layout is shared with
-// scheduler.cc (sched.h).
+// scheduler.cc (grid.h).
 struct __emu_dim3 {
   unsigned x, y, z;
 };
@@ -228,9 +228,11 @@ inline unsigned __activemask() { return __emu_warp_ballot(0xffffffffu, 1); }
 template <typename T>
 inline T atomicAdd(T* p, T v) {
   if constexpr (std::is_floating_point<T>::value) {
-    T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-    while (!__atomic_compare_exchange_n(p, &old, old + v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-    }
+    T old, sum;
+    __atomic_load(p, &old, __ATOMIC_SEQ_CST);
+    do {
+      sum = old + v;
+    } while (!__atomic_compare_exchange(p, &old, &sum, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
     return old;
   } else {
     return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
@@ -242,24 +244,28 @@ inline T atomicSub(T* p, T v) {
 }
 template <typename T>
 inline T atomicExch(T* p, T v) {
-  return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+  T old;
+  __atomic_exchange(p, &v, &old, __ATOMIC_SEQ_CST);
+  return old;
 }
 template <typename T>
 inline T atomicCAS(T* p, T cmp, T v) {
-  __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  __atomic_compare_exchange(p, &cmp, &v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return cmp;
 }
 template <typename T>
 inline T atomicMax(T* p, T v) {
-  T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-  while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  T old;
+  __atomic_load(p, &old, __ATOMIC_SEQ_CST);
+  while (old < v && !__atomic_compare_exchange(p, &old, &v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
   }
   return old;
 }
 template <typename T>
 inline T atomicMin(T* p, T v) {
-  T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-  while (v < old && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  T old;
+  __atomic_load(p, &old, __ATOMIC_SEQ_CST);
+  while (v < old && !__atomic_compare_exchange(p, &old, &v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
   }
   return old;
 }

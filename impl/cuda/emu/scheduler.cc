@@ -3,7 +3,7 @@
 // own stack, switched by emu_switch below, no syscall), run cooperatively
 // until it finishes or waits at a barrier: __syncthreads (all live threads
 // of the block) or a warp exchange (the live lanes of the mask). Runnable
-// threads resume in the order the schedule says (sched.h); the random
+// threads resume in the order the schedule says (grid.h); the random
 // schedule reshuffles at every barrier, so code that relies on an order a
 // missing barrier does not guarantee computes different results from run
 // to run. A memory fault inside a kernel (SIGSEGV or SIGBUS on a worker
@@ -28,9 +28,10 @@
 #include <vector>
 
 #include "emu.h"
-#include "sched.h"
+#include "grid.h"
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #define EMU_ASAN 1
 #else
@@ -105,9 +106,10 @@ constexpr size_t kStackBytes = EMU_ASAN ? (1u << 20) : (256u << 10);
 struct Stack {
   char* base;  // the mapping, guard page first
   size_t size;
+  size_t color;  // bytes left unused at the top
   char* bottom() const { return base + 4096; }
   size_t usable() const { return size - 4096; }
-  char* top() const { return base + size; }
+  char* top() const { return base + size - color; }
 };
 
 struct Fiber {
@@ -118,17 +120,23 @@ struct Fiber {
   unsigned mask;  // the warp exchange it waits in
   uint64_t value;
   int pred;
+  unsigned phase;  // exchanges done, mod 2
 #if EMU_ASAN
   void* fake;
 #endif
 };
 
+// Warp is the state of a warp's exchanges. Exchange k of a lane uses
+// buffer k mod 2: a lane can start exchange k+1 while slower lanes still
+// read exchange k, but not k+2, which waits for them at k+1; so one barrier
+// per exchange suffices.
 struct Warp {
   int live;       // lanes not finished
   int arrived;    // lanes waiting in the current exchange
   unsigned live_lanes;
-  uint64_t slot[32];
-  unsigned ballot;
+  uint64_t slot[2][32];
+  unsigned wrote[2];  // lanes that published into slot[i]
+  unsigned ballot[2];
 };
 
 uint64_t splitmix(uint64_t* s) {
@@ -166,9 +174,10 @@ struct Worker {
 #endif
 
   Stack* acquire_stack();
+  void reclaim_abandoned();
   int run_block(uint64_t index, uint64_t seed);
   void release_waiters(State which, int warp);
-  void push_released();
+  void push_released(bool shuffle);
   void arrive_block(Fiber* f);
   void arrive_warp(Fiber* f);
   void finish(Fiber* f);
@@ -189,7 +198,11 @@ Stack* Worker::acquire_stack() {
     std::abort();
   }
   mprotect(m, 4096, PROT_NONE);
-  return new Stack{static_cast<char*>(m), kStackBytes};
+  // Stack tops a multiple of 256 KiB apart would share cache sets: each
+  // stack starts a different number of cache lines below its top.
+  static std::atomic<unsigned> made{0};
+  size_t color = (made.fetch_add(1) * 17 % 1024) * 64;
+  return new Stack{static_cast<char*>(m), kStackBytes, color};
 }
 
 // switch_to_fiber runs f until it yields back.
@@ -216,8 +229,8 @@ void Worker::yield(Fiber* f) {
 #endif
 }
 
-void Worker::push_released() {
-  if (order == Schedule::Random) {
+void Worker::push_released(bool shuffle) {
+  if (order == Schedule::Random && shuffle) {
     for (size_t i = released.size(); i > 1; --i) std::swap(released[i - 1], released[splitmix(&rng) % i]);
   } else if (order == Schedule::Reverse) {
     std::reverse(released.begin(), released.end());
@@ -229,15 +242,21 @@ void Worker::push_released() {
 // release_waiters makes the fibers waiting at the block barrier (warp <
 // 0) or in warp's exchange runnable.
 void Worker::release_waiters(State which, int warp) {
-  size_t n = fibers.size();
-  for (size_t i = 0; i < n; ++i) {
+  size_t lo = 0, hi = fibers.size();
+  if (warp >= 0) {
+    lo = (size_t)warp * 32;
+    hi = std::min(hi, lo + 32);
+  }
+  for (size_t i = lo; i < hi; ++i) {
     Fiber& f = fibers[i];
-    if (f.state == which && (warp < 0 || (int)f.info.warp == warp)) {
+    if (f.state == which) {
       f.state = State::Runnable;
       released.push_back((int)i);
     }
   }
-  push_released();
+  // Lanes of a warp run in lockstep on the device: only the block's
+  // threads are reordered.
+  push_released(warp < 0);
 }
 
 // warp_expected is how many lanes an exchange of warp w with mask waits
@@ -255,10 +274,14 @@ void Worker::arrive_block(Fiber* f) {
 void Worker::arrive_warp(Fiber* f) {
   Warp& w = warps[f->info.warp];
   f->state = State::WaitWarp;
-  w.slot[f->info.lane] = f->value;
-  if (f->pred) w.ballot |= 1u << f->info.lane;
+  w.slot[f->phase][f->info.lane] = f->value;
+  w.wrote[f->phase] |= 1u << f->info.lane;
+  if (f->pred) w.ballot[f->phase] |= 1u << f->info.lane;
   if (++w.arrived >= warp_expected(w, f->mask)) {
     w.arrived = 0;
+    // Every lane has read the other buffer's exchange by now.
+    w.ballot[f->phase ^ 1] = 0;
+    w.wrote[f->phase ^ 1] = 0;
     release_waiters(State::WaitWarp, (int)f->info.warp);
   }
 }
@@ -277,11 +300,14 @@ void Worker::finish(Fiber* f) {
     release_waiters(State::WaitBlock, -1);
   }
   if (w.arrived > 0) {
-    unsigned mask = 0;
-    for (Fiber& g : fibers)
-      if (g.state == State::WaitWarp && g.info.warp == f->info.warp) mask = g.mask;
+    unsigned mask = 0, phase = 0;
+    size_t lo = (size_t)f->info.warp * 32, hi = std::min(fibers.size(), lo + 32);
+    for (size_t i = lo; i < hi; ++i)
+      if (fibers[i].state == State::WaitWarp) mask = fibers[i].mask, phase = fibers[i].phase;
     if (w.arrived >= warp_expected(w, mask)) {
       w.arrived = 0;
+      w.ballot[phase ^ 1] = 0;
+      w.wrote[phase ^ 1] = 0;
       release_waiters(State::WaitWarp, (int)f->info.warp);
     }
   }
@@ -299,6 +325,21 @@ void* init_stack(Stack* s) {
   return p;
 }
 
+// reclaim_abandoned takes back the stacks of fibers a fault or a
+// deadlock left in the middle of their frames. Under AddressSanitizer
+// those frames' redzones are still poisoned: clear them, or the stack's
+// next fiber would be reported for touching them.
+void Worker::reclaim_abandoned() {
+  for (Fiber& f : fibers)
+    if (f.stack) {
+#if EMU_ASAN
+      ASAN_UNPOISON_MEMORY_REGION(f.stack->bottom(), f.stack->usable());
+#endif
+      free_stacks.push_back(f.stack);
+      f.stack = nullptr;
+    }
+}
+
 int Worker::run_block(uint64_t index, uint64_t seed) {
   const Launch& l = *launch;
   unsigned bx = l.block[0], by = l.block[1], bz = l.block[2];
@@ -309,7 +350,7 @@ int Worker::run_block(uint64_t index, uint64_t seed) {
   block.gridDim = {l.grid[0], l.grid[1], l.grid[2]};
   if (dyn.size() < l.shared) dyn.resize(l.shared);
   // Shared memory starts as NaN bytes, so a read before any write shows.
-  std::memset(dyn.data(), 0xff, l.shared);
+  if (l.shared) std::memset(dyn.data(), 0xff, l.shared);
   block.dynamic_shared = l.shared ? dyn.data() : nullptr;
   fibers.assign(n, Fiber{});
   int nwarps = (n + 31) / 32;
@@ -330,16 +371,12 @@ int Worker::run_block(uint64_t index, uint64_t seed) {
   queue.clear();
   head = 0;
   for (int i = 0; i < n; ++i) released.push_back(i);
-  push_released();
+  push_released(true);
 
   if (sigsetjmp(jump, 1) != 0) {
     // A fault (signal or __emu_fault) ended the block: reclaim the stacks.
     in_kernel = false;
-    for (Fiber& f : fibers)
-      if (f.stack) {
-        free_stacks.push_back(f.stack);
-        f.stack = nullptr;
-      }
+    reclaim_abandoned();
     __emu_cur = nullptr;
     return fault_code;
   }
@@ -361,11 +398,8 @@ int Worker::run_block(uint64_t index, uint64_t seed) {
     for (Fiber& f : fibers) {
       block_waiting += f.state == State::WaitBlock;
       warp_waiting += f.state == State::WaitWarp;
-      if (f.stack) {
-        free_stacks.push_back(f.stack);
-        f.stack = nullptr;
-      }
     }
+    reclaim_abandoned();
     char msg[256];
     std::snprintf(msg, sizeof msg,
                   "%s: block (%u,%u,%u) deadlocked: %d threads wait at __syncthreads and %d in warp exchanges that "
@@ -552,40 +586,31 @@ __attribute__((visibility("default"))) void __emu_syncthreads(void) {
 __attribute__((visibility("default"))) uint64_t __emu_warp_exchange(unsigned mask, uint64_t v, int src) {
   emu::Worker* w = t_worker;
   Fiber* f = w->current;
-  unsigned warp = f->info.warp;
+  unsigned warp = f->info.warp, phase = f->phase;
   f->mask = mask;
   f->value = v;
   f->pred = 0;
   w->arrive_warp(f);
   w->yield(f);
+  f->phase ^= 1;
   emu::Warp& wp = w->warps[warp];
-  uint64_t r = v;
-  if (src >= 0 && src < 32 && (wp.live_lanes & (1u << src))) r = wp.slot[src];
-  // A second barrier, so that no lane publishes its next value before
-  // every lane has read this one.
-  f->value = v;
-  w->arrive_warp(f);
-  w->yield(f);
-  return r;
+  // A lane that did not take part (finished, or outside the block) lends
+  // the caller its own value.
+  if (src >= 0 && src < 32 && (wp.wrote[phase] & (1u << src))) return wp.slot[phase][src];
+  return v;
 }
 
 __attribute__((visibility("default"))) unsigned __emu_warp_ballot(unsigned mask, int pred) {
   emu::Worker* w = t_worker;
   Fiber* f = w->current;
-  unsigned warp = f->info.warp;
-  emu::Warp& wp = w->warps[warp];
+  unsigned warp = f->info.warp, phase = f->phase;
   f->mask = mask;
   f->value = 0;
   f->pred = pred != 0;
   w->arrive_warp(f);
   w->yield(f);
-  unsigned r = wp.ballot & mask;
-  f->pred = 0;
-  w->arrive_warp(f);
-  w->yield(f);
-  // The last lane out of the second barrier clears the votes.
-  if (wp.arrived == 0) wp.ballot = 0;
-  return r;
+  f->phase ^= 1;
+  return w->warps[warp].ballot[phase] & mask;
 }
 
 __attribute__((visibility("default"))) void __emu_fault(int code, const char* what, const void* addr) {

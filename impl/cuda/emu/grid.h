@@ -1,4 +1,4 @@
-// sched.h: the emulator's kernel launcher (scheduler.cc), used by the
+// grid.h: the emulator's kernel launcher (scheduler.cc), used by the
 // driver API (driver.cc).
 #pragma once
 #include <cstdint>
