@@ -84,6 +84,45 @@ go build -o "$tmp/vitbench" ./cmd/vitbench
 "$tmp/vitbench" check -fixtures fixtures
 "$tmp/vitbench" check -fixtures fixtures -isa go -json "$tmp/check-go.json" >/dev/null
 
+step "CUDA emulator: C++ tests of its scheduler and cuBLAS, plain and under AddressSanitizer + UndefinedBehaviorSanitizer"
+for san in "" "-fsanitize=address,undefined -fno-sanitize-recover=all"; do
+  # shellcheck disable=SC2086 # san is a list of flags
+  g++ -std=c++17 -O1 -g -pthread $san -DSCHEDULER_EMU_TEST impl/cuda/emu/scheduler_test.cc impl/cuda/emu/scheduler.cc -o "$tmp/scheduler_test"
+  ASAN_OPTIONS=detect_leaks=0 "$tmp/scheduler_test"
+  # shellcheck disable=SC2086
+  g++ -std=c++17 -O1 -g -pthread $san -DCUBLAS_EMU_TEST impl/cuda/emu/cublas_test.cc -ldl -o "$tmp/cublas_test"
+  ASAN_OPTIONS=detect_leaks=0 "$tmp/cublas_test"
+done
+
+# emu_check LABEL ARGS...: vitbench check on the CUDA emulator, with the
+# variables in emu_env; prints the summary, or every row when a case is not
+# OK (NS included: an emulator that cannot start must not pass as "nothing
+# failed").
+emu_env=()
+emu_check() {
+  local label=$1 log="$tmp/emu-$1.log"
+  shift
+  local t0=$SECONDS
+  if env "${emu_env[@]}" "$tmp/vitbench" check -fixtures fixtures "$@" >"$log" 2>&1 && grep -qE '^[1-9][0-9]* OK, 0 FAIL, 0 NS$' "$log"; then
+    echo "$label: $(tail -1 "$log") in $((SECONDS - t0))s"
+  else
+    grep -vE '^\[' "$log" | grep -vE '\| OK +\|' || true
+    echo "$label: not every case is OK (log above)"
+    return 1
+  fi
+}
+
+step "CUDA emulator: every committed fixture through the unchanged CUDA backend on cuda-emu (random schedule at barriers), then cuda-emu-tf32, -bf16 and -fp16 at their tolerance classes"
+emu_check fp32 -backend cuda-emu
+emu_check reduced -backend cuda-emu-tf32,cuda-emu-bf16,cuda-emu-fp16
+
+step "CUDA emulator with emulator and kernels under AddressSanitizer + UndefinedBehaviorSanitizer, another schedule seed (every fixture but the four largest networks, run above)"
+asan_cases='/|^(ddetr_transformer_.+|deformable_detr_.+|deit_ti_distilled|t2t_vit_.+|vit_s16|vit_ti16|vit_ti16_b2|vit_tiny_odd|volo_tiny_odd)$'
+emu_env=("LD_PRELOAD=$(g++ -print-file-name=libasan.so)" ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=0
+  VITBENCH_CUDA_EMU_SANITIZE=address,undefined VITBENCH_CUDA_EMU_SEED=7)
+emu_check sanitizers -backend cuda-emu -run "$asan_cases"
+emu_env=()
+
 step "fixtures exported outside the repository are checked with -fixtures"
 /usr/bin/python3 reference/export.py --out "$tmp/exported" -q
 /usr/bin/python3 reference/export.py --out "$tmp/custom" --case-json ci/custom_cases/patch_embed_c7_e50_p5.json -q
