@@ -33,12 +33,12 @@ func (n Need) Total() int64 {
 	return AddSat(MulSat(2, n.Inputs), MulSat(2, n.Weights), n.Temps, MulSat(3, n.Outputs), n.Scratch)
 }
 
-// String gives the total and its parts: "16.0 GiB (inputs 2.0 MiB, weights …, scratch
-// 16.0 GiB; inputs and weights counted twice, outputs three times)".
-func (n Need) String() string {
-	return fmt.Sprintf("%s (inputs %s, weights %s, outputs %s, intermediates %s, scratch %s; inputs and weights counted twice, outputs three times)",
-		FormatBytes(n.Total()), FormatBytes(n.Inputs), FormatBytes(n.Weights), FormatBytes(n.Outputs),
-		FormatBytes(n.Temps), FormatBytes(n.Scratch))
+// Parts lists what the total is made of: "inputs 2.0 MiB, weights 1.1 KiB, outputs 2.0
+// MiB, intermediates 8.0 MiB, scratch 16.0 GiB; inputs and weights counted twice, outputs
+// three times".
+func (n Need) Parts() string {
+	return fmt.Sprintf("inputs %s, weights %s, outputs %s, intermediates %s, scratch %s; inputs and weights counted twice, outputs three times",
+		FormatBytes(n.Inputs), FormatBytes(n.Weights), FormatBytes(n.Outputs), FormatBytes(n.Temps), FormatBytes(n.Scratch))
 }
 
 // SpecNeed computes the memory spec needs when its nodes run on workers threads. It only

@@ -50,6 +50,10 @@ func resolveTarget(path string) (target, error) {
 			}
 			return target{path: p}, nil
 		case err != nil:
+			var pe *fs.PathError
+			if errors.As(err, &pe) && !errors.Is(err, syscall.ELOOP) {
+				return target{}, fmt.Errorf("%s: %v", path, pe.Err)
+			}
 			return target{}, safeio.Explain(path, err)
 		case lst.Mode()&fs.ModeSymlink != 0:
 			if hops >= maxLinks {

@@ -54,7 +54,7 @@ func (r BenchRow) check() error {
 			}
 		}
 	}
-	if len(r.SamplesNs) > 0 && r.N != len(r.SamplesNs) {
+	if len(r.SamplesNs) > 0 && r.N != 0 && r.N != len(r.SamplesNs) {
 		return fmt.Errorf("n is %d but samples_ns holds %d samples", r.N, len(r.SamplesNs))
 	}
 	for _, c := range []struct {

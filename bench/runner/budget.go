@@ -23,8 +23,8 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("case %s needs %s of memory, more than the budget of %s (%d bytes); not run (raise the budget with -max-bytes)",
-		e.Case, e.Need, bench.FormatBytes(e.Budget), e.Budget)
+	return fmt.Sprintf("case %s needs %s of memory, more than the budget of %s (-max-bytes %d); not run. Need: %s",
+		e.Case, bench.FormatBytes(e.Need.Total()), bench.FormatBytes(e.Budget), e.Budget, e.Need.Parts())
 }
 
 // CheckBudget returns a *BudgetError when spec, run on workers threads, needs more memory

@@ -56,9 +56,6 @@ func CheckFixture(b bench.Backend, dir string, opt CheckOptions) (row results.Ch
 	}
 	d := fx.Desc
 	row.Case, row.Kind, row.Op, row.DType = d.Name, d.Kind, d.Op, d.DType
-	if err := fx.CheckDeclared(); err != nil {
-		return bad(err)
-	}
 	tol, err := accuracy.Lookup(d.Tolerance, d.Op, b.Name())
 	if err != nil {
 		return bad(fmt.Errorf("%s/case.json: %v", dir, err))
@@ -77,9 +74,14 @@ func CheckFixture(b bench.Backend, dir string, opt CheckOptions) (row results.Ch
 		row.Status, row.Reason = NS, err.Error()
 		return row
 	}
+	// Before anything is read or allocated: the case's memory need against the budget
+	// (a FAIL row), then each declared array against the array limit (an input error).
 	if err := CheckBudget(d.Name, fx.Spec, workersOf(b), opt.MaxBytes); err != nil {
 		row.Reason = err.Error()
 		return row
+	}
+	if err := fx.CheckDeclared(); err != nil {
+		return bad(err)
 	}
 	readFailed := false
 	read := func(group, name string) ([]float32, error) {
