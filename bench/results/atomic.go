@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"vitbench/bench/safeio"
 )
@@ -191,13 +192,14 @@ func WriteFileAtomic(path string, write func(w io.Writer) error) (err error) {
 
 // writeInPlace renders write into memory, then writes it to the existing special file at
 // path, opened without creating or truncating anything; in append mode, so that a
-// /dev/stdout redirected to a file adds to it instead of overwriting what is there.
+// /dev/stdout redirected to a file adds to it instead of overwriting what is there. The
+// open never blocks: a FIFO without a reader is waited for (fifoWait) and then an error.
 func writeInPlace(path string, write func(w io.Writer) error) error {
 	var buf bytes.Buffer
 	if err := write(&buf); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|syscall.O_NOCTTY, 0)
+	f, err := openSpecial(path)
 	if err != nil {
 		return err
 	}
@@ -206,4 +208,27 @@ func writeInPlace(path string, write func(w io.Writer) error) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// fifoWait is how long writeInPlace waits for a FIFO's reader to appear.
+const fifoWait = 2 * time.Second
+
+// openSpecial opens the special file at path for writing without blocking (O_NONBLOCK; the
+// file then waits for readiness in Go's poller instead of in open). A FIFO nobody reads
+// (ENXIO) is tried again until fifoWait has passed.
+func openSpecial(path string) (*os.File, error) {
+	deadline := time.Now().Add(fifoWait)
+	for {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.ENXIO) {
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s: a FIFO nobody reads (waited %v for a reader)", path, fifoWait)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

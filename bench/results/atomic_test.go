@@ -113,6 +113,22 @@ func TestWriteFileAtomicSpecialTargets(t *testing.T) {
 		t.Errorf("the FIFO was replaced: %v %v", st.Mode(), err)
 	}
 
+	// A FIFO nobody reads is an error after a short wait, not a hang.
+	lonely := filepath.Join(dir, "lonely")
+	if err := syscall.Mkfifo(lonely, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- WriteFileAtomic(lonely, writeThen("x", nil)) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "nobody reads") {
+			t.Errorf("a FIFO without a reader: %v", err)
+		}
+	case <-time.After(3 * fifoWait):
+		t.Fatalf("writing a FIFO without a reader blocked")
+	}
+
 	devLink := filepath.Join(dir, "null-link")
 	if err := os.Symlink("/dev/null", devLink); err != nil {
 		t.Fatal(err)
