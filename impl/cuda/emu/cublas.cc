@@ -225,6 +225,10 @@ enum : int { kCblasColMajor = 102, kCblasNoTrans = 111, kCblasTrans = 112 };
 // stays open.
 CblasSgemm host_sgemm() {
   static const CblasSgemm fn = [] {
+    // An OpenMP OpenBLAS would keep its threads spinning after each
+    // product, taking the cores the kernels' workers need next: they
+    // sleep instead (unless the user chose otherwise).
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
     for (const char* name : {"libopenblas.so.0", "libblas.so.3"}) {
       void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
       if (lib == nullptr) continue;
