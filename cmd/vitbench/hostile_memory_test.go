@@ -17,6 +17,11 @@ var hugeCases = map[string]string{
 	"gemm": `{"format_version": 1, "name": "gemm/huge", "kind": "component", "op": "gemm", "batch": 1, "dtype": "float32",
  "tolerance": "gemm", "params": {"m": 16777216, "n": 16384, "k": 4},
  "inputs": {"x": [1, 16777216, 4]}, "weights": {"weight": [16384, 4], "bias": [16384]}, "outputs": {"out": [1, 16777216, 16384]}}`,
+	// 2^48 output elements: make() used to panic "makeslice: len out of range", shown as an
+	// internal error.
+	"gemm_square": `{"format_version": 1, "name": "gemm/square", "kind": "component", "op": "gemm", "batch": 1, "dtype": "float32",
+ "tolerance": "gemm", "params": {"m": 16777216, "n": 16777216, "k": 1},
+ "inputs": {"x": [1, 16777216, 1]}, "weights": {"weight": [16777216, 1], "bias": [16777216]}, "outputs": {"out": [1, 16777216, 16777216]}}`,
 	"mhsa": `{"format_version": 1, "name": "mhsa/huge", "kind": "component", "op": "mhsa", "batch": 1, "dtype": "float32",
  "tolerance": "gemm", "params": {"tokens": 1048576, "dim": 8, "heads": 1},
  "inputs": {"x": [1, 1048576, 8]}, "weights": {"qkv.weight": [24, 8], "qkv.bias": [24], "proj.weight": [8, 8], "proj.bias": [8]},
@@ -35,11 +40,11 @@ func TestHostileHugeParams(t *testing.T) {
 	}
 	r, rows := checkRows(t, root)
 	wantExit(t, r, 1, "check")
-	for _, name := range []string{"patch_embed/huge", "gemm/huge", "mhsa/huge"} {
+	for _, name := range []string{"patch_embed/huge", "gemm/huge", "gemm/square", "mhsa/huge"} {
 		wantFailRow(t, rows, name, "case "+name+" needs", "more than the budget of", "-max-bytes", "not run")
 	}
-	if len(rows) != 4 {
-		t.Errorf("%d rows, want 4: %v", len(rows), rowNames(rows))
+	if len(rows) != 5 {
+		t.Errorf("%d rows, want 5: %v", len(rows), rowNames(rows))
 	}
 
 	// Over an explicit budget, and with every array over -max-array-bytes 1: the good
@@ -48,8 +53,8 @@ func TestHostileHugeParams(t *testing.T) {
 	r = runHostile(t, runOpts{dir: root}, "check", "-fixtures", root, "-json", js, "-max-array-bytes", "1", "-max-bytes", "64M")
 	wantExit(t, r, 2, "check -max-array-bytes 1")
 	cf, err := results.ReadCheck(js)
-	if err != nil || len(cf.Rows) != 4 {
-		t.Fatalf("check -max-array-bytes 1: %d rows (%v), want 4", len(cf.Rows), err)
+	if err != nil || len(cf.Rows) != 5 {
+		t.Fatalf("check -max-array-bytes 1: %d rows (%v), want 5", len(cf.Rows), err)
 	}
 	for _, row := range cf.Rows {
 		switch {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"vitbench/bench"
@@ -163,7 +165,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 			continue
 		}
 		partPath := torchPath + ".part"
-		err := runTorch(*python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr)
+		err := runTorch(stop.Done(), *python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr)
 		if err == nil {
 			var raw []byte
 			if raw, err = safeio.ReadFile(partPath, results.MaxFileBytes); err == nil {
@@ -256,8 +258,9 @@ func caseGroups(list []cases.Case, n int) []*regexp.Regexp {
 }
 
 // runTorch runs reference/bench_torch.py with the same cases, threads and
-// sample count, writing the Go benchmark format to out.
-func runTorch(python, script, out, runRE string, threads, count int, minSample time.Duration, stderr io.Writer) error {
+// sample count, writing the Go benchmark format to out. When stop is closed
+// (a signal), the script is sent SIGTERM, and killed a second later.
+func runTorch(stop <-chan struct{}, python, script, out, runRE string, threads, count int, minSample time.Duration, stderr io.Writer) error {
 	if _, err := os.Stat(script); err != nil {
 		return fmt.Errorf("%s not found (run from the repository root or pass -torch-script)", script)
 	}
@@ -269,7 +272,18 @@ func runTorch(python, script, out, runRE string, threads, count int, minSample t
 	if runRE != "" {
 		args = append(args, "--run", runRE)
 	}
-	cmd := exec.Command(python, args...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	cmd := exec.CommandContext(ctx, python, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = time.Second
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	// Some machines force OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) for the
 	// sake of old OpenBLAS builds; on a CPU with AVX-512 that pins
