@@ -137,7 +137,7 @@ func TestHostileSignalLongCase(t *testing.T) {
 	root := hostileTree(t)
 	writeLongFixture(t, filepath.Join(root, "b_long"))
 	js := filepath.Join(t.TempDir(), "check.json")
-	r, after := signalAfterFirstResult(t, root, syscall.SIGTERM, 0, "check", "-fixtures", root, "-json", js)
+	r, after := signalAfterFirstResult(t, root, syscall.SIGTERM, 0, "check", "-fixtures", root, "-json", js, "-max-bytes", "3G")
 	wantExit(t, r, 143, "check, SIGTERM")
 	if after > maxStop {
 		t.Errorf("check took %v after SIGTERM to exit, want at most %v", after, maxStop)
@@ -153,7 +153,7 @@ func TestHostileSignalLongCase(t *testing.T) {
 	txt, bjs := filepath.Join(dir, "bench.txt"), filepath.Join(dir, "bench.json")
 	// A second and a half later, vit_b16's data is prepared and its graph is running.
 	r, after = signalAfterFirstResult(t, dir, syscall.SIGINT, 1500*time.Millisecond, "bench", "-run", "^(layernorm/odd_b2_d147|vit_b16)$",
-		"-count", "20", "-warmup", "0", "-min-sample", "0", "-o", txt, "-json", bjs)
+		"-count", "20", "-warmup", "0", "-min-sample", "0", "-o", txt, "-json", bjs, "-max-bytes", "3G")
 	wantExit(t, r, 130, "bench, SIGINT")
 	if after > maxStop {
 		t.Errorf("bench took %v after SIGINT to exit, want at most %v", after, maxStop)
@@ -174,7 +174,7 @@ func TestHostilePartialReport(t *testing.T) {
 	writeLongFixture(t, filepath.Join(root, "b_long"))
 	dir := t.TempDir()
 	out := filepath.Join(dir, "run")
-	r, after := signalAfterFirstResult(t, dir, syscall.SIGTERM, 0, "run", "-o", out, "-fixtures", root, "-torch", "off", "-count", "3", "-run", "^(soft_split/odd_c5_k3_s2_p1|vit_b16/long)$")
+	r, after := signalAfterFirstResult(t, dir, syscall.SIGTERM, 0, "run", "-o", out, "-fixtures", root, "-torch", "off", "-count", "3", "-max-bytes", "3G", "-run", "^(soft_split/odd_c5_k3_s2_p1|vit_b16/long)$")
 	wantExit(t, r, 143, "run, SIGTERM")
 	if after > maxStop {
 		t.Errorf("run took %v after SIGTERM to exit, want at most %v", after, maxStop)
