@@ -15,6 +15,7 @@ import (
 	"vitbench/bench"
 	"vitbench/bench/fixture"
 	_ "vitbench/bench/ops" // registers the op kinds the cases use
+	"vitbench/bench/synth"
 )
 
 // Case is one named configuration of an op kind or a network.
@@ -30,6 +31,9 @@ type Case struct {
 	Fixture bool `json:"fixture"`
 	// SampledOutputs are the outputs its fixture stores only in part.
 	SampledOutputs map[string]fixture.Sampling `json:"sampled_outputs,omitempty"`
+	// SynthArrays are the generator's numbers its fixture uses for some
+	// arrays instead of the role table's.
+	SynthArrays map[string]synth.Params `json:"synth_arrays,omitempty"`
 }
 
 // Spec resolves the case's op kind and hyper-parameters at the given batch
@@ -71,6 +75,10 @@ type entry struct {
 	// SampledOutputs makes the exporter store only every step-th index of
 	// an output along one axis (fixtures/FORMAT.md, sampled_outputs).
 	SampledOutputs map[string]fixture.Sampling `json:"sampled_outputs,omitempty"`
+	// SynthArrays gives the exporter the generator's numbers for some
+	// arrays instead of its role table's (a zero class head whose scores
+	// all tie); the fixture's synth record repeats them.
+	SynthArrays map[string]synth.Params `json:"synth_arrays,omitempty"`
 }
 
 func mustParse(raw []byte) []Case {
@@ -84,7 +92,7 @@ func mustParse(raw []byte) []Case {
 	for i, e := range entries {
 		out[i] = Case{Name: e.Name, Kind: e.Kind, Op: e.Op, Params: e.Params, Batch: e.Batch,
 			DType: bench.Float32, Tolerance: e.Tolerance, Fixture: e.Fixture == nil || *e.Fixture,
-			SampledOutputs: e.SampledOutputs}
+			SampledOutputs: e.SampledOutputs, SynthArrays: e.SynthArrays}
 	}
 	return out
 }

@@ -48,6 +48,11 @@ func TestBuiltinCasesMatchCommittedFixtures(t *testing.T) {
 			!reflect.DeepEqual(want.Outputs(), got.Outputs()) || want.MACs() != got.MACs() {
 			t.Errorf("%s: built-in and fixture specs differ", c.Name)
 		}
+		for name, want := range c.SynthArrays {
+			if desc.Synth == nil || desc.Synth.Arrays[name] != want {
+				t.Errorf("%s: synth_arrays[%s] %+v in builtin.json, the fixture's synth record differs", c.Name, name, want)
+			}
+		}
 		if !reflect.DeepEqual(c.SampledOutputs, desc.SampledOutputs) && (len(c.SampledOutputs) > 0 || len(desc.SampledOutputs) > 0) {
 			t.Errorf("%s: sampled_outputs %v in builtin.json, %v in the fixture", c.Name, c.SampledOutputs, desc.SampledOutputs)
 		}

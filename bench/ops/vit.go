@@ -3,6 +3,7 @@ package ops
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"vitbench/bench"
 )
@@ -240,9 +241,9 @@ func (v *vitSpec) Graph() *bench.Graph {
 
 // T2TViTParams is the JSON form of a t2t_vit network (REFERENCE.md §2.5):
 // the T2T stage, then a ViT backbone with qkv_bias false, LayerNorm eps
-// 1e-5 and scale head_dim^-0.5 (0.125 for every released config). The
-// fixed sinusoid position table is a parameter in the state dict, so it is
-// a weight here.
+// 1e-5 and scale head_dim^-0.5 (0.125 for every released config) unless
+// scale is given. The fixed sinusoid position table is a parameter in the
+// state dict, so it is a weight here.
 type T2TViTParams struct {
 	T2TModuleParams
 	Depth      int      `json:"depth"`
@@ -250,6 +251,10 @@ type T2TViTParams struct {
 	MLPRatio   *float64 `json:"mlp_ratio,omitempty"`
 	NumClasses *int     `json:"num_classes,omitempty"`
 	Probe      *bool    `json:"probe,omitempty"`
+	// Scale is the blocks' attention scale, default head_dim^-0.5; the
+	// pretrained T2T-ViT checkpoints were trained with embed_dim^-0.5
+	// (the original's qk_scale).
+	Scale *float64 `json:"scale,omitempty"`
 }
 
 type t2tViTKind struct{}
@@ -277,6 +282,12 @@ func (t2tViTKind) Parse(raw json.RawMessage, batch int) (bench.Spec, error) {
 	}
 	vs := v.(*vitSpec)
 	vs.op, vs.t2t, vs.img = "t2t_vit", m, p.ImgSize
+	if p.Scale != nil {
+		if !(*p.Scale > 0) || math.IsInf(*p.Scale, 0) {
+			return nil, fmt.Errorf("t2t_vit params: scale must be a positive number")
+		}
+		vs.block.a.scale = *p.Scale
+	}
 	return vs, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+
+	"vitbench/bench"
 )
 
 // TestViTParamsAndMACs checks the parameter counts of REFERENCE.md §1.6
@@ -71,6 +73,39 @@ func TestT2TViTParams(t *testing.T) {
 		}
 		if err := s.Graph().Validate(s); err != nil {
 			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+// TestT2TViTScale: t2t_vit takes the blocks' attention scale as a param
+// (pretrained checkpoints use embed_dim^-0.5), head_dim^-0.5 without it.
+func TestT2TViTScale(t *testing.T) {
+	base := `{"img_size": 32, "embed_dim": 48, "tokens_type": "performer", "token_dim": 16, "depth": 1, "heads": 2`
+	scaleOf := func(s bench.Spec) float64 {
+		for _, st := range s.Graph().Steps {
+			if a, ok := st.Node.(AttentionCore); ok && a.Heads == 2 {
+				return a.Scale
+			}
+		}
+		t.Fatal("no block attention in the graph")
+		return 0
+	}
+	s, err := t2tViTKind{}.Parse(json.RawMessage(base+`}`), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := scaleOf(s), 1/math.Sqrt(24); math.Abs(got-want) > 1e-15 {
+		t.Errorf("default scale %g, want head_dim^-0.5 = %g", got, want)
+	}
+	if s, err = (t2tViTKind{}).Parse(json.RawMessage(base+`, "scale": 0.125}`), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := scaleOf(s); got != 0.125 {
+		t.Errorf("scale %g, want 0.125", got)
+	}
+	for _, bad := range []string{`0`, `-1`} {
+		if _, err := (t2tViTKind{}).Parse(json.RawMessage(base+`, "scale": `+bad+`}`), 1); err == nil {
+			t.Errorf("scale %s accepted", bad)
 		}
 	}
 }

@@ -4,26 +4,19 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
+	"vitbench/bench/accuracy"
 	"vitbench/bench/fixture"
 	"vitbench/bench/npy"
 	"vitbench/bench/runner"
 	"vitbench/internal/mutation"
 )
-
-// notYetCaught lists the mutations the committed fixtures cannot catch
-// yet, with what is missing; they are reported but do not fail the suite.
-// The list shrinks to nothing as those pieces land.
-var notYetCaught = map[string]string{
-	"gelu_tanh":                "its NMSE (1e-8) is inside the gemm and network classes: needs per-case tolerances from measured noise",
-	"inverse_sigmoid_eps_1e-3": "no fixture has a reference at 0 or 1: needs a two-stage fixture selecting an invalid (+inf) proposal",
-	"topk_ties_last_row_first": "no fixture has tied two-stage scores: needs a fixture with an exact tie in the selection",
-}
 
 // mutationFixture is one committed fixture as the mutation suite sees it.
 type mutationFixture struct {
@@ -38,6 +31,10 @@ type mutationResult struct {
 	ops           []string // op kinds of the fixtures that reach it
 	run, caught   []string
 	reachedByNone bool
+	// multiple is the largest error/noise multiple (accuracy.Multiple) of
+	// a catching fixture's reported output: how far past the measured bound
+	// the mistake lands (0 when no catching fixture has a noise record).
+	multiple float64
 }
 
 // TestMutations is the mutation suite (run it with -tags mutation): every
@@ -57,7 +54,11 @@ func TestMutations(t *testing.T) {
 	defer SetISA(SupportedISAs()[0])
 	b := New(2)
 	opt := runner.CheckOptions{Limits: npy.Limits{}}
-	fixtures := reachingFixtures(t, b, "../../fixtures", opt)
+	root := "../../fixtures"
+	if dir := os.Getenv("VITBENCH_MUTATION_FIXTURES"); dir != "" {
+		root = dir // another tree, e.g. a fresh export with another seed
+	}
+	fixtures := reachingFixtures(t, b, root, opt)
 	var results []mutationResult
 	for _, m := range mutation.List() {
 		results = append(results, runMutation(t, b, m, fixtures, opt))
@@ -68,10 +69,6 @@ func TestMutations(t *testing.T) {
 	fmt.Fprint(os.Stdout, mutationTable(isa, results))
 	for _, r := range results {
 		if len(r.caught) == 0 {
-			if why, ok := notYetCaught[r.info.Name]; ok {
-				t.Logf("mutation %s is not caught yet: %s", r.info.Name, why)
-				continue
-			}
 			t.Errorf("mutation %s (%s) is caught by no fixture (ran %v)", r.info.Name, r.info.Doc, r.run)
 		}
 	}
@@ -137,11 +134,36 @@ func runMutation(t *testing.T, b *Backend, m mutation.Info, fixtures []mutationF
 			t.Errorf("mutation %s on %s did not run: %s", m.Name, f.name, row.Reason)
 		case row.Status == runner.FAIL:
 			r.caught = append(r.caught, f.name)
+			r.multiple = math.Max(r.multiple, reportedMultiple(t, f.dir, row.Output, row.NMSE, row.MaxAbs))
 		}
 	}
 	sort.Strings(r.ops)
 	r.reachedByNone = len(r.run) == 0
 	return r
+}
+
+// reportedMultiple is accuracy.Multiple of a check row's reported output
+// (0 when the fixture has no noise record for it).
+func reportedMultiple(t *testing.T, dir, output string, nmse, maxAbs float64) float64 {
+	fx, err := fixture.Load(dir, npy.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := fx.Desc.ReferenceError[output]
+	if !ok {
+		return 0
+	}
+	ref, err := fx.Array(fixture.Outputs, output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refMax float64
+	for _, v := range ref {
+		if a := math.Abs(float64(v)); a > refMax && !math.IsInf(a, 0) {
+			refMax = a
+		}
+	}
+	return accuracy.Multiple(accuracy.Metrics{NMSE: nmse, MaxAbs: maxAbs}, accuracy.Noise{NMSE: n.NMSE, MaxAbs: n.MaxAbs}, refMax)
 }
 
 // mutationTable renders the results as a Markdown table.
@@ -154,13 +176,18 @@ func mutationTable(isa string, results []mutationResult) string {
 		}
 	}
 	fmt.Fprintf(&sb, "\nmutation suite (ISA path %s): %d of %d mutations caught\n\n", isa, caught, len(results))
-	sb.WriteString("| mutation | node | fixture op kinds reaching it | caught by | ran |\n|:--|:--|:--|:--|--:|\n")
+	fmt.Fprintf(&sb, "error/noise: the largest multiple of its reference's own float32 error that a catching fixture's output reaches (bound: %d)\n\n", accuracy.NoiseMultiple)
+	sb.WriteString("| mutation | node | fixture op kinds reaching it | caught by | ran | error/noise |\n|:--|:--|:--|:--|--:|--:|\n")
 	for _, r := range results {
 		by := strings.Join(r.caught, ", ")
 		if by == "" {
 			by = "**NOT CAUGHT**"
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %d |\n", r.info.Name, r.info.Site, strings.Join(r.ops, ", "), by, len(r.run))
+		mult := "—"
+		if r.multiple > 0 {
+			mult = fmt.Sprintf("%.3g", r.multiple)
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %d | %s |\n", r.info.Name, r.info.Site, strings.Join(r.ops, ", "), by, len(r.run), mult)
 	}
 	return sb.String()
 }

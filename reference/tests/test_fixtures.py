@@ -202,6 +202,12 @@ def check_dir(tc, root, d):
         tc.assertEqual(out.dtype, np.dtype("<f4"))
         want = C.sampled_shape(outs[k], sampled[k]) if k in sampled else outs[k]
         tc.assertEqual(list(out.shape), want)
+    noise = doc.get("reference_error")
+    tc.assertIsNotNone(noise, doc["name"] + ": no reference_error")
+    tc.assertEqual(sorted(noise), sorted(outs))
+    for k, e in noise.items():
+        tc.assertEqual(sorted(e), ["max_abs", "nmse"])
+        tc.assertTrue(all(np.isfinite(v) and v >= 0 for v in e.values()), "%s %s: %s" % (doc["name"], k, e))
     refs = recompute(doc, stored_in)
     rtol, atol, nmse_max = TOL[doc["tolerance"]]
     for ref_set in refs:
@@ -251,6 +257,25 @@ class TestCommittedFixtures(unittest.TestCase):
 
     def test_manifest(self):
         check_manifest(self, _paths.FIXTURES)
+
+    def test_reference_error_is_the_float64_difference(self):
+        """case.json's reference_error is what E.reference_error measures again on the stored outputs."""
+        for name in ("gemm/odd_m13_n37_k29", "layernorm/odd_b2_d147", "block/odd_b2", "ms_deform_attn_core/borders",
+                     "vit_tiny_odd"):
+            with self.subTest(case=name):
+                (case,) = [c for c in C.select(fixtures_only=True) if c["name"] == name]
+                d = os.path.join(_paths.FIXTURES, *name.split("/"))
+                with open(os.path.join(d, "case.json")) as f:
+                    doc = json.load(f)
+                _, inputs, weights, _, _ = E.materialize(case, doc["synth"]["seed"])
+                with np.load(os.path.join(d, "outputs.npz")) as z:
+                    stored = {k: z[k] for k in z.files}
+                got = E.reference_error(case, stored, E.independent_reference(case, inputs, weights))
+                for k, e in doc["reference_error"].items():
+                    for key in ("nmse", "max_abs"):
+                        self.assertAlmostEqual(got[k][key], e[key], delta=1e-9 * max(e[key], 1e-30))
+                    # float32 rounding noise, far below any tolerance class
+                    self.assertLess(e["nmse"], 1e-10)
 
     def test_size_budget(self):
         total = sum(os.path.getsize(os.path.join(r, n)) for r, _, ns in os.walk(_paths.FIXTURES) for n in ns)

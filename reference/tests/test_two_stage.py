@@ -246,9 +246,33 @@ class TestTransformer(unittest.TestCase):
         with self.assertRaisesRegex(AssertionError, "ambiguous"):
             E.check_topk_gap("x", scores, 3, gap=3e-5)
         with self.assertRaisesRegex(AssertionError, "image 1"):
-            E.check_topk_gap("x", np.array([[3.0, 2.0, 1.0], [3.0, 2.0, 2.0]]), 2)
+            E.check_topk_gap("x", np.array([[3.0, 2.0, 1.0], [3.0, 2.0, 2.0 - 1e-6]]), 2)
         E.check_topk_gap("x", np.array([[3.0, 2.0, 2.0]]), 1)  # a tie below the selection's next score only
+        # Exactly equal scores are no ambiguity (equal in every implementation, lower row first).
+        self.assertAlmostEqual(E.check_topk_gap("x", np.array([[3.0, 2.0, 2.0, 2.0, 1.0]]), 2), 1.0, places=12)
         E.check_topk_gap("x", np.array([[3.0, 2.0]]), 2)  # k = S: no next score
+
+
+class TestTiedSelection(unittest.TestCase):
+    """ddetr_transformer_two_stage_ties_b2: a zero encoder class head makes every class-0 score equal
+    (its bias), so the selection is the first ``queries`` rows (equal scores lower row first), and
+    image 0's first level row 0 is partly padded: four selected proposals are invalid (+inf), their
+    references exactly 1 (inverse_sigmoid's eps then decides the refined boxes)."""
+
+    def test_ties_and_invalid_proposals(self):
+        (case,) = C.select("^ddetr_transformer_two_stage_ties_b2$", fixtures_only=True)
+        self.assertEqual(case["synth_arrays"], {"transformer.decoder.class_embed.2.weight": {"center": 0.0, "scale": 0.0}})
+        module, inputs, weights, _, _ = E.materialize(case, 1)
+        handle, scores = E.two_stage_score_hook(module, case)
+        out = E.run_reference(module, inputs)
+        handle.remove()
+        self.assertTrue(np.all(scores[0] == scores[0][0, 0]), "class-0 scores are not all equal")
+        refs = out["reference_points"]
+        self.assertTrue(np.array_equal(np.where(np.all(refs[0] == 1, axis=1))[0], np.arange(6, 10)), refs[0])
+        self.assertTrue(np.all(refs[1] < 1))
+        # The float64 recomputation (np.argsort, stable) selects the same rows in the same order.
+        ref64 = ddetr_transformer_float64(inputs["src"], inputs["pos"], inputs["padding_mask"], weights, case["params"])
+        np.testing.assert_allclose(refs, ref64["reference_points"], atol=1e-6)
 
 
 def detector_params(**kw):

@@ -23,6 +23,10 @@ FIXTURE = {c["name"]: c.get("fixture", True) for c in BUILTIN}
 # every K-th index along axis A of an output (np.take(out, range(0, n, K), axis=A), axis counted with
 # the batch dimension); case.json repeats the entry and still declares the full output shape.
 SAMPLED = {c["name"]: c["sampled_outputs"] for c in BUILTIN if "sampled_outputs" in c}
+# case name -> {array name: {"center": c, "scale": s}} for the built-in cases that synthesize some
+# inputs or weights with other numbers than the role table's (synth.default_role), e.g. a zero
+# class head whose scores all tie; case.json records the numbers used either way.
+SYNTH_ARRAYS = {c["name"]: c["synth_arrays"] for c in BUILTIN if "synth_arrays" in c}
 
 # op kind -> {param: default}; None marks a required parameter.  Pair-valued params are listed in PAIRS.
 PARAMS = {
@@ -33,7 +37,7 @@ PARAMS = {
     "layernorm": {"tokens": None, "dim": None, "eps": 1e-5},
     "t2t_module": {"img_size": None, "in_chans": 3, "embed_dim": None, "token_dim": 64, "tokens_type": None},
     "t2t_vit": {"img_size": None, "in_chans": 3, "embed_dim": None, "token_dim": 64, "tokens_type": None,
-                "depth": None, "heads": None, "mlp_ratio": 4.0, "num_classes": 1000, "probe": False},
+                "depth": None, "heads": None, "mlp_ratio": 4.0, "num_classes": 1000, "probe": False, "scale": "auto"},
     "token_transformer": {"tokens": None, "dim": None, "in_dim": 64, "mlp_ratio": 1.0},
     "token_performer": {"tokens": None, "dim": None, "in_dim": 64, "kernel_ratio": 0.5},
     "vit": {"img_size": None, "patch_size": None, "in_chans": 3, "embed_dim": None, "depth": None, "heads": None,
@@ -193,6 +197,8 @@ def normalize_params(op, params):
                 raise ValueError("%s: %s out of range: %r" % (op, key, v))
         elif key == "bias" and v == "auto":
             v = not params.get("bn", False)
+        elif key == "scale" and v == "auto" and op == "t2t_vit":
+            v = None  # the blocks' head_dim ** -0.5; pretrained checkpoints use embed_dim ** -0.5
         elif key == "scale" and v == "auto":
             if params["dim"] % params["heads"]:
                 raise ValueError("%s: dim %r is not a multiple of heads %r" % (op, params["dim"], params["heads"]))
@@ -811,7 +817,7 @@ def build_module(op, p):
         return modules.T2TModule(p["img_size"], p["tokens_type"], p["embed_dim"], p["token_dim"], p["in_chans"])
     if op == "t2t_vit":
         return modules.T2TViT(p["img_size"], p["tokens_type"], p["embed_dim"], p["depth"], p["heads"], p["mlp_ratio"],
-                              p["num_classes"], p["token_dim"], p["in_chans"], p["probe"])
+                              p["num_classes"], p["token_dim"], p["in_chans"], p["probe"], p.get("scale"))
     if op == "token_transformer":
         return modules.TokenTransformer(p["dim"], p["in_dim"], p["mlp_ratio"])
     if op == "token_performer":
@@ -1063,7 +1069,7 @@ def check_case(case):
     missing = [k for k in ("name", "op", "params") if k not in case]
     if missing:
         raise ValueError("case is missing %s" % missing)
-    extra = sorted(set(case) - {"name", "op", "params", "batch", "sampled_outputs"})
+    extra = sorted(set(case) - {"name", "op", "params", "batch", "sampled_outputs", "synth_arrays"})
     if extra:
         raise ValueError("case has unknown keys %s" % extra)
     name = case["name"]
@@ -1076,6 +1082,29 @@ def check_case(case):
     out = {"name": name, "op": case["op"], "params": normalize_params(case["op"], case["params"]), "batch": batch}
     if "sampled_outputs" in case:
         out["sampled_outputs"] = check_sampled(out["op"], out["params"], batch, case["sampled_outputs"])
+    if "synth_arrays" in case:
+        out["synth_arrays"] = check_synth_arrays(out["op"], out["params"], batch, case["synth_arrays"])
+    return out
+
+
+def check_synth_arrays(op, p, batch, spec):
+    """Validate a ``synth_arrays`` entry {input or weight name: {"center": c, "scale": s}} (finite
+    numbers, scale >= 0) against the op's arrays; return a copy with float values."""
+    import math
+    ins, ws, _ = shapes(op, p, batch)
+    if not isinstance(spec, dict) or not spec:
+        raise ValueError("synth_arrays must be a non-empty object {array: {center, scale}}")
+    out = {}
+    for name, cs in spec.items():
+        if name not in ins and name not in ws:
+            raise ValueError("synth_arrays: %r is not an input or weight of %s" % (name, op))
+        if not isinstance(cs, dict) or sorted(cs) != ["center", "scale"]:
+            raise ValueError("synth_arrays[%r] must be {\"center\": c, \"scale\": s}" % name)
+        c, sc = cs["center"], cs["scale"]
+        if isinstance(c, bool) or isinstance(sc, bool) or not all(isinstance(v, (int, float)) and math.isfinite(v)
+                                                                  for v in (c, sc)) or sc < 0:
+            raise ValueError("synth_arrays[%r]: center and scale must be finite numbers, scale >= 0" % name)
+        out[name] = {"center": float(c), "scale": float(sc)}
     return out
 
 
@@ -1083,5 +1112,12 @@ def select(regex=None, fixtures_only=False):
     """Return the built-in cases (normalised) whose name matches ``regex`` (re.search); with
     ``fixtures_only``, only those that have a committed fixture."""
     pat = re.compile(regex) if regex else None
-    return [check_case(dict(c, sampled_outputs=SAMPLED[c["name"]]) if c["name"] in SAMPLED else c)
+    def extras(c):
+        more = {}
+        if c["name"] in SAMPLED:
+            more["sampled_outputs"] = SAMPLED[c["name"]]
+        if c["name"] in SYNTH_ARRAYS:
+            more["synth_arrays"] = SYNTH_ARRAYS[c["name"]]
+        return dict(c, **more)
+    return [check_case(extras(c))
             for c in CASES if (pat is None or pat.search(c["name"])) and (FIXTURE[c["name"]] or not fixtures_only)]

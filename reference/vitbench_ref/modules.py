@@ -275,17 +275,18 @@ class T2TModule(nn.Module):
 
 class T2TViT(nn.Module):
     """T2T-ViT (REFERENCE.md 2.5): T2TModule, class token, position table (a parameter), pre-norm
-    blocks with qkv_bias False and LayerNorm eps 1e-5, final norm, head on the class token.
-    ``forward`` returns the same dict as VisionTransformer."""
+    blocks with qkv_bias False, LayerNorm eps 1e-5 and attention scale ``scale`` (None: head_dim^-0.5;
+    the pretrained checkpoints were trained with qk_scale = embed_dim^-0.5), final norm, head on the
+    class token.  ``forward`` returns the same dict as VisionTransformer."""
 
     def __init__(self, img_size, tokens_type, embed_dim, depth, heads, mlp_ratio, num_classes=1000,
-                 token_dim=64, in_chans=3, probe=False):
+                 token_dim=64, in_chans=3, probe=False, scale=None):
         super().__init__()
         self.tokens_to_token = T2TModule(img_size, tokens_type, embed_dim, token_dim, in_chans)
         n = self.tokens_to_token.grids[2][0] * self.tokens_to_token.grids[2][1]
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
         self.pos_embed = nn.Parameter(torch.zeros(1, n + 1, embed_dim), requires_grad=False)
-        self.blocks = nn.Sequential(*[Block(embed_dim, heads, mlp_ratio, False, None, 1e-5) for _ in range(depth)])
+        self.blocks = nn.Sequential(*[Block(embed_dim, heads, mlp_ratio, False, scale, 1e-5) for _ in range(depth)])
         self.norm = nn.LayerNorm(embed_dim)
         self.head = nn.Linear(embed_dim, num_classes)
         self.probe = probe
@@ -588,7 +589,7 @@ def t2t_float64(x, weights, p):
     out = {}
     if p["probe"]:
         out["stages.embed"] = xs
-    bp = {"dim": p["embed_dim"], "heads": p["heads"], "eps": 1e-5, "scale": None}
+    bp = {"dim": p["embed_dim"], "heads": p["heads"], "eps": 1e-5, "scale": p.get("scale")}
     for i in range(p["depth"]):
         bpre = "blocks.%d." % i
         xs = block_float64(xs, {k[len(bpre):]: v for k, v in weights.items() if k.startswith(bpre)}, bp)
@@ -1104,9 +1105,9 @@ class DeformableTransformer(nn.Module):
         """The two-stage query selection (REFERENCE.md 4.8): ``output_memory`` = memory with padded and
         invalid-proposal rows zeroed, through ``enc_output`` and ``enc_output_norm``; scores
         ``decoder.class_embed[L](output_memory)`` and coordinates ``decoder.bbox_embed[L](output_memory)
-        + proposals`` (L = dec_layers); ``torch.topk`` of the class-0 scores (``queries`` rows per
-        image, descending); the selected coordinates (detached), their sigmoid as the 4-d initial
-        references, and ``pos_trans_norm(pos_trans(proposal_pos_embed(coords)))`` split into
+        + proposals`` (L = dec_layers); the ``queries`` largest class-0 scores per image, descending,
+        equal scores lower row first (a stable sort); the selected coordinates (detached), their
+        sigmoid as the 4-d initial references, and ``pos_trans_norm(pos_trans(proposal_pos_embed(coords)))`` split into
         ``query_pos`` (first d) and ``tgt``.  Returns ``(reference_points [N, Q, 4], query_pos, tgt,
         enc_scores [N, S])``."""
         n, _, d = memory.shape
@@ -1119,7 +1120,8 @@ class DeformableTransformer(nn.Module):
         last = len(self.decoder.layers)
         enc_class = self.decoder.class_embed[last](out)
         enc_coord_unact = self.decoder.bbox_embed[last](out) + proposals
-        topk = torch.topk(enc_class[..., 0], self.queries, dim=1)[1]
+        # torch.topk's order for equal scores is unspecified; a stable sort takes the lower row first.
+        topk = torch.sort(enc_class[..., 0], dim=1, descending=True, stable=True)[1][:, :self.queries]
         coords = torch.gather(enc_coord_unact, 1, topk.unsqueeze(-1).repeat(1, 1, 4)).detach()
         reference_points = coords.sigmoid()
         pos_trans_out = self.pos_trans_norm(self.pos_trans(proposal_pos_embed(coords)))

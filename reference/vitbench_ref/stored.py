@@ -16,7 +16,8 @@ left out of ``case.json``'s ``synth.arrays``); the case's other inputs stay synt
   batch makes it: image i has a valid height/width ratio (vh, vw); on each level (H, W) the rows
   >= ceil(vh*H) and the columns >= ceil(vw*W) are padding (1.0), the rest 0.0 (flattened
   row-major per level, levels concatenated).
-- ``ddetr_transformer_small_b2``, ``ddetr_transformer_refine_b2``: ``padding_mask`` as Deformable DETR builds it for a padded
+- ``ddetr_transformer_small_b2``, ``ddetr_transformer_refine_b2``, ``ddetr_transformer_two_stage_ties_b2``:
+  ``padding_mask`` as Deformable DETR builds it for a padded
   batch (REFERENCE.md 4.2): each image has a valid (height, width) inside the padded batch image,
   whose size is the one listed here (consistent with the levels: level l of a padded image
   (Hp, Wp) is (ceil(Hp / (8*2^l)), ceil(Wp / (8*2^l)))); the batch's image mask ``[N, Hp, Wp]`` (True = padding)
@@ -103,7 +104,8 @@ def padding_mask(name):
 # Padded batch image (Hp, Wp) and each image's valid (height, width) inside it, per case (image i uses
 # entry i mod len).  Image 0 is padded on the right, image 1 at the bottom.
 IMAGE_SIZES = {"ddetr_transformer_small_b2": ((61, 77), [(61, 50), (39, 77)]),
-               "ddetr_transformer_refine_b2": ((61, 77), [(61, 41), (48, 77)])}
+               "ddetr_transformer_refine_b2": ((61, 77), [(61, 41), (48, 77)]),
+               "ddetr_transformer_two_stage_ties_b2": ((61, 77), [(61, 40), (48, 77)])}
 
 
 def image_padding_mask(name):
@@ -183,6 +185,8 @@ STORED = {
     "ddetr_transformer_small_b2": ("ddetr_transformer", {"padding_mask": image_padding_mask("ddetr_transformer_small_b2")}),
     "ddetr_transformer_refine_b2": ("ddetr_transformer",
                                     {"padding_mask": image_padding_mask("ddetr_transformer_refine_b2")}),
+    "ddetr_transformer_two_stage_ties_b2": ("ddetr_transformer",
+                                            {"padding_mask": image_padding_mask("ddetr_transformer_two_stage_ties_b2")}),
     "deformable_detr_r50_b2": ("deformable_detr", {"image_mask": image_mask("deformable_detr_r50_b2")}),
 }
 
