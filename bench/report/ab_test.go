@@ -95,3 +95,26 @@ func TestCompareChecks(t *testing.T) {
 		t.Errorf("output:\n%s", buf.String())
 	}
 }
+
+// TestCompareChecksFlagsNMSEDrift: a row still OK whose NMSE grew tenfold
+// is a hard failure; ninefold, a drop, or growth inside float32 rounding
+// is not.
+func TestCompareChecksFlagsNMSEDrift(t *testing.T) {
+	row := func(c string, nmse float64) results.CheckRow {
+		return results.CheckRow{Case: c, Backend: "cpu", DType: "float32", Status: "OK", Output: "logits", NMSE: nmse}
+	}
+	var buf bytes.Buffer
+	res, err := CompareChecks(&buf,
+		[]results.CheckFile{{Rows: []results.CheckRow{row("grew10", 1e-13), row("grew9", 1e-13), row("fell", 1e-12), row("tiny", 1e-18)}}},
+		[]results.CheckFile{{Rows: []results.CheckRow{row("grew10", 1e-12), row("grew9", 9e-13), row("fell", 1e-13), row("tiny", 5e-16)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Drift) != 1 || !strings.HasPrefix(res.Drift[0], "grew10 backend=cpu dtype=float32: NMSE drift") ||
+		len(res.Regressions) != 1 {
+		t.Errorf("drift %q, regressions %q", res.Drift, res.Regressions)
+	}
+	if !strings.Contains(buf.String(), "NMSE DRIFT") {
+		t.Errorf("the table does not show the drift:\n%s", buf.String())
+	}
+}

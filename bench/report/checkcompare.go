@@ -15,6 +15,9 @@ type CheckCompareResult struct {
 	// base (OK, NS or not checked there), and those OK in base but not supported in head;
 	// a gate treats them as hard failures.
 	Regressions []string
+	// Drift lists the rows OK on both sides whose NMSE grew by DriftFactor
+	// or more (drift.go); they are in Regressions too.
+	Drift []string
 	// Fixed lists those failing in base and OK in head.
 	Fixed []string
 	// StillFailing lists those failing in both.
@@ -81,11 +84,15 @@ func CompareChecks(w io.Writer, base, head []results.CheckFile) (CheckCompareRes
 			verdict = "fixed"
 			res.Fixed = append(res.Fixed, k.String())
 		}
+		if line, drift := nmseDrift(k, br, hr); inBase && drift {
+			verdict = "NMSE DRIFT"
+			res.Drift, res.Regressions = append(res.Drift, line), append(res.Regressions, line)
+		}
 		if !inBase && verdict == "" {
 			res.OnlyHead = append(res.OnlyHead, fmt.Sprintf("%s: %s", k, hr.Status))
 			continue
 		}
-		if baseStatus == hr.Status {
+		if baseStatus == hr.Status && verdict == "" {
 			continue
 		}
 		baseNMSE := dash
@@ -103,6 +110,7 @@ func CompareChecks(w io.Writer, base, head []results.CheckFile) (CheckCompareRes
 		}
 	}
 	printList(w, "Conformance regressions (hard failures)", res.Regressions)
+	printList(w, fmt.Sprintf("NMSE drift (OK, but %d× or more the base's)", DriftFactor), res.Drift)
 	printList(w, "Fixed", res.Fixed)
 	printList(w, "Failing in both", res.StillFailing)
 	printList(w, "Checked only in base", res.OnlyBase)
