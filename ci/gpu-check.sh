@@ -50,7 +50,10 @@ bin=${2:-./vitbench}
 budget=${GPU_CHECK_BUDGET:-480}
 preflight_secs=${GPU_CHECK_PREFLIGHT_SECS:-20}
 preflight_case=${GPU_CHECK_PREFLIGHT_CASE:-'^gemm/odd_m13_n37_k29$'}
-cuda_backends=(cuda cuda-tf32 cuda-bf16 cuda-fp16)
+# GPU_CHECK_BACKEND=cuda-emu rehearses the whole script on the CUDA
+# emulator (docs/cuda-emulator.md) on a machine without a GPU.
+cu=${GPU_CHECK_BACKEND:-cuda}
+cuda_backends=("$cu" "$cu-tf32" "$cu-bf16" "$cu-fp16")
 mkdir -p "$out"
 : >"$out/steps.txt"
 start=$SECONDS
@@ -152,7 +155,8 @@ if [ "$info_rc" -ne 0 ]; then
 fi
 while IFS= read -r l; do
   pf_problems+=("vitbench info: ${l#"${l%%[! ]*}"}")
-done < <(grep -E '^  (cuda|cuda-tf32|cuda-bf16|cuda-fp16) +unavailable|^cuda libs: .*not found' "$out/info.log")
+done < <(grep -E "^  ($cu|$cu-tf32|$cu-bf16|$cu-fp16) +unavailable" "$out/info.log"
+  [ "$cu" = cuda ] && grep -E '^cuda libs: .*not found' "$out/info.log")
 grep -E '^  cuda|^cuda' "$out/info.log"
 
 # preflight_check BACKEND SECONDS: the preflight case on BACKEND alone;
@@ -226,13 +230,13 @@ fi
 echo "preflight                    ok: ${cuda_backends[*]} start, compile and load ($((SECONDS - pf_start))s)" | tee -a "$out/steps.txt"
 
 # --- conformance ---
-step check-cuda 150 "$bin" check -backend cuda -fixtures fixtures -v -json "$out/check.json"
+step check-cuda 150 "$bin" check -backend "$cu" -fixtures fixtures -v -json "$out/check.json"
 # The reduced-precision checks measure nothing: they may share the GPU
 # (one process each).
 check_reduced() {
   local pids=() p
   for p in tf32 bf16 fp16; do
-    "$bin" check -backend "cuda-$p" -fixtures fixtures -json "$out/check-$p.json" >"$out/check-$p.txt" 2>&1 &
+    "$bin" check -backend "$cu-$p" -fixtures fixtures -json "$out/check-$p.json" >"$out/check-$p.txt" 2>&1 &
     pids+=($!)
   done
   local rc=0
@@ -241,12 +245,12 @@ check_reduced() {
   return $rc
 }
 export -f check_reduced
-export bin out
+export bin out cu
 step check-reduced 90 bash -c check_reduced
 
 # Agreement with the CPU, one process per backend, one after another.
-step agree-cuda 75 "$bin" agree -ref cpu -backend cuda -json "$out/agree-cuda.json"
-for b in cuda-tf32 cuda-bf16 cuda-fp16; do
+step agree-cuda 75 "$bin" agree -ref cpu -backend "$cu" -json "$out/agree-cuda.json"
+for b in "$cu-tf32" "$cu-bf16" "$cu-fp16"; do
   step "agree-$b" 45 "$bin" agree -ref cpu -backend "$b" -json "$out/agree-$b.json"
 done
 
@@ -274,23 +278,23 @@ torch() {
 }
 $have_torch || echo "no python3 with CUDA-enabled torch: no PyTorch column" | tee -a "$out/steps.txt"
 
-for b in cuda cuda-bf16; do
+for b in "$cu" "$cu-bf16"; do
   step "agree-b64-$b" 40 "$bin" agree -ref cpu -backend "$b" -run "$big" -batch 64 -json "$out/agree-b64-$b.json"
 done
 
 # --- timing ---
-bench bench-components 90 cuda "$components"
+bench bench-components 90 "$cu" "$components"
 torch torch-components 90 fp32 "$components"
-bench bench-networks 120 cuda "$networks"
+bench bench-networks 120 "$cu" "$networks"
 torch torch-networks 120 fp32 "$networks"
-bench bench-b64-cuda 25 cuda "$big" -batch 64
-bench bench-b64-cuda-tf32 25 cuda-tf32 "$big" -batch 64
-bench bench-b64-cuda-bf16 25 cuda-bf16 "$big" -batch 64
+bench bench-b64-cuda 25 "$cu" "$big" -batch 64
+bench bench-b64-cuda-tf32 25 "$cu-tf32" "$big" -batch 64
+bench bench-b64-cuda-bf16 25 "$cu-bf16" "$big" -batch 64
 torch torch-b64 40 fp32 "$big" --batch 64
 torch torch-b64-tf32 40 tf32 "$big" --batch 64
 torch torch-b64-bf16 40 bf16 "$big" --batch 64
-bench bench-components-cuda-tf32 45 cuda-tf32 "$components"
-bench bench-components-cuda-bf16 45 cuda-bf16 "$components"
+bench bench-components-cuda-tf32 45 "$cu-tf32" "$components"
+bench bench-components-cuda-bf16 45 "$cu-bf16" "$components"
 torch torch-components-bf16 60 bf16 "$components"
 
 inputs=()

@@ -127,6 +127,14 @@ emu_env=("LD_PRELOAD=$(g++ -print-file-name=libasan.so)" ASAN_OPTIONS=protect_sh
 emu_check sanitizers -backend cuda-emu -run "$emu_subset"
 emu_env=()
 
+step "ci/gpu-check.sh rehearsed on the CUDA emulator (GPU_CHECK_BACKEND=cuda-emu, a 60 s budget): preflight, conformance steps, report"
+GPU_CHECK_BACKEND=cuda-emu GPU_CHECK_BUDGET=60 ci/gpu-check.sh "$tmp/gpu-rehearsal" "$tmp/vitbench" >"$tmp/gpu-rehearsal.log" 2>&1 ||
+  { cat "$tmp/gpu-rehearsal.log"; exit 1; }
+grep -q '^preflight  *ok: cuda-emu cuda-emu-tf32 cuda-emu-bf16 cuda-emu-fp16' "$tmp/gpu-rehearsal/steps.txt"
+grep -q '^check-cuda ' "$tmp/gpu-rehearsal/steps.txt"
+test -s "$tmp/gpu-rehearsal/report.md" && test -s "$tmp/gpu-rehearsal/check.json"
+cat "$tmp/gpu-rehearsal/steps.txt"
+
 step "fixtures exported outside the repository are checked with -fixtures"
 /usr/bin/python3 reference/export.py --out "$tmp/exported" -q
 /usr/bin/python3 reference/export.py --out "$tmp/custom" --case-json ci/custom_cases/patch_embed_c7_e50_p5.json -q
