@@ -61,7 +61,31 @@ func TestTop1Mismatches(t *testing.T) {
 	if n := Top1Mismatches([]float32{0.2, 0.8, 0.0, 0.5, 0.2, 0.3}, ref, 3); n != 0 {
 		t.Errorf("same classes: %d mismatches", n)
 	}
-	if n := Top1Mismatches([]float32{0.9, 0.8, 0.0, 0.1, 0.2, 0.3}, ref, 3); n != 2 {
-		t.Errorf("both rows flipped: %d mismatches", n)
+	// 100 classes, a reference whose top two are 0.004 apart, and small
+	// errors on every logit (RMS 0.003): a flip between the near-tied two
+	// is within what the row's error bridges; a flip to a class 0.5 below
+	// is not, though the errors are just as small elsewhere.
+	near := make([]float32, 100)
+	for i := range near {
+		near[i] = float32(i%7) * 0.1
+	}
+	near[10], near[20] = 2.0, 1.996
+	got := make([]float32, 100)
+	for i := range got {
+		got[i] = near[i] + 0.003*float32(1-2*(i%2))
+	}
+	got[10], got[20] = 1.997, 1.999
+	if n := Top1Mismatches(got, near, 100); n != 0 {
+		t.Errorf("a flip between near-tied classes counted: %d", n)
+	}
+	far := append([]float32(nil), near...)
+	far[20] = 1.5
+	got2 := append([]float32(nil), got...)
+	got2[20] = 2.01
+	if n := Top1Mismatches(got2, far, 100); n != 1 {
+		t.Errorf("a flip over a margin of 0.5 with RMS error %.3f: %d mismatches, want 1", rmsDiff(got2, far), n)
+	}
+	if n := Top1Mismatches([]float32{float32(math.NaN()), 0}, []float32{1, 0}, 2); n != 0 {
+		t.Errorf("NaN row: %d", n)
 	}
 }

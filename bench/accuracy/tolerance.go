@@ -82,16 +82,46 @@ func Precision(backend string) string {
 	return ""
 }
 
-// override loosens or tightens a class for one op kind on one backend.
+// override loosens or tightens a class for one op kind on one backend, or
+// on every backend of one reduced precision (precision "bf16" applies to
+// cuda-bf16 and cuda-emu-bf16 alike; backend is then empty).
 type override struct {
-	op, backend string
-	tol         Tolerance
-	reason      string
+	op, backend, precision string
+	tol                    Tolerance
+	reason                 string
 }
 
-// overrides is the single table of exceptions, each with its reason. It is
-// empty: every committed case meets its class on every backend.
-var overrides = []override{}
+// matches reports whether o applies to op on backend.
+func (o override) matches(op, backend string) bool {
+	if o.op != op {
+		return false
+	}
+	if o.precision != "" {
+		return Precision(backend) == o.precision
+	}
+	return o.backend == backend
+}
+
+// overrides is the single table of exceptions, each with its reason and
+// the measurement behind it (on the CUDA emulator, whose reduced-precision
+// variants round the products' inputs as cuBLAS's tensor-core paths do).
+var overrides = []override{
+	{
+		op: "deformable_detr", precision: "bf16",
+		tol: Tolerance{Class: "detector", RTol: 1e-1, ATol: 6e-1, NMSE: 2e-1},
+		reason: "two-stage: the queries are the top proposals over near-uniform encoder scores (synthesized weights); " +
+			"bf16 products reorder them, so other proposals become queries and their logits and boxes differ " +
+			"(deformable_detr_r50_two_stage on cuda-emu-bf16: max |diff| 0.55, NMSE 1.6e-2 logits, 8.9e-2 boxes); " +
+			"a weak verdict for that case until its fixture's encoder scores are well separated",
+	},
+	{
+		op: "token_performer", precision: "fp16",
+		tol: Tolerance{Class: "gemm", RTol: 2e-2, ATol: 5e-2, NMSE: 1e-4},
+		reason: "the performer's features exp(w·x − ‖x‖²/2)/√m fall below half's normal range (6.1e-5) and " +
+			"lose bits as subnormals in fp16 products (token_performer/t2t_vit_14_a2 on cuda-emu-fp16: " +
+			"max |diff| 0.033 on 5 values, NMSE 9e-7)",
+	},
+}
 
 // opClasses is the loosest class each op kind may be judged by. A fixture
 // may name a tighter class, never a looser one: a fixture asking for more
@@ -178,8 +208,11 @@ func Lookup(class, op, backend string) (Tolerance, error) {
 		}
 	}
 	for _, o := range overrides {
-		if o.op == op && o.backend == backend && o.tol.Class == class {
+		if o.matches(op, backend) && o.tol.Class == class {
 			t := o.tol
+			if o.precision != "" {
+				t.Class = class + "@" + o.precision
+			}
 			t.Override = o.reason
 			return t, nil
 		}

@@ -41,3 +41,33 @@ func TestReducedPrecisionLoosensProductClassesOnly(t *testing.T) {
 		t.Errorf("bf16 gemm NMSE %g not looser than tf32's %g", bf.NMSE, tf.NMSE)
 	}
 }
+
+// TestPrecisionOverrides: an override for a precision applies to every
+// backend of that precision (the GPU's and the emulator's) and to no
+// other, keeps the class's name with the precision, and carries its reason.
+func TestPrecisionOverrides(t *testing.T) {
+	for _, b := range []string{"cuda-bf16", "cuda-emu-bf16"} {
+		tol, err := Lookup("detector", "deformable_detr", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tol.Override == "" || tol.Class != "detector@bf16" || tol.ATol != 6e-1 {
+			t.Errorf("%s: %+v, want the bf16 override", b, tol)
+		}
+	}
+	for _, b := range []string{"cuda", "cuda-emu", "cuda-emu-tf32", "cuda-fp16", "cpu"} {
+		tol, err := Lookup("detector", "deformable_detr", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tol.Override != "" {
+			t.Errorf("%s: the bf16 override applied: %+v", b, tol)
+		}
+	}
+	if tol, _ := Lookup("gemm", "token_performer", "cuda-emu-fp16"); tol.Override == "" || tol.ATol != 5e-2 {
+		t.Errorf("token_performer on fp16: %+v", tol)
+	}
+	if tol, _ := Lookup("gemm", "gemm", "cuda-emu-fp16"); tol.Override != "" {
+		t.Errorf("gemm on fp16 took the performer's override: %+v", tol)
+	}
+}
