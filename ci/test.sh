@@ -12,6 +12,9 @@ ci/install-deps.sh
 step() { echo; echo "=== $*"; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# Every run on the CUDA emulator below (Go tests and vitbench) appends the
+# kernels it launched here; the emulator step checks that all were.
+export VITBENCH_CUDA_EMU_TRACE="$tmp/emu-trace.txt"
 
 step "gofmt and go vet (SIMD and purego builds)"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
@@ -78,11 +81,19 @@ echo "race run took $((SECONDS - t0))s"
 step "Python reference tests"
 ( cd reference && /usr/bin/python3 -m unittest discover -s tests )
 
-step "vitbench check: committed fixtures, SIMD path and Go path"
+# The committed fixtures but the large networks (builtin.json "large": tens to hundreds of GMACs,
+# minutes on the Go path and the emulator): a -run regex (components, and the networks by name).
+# The large ones are checked once, on the fastest path, in the next step.
+not_large=$(/usr/bin/python3 -c 'import json; b = json.load(open("bench/cases/builtin.json"))
+print("/|^(" + "|".join(c["name"] for c in b if c["kind"] == "network" and c.get("fixture", True) and not c.get("large")) + ")$")')
+
+step "vitbench check: committed fixtures, SIMD path (all, the large networks too) and Go path (but the large networks)"
 go build -o "$tmp/vitbench" ./cmd/vitbench
 "$tmp/vitbench" info
+t0=$SECONDS
 "$tmp/vitbench" check -fixtures fixtures
-"$tmp/vitbench" check -fixtures fixtures -isa go -json "$tmp/check-go.json" >/dev/null
+echo "SIMD path check took $((SECONDS - t0))s"
+"$tmp/vitbench" check -fixtures fixtures -isa go -run "$not_large" -json "$tmp/check-go.json" >/dev/null
 
 step "CUDA emulator: C++ tests of its scheduler and cuBLAS, plain and under AddressSanitizer + UndefinedBehaviorSanitizer"
 for san in "" "-fsanitize=address,undefined -fno-sanitize-recover=all"; do
@@ -115,10 +126,10 @@ emu_check() {
 # The fixtures but the four largest networks (ddetr_transformer, vit_b16,
 # volo_d1, volo_d1_b2): every kernel and op kind, on every edge path the
 # fixtures have. ci/emu-full.sh runs the rest on every variant.
-emu_subset='/|^(ddetr_transformer_.+|deformable_detr_.+|deit_ti_distilled|t2t_vit_.+|vit_s16|vit_ti16|vit_ti16_b2|vit_tiny_odd|volo_tiny_odd)$'
+emu_subset='/|^(ddetr_transformer_.+|deformable_detr_r50_(small|b2|refine|two_stage)|deit_ti_distilled|t2t_vit_(7|14|t_14)|vit_s16|vit_ti16|vit_ti16_b2|vit_tiny_odd|volo_tiny_odd)$'
 
-step "CUDA emulator: every committed fixture through the unchanged CUDA backend on cuda-emu (random schedule at barriers), then the subset on cuda-emu-tf32, -bf16 and -fp16 at their tolerance classes"
-emu_check fp32 -backend cuda-emu
+step "CUDA emulator: every committed fixture but the large networks through the unchanged CUDA backend on cuda-emu (random schedule at barriers), then the subset on cuda-emu-tf32, -bf16 and -fp16 at their tolerance classes"
+emu_check fp32 -backend cuda-emu -run "$not_large"
 emu_check reduced -backend cuda-emu-tf32,cuda-emu-bf16,cuda-emu-fp16 -run "$emu_subset"
 
 step "CUDA emulator with emulator and kernels under AddressSanitizer + UndefinedBehaviorSanitizer, another schedule seed (the subset)"
@@ -126,6 +137,17 @@ emu_env=("LD_PRELOAD=$(g++ -print-file-name=libasan.so)" ASAN_OPTIONS=protect_sh
   VITBENCH_CUDA_EMU_SANITIZE=address,undefined VITBENCH_CUDA_EMU_SEED=7)
 emu_check sanitizers -backend cuda-emu -run "$emu_subset"
 emu_env=()
+
+step "every CUDA kernel was launched on the emulator by the fixtures and tests above"
+grep -ohE 'extern "C" __global__ void [A-Za-z_0-9]+' impl/cuda/kernels/*.cu | awk '{print $5}' | sort -u >"$tmp/kernels.txt"
+# relu_f32 serves the standalone ReLU node, which no built-in graph builds
+# (ReLU is fused into the GEMM epilogue); the dry run covers its dispatch.
+unlaunched=$(sort -u "$VITBENCH_CUDA_EMU_TRACE" | comm -23 "$tmp/kernels.txt" - | grep -vx 'relu_f32' || true)
+if [ -n "$unlaunched" ]; then
+  echo "kernels no emulator run launched: $unlaunched"
+  exit 1
+fi
+echo "$(sort -u "$VITBENCH_CUDA_EMU_TRACE" | wc -l) of $(wc -l <"$tmp/kernels.txt") kernels launched (relu_f32: no built-in graph)"
 
 step "ci/gpu-check.sh rehearsed on the CUDA emulator (GPU_CHECK_BACKEND=cuda-emu, a 60 s budget): preflight, conformance steps, report"
 GPU_CHECK_BACKEND=cuda-emu GPU_CHECK_BUDGET=60 ci/gpu-check.sh "$tmp/gpu-rehearsal" "$tmp/vitbench" >"$tmp/gpu-rehearsal.log" 2>&1 ||
@@ -136,7 +158,7 @@ test -s "$tmp/gpu-rehearsal/report.md" && test -s "$tmp/gpu-rehearsal/check.json
 cat "$tmp/gpu-rehearsal/steps.txt"
 
 step "fixtures exported outside the repository are checked with -fixtures"
-/usr/bin/python3 reference/export.py --out "$tmp/exported" -q
+/usr/bin/python3 reference/export.py --out "$tmp/exported" --only "$not_large" -q
 /usr/bin/python3 reference/export.py --out "$tmp/custom" --case-json ci/custom_cases/patch_embed_c7_e50_p5.json -q
 /usr/bin/python3 reference/export.py --out "$tmp/custom" --case-json ci/custom_cases/soft_split_c2_k4_s3_p2_d2.json -q
 "$tmp/vitbench" check -fixtures "$tmp/exported"

@@ -140,17 +140,43 @@ func roundTo(x float32, bits, minExp int, maxAbs float64) float32 {
 // value rounded to bf16 / half in Go (fp32 summation-order differences
 // only), for head dimensions on the 8-wide, 4-wide and fp32 paths.
 func TestDeviceMSDeform16IfPresent(t *testing.T) {
-	cpu, err := bench.OpenBackend("cpu", 1)
-	if err != nil {
-		t.Skipf("no cpu backend registered in this test binary: %v", err)
-	}
-	defer cpu.Close()
-	for _, m := range []Math{BF16, FP16} {
+	testMSDeform16(t, func(m Math) *Backend {
 		b := Open(0, m)
 		if !b.Info().Available {
 			b.Close()
 			t.Skipf("no CUDA device: %s", b.Info().Reason)
 		}
+		return b
+	})
+}
+
+// TestEmulatorMSDeform16 is TestDeviceMSDeform16IfPresent on the CUDA
+// emulator: the 16-bit copies of value and the 8-wide and 4-wide gathers
+// (D = 32, 12), which no committed fixture's head dimension reaches on the
+// 4-wide path, and the fp32 fallback (D = 6).
+func TestEmulatorMSDeform16(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles kernels with g++")
+	}
+	testMSDeform16(t, func(m Math) *Backend {
+		b := OpenEmulator(m)
+		if !b.Info().Available {
+			b.Close()
+			t.Fatalf("%s unavailable: %s", b.Name(), b.Info().Reason)
+		}
+		return b
+	})
+}
+
+// testMSDeform16 runs the comparison on the backends open returns.
+func testMSDeform16(t *testing.T, open func(Math) *Backend) {
+	cpu, err := bench.OpenBackend("cpu", 1)
+	if err != nil {
+		t.Fatalf("no cpu backend registered in this test binary: %v", err)
+	}
+	defer cpu.Close()
+	for _, m := range []Math{BF16, FP16} {
+		b := open(m)
 		round := func(x float32) float32 { return roundTo(x, 8, -126, math.Ldexp(1-math.Ldexp(1, -9), 128)) }
 		if m == FP16 {
 			round = func(x float32) float32 { return roundTo(x, 11, -14, 65520) }

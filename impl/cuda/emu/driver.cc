@@ -68,7 +68,22 @@ struct Function {
   Entry entry;
   std::string name;
   int max_dynamic_shared;
+  bool traced;  // its first launch was written to the trace
 };
+
+// trace_launch appends name to the file VITBENCH_CUDA_EMU_TRACE names (one
+// line per kernel, at its first launch in each module), so that a run can
+// show which kernels its cases reached.
+void trace_launch(Function* f) {
+  if (f->traced) return;
+  f->traced = true;
+  const char* path = std::getenv("VITBENCH_CUDA_EMU_TRACE");
+  if (!path || !*path) return;
+  if (FILE* t = std::fopen(path, "a")) {
+    std::fprintf(t, "%s\n", f->name.c_str());
+    std::fclose(t);
+  }
+}
 
 struct Event {
   std::chrono::steady_clock::time_point t;
@@ -436,7 +451,7 @@ EXPORT int cuModuleGetFunction(void** fn, void* mod, const char* name) {
   std::string sym = std::string("__emu_entry_") + name;
   void* e = dlsym(m->handle, sym.c_str());
   if (!e) return kNotFound;
-  *fn = new Function{reinterpret_cast<Entry>(e), name, 48 << 10};
+  *fn = new Function{reinterpret_cast<Entry>(e), name, 48 << 10, false};
   return kSuccess;
 }
 
@@ -469,6 +484,7 @@ EXPORT int cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsig
   if (bx == 0 || by == 0 || bz == 0 || bx > 1024 || by > 1024 || bz > 64 || (uint64_t)bx * by * bz > 1024)
     return kInvalidValue;
   if ((int)shared > f->max_dynamic_shared) return kInvalidValue;
+  trace_launch(f);
   Launch l{f->entry, f->name.c_str(), {gx, gy, gz}, {bx, by, bz}, shared, params};
   std::string what;
   int code = run_grid(l, &what);
