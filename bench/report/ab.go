@@ -35,8 +35,8 @@ func writeAB(w io.Writer, in Input, es []entry) error {
 		rows-- // the geomean row
 	}
 	fmt.Fprintf(w, "\n%d faster, %d slower, %d rows compared", len(t.res.Improvements), len(t.res.Regressions), rows)
-	if len(t.onlyBase)+len(t.onlyHead) > 0 {
-		fmt.Fprintf(w, "; %d only in base, %d only in head", len(t.onlyBase), len(t.onlyHead))
+	if len(t.res.Vanished)+len(t.onlyHead) > 0 {
+		fmt.Fprintf(w, "; %d only in base, %d only in head", len(t.res.Vanished), len(t.onlyHead))
 	}
 	fmt.Fprintln(w)
 	return nil

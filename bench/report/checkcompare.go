@@ -22,8 +22,9 @@ type CheckCompareResult struct {
 	Fixed []string
 	// StillFailing lists those failing in both.
 	StillFailing []string
-	// OnlyBase lists those checked in base only (a -run filter, or a case removed);
-	// OnlyHead those checked in head only that did not fail (new cases).
+	// OnlyBase lists those checked in base only (a case removed, or a narrower -run
+	// filter in head); a gate treats them as failures, as vanished cases. OnlyHead lists
+	// those checked in head only that did not fail (new cases).
 	OnlyBase, OnlyHead []string
 	// Compared counts the rows present in both.
 	Compared int
@@ -113,7 +114,7 @@ func CompareChecks(w io.Writer, base, head []results.CheckFile) (CheckCompareRes
 	printList(w, fmt.Sprintf("NMSE drift (OK, but %d× or more the base's)", DriftFactor), res.Drift)
 	printList(w, "Fixed", res.Fixed)
 	printList(w, "Failing in both", res.StillFailing)
-	printList(w, "Checked only in base", res.OnlyBase)
+	printList(w, "VANISHED: checked only in base, missing from head (failures)", res.OnlyBase)
 	printList(w, "Checked only in head", res.OnlyHead)
 	return res, nil
 }

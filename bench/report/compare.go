@@ -36,6 +36,9 @@ type CompareResult struct {
 	// Geomean is the geometric mean over the rows present in both files of head median time /
 	// base median time (1.05 = 5% slower overall); NaN when no row is common.
 	Geomean float64
+	// Vanished lists the rows of base (case, backend, batch, threads, dtype) that head
+	// does not have: a case that stopped being measured; a gate treats them as failures.
+	Vanished []string
 	// Compared counts the rows present in both files; 0 means nothing was compared.
 	Compared int
 }
@@ -53,10 +56,11 @@ func (k rowKey) String() string {
 // Compare writes a benchstat-like A/B table of base against head on w: per (case, backend,
 // batch, threads, dtype) the two medians with their 95% intervals, the change of the median,
 // the Mann–Whitney p-value (benchmath.AssumeNothing) and "~" when not significant, then a
-// geomean row over the rows present in both. The metric is time per call (lower is better),
+// geomean row over the rows present in both; rows of base missing from head are
+// CompareResult.Vanished. The metric is time per call (lower is better),
 // or GFLOP/s per sample (higher is better) where MACs/op differ between the files, since
 // then the two runs did different work. The lists of regressions, improvements,
-// deterministic changes and unmatched rows follow the table.
+// deterministic changes, vanished rows and rows new in head follow the table.
 func Compare(w io.Writer, base, head results.BenchFile, opt CompareOptions) (CompareResult, error) {
 	t := compareFiles(base, head, opt)
 	fmt.Fprintf(w, "Comparison: base %s vs head %s (Mann–Whitney U, alpha %.3g, threshold %.3g%%)\n\n",
@@ -67,7 +71,7 @@ func Compare(w io.Writer, base, head results.BenchFile, opt CompareOptions) (Com
 	printList(w, "Regressions", t.res.Regressions)
 	printList(w, "Improvements", t.res.Improvements)
 	printList(w, "Deterministic changes (hard failures)", t.res.DeterministicChanges)
-	printList(w, "Only in base", t.onlyBase)
+	printList(w, "VANISHED: only in base, missing from head (failures)", t.res.Vanished)
 	printList(w, "Only in head", t.onlyHead)
 	return t.res, nil
 }
@@ -75,10 +79,10 @@ func Compare(w io.Writer, base, head results.BenchFile, opt CompareOptions) (Com
 // compareTable is the outcome of comparing two timing files: the table's cells, the
 // verdict and the rows found on one side only.
 type compareTable struct {
-	opt                CompareOptions // with defaults filled in
-	cells              [][]string
-	res                CompareResult
-	onlyBase, onlyHead []string
+	opt      CompareOptions // with defaults filled in
+	cells    [][]string
+	res      CompareResult
+	onlyHead []string
 }
 
 // write renders the comparison table.
@@ -108,7 +112,7 @@ func compareFiles(base, head results.BenchFile, opt CompareOptions) compareTable
 		hr, inHead := h[k]
 		switch {
 		case !inHead:
-			t.onlyBase = append(t.onlyBase, k.String())
+			res.Vanished = append(res.Vanished, k.String())
 			continue
 		case !inBase:
 			t.onlyHead = append(t.onlyHead, k.String())

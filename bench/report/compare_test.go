@@ -97,7 +97,10 @@ func TestCompareUnmatchedRows(t *testing.T) {
 	if len(got.Regressions)+len(got.Improvements)+len(got.DeterministicChanges) != 0 {
 		t.Errorf("unexpected verdicts %+v", got)
 	}
-	for _, w := range []string{"Only in base (1):\n- old ", "Only in head (1):\n- new "} {
+	if len(got.Vanished) != 1 || !strings.HasPrefix(got.Vanished[0], "old backend=cpu ") {
+		t.Errorf("Vanished = %q, want the one row of case old", got.Vanished)
+	}
+	for _, w := range []string{"VANISHED: only in base, missing from head (failures) (1):\n- old ", "Only in head (1):\n- new "} {
 		if !strings.Contains(buf.String(), w) {
 			t.Errorf("output lacks %q:\n%s", w, buf.String())
 		}

@@ -18,7 +18,8 @@ import (
 // cmdCompare compares two result sets and gates: exit 1 on any change of a deterministic
 // metric (MACs/op, B/peak, bytes), on a conformance regression (when both sides have
 // conformance results) and on a wall-time regression that is significant (Mann–Whitney,
-// -alpha) and larger than -max-slowdown.
+// -alpha) and larger than -max-slowdown, and on a row (timing or conformance) of BASE that
+// HEAD lacks, naming it.
 func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlags("compare", stderr)
 	maxSlowdown := fs.String("max-slowdown", "10%", "a significant slowdown larger than this fails the gate: a percentage (10%), a fraction (0.1), or off to report wall time without gating")
@@ -83,6 +84,9 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 		for _, r := range res.Regressions {
 			failures = append(failures, "regression: "+r)
 		}
+		for _, r := range res.Vanished {
+			failures = append(failures, "vanished: "+r+": in BASE, missing from HEAD")
+		}
 	}
 	if haveChecks {
 		if haveTiming {
@@ -97,6 +101,9 @@ func cmdCompare(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		for _, r := range res.Regressions {
 			failures = append(failures, "conformance regression: "+r)
+		}
+		for _, r := range res.OnlyBase {
+			failures = append(failures, "vanished conformance row: "+r+": in BASE, missing from HEAD")
 		}
 	}
 	for _, f := range failures {

@@ -182,3 +182,50 @@ func TestParseSlowdown(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareFailsVanishedCase: a case in BASE that HEAD lacks fails compare (exit 1),
+// named on stderr, for timing rows and for conformance rows alike; a case new in HEAD
+// passes.
+func TestCompareFailsVanishedCase(t *testing.T) {
+	dir := t.TempDir()
+	samples := []float64{1e6, 1.01e6, 0.99e6, 1.02e6, 0.98e6}
+	writeBench := func(name string, caseNames ...string) string {
+		bf := results.BenchFile{Meta: results.Meta{Tool: "vitbench"}}
+		for _, c := range caseNames {
+			bf.Rows = append(bf.Rows, results.NewBenchRow(c, "cpu", 1, 2, "float32", 1000, 4000, 0, 0, samples, nil))
+		}
+		p := filepath.Join(dir, name+".json")
+		if err := results.WriteFileAtomic(p, func(w io.Writer) error { return results.WriteBenchJSON(w, bf) }); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	writeCheck := func(name string, caseNames ...string) string {
+		var cf results.CheckFile
+		for _, c := range caseNames {
+			cf.Rows = append(cf.Rows, results.CheckRow{Case: c, Backend: "cpu", DType: "float32", Status: "OK", NMSE: 1e-12})
+		}
+		p := filepath.Join(dir, name+"-check.json")
+		if err := results.WriteFileAtomic(p, func(w io.Writer) error { return results.WriteCheckJSON(w, cf) }); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base := writeBench("base", "kept", "gone")
+	head := writeBench("head", "kept", "added")
+	code, out, stderr := vitbench(t, "compare", base, head)
+	if code != exitFail || !strings.Contains(stderr, "vanished: gone backend=cpu batch=1 threads=2 dtype=float32: in BASE, missing from HEAD") {
+		t.Errorf("timing case gone from head: exit %d, want 1 naming it\n%s\n%s", code, out, stderr)
+	}
+	if strings.Contains(stderr, "added") {
+		t.Errorf("a case new in head is reported as a failure:\n%s", stderr)
+	}
+	if code, out, stderr := vitbench(t, "compare", base, writeBench("same", "kept", "gone", "added")); code != exitOK {
+		t.Errorf("head with every base case and a new one: exit %d, want 0\n%s\n%s", code, out, stderr)
+	}
+	cbase, chead := writeCheck("base", "kept", "gone"), writeCheck("head", "kept")
+	code, out, stderr = vitbench(t, "compare", cbase, chead)
+	if code != exitFail || !strings.Contains(stderr, "vanished conformance row: gone backend=cpu dtype=float32: in BASE, missing from HEAD") {
+		t.Errorf("conformance case gone from head: exit %d, want 1 naming it\n%s\n%s", code, out, stderr)
+	}
+}
