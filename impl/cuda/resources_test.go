@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"vitbench/bench"
 	"vitbench/bench/cases"
 )
 
@@ -157,43 +156,6 @@ func builtinLaunches(t *testing.T) map[string][]dryLaunch {
 		}
 	}
 	return out
-}
-
-// planCase plans every step of case c on a recording backend with math m
-// and returns its launches; a step that does not plan fails the test.
-func planCase(t *testing.T, m Math, c cases.Case) []dryLaunch {
-	t.Helper()
-	spec, err := c.Spec(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := dryBackend(m)
-	g := spec.Graph()
-	vals := map[string]*tensor{}
-	addr := uint64(1 << 32)
-	for _, list := range [][]bench.ArraySpec{spec.Inputs(), spec.Weights(), g.Temps, spec.Outputs()} {
-		for _, a := range list {
-			vals[a.Name] = &tensor{b: b, shape: a.Shape, dtype: bench.Float32, ptr: addr, bytes: a.Shape.Elems() * 4}
-			addr += uint64(a.Shape.Elems()*4+255) / 256 * 256
-		}
-	}
-	for i, st := range g.Steps {
-		var in, out []*tensor
-		for _, v := range st.In {
-			in = append(in, vals[v])
-		}
-		for _, v := range st.Out {
-			out = append(out, vals[v])
-		}
-		run, err := b.plan(st.Node, in, out)
-		if err == nil {
-			err = run()
-		}
-		if err != nil {
-			t.Fatalf("%s on %s step %d (%s): %v", c.Name, m, i, st.Node.OpName(), err)
-		}
-	}
-	return b.dry.launches
 }
 
 // resourceExtra is what the resource check adds to the kernels' options.

@@ -28,21 +28,7 @@
 #include <type_traits>
 #include <utility>
 
-// The thread and block a kernel body runs as. The layout is shared with
-// scheduler.cc (grid.h).
-struct __emu_dim3 {
-  unsigned x, y, z;
-};
-struct __emu_block_info {
-  __emu_dim3 blockIdx, blockDim, gridDim;
-  void* dynamic_shared;
-};
-struct __emu_thread_info {
-  __emu_dim3 threadIdx;
-  const __emu_block_info* block;
-  unsigned lane;  // linear thread index mod 32
-  unsigned warp;  // linear thread index / 32
-};
+#include "thread_info.h"
 
 extern "C" {
 // __emu_cur is the thread the calling fiber runs as (set on every switch).

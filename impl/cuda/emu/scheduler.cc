@@ -29,6 +29,7 @@
 
 #include "emu.h"
 #include "grid.h"
+#include "thread_info.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -37,22 +38,6 @@
 #else
 #define EMU_ASAN 0
 #endif
-
-// The view of a thread that kernel code reads (kernel.h declares the same
-// layout).
-struct __emu_dim3 {
-  unsigned x, y, z;
-};
-struct __emu_block_info {
-  __emu_dim3 blockIdx, blockDim, gridDim;
-  void* dynamic_shared;
-};
-struct __emu_thread_info {
-  __emu_dim3 threadIdx;
-  const __emu_block_info* block;
-  unsigned lane;
-  unsigned warp;
-};
 
 extern "C" {
 __attribute__((visibility("default"))) __thread __emu_thread_info* __emu_cur;
