@@ -23,7 +23,7 @@ names the GPU and CUDA version (``cuda:`` line), says ``clock: cuda-events`` and
 batch and thread count.  For the attention cases (op ``mhsa`` and ``block``, whose modules hold an
 ``Attention``) a second row is timed with the attention computed by
 ``torch.nn.functional.scaled_dot_product_attention`` (PyTorch's fused kernels; torch >= 2.0, else
-the row is left out): its case name ends in ``/sdpa`` (``Benchmark_mhsa/vit_b16/sdpa/backend=torch/...``),
+the row is left out): its case name ends in ``/sdpa`` (``BenchmarkMhsa/vit_b16/sdpa/backend=torch/...``),
 so it is read as a case of its own and never stands in for the plain PyTorch row.  On the GPU ``--dtype`` picks the
 precision: ``fp32`` (the default) turns TF32 off for matmuls and cuDNN convolutions alike (cuDNN's
 default would use it), ``tf32`` turns it on for both, ``bf16`` and ``fp16`` convert the module and
@@ -31,7 +31,7 @@ its floating-point inputs to that type (PyTorch eager in bf16/fp16).  The rows' 
 which (``float32``, ``tf32``, ``bfloat16``, ``float16``); ``vitbench report`` pairs them with the
 ``cuda``, ``cuda-tf32``, ``cuda-bf16`` and ``cuda-fp16`` rows.
 
-A case that raises is reported on stderr and kept as a ``# FAILED Benchmark_...: error`` line (as
+A case that raises is reported on stderr and kept as a ``# FAILED Benchmark...: error`` line (as
 ``vitbench bench`` writes them); the file is rewritten (atomically) after every case, so a run
 stopped by a timeout keeps the cases it finished.
 
@@ -74,11 +74,15 @@ from vitbench_ref.export import materialize, module_args  # noqa: E402
 
 GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i686": "386",
           "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64"}
-UNITS = [
+UNITS = [  # as vitbench writes them (bench/results/FORMAT.md)
     "Unit GFLOP/s better=higher",
     "Unit GB/s better=higher",
-    "Unit MACs/op assume=exact better=lower",
-    "Unit B/peak assume=exact better=lower",
+    "Unit MACs/op assume=exact",
+    "Unit MACs/op better=lower",
+    "Unit B/op assume=exact",
+    "Unit B/op better=lower",
+    "Unit moved-B/op assume=exact",
+    "Unit moved-B/op better=lower",
     "Unit B/rss better=lower",
 ]
 
@@ -418,8 +422,18 @@ def result_name(case, threads, backend="torch", dtype="fp32", variant=None):
     part the case name: ``mhsa/vit_b16/sdpa``)."""
     if variant is not None and (not re.fullmatch(r"[a-z0-9_-]+", variant)):
         raise ValueError("variant %r: lower-case letters, digits, '_' and '-' only" % variant)
-    return "Benchmark_%s%s/backend=%s/batch=%d/threads=%d/dtype=%s" % (
-        case["name"], "/" + variant if variant else "", backend, case["batch"], threads, DTYPES[dtype][0])
+    return "Benchmark%s%s/backend=%s/batch=%d/threads=%d/dtype=%s" % (
+        bench_case_token(case["name"]), "/" + variant if variant else "", backend, case["batch"], threads,
+        DTYPES[dtype][0])
+
+
+def bench_case_token(name):
+    """A case name as the first part of a Go benchmark name, as vitbench writes it: the first
+    letter upper-cased when it is an ASCII lower-case letter (``Patch_embed/vit_b16``), else
+    "_" + the name, so that vitbench's reader gets the name back exactly."""
+    if name[:1] in "abcdefghijklmnopqrstuvwxyz" and name[:1]:
+        return name[0].upper() + name[1:]
+    return "_" + name
 
 
 def result_line(case, threads, runs, ns, macs, nbytes, backend="torch", dtype="fp32", rss=0, e2e=None,
@@ -437,6 +451,7 @@ def result_line(case, threads, runs, ns, macs, nbytes, backend="torch", dtype="f
         fields.append("%s GFLOP/s" % fmt(2.0 * macs / ns))
     fields.append("%s GB/s" % fmt(nbytes / ns))
     fields.append("%d MACs/op" % macs)
+    fields.append("%d moved-B/op" % nbytes)
     if rss:
         fields.append("%d B/rss" % rss)
     return name + " \t%d\t" % runs + "\t".join(fields)
@@ -490,7 +505,7 @@ def main(argv=None):
         "blas: %s" % blas_library(),
         "openblas-core: %s" % (core or "unknown"),
         "openblas-coretype-env: %s" % (os.environ.get("OPENBLAS_CORETYPE") or "unset"),
-        "date: %s" % now,
+        "# date: %s" % now,  # a comment line: benchstat ignores it, vitbench reads it
     ]
     if args.device == "cuda":
         lines.append("cuda: %s on %s" % (torch.version.cuda, torch.cuda.get_device_name(0)))

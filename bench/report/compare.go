@@ -181,7 +181,7 @@ func compareFiles(base, head results.BenchFile, opt CompareOptions) compareTable
 
 // deterministicChanges lists the changes between two rows of the same key in the metrics
 // that do not depend on timing: MACs/op, allocator peak bytes (B/peak, including measured
-// vs not measured) and bytes moved per run. Bytes are compared to 0.1%, because a text file
+// vs not measured) and bytes moved per run. Bytes are compared to 0.1%, because an older text file
 // carries them only as GB/s (bytes = GB/s × ns, rounded); an exact count differs more
 // whenever the formula changes.
 func deterministicChanges(k rowKey, b, h results.BenchRow) []string {

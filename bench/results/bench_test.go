@@ -33,6 +33,9 @@ func sampleBenchFile() BenchFile {
 	rows[1].ISA = "sm_90"
 	rows[2].ISA = "avx2"
 	rows[3].ISA = "avx512"
+	rows[1].Runs = []int{3, 3, 4, 3, 3, 3, 5, 3, 3, 3, 3, 2}
+	rows = append(rows, NewBenchRow("Upper/case", "cpu", 1, 1, "float32", 0, 0, 0, 0, samples(100, 2), nil))
+	rows[4].ISA = "avx512"
 	return BenchFile{
 		Meta: Meta{
 			Tool: "vitbench", Commit: "1a2b3c4", Date: "2026-11-29T18:00:00Z",
@@ -63,17 +66,24 @@ func TestBenchTextRoundTrip(t *testing.T) {
 	}
 	text := buf.String()
 	for _, line := range []string{
-		"goos: linux\n", "vitbench-commit: 1a2b3c4\n", "gpu: NVIDIA H200\n", "Unit GFLOP/s better=higher\n",
-		"Unit MACs/op assume=exact better=lower\n", "isa: avx512\n",
-		"Benchmark_patch_embed/vit_b16/backend=cpu/batch=1/threads=2/dtype=float32\t1\t",
-		" e2e-ns/op\t", " MACs/op\t", " B/peak\t", " B/rss\n",
+		"goos: linux\n", "# vitbench-commit: 1a2b3c4\n", "# date: 2026-11-29T18:00:00Z\n", "gpu: NVIDIA H200\n",
+		"Unit GFLOP/s better=higher\n", "Unit MACs/op assume=exact\n", "Unit B/op assume=exact\n", "isa: avx512\n",
+		"\nBenchmarkPatch_embed/vit_b16/backend=cpu/batch=1/threads=2/dtype=float32 1 ",
+		"\nBenchmarkAttention/vit_s16/backend=cuda/batch=8/threads=1/dtype=float16 4 ",
+		"\nBenchmark_Upper/case/backend=cpu/",
+		" e2e-ns/op ", " MACs/op ", " 4.819968e+06 B/op ", " 4.819968e+06 moved-B/op ", " B/rss\n",
 	} {
 		if !strings.Contains(text, line) {
 			t.Errorf("text lacks %q:\n%s", line, text)
 		}
 	}
-	if n := strings.Count(text, "\nBenchmark_"); n != 10+12+3+7 {
-		t.Errorf("%d result lines, want one per sample (32)", n)
+	for _, volatile := range []string{"\nvitbench-commit:", "\ndate:", "Benchmark_patch"} {
+		if strings.Contains(text, volatile) {
+			t.Errorf("text holds %q:\n%s", volatile, text)
+		}
+	}
+	if n := strings.Count(text, "\nBenchmark"); n != 10+12+3+7+2 {
+		t.Errorf("%d result lines, want one per sample (34)", n)
 	}
 	got, err := ReadBench(writeTemp(t, "bench.txt", buf.Bytes()))
 	if err != nil {
@@ -272,5 +282,60 @@ func TestFailuresRoundTrip(t *testing.T) {
 	}
 	if _, err := readBenchText([]byte("# FAILED nonsense\n"), "bad.txt"); err == nil || !strings.Contains(err.Error(), "bad.txt:1") {
 		t.Errorf("malformed failure line: error %v, want one naming bad.txt:1", err)
+	}
+}
+
+// TestReadCommittedOldFormat: the timing files committed under reports/ (written before
+// Benchmark<Case> names, iteration counts, B/op and moved-B/op) still read, with case names
+// without the old "_" and bytes recovered from GB/s.
+func TestReadCommittedOldFormat(t *testing.T) {
+	paths, _ := filepath.Glob("../../reports/*/*.txt")
+	var read int
+	for _, p := range paths {
+		if !strings.HasSuffix(p, "bench.txt") && !strings.HasSuffix(p, "torch.txt") {
+			continue
+		}
+		f, err := ReadBench(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if len(f.Rows) == 0 {
+			t.Errorf("%s: no rows", p)
+		}
+		for _, r := range f.Rows {
+			if strings.HasPrefix(r.Case, "_") || r.Backend == "" || len(r.SamplesNs) == 0 {
+				t.Errorf("%s: row %+v", p, r.Case)
+			}
+		}
+		read++
+	}
+	if read == 0 {
+		t.Skip("no committed timing files under reports/")
+	}
+}
+
+// TestOldAndNewTextAgree: the same row written in the old format (Benchmark_<case>, B/peak,
+// bytes as GB/s only) and in the current one reads back the same.
+func TestOldAndNewTextAgree(t *testing.T) {
+	old := "goos: linux\nvitbench-commit: abc\ndate: 2026-01-01T00:00:00Z\nisa: avx2\n" +
+		"Benchmark_gemm/x/backend=cpu/batch=1/threads=2/dtype=float32\t1\t2000 ns/op\t2 GFLOP/s\t0.5 GB/s\t2000 MACs/op\t64 B/peak\n" +
+		"Benchmark_gemm/x/backend=cpu/batch=1/threads=2/dtype=float32\t1\t4000 ns/op\t1 GFLOP/s\t0.25 GB/s\t2000 MACs/op\t64 B/peak\n"
+	o, err := ReadBench(writeTemp(t, "old.txt", []byte(old)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteBenchText(&buf, o); err != nil {
+		t.Fatal(err)
+	}
+	n, err := ReadBench(writeTemp(t, "new.txt", buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(o, n, equateFloats); d != "" {
+		t.Errorf("old vs new (-old +new):\n%s\n%s", d, buf.String())
+	}
+	if r := o.Rows[0]; r.Case != "gemm/x" || r.Bytes != 1000 || r.PeakBytes != 64 || o.Meta.Commit != "abc" {
+		t.Errorf("old file read as %+v, meta %+v", r, o.Meta)
 	}
 }

@@ -26,6 +26,7 @@ type benchRowJSON struct {
 	RSSBytes     int64    `json:"rss_bytes,omitempty"`
 	SamplesNs    []jfloat `json:"samples_ns"`
 	E2ESamplesNs []jfloat `json:"e2e_samples_ns,omitempty"`
+	Runs         []int    `json:"runs,omitempty"`
 	ISA          string   `json:"isa,omitempty"`
 }
 
@@ -37,7 +38,7 @@ func (r BenchRow) MarshalJSON() ([]byte, error) {
 		CILowNs: jfloat(r.CILowNs), CIHighNs: jfloat(r.CIHighNs), Noisy: r.Noisy,
 		MACs: r.MACs, Bytes: r.Bytes, GFLOPs: jfloat(r.GFLOPs), GBps: jfloat(r.GBps),
 		PeakBytes: r.PeakBytes, RSSBytes: r.RSSBytes,
-		SamplesNs: jfloats(r.SamplesNs), E2ESamplesNs: jfloats(r.E2ESamplesNs), ISA: r.ISA,
+		SamplesNs: jfloats(r.SamplesNs), E2ESamplesNs: jfloats(r.E2ESamplesNs), Runs: r.Runs, ISA: r.ISA,
 	})
 }
 
@@ -53,7 +54,7 @@ func (r *BenchRow) UnmarshalJSON(b []byte) error {
 		CILowNs: float64(j.CILowNs), CIHighNs: float64(j.CIHighNs), Noisy: j.Noisy,
 		MACs: j.MACs, Bytes: j.Bytes, GFLOPs: float64(j.GFLOPs), GBps: float64(j.GBps),
 		PeakBytes: j.PeakBytes, RSSBytes: j.RSSBytes,
-		SamplesNs: floats(j.SamplesNs), E2ESamplesNs: floats(j.E2ESamplesNs), ISA: j.ISA,
+		SamplesNs: floats(j.SamplesNs), E2ESamplesNs: floats(j.E2ESamplesNs), Runs: j.Runs, ISA: j.ISA,
 	}
 	return nil
 }

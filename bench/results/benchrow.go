@@ -21,6 +21,7 @@ type BenchRow struct {
 	RSSBytes          int64   // process peak RSS; 0 = not measured
 	SamplesNs         []float64
 	E2ESamplesNs      []float64 // host end-to-end time, where the backend measures it separately
+	Runs              []int     // runs averaged into each sample (nil: one each, or not known)
 	ISA               string    // ISA path dispatched; "" means Meta.ISA
 }
 
@@ -66,4 +67,12 @@ func (r BenchRow) EffectiveISA(m Meta) string {
 		return r.ISA
 	}
 	return m.ISA
+}
+
+// RunsOf returns how many runs were averaged into sample j: Runs[j], or 1 when not recorded.
+func (r BenchRow) RunsOf(j int) int {
+	if j < len(r.Runs) && r.Runs[j] > 0 {
+		return r.Runs[j]
+	}
+	return 1
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,13 +16,15 @@ import (
 // config value, in order of first appearance; each line is one sample.
 //
 // A name's parts map to the row as follows: /backend=, /batch=, /threads=, /dtype= set those
-// fields; every other part, in order, forms the case name (the leading "_" of
-// "Benchmark_<case>" is dropped), so distinct benchmarks never merge. Missing keys fall back
+// fields; every other part, in order, forms the case name (see parseName for the first
+// part's spelling), so distinct benchmarks never merge. The iteration count is the number
+// of runs averaged into the sample (Runs; nil when every count is 1). Missing keys fall back
 // to the "backend" and "threads" config keys and the -N GOMAXPROCS suffix (threads); batch
 // and threads are 0 when unknown.
 //
 // Units are tidied by benchfmt (ns/op -> sec/op); the original ns values are used so nothing
-// is lost. Bytes is recovered from GB/s (or go test's MB/s) and the sample's time. When a
+// is lost. Peak bytes are B/op (B/peak in older files); Bytes is moved-B/op, or in older
+// files recovered from GB/s (or go test's MB/s) and the sample's time. When a
 // row has no MACs/op but its lines report GFLOP/s, GFLOPs is the median of those values.
 func readBenchText(data []byte, file string) (BenchFile, error) {
 	meta, err := scanMeta(data, file)
@@ -75,6 +78,7 @@ type rowAcc struct {
 	macs, bytes, peak, rss        int64
 	haveBytes                     bool
 	ns, e2e, gflops               []float64
+	runs                          []int
 }
 
 // newRowAcc starts a row from the name and config of its first result.
@@ -108,12 +112,18 @@ type nameFields struct {
 // parseName maps the parts of a benchmark name (without "Benchmark") to
 // row fields: /backend=, /batch=, /threads=, /dtype= set those, a -N
 // suffix is GOMAXPROCS (procs), and every other part, in order, forms the
-// case name (the leading "_" of "Benchmark_<case>" is dropped). where
-// (file:line) prefixes the error for a non-integer batch, threads or -N.
+// case name. Its first part is spelled as benchName writes it: a leading
+// "_" is dropped ("Benchmark_<case>", all older files), else, in a name
+// with a /backend= part (one vitbench or bench_torch.py wrote), a leading
+// upper-case ASCII letter is lower-cased ("BenchmarkPatch_embed/…" is
+// patch_embed); go test's own names ("BenchmarkFoo-8") are kept as they
+// are. where (file:line) prefixes the error for a non-integer batch,
+// threads or -N.
 func parseName(name benchfmt.Name, where string) (nameFields, error) {
 	var f nameFields
+	var caseParts []string
 	base, parts := name.Parts()
-	caseParts := []string{strings.TrimPrefix(string(base), "_")}
+	first := string(base)
 	atoi := func(k, v string) (int, error) {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -151,7 +161,13 @@ func parseName(name benchfmt.Name, where string) (nameFields, error) {
 			return f, err
 		}
 	}
-	f.caseName = strings.Join(caseParts, "/")
+	switch {
+	case strings.HasPrefix(first, "_"):
+		first = first[1:]
+	case f.hasBackend && first != "" && first[0] >= 'A' && first[0] <= 'Z':
+		first = strings.ToLower(first[:1]) + first[1:]
+	}
+	f.caseName = strings.Join(append([]string{first}, caseParts...), "/")
 	return f, nil
 }
 
@@ -175,10 +191,12 @@ func (a *rowAcc) add(res *benchfmt.Result) error {
 			gbps = v.Value
 		case v.Unit == "B/s":
 			bps = v.Value
-		case v.Unit == "MACs/op":
+		case v.Unit == unitMACs:
 			a.macs = int64(v.Value)
-		case v.Unit == "B/peak":
+		case v.Unit == unitPeak || v.Unit == unitOldPeak:
 			a.peak = max(a.peak, int64(v.Value))
+		case v.Unit == unitMoved:
+			a.bytes, a.haveBytes = int64(v.Value), true
 		case v.Unit == "B/rss":
 			a.rss = max(a.rss, int64(v.Value))
 		}
@@ -197,7 +215,11 @@ func (a *rowAcc) add(res *benchfmt.Result) error {
 			return fmt.Errorf("%s:%d: %s: %v %s is not a measurement (negative, NaN or infinite)", file, line, res.Name, v.Value, v.Unit)
 		}
 	}
+	if res.Iters < 1 {
+		return fmt.Errorf("%s:%d: %s: iteration count %d: a sample averages at least one run", file, line, res.Name, res.Iters)
+	}
 	a.ns = append(a.ns, ns)
+	a.runs = append(a.runs, res.Iters)
 	if !a.haveBytes {
 		switch {
 		case gbps > 0:
@@ -225,18 +247,24 @@ func (a *rowAcc) row() BenchRow {
 	}
 	r := NewBenchRow(a.caseName, a.backend, a.batch, a.threads, a.dtype, a.macs, a.bytes, a.peak, a.rss, a.ns, e2e)
 	r.ISA = a.isa
+	if slices.ContainsFunc(a.runs, func(n int) bool { return n != 1 }) {
+		r.Runs = a.runs
+	}
 	if a.macs == 0 && len(a.gflops) > 0 {
 		r.GFLOPs = Summarize(a.gflops).Median
 	}
 	return r
 }
 
-// scanMeta builds Meta from the first non-empty value of each config line in data.
+// scanMeta builds Meta from the first non-empty value of each config line in data, comment
+// config lines ("# key: value", WriteBenchText's volatile keys) included.
 func scanMeta(data []byte, file string) (Meta, error) {
 	var m Meta
 	seen := map[string]bool{}
 	for i, line := range bytes.Split(data, []byte("\n")) {
-		k, v, ok := parseConfigLine(string(bytes.TrimRight(line, "\r")))
+		// "# key: value" is a config line benchstat ignores (volatile keys: commit, date).
+		text, _ := strings.CutPrefix(string(bytes.TrimRight(line, "\r")), "# ")
+		k, v, ok := parseConfigLine(text)
 		if !ok || v == "" || seen[k] {
 			continue
 		}

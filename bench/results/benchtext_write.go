@@ -9,54 +9,91 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"golang.org/x/perf/benchfmt"
 )
 
-// unitLines declares the direction and statistical assumption of vitbench's units for
-// benchstat (FORMAT.md).
-var unitLines = []string{
-	"Unit GFLOP/s better=higher",
-	"Unit GB/s better=higher",
-	"Unit MACs/op assume=exact better=lower",
-	"Unit B/peak assume=exact better=lower",
-	"Unit B/rss better=lower",
+// Units of the text format beyond ns/op (FORMAT.md).
+const (
+	unitPeak     = "B/op"       // allocator peak bytes of one run (deterministic)
+	unitMoved    = "moved-B/op" // bytes one run moves, counted from the shapes (deterministic)
+	unitOldPeak  = "B/peak"     // the peak bytes' unit before moved-B/op and B/op (read only)
+	unitMACs     = "MACs/op"
+	unitRSS      = "B/rss"
+	unitGFLOPs   = "GFLOP/s"
+	unitGBps     = "GB/s"
+	unitE2E      = "e2e-ns/op"
+	unitNsPerRun = "ns/op"
+)
+
+// unitMeta declares the direction and statistical assumption of vitbench's units for
+// benchstat: deterministic counts are exact (benchstat warns when their samples differ).
+var unitMeta = [][3]string{
+	{unitGFLOPs, "better", "higher"},
+	{unitGBps, "better", "higher"},
+	{unitMACs, "assume", "exact"}, {unitMACs, "better", "lower"},
+	{unitPeak, "assume", "exact"}, {unitPeak, "better", "lower"},
+	{unitMoved, "assume", "exact"}, {unitMoved, "better", "lower"},
+	{unitRSS, "better", "lower"},
 }
 
-// WriteBenchText writes f in the Go benchmark format (FORMAT.md): Meta as config lines, the
-// Unit lines, then one result line per sample:
+// commentKeys are the Meta config keys that differ between two runs of the same setup
+// (commit, date, a partial run's note): they are written as "# key: value" comment lines,
+// which benchstat ignores, so that they never split its tables; ReadBench reads them back.
+var commentKeys = []string{keyCommit, keyDate, PartialKey}
+
+// WriteBenchText writes f in the Go benchmark format (FORMAT.md) with benchfmt's Writer:
+// the volatile Meta keys as comment lines, the Unit lines, then one result line per sample,
+// after the config lines (the other Meta keys and the row's isa) it differs in:
 //
-//	Benchmark_<case>/backend=B/batch=N/threads=T/dtype=D 1 <ns> ns/op [<e2e> e2e-ns/op]
-//	    [GFLOP/s] [GB/s] [MACs/op] [B/peak] [B/rss]
+//	Benchmark<Case>/backend=B/batch=N/threads=T/dtype=D <runs> <ns> ns/op [<e2e> e2e-ns/op]
+//	    [GFLOP/s] [GB/s] [MACs/op] [B/op] [moved-B/op] [B/rss]
 //
-// GFLOP/s and MACs/op appear when MACs > 0, GB/s when Bytes > 0, B/peak and B/rss when
-// non-zero. An "isa:" line precedes each row whose effective ISA differs from the previous one.
-// Throughputs are printed with just enough digits for ReadBench to recover Bytes exactly.
+// <runs> is how many runs were averaged into the sample; GFLOP/s and MACs/op appear when
+// MACs > 0, GB/s and moved-B/op when Bytes > 0, B/op (allocator peak) and B/rss when
+// non-zero.
 func WriteBenchText(w io.Writer, f BenchFile) error {
 	bw := bufio.NewWriter(w)
-	if err := writeConfig(bw, f.Meta); err != nil {
+	cfg, err := fileConfig(f.Meta)
+	if err != nil {
 		return err
 	}
-	for _, u := range unitLines {
-		fmt.Fprintln(bw, u)
+	for _, k := range commentKeys {
+		if v := oneLine(commentValue(f.Meta, k)); v != "" {
+			fmt.Fprintf(bw, "# %s: %s\n", k, v)
+		}
 	}
-	// Meta.ISA is written even when the first row overrides it, so that it reads back.
 	isa := oneLine(f.Meta.ISA)
-	if isa != "" {
-		fmt.Fprintf(bw, "%s: %s\n", keyISA, isa)
+	if len(f.Rows) > 0 && isa != "" && oneLine(f.Rows[0].EffectiveISA(f.Meta)) != isa {
+		// The file's own ISA still reads back when its first row overrides it.
+		fmt.Fprintf(bw, "# %s: %s\n", keyISA, isa)
+	}
+	bf := benchfmt.NewWriter(bw)
+	for _, u := range unitMeta {
+		if err := bf.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u[0], Key: u[1]}, OrigUnit: u[0], Value: u[2]}); err != nil {
+			return err
+		}
 	}
 	for i, r := range f.Rows {
 		if err := checkName(r); err != nil {
 			return fmt.Errorf("row %d: %w", i, err)
 		}
-		if e := oneLine(r.EffectiveISA(f.Meta)); e != isa {
-			fmt.Fprintf(bw, "%s: %s\n", keyISA, e)
-			isa = e
-		}
 		if len(r.E2ESamplesNs) != 0 && len(r.E2ESamplesNs) != len(r.SamplesNs) {
 			return fmt.Errorf("row %d (%s): %d e2e samples for %d samples", i, r.Case, len(r.E2ESamplesNs), len(r.SamplesNs))
 		}
-		name := benchName(r)
+		res := &benchfmt.Result{Config: rowConfig(cfg, oneLine(r.EffectiveISA(f.Meta))), Name: benchfmt.Name(benchName(r)[len("Benchmark"):])}
 		for j, ns := range r.SamplesNs {
-			writeSample(bw, name, r, j, ns)
+			res.Iters = r.RunsOf(j)
+			res.Values = sampleValues(r, j, ns)
+			if err := bf.Write(res); err != nil {
+				return err
+			}
+		}
+	}
+	if len(f.Rows) == 0 {
+		// benchfmt writes config lines with results only; keep the provenance anyway.
+		for _, c := range cfg {
+			fmt.Fprintf(bw, "%s: %s\n", c.Key, c.Value)
 		}
 	}
 	for i, f := range f.Failed {
@@ -68,18 +105,36 @@ func WriteBenchText(w io.Writer, f BenchFile) error {
 	return bw.Flush()
 }
 
-// writeConfig writes the Meta config lines: the known keys, then Extra sorted by key.
-func writeConfig(w io.Writer, m Meta) error {
+// commentValue returns the value of comment key k in m.
+func commentValue(m Meta, k string) string {
+	switch k {
+	case keyCommit:
+		return m.Commit
+	case keyDate:
+		return m.Date
+	}
+	return m.Extra[k]
+}
+
+// fileConfig returns the config lines of m that are not comments: the known keys in
+// metaKeys order, then Extra sorted by key (an invalid or duplicate key is an error).
+func fileConfig(m Meta) ([]benchfmt.Config, error) {
 	vals := map[string]string{
-		keyGOOS: m.GOOS, keyGOARCH: m.GOARCH, keyCPU: m.CPU, keyTool: m.Tool,
-		keyCommit: m.Commit, keyDate: m.Date, keyMachine: m.Machine,
+		keyGOOS: m.GOOS, keyGOARCH: m.GOARCH, keyCPU: m.CPU, keyTool: m.Tool, keyMachine: m.Machine,
+		keyCommit: m.Commit, keyDate: m.Date,
 	}
 	if m.Threads != 0 {
 		vals[keyThreads] = strconv.Itoa(m.Threads)
 	}
+	var out []benchfmt.Config
+	add := func(k, v string) {
+		if v = oneLine(v); v != "" {
+			out = append(out, benchfmt.Config{Key: k, Value: []byte(v), File: true})
+		}
+	}
 	for _, k := range metaKeys {
-		if v := oneLine(vals[k]); v != "" {
-			fmt.Fprintf(w, "%s: %s\n", k, v)
+		if !slices.Contains(commentKeys, k) {
+			add(k, vals[k])
 		}
 	}
 	keys := make([]string, 0, len(m.Extra))
@@ -89,45 +144,65 @@ func writeConfig(w io.Writer, m Meta) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if !validConfigKey(k) {
-			return fmt.Errorf("meta extra key %q: a config key starts with a lower-case letter and has no spaces or upper-case letters", k)
+			return nil, fmt.Errorf("meta extra key %q: a config key starts with a lower-case letter and has no spaces or upper-case letters", k)
 		}
 		if isMetaKey(k) {
-			return fmt.Errorf("meta extra key %q duplicates a Meta field", k)
+			return nil, fmt.Errorf("meta extra key %q duplicates a Meta field", k)
 		}
-		if v := oneLine(m.Extra[k]); v != "" {
-			fmt.Fprintf(w, "%s: %s\n", k, v)
+		if !slices.Contains(commentKeys, k) {
+			add(k, m.Extra[k])
 		}
 	}
-	return nil
+	return out, nil
 }
 
-// writeSample writes the result line of sample j of r.
-func writeSample(w io.Writer, name string, r BenchRow, j int, ns float64) {
-	fmt.Fprintf(w, "%s\t1\t%s ns/op", name, fmtNum(ns))
+// rowConfig returns the file config with the row's isa last ("" leaves it out).
+func rowConfig(cfg []benchfmt.Config, isa string) []benchfmt.Config {
+	out := slices.Clone(cfg)
+	if isa != "" {
+		out = append(out, benchfmt.Config{Key: keyISA, Value: []byte(isa), File: true})
+	}
+	return out
+}
+
+// sampleValues returns the measurements of sample j of r (ns per run) in the order
+// WriteBenchText documents.
+func sampleValues(r BenchRow, j int, ns float64) []benchfmt.Value {
+	vals := []benchfmt.Value{{Value: ns, Unit: unitNsPerRun}}
 	if len(r.E2ESamplesNs) > 0 {
-		fmt.Fprintf(w, "\t%s e2e-ns/op", fmtNum(r.E2ESamplesNs[j]))
+		vals = append(vals, benchfmt.Value{Value: r.E2ESamplesNs[j], Unit: unitE2E})
 	}
 	if r.MACs > 0 {
-		fmt.Fprintf(w, "\t%s GFLOP/s", fmtRate(2*float64(r.MACs), ns))
+		vals = append(vals, benchfmt.Value{Value: rate(2*float64(r.MACs), ns), Unit: unitGFLOPs})
 	}
 	if r.Bytes > 0 {
-		fmt.Fprintf(w, "\t%s GB/s", fmtRate(float64(r.Bytes), ns))
+		vals = append(vals, benchfmt.Value{Value: rate(float64(r.Bytes), ns), Unit: unitGBps})
 	}
 	if r.MACs > 0 {
-		fmt.Fprintf(w, "\t%d MACs/op", r.MACs)
+		vals = append(vals, benchfmt.Value{Value: float64(r.MACs), Unit: unitMACs})
 	}
 	if r.PeakBytes != 0 {
-		fmt.Fprintf(w, "\t%d B/peak", r.PeakBytes)
+		vals = append(vals, benchfmt.Value{Value: float64(r.PeakBytes), Unit: unitPeak})
+	}
+	if r.Bytes > 0 {
+		vals = append(vals, benchfmt.Value{Value: float64(r.Bytes), Unit: unitMoved})
 	}
 	if r.RSSBytes != 0 {
-		fmt.Fprintf(w, "\t%d B/rss", r.RSSBytes)
+		vals = append(vals, benchfmt.Value{Value: float64(r.RSSBytes), Unit: unitRSS})
 	}
-	fmt.Fprintln(w)
+	return vals
 }
 
-// benchName returns "Benchmark_<case>/backend=B/batch=N/threads=T/dtype=D".
+// benchName returns "Benchmark<Case>/backend=B/batch=N/threads=T/dtype=D", where <Case> is
+// the case name with its first letter upper-cased when it is an ASCII lower-case letter (Go's
+// BenchmarkXxx form: benchstat shows "Patch_embed/vit_b16/…"), and "_" + the case name
+// otherwise, so that the reader gets the name back exactly.
 func benchName(r BenchRow) string {
-	return fmt.Sprintf("Benchmark_%s/backend=%s/batch=%d/threads=%d/dtype=%s", r.Case, r.Backend, r.Batch, r.Threads, r.DType)
+	c := "_" + r.Case
+	if r.Case != "" && r.Case[0] >= 'a' && r.Case[0] <= 'z' {
+		c = strings.ToUpper(r.Case[:1]) + r.Case[1:]
+	}
+	return fmt.Sprintf("Benchmark%s/backend=%s/batch=%d/threads=%d/dtype=%s", c, r.Backend, r.Batch, r.Threads, r.DType)
 }
 
 // checkName reports why r's name parts cannot be written so that they read back unchanged.
@@ -148,26 +223,17 @@ func checkName(r BenchRow) error {
 	return nil
 }
 
-// fmtNum formats v exactly (shortest round-trip form, no exponent for ordinary times).
-func fmtNum(v float64) string {
-	if math.Abs(v) >= 1e21 || (v != 0 && math.Abs(v) < 1e-6) {
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	}
-	return strconv.FormatFloat(v, 'f', -1, 64)
-}
-
-// fmtRate formats amount/ns (giga-amount per second) with the fewest significant digits
-// (at least 4) from which round(rate·ns) gives amount back exactly.
-func fmtRate(amount, ns float64) string {
-	rate := amount / ns
+// rate returns amount/ns (giga-amount per second) rounded to the fewest significant digits
+// (at least 4) that keep round(rate·ns) = amount, so that files stay short.
+func rate(amount, ns float64) float64 {
+	r := amount / ns
 	for prec := 4; prec < 17; prec++ {
-		s := strconv.FormatFloat(rate, 'g', prec, 64)
-		back, err := strconv.ParseFloat(s, 64)
+		back, err := strconv.ParseFloat(strconv.FormatFloat(r, 'g', prec, 64), 64)
 		if err == nil && math.Round(back*ns) == amount {
-			return s
+			return back
 		}
 	}
-	return strconv.FormatFloat(rate, 'g', -1, 64)
+	return r
 }
 
 // oneLine replaces line breaks so a value stays on its config line.

@@ -26,7 +26,7 @@ const failedPrefix = "# FAILED "
 
 // failureLine is f in the text format:
 //
-//	# FAILED Benchmark_<case>/backend=B/batch=N/threads=T/dtype=D: <error on one line>
+//	# FAILED Benchmark<Case>/backend=B/batch=N/threads=T/dtype=D: <error on one line>
 func failureLine(f BenchFailure) string {
 	name := benchName(BenchRow{Case: f.Case, Backend: f.Backend, Batch: f.Batch, Threads: f.Threads, DType: f.DType})
 	return failedPrefix + name + ": " + oneLine(f.Error)
@@ -40,8 +40,8 @@ func parseFailureLine(line, where string) (f BenchFailure, ok bool, err error) {
 		return f, false, nil
 	}
 	name, msg, found := strings.Cut(rest, ": ")
-	if !found || !strings.HasPrefix(name, "Benchmark_") {
-		return f, true, fmt.Errorf("%s: malformed failure line %q (want %sBenchmark_<case>/backend=…: <error>)", where, line, failedPrefix)
+	if !found || !strings.HasPrefix(name, "Benchmark") {
+		return f, true, fmt.Errorf("%s: malformed failure line %q (want %sBenchmark<Case>/backend=…: <error>)", where, line, failedPrefix)
 	}
 	nf, err := parseName(benchfmt.Name(strings.TrimPrefix(name, "Benchmark")), where)
 	if err != nil {

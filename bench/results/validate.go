@@ -66,6 +66,14 @@ func (r BenchRow) check() error {
 			return fmt.Errorf("%s is %d; it cannot be negative", c.name, c.v)
 		}
 	}
+	if len(r.Runs) > 0 && len(r.Runs) != len(r.SamplesNs) {
+		return fmt.Errorf("runs holds %d counts for %d samples", len(r.Runs), len(r.SamplesNs))
+	}
+	for i, n := range r.Runs {
+		if n < 1 {
+			return fmt.Errorf("runs[%d] is %d; a sample averages at least one run", i, n)
+		}
+	}
 	return nil
 }
 

@@ -59,17 +59,33 @@ func SynthData(spec bench.Spec, seed uint64) func(group, name string) ([]float32
 	}
 }
 
-// Bench times spec on b. It returns the samples (backend clock and host
-// end-to-end, in ns per run; at least 1 ns, so that every sample is a
-// positive time) and the allocator's peak bytes. A spec over the memory
-// budget is refused before anything is allocated; a closed opt.Cancel
-// stops it with ErrInterrupted.
+// Timing is what BenchTiming measured: per sample the backend clock and host end-to-end
+// time in ns per run (each at least 1 ns, so that every sample is a positive time) and the
+// number of runs averaged into it, and the allocator's peak bytes over the case.
+type Timing struct {
+	KernelNs, E2ENs []float64
+	Runs            []int
+	Peak            int64
+}
+
+// Bench times spec on b and returns BenchTiming's samples and peak bytes without the run
+// counts.
 func Bench(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOptions) (kernelNs, e2eNs []float64, peak int64, err error) {
+	t, err := BenchTiming(b, spec, dt, opt)
+	return t.KernelNs, t.E2ENs, t.Peak, err
+}
+
+// BenchTiming times spec on b: opt.Warmup discarded runs, then opt.Count samples, each the
+// mean of the runs that together last at least opt.MinSampleTime (one run when 0). A spec
+// over the memory budget is refused before anything is allocated; a closed opt.Cancel stops
+// it with ErrInterrupted.
+func BenchTiming(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOptions) (Timing, error) {
+	var out Timing
 	if opt.Count <= 0 {
 		opt.Count = 10
 	}
 	if err := CheckBudget(cmp.Or(opt.CaseName, spec.Op()), spec, workersOf(b), opt.MaxBytes); err != nil {
-		return nil, nil, 0, err
+		return Timing{}, err
 	}
 	b.ResetPeak()
 	base := b.Memory().Current
@@ -79,33 +95,35 @@ func Bench(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOptions) (
 	}
 	prog, err := PrepareCancel(b, spec, dt, data, opt.Cancel)
 	if err != nil {
-		return nil, nil, 0, err
+		return Timing{}, err
 	}
 	defer prog.Close()
 	for i := 0; i < opt.Warmup; i++ {
 		if _, err := b.Time(prog.Run); err != nil {
-			return nil, nil, 0, err
+			return Timing{}, err
 		}
 	}
-	for len(kernelNs) < opt.Count {
+	for len(out.KernelNs) < opt.Count {
 		reps := 0
 		var k, e time.Duration
 		for reps == 0 || e < opt.MinSampleTime {
 			if interrupted(opt.Cancel) {
-				return nil, nil, 0, ErrInterrupted
+				return Timing{}, ErrInterrupted
 			}
 			t, err := b.Time(prog.Run)
 			if err != nil {
-				return nil, nil, 0, err
+				return Timing{}, err
 			}
 			k += t.Kernel
 			e += t.EndToEnd
 			reps++
 		}
-		kernelNs = append(kernelNs, max(1, float64(k.Nanoseconds())/float64(reps)))
-		e2eNs = append(e2eNs, max(1, float64(e.Nanoseconds())/float64(reps)))
+		out.KernelNs = append(out.KernelNs, max(1, float64(k.Nanoseconds())/float64(reps)))
+		out.E2ENs = append(out.E2ENs, max(1, float64(e.Nanoseconds())/float64(reps)))
+		out.Runs = append(out.Runs, reps)
 	}
-	return kernelNs, e2eNs, b.Memory().Peak - base, nil
+	out.Peak = b.Memory().Peak - base
+	return out, nil
 }
 
 // ResetPeakRSS returns the memory earlier cases freed to the operating
@@ -139,7 +157,8 @@ func PeakRSS() int64 {
 	return 0
 }
 
-// BenchRow times spec and packages the result as a results row.
+// BenchRow times spec (BenchTiming) and packages the result as a results row, with the
+// number of runs averaged into each sample.
 //
 // A panic while the case runs (a backend bug) is returned as an error, so
 // that the remaining cases still run, as CheckFixture does.
@@ -153,9 +172,11 @@ func BenchRow(b bench.Backend, caseName string, spec bench.Spec, dt bench.DType,
 		opt.CaseName = caseName
 	}
 	ResetPeakRSS()
-	k, e, peak, err := Bench(b, spec, dt, opt)
+	t, err := BenchTiming(b, spec, dt, opt)
 	if err != nil {
 		return results.BenchRow{}, err
 	}
-	return results.NewBenchRow(caseName, b.Name(), batch, threads, string(dt), spec.MACs(), spec.Bytes(), peak, PeakRSS(), k, e), nil
+	row = results.NewBenchRow(caseName, b.Name(), batch, threads, string(dt), spec.MACs(), spec.Bytes(), t.Peak, PeakRSS(), t.KernelNs, t.E2ENs)
+	row.Runs = t.Runs
+	return row, nil
 }

@@ -1,8 +1,10 @@
 package runner_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"vitbench/bench"
 	"vitbench/bench/cases"
@@ -39,5 +41,42 @@ func TestBenchRowRecoversPanics(t *testing.T) {
 	row, err := runner.BenchRow(be, c.Name, spec, c.DType, 2, 1, opt)
 	if err != nil || row.N != 2 {
 		t.Fatalf("the next case: %d samples, error %v", row.N, err)
+	}
+}
+
+// fixedClock is a backend whose clock says every run took one millisecond.
+type fixedClock struct{ bench.Backend }
+
+// Time runs fn and reports 1 ms on both clocks.
+func (f fixedClock) Time(fn func() error) (bench.Timing, error) {
+	if err := fn(); err != nil {
+		return bench.Timing{}, err
+	}
+	return bench.Timing{Kernel: time.Millisecond, EndToEnd: time.Millisecond}, nil
+}
+
+// TestBenchRowCountsRuns: each sample records how many runs it averaged: the runs until
+// MinSampleTime has passed (4 of 1 ms for 3.5 ms), one each without it.
+func TestBenchRowCountsRuns(t *testing.T) {
+	c, ok := cases.Lookup("layernorm/odd_b2_d147")
+	if !ok {
+		t.Fatal("no case layernorm/odd_b2_d147")
+	}
+	spec, err := c.Spec(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := cpu.New(1)
+	defer be.Close()
+	row, err := runner.BenchRow(fixedClock{be}, c.Name, spec, c.DType, 2, 1, runner.BenchOptions{Count: 3, Seed: 1, MinSampleTime: 3500 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(row.Runs, []int{4, 4, 4}) || row.MedianNs != 1e6 {
+		t.Errorf("runs %v, median %v ns; want [4 4 4] and 1e6", row.Runs, row.MedianNs)
+	}
+	row, err = runner.BenchRow(fixedClock{be}, c.Name, spec, c.DType, 2, 1, runner.BenchOptions{Count: 2, Seed: 1})
+	if err != nil || !slices.Equal(row.Runs, []int{1, 1}) {
+		t.Errorf("without MinSampleTime: runs %v (%v), want [1 1]", row.Runs, err)
 	}
 }

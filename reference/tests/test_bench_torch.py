@@ -19,8 +19,8 @@ import torch
 
 import bench_torch as BT
 
-LINE = re.compile(r"^Benchmark_(?P<case>\S+)/backend=torch/batch=(?P<batch>\d+)/threads=1/dtype=float32 \t(?P<runs>\d+)\t"
-                  r"(?P<ns>\d+) ns/op\t.*\t(?P<macs>\d+) MACs/op\t(?P<rss>\d+) B/rss$")
+LINE = re.compile(r"^Benchmark(?P<case>[A-Z]\S+)/backend=torch/batch=(?P<batch>\d+)/threads=1/dtype=float32 \t(?P<runs>\d+)\t"
+                  r"(?P<ns>\d+) ns/op\t.*\t(?P<macs>\d+) MACs/op\t(?P<moved>\d+) moved-B/op\t(?P<rss>\d+) B/rss$")
 
 
 class TestBenchTorch(unittest.TestCase):
@@ -39,13 +39,15 @@ class TestBenchTorch(unittest.TestCase):
     def test_lines_carry_rss(self):
         rc, lines = self.run_main("--run", "^(gemm/odd_m13_n37_k29|layernorm/odd_b2_d147)$")
         self.assertEqual(rc, 0)
-        rows = [LINE.match(l) for l in lines if l.startswith("Benchmark_") and "backend=torch" in l]
+        rows = [LINE.match(l) for l in lines if l.startswith("Benchmark") and "backend=torch" in l]
         self.assertEqual(len(rows), 4, lines)
         for m in rows:
             self.assertIsNotNone(m, lines)
             # The process holds at least the interpreter and torch: tens of MiB.
             self.assertGreater(int(m.group("rss")), 20 << 20)
         self.assertIn("Unit B/rss better=lower", lines)
+        self.assertTrue(any(l.startswith("# date: ") for l in lines), lines)
+        self.assertFalse(any(l.startswith("date:") for l in lines), lines)
         self.assertIn("clock: wall", lines)
         self.assertFalse(any("e2e-ns/op" in l or "/sdpa/" in l for l in lines), lines)
 
@@ -61,9 +63,9 @@ class TestBenchTorch(unittest.TestCase):
             rc, lines = self.run_main("--run", "^(gemm/odd_m13_n37_k29|layernorm/odd_b2_d147)$")
         self.assertEqual(rc, 1)
         failed = [l for l in lines if l.startswith("# FAILED")]
-        self.assertEqual(failed, ["# FAILED Benchmark_gemm/odd_m13_n37_k29/backend=torch/batch=1/threads=1/dtype=float32: "
+        self.assertEqual(failed, ["# FAILED BenchmarkGemm/odd_m13_n37_k29/backend=torch/batch=1/threads=1/dtype=float32: "
                                   "RuntimeError: CUDA out of memory. Tried to allocate 2 GiB"])
-        self.assertTrue(any(l.startswith("Benchmark_layernorm/odd_b2_d147/backend=torch/") for l in lines), lines)
+        self.assertTrue(any(l.startswith("BenchmarkLayernorm/odd_b2_d147/backend=torch/") for l in lines), lines)
 
     def test_reduced_precision_needs_the_gpu(self):
         with self.assertRaises(SystemExit):
@@ -108,12 +110,14 @@ class TestGPUPieces(unittest.TestCase):
     def test_sdpa_row_name(self):
         c = case("mhsa/vit_b16")
         self.assertEqual(BT.result_name(c, 1, variant="sdpa"),
-                         "Benchmark_mhsa/vit_b16/sdpa/backend=torch/batch=1/threads=1/dtype=float32")
+                         "BenchmarkMhsa/vit_b16/sdpa/backend=torch/batch=1/threads=1/dtype=float32")
         self.assertEqual(BT.result_name(c, 1, dtype="bf16"),
-                         "Benchmark_mhsa/vit_b16/backend=torch/batch=1/threads=1/dtype=bfloat16")
+                         "BenchmarkMhsa/vit_b16/backend=torch/batch=1/threads=1/dtype=bfloat16")
         line = BT.result_line(c, 1, 1, 1234.6, 10, 400, variant="sdpa", e2e=2345.2)
-        self.assertEqual(line, "Benchmark_mhsa/vit_b16/sdpa/backend=torch/batch=1/threads=1/dtype=float32 \t1\t"
-                               "1234 ns/op\t2345 e2e-ns/op\t0.01621 GFLOP/s\t0.3241 GB/s\t10 MACs/op")
+        self.assertEqual(line, "BenchmarkMhsa/vit_b16/sdpa/backend=torch/batch=1/threads=1/dtype=float32 \t1\t"
+                               "1234 ns/op\t2345 e2e-ns/op\t0.01621 GFLOP/s\t0.3241 GB/s\t10 MACs/op\t400 moved-B/op")
+        self.assertEqual(BT.bench_case_token("Upper/x"), "_Upper/x")
+        self.assertEqual(BT.bench_case_token("vit_s16"), "Vit_s16")
         for bad in ("a=b", "with space", "a/b", ""):
             with self.assertRaises(ValueError, msg=bad):
                 BT.result_name(c, 1, variant=bad)
@@ -191,11 +195,11 @@ class TestGPUPieces(unittest.TestCase):
         self.assertIn("clock: cuda-events", lines)
         self.assertIn("l2-flush-mib: 100", lines)
         self.assertNotIn("clock: wall", lines)
-        rows = [l for l in lines if l.startswith("Benchmark_")]
+        rows = [l for l in lines if l.startswith("Benchmark")]
         names = sorted({l.split(" ")[0] for l in rows})
-        self.assertEqual(names, ["Benchmark_gemm/odd_m13_n37_k29/backend=torch/batch=1/threads=1/dtype=float32",
-                                 "Benchmark_mhsa/odd_b2_hd20/backend=torch/batch=2/threads=1/dtype=float32",
-                                 "Benchmark_mhsa/odd_b2_hd20/sdpa/backend=torch/batch=2/threads=1/dtype=float32"])
+        self.assertEqual(names, ["BenchmarkGemm/odd_m13_n37_k29/backend=torch/batch=1/threads=1/dtype=float32",
+                                 "BenchmarkMhsa/odd_b2_hd20/backend=torch/batch=2/threads=1/dtype=float32",
+                                 "BenchmarkMhsa/odd_b2_hd20/sdpa/backend=torch/batch=2/threads=1/dtype=float32"])
         self.assertEqual(len(rows), 6)  # 2 samples each, no numpy rows on the GPU
         for l in rows:
             self.assertRegex(l, r" \t4\t1000 ns/op\t3000 e2e-ns/op\t")
