@@ -5,44 +5,67 @@ import (
 	"io"
 )
 
-// benchRowJSON is BenchRow's JSON form (FORMAT.md, "Timing: JSON").
+// benchRowJSON is BenchRow's JSON form (FORMAT.md, "Timing: JSON"). Every numeric field
+// is a JSON number or null.
 type benchRowJSON struct {
-	Case         string   `json:"case"`
-	Backend      string   `json:"backend"`
-	Batch        int      `json:"batch"`
-	Threads      int      `json:"threads"`
-	DType        string   `json:"dtype"`
-	N            int      `json:"n"`
-	MedianNs     jfloat   `json:"median_ns"`
-	P90Ns        jfloat   `json:"p90_ns"`
-	CILowNs      jfloat   `json:"ci_low_ns"`
-	CIHighNs     jfloat   `json:"ci_high_ns"`
-	Noisy        bool     `json:"noisy"`
-	MACs         int64    `json:"macs"`
-	Bytes        int64    `json:"bytes"`
-	GFLOPs       jfloat   `json:"gflops"`
-	GBps         jfloat   `json:"gbps"`
-	PeakBytes    int64    `json:"peak_bytes,omitempty"`
-	RSSBytes     int64    `json:"rss_bytes,omitempty"`
-	SamplesNs    []jfloat `json:"samples_ns"`
-	E2ESamplesNs []jfloat `json:"e2e_samples_ns,omitempty"`
-	Runs         []int    `json:"runs,omitempty"`
-	ISA          string   `json:"isa,omitempty"`
+	Case         string `json:"case"`
+	Backend      string `json:"backend"`
+	Batch        int    `json:"batch"`
+	Threads      int    `json:"threads"`
+	DType        string `json:"dtype"`
+	N            int    `json:"n"`
+	MedianNs     jnum   `json:"median_ns"`
+	P90Ns        jnum   `json:"p90_ns"`
+	CILowNs      jnum   `json:"ci_low_ns"`
+	CIHighNs     jnum   `json:"ci_high_ns"`
+	Noisy        bool   `json:"noisy"`
+	MACs         int64  `json:"macs"`
+	Bytes        int64  `json:"bytes"`
+	GFLOPs       jnum   `json:"gflops"`
+	GBps         jnum   `json:"gbps"`
+	PeakBytes    int64  `json:"peak_bytes,omitempty"`
+	RSSBytes     int64  `json:"rss_bytes,omitempty"`
+	Params       int64  `json:"params,omitempty"`
+	ImgH         int    `json:"img_h,omitempty"`
+	ImgW         int    `json:"img_w,omitempty"`
+	SamplesNs    []jnum `json:"samples_ns"`
+	E2ESamplesNs []jnum `json:"e2e_samples_ns,omitempty"`
+	Runs         []int  `json:"runs,omitempty"`
+	ISA          string `json:"isa,omitempty"`
+	// Derived, written for readers of the JSON and ignored when read back (Table's fields).
+	ImgPerSec   *jnum `json:"img_per_sec,omitempty"`
+	MedianMs    *jnum `json:"median_ms,omitempty"`
+	P90Ms       *jnum `json:"p90_ms,omitempty"`
+	ParamsM     *jnum `json:"params_m,omitempty"`
+	GMACsPerImg *jnum `json:"gmacs,omitempty"`
 }
 
-// MarshalJSON encodes the row with FORMAT.md's snake_case names; NaN/±Inf become strings.
+// MarshalJSON encodes the row with FORMAT.md's snake_case names, the table's derived
+// fields (TableRow: img/s, step times in ms, params in millions, GMACs per image) beside
+// them; NaN/±Inf become null.
 func (r BenchRow) MarshalJSON() ([]byte, error) {
-	return json.Marshal(benchRowJSON{
+	t := r.Table()
+	num := func(v float64) *jnum { n := jnum(v); return &n }
+	j := benchRowJSON{
 		Case: r.Case, Backend: r.Backend, Batch: r.Batch, Threads: r.Threads, DType: r.DType,
-		N: r.N, MedianNs: jfloat(r.MedianNs), P90Ns: jfloat(r.P90Ns),
-		CILowNs: jfloat(r.CILowNs), CIHighNs: jfloat(r.CIHighNs), Noisy: r.Noisy,
-		MACs: r.MACs, Bytes: r.Bytes, GFLOPs: jfloat(r.GFLOPs), GBps: jfloat(r.GBps),
-		PeakBytes: r.PeakBytes, RSSBytes: r.RSSBytes,
-		SamplesNs: jfloats(r.SamplesNs), E2ESamplesNs: jfloats(r.E2ESamplesNs), Runs: r.Runs, ISA: r.ISA,
-	})
+		N: r.N, MedianNs: jnum(r.MedianNs), P90Ns: jnum(r.P90Ns),
+		CILowNs: jnum(r.CILowNs), CIHighNs: jnum(r.CIHighNs), Noisy: r.Noisy,
+		MACs: r.MACs, Bytes: r.Bytes, GFLOPs: jnum(r.GFLOPs), GBps: jnum(r.GBps),
+		PeakBytes: r.PeakBytes, RSSBytes: r.RSSBytes, Params: r.Params, ImgH: r.ImgH, ImgW: r.ImgW,
+		SamplesNs: jnums(r.SamplesNs), E2ESamplesNs: jnums(r.E2ESamplesNs), Runs: r.Runs, ISA: r.ISA,
+		ImgPerSec: num(t.ImgPerSec), MedianMs: num(t.MedianMs), P90Ms: num(t.P90Ms),
+	}
+	if r.Params > 0 {
+		j.ParamsM = num(t.ParamsM)
+	}
+	if r.MACs > 0 {
+		j.GMACsPerImg = num(t.GMACs)
+	}
+	return json.Marshal(j)
 }
 
-// UnmarshalJSON decodes the form MarshalJSON writes.
+// UnmarshalJSON decodes the form MarshalJSON writes (the derived fields are recomputed,
+// not read).
 func (r *BenchRow) UnmarshalJSON(b []byte) error {
 	var j benchRowJSON
 	if err := json.Unmarshal(b, &j); err != nil {
@@ -53,8 +76,8 @@ func (r *BenchRow) UnmarshalJSON(b []byte) error {
 		N: j.N, MedianNs: float64(j.MedianNs), P90Ns: float64(j.P90Ns),
 		CILowNs: float64(j.CILowNs), CIHighNs: float64(j.CIHighNs), Noisy: j.Noisy,
 		MACs: j.MACs, Bytes: j.Bytes, GFLOPs: float64(j.GFLOPs), GBps: float64(j.GBps),
-		PeakBytes: j.PeakBytes, RSSBytes: j.RSSBytes,
-		SamplesNs: floats(j.SamplesNs), E2ESamplesNs: floats(j.E2ESamplesNs), Runs: j.Runs, ISA: j.ISA,
+		PeakBytes: j.PeakBytes, RSSBytes: j.RSSBytes, Params: j.Params, ImgH: j.ImgH, ImgW: j.ImgW,
+		SamplesNs: numsFloats(j.SamplesNs), E2ESamplesNs: numsFloats(j.E2ESamplesNs), Runs: j.Runs, ISA: j.ISA,
 	}
 	return nil
 }
@@ -67,7 +90,7 @@ type benchFileJSON struct {
 }
 
 // WriteBenchJSON writes f as indented JSON (FORMAT.md, "Timing: JSON"). NaN and ±Inf
-// values are written as the strings "NaN", "+Inf", "-Inf".
+// values (an interval of too few samples) are written as null.
 func WriteBenchJSON(w io.Writer, f BenchFile) error {
 	rows := f.Rows
 	if rows == nil {

@@ -19,6 +19,8 @@ type BenchRow struct {
 	GFLOPs, GBps      float64 // 2·MACs / median, Bytes / median
 	PeakBytes         int64   // peak bytes held by the backend's allocator; 0 = not measured
 	RSSBytes          int64   // process peak RSS; 0 = not measured
+	Params            int64   // learned (and frozen) parameters of the case; 0 = not known
+	ImgH, ImgW        int     // the input image's height and width; 0 = not an image input
 	SamplesNs         []float64
 	E2ESamplesNs      []float64 // host end-to-end time, where the backend measures it separately
 	Runs              []int     // runs averaged into each sample (nil: one each, or not known)

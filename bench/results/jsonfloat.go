@@ -70,3 +70,44 @@ func floats(xs []jfloat) []float64 {
 	}
 	return out
 }
+
+// jnum is a float64 written as a JSON number, or null when it is NaN or ±Inf (not
+// defined: a 95% interval of fewer than 6 samples, a rate without samples), so that a
+// numeric field never holds a string. It reads as jfloat does (null is NaN).
+type jnum float64
+
+// MarshalJSON writes finite values as JSON numbers and NaN/±Inf as null.
+func (f jnum) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads what jfloat reads: a number, null, or the strings of older files.
+func (f *jnum) UnmarshalJSON(b []byte) error { return (*jfloat)(f).UnmarshalJSON(b) }
+
+// jnums converts a slice for JSON encoding; nil stays nil.
+func jnums(xs []float64) []jnum {
+	if xs == nil {
+		return nil
+	}
+	out := make([]jnum, len(xs))
+	for i, x := range xs {
+		out[i] = jnum(x)
+	}
+	return out
+}
+
+// numsFloats converts back from jnums; nil stays nil.
+func numsFloats(xs []jnum) []float64 {
+	if xs == nil {
+		return nil
+	}
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = float64(x)
+	}
+	return out
+}

@@ -158,7 +158,8 @@ func PeakRSS() int64 {
 }
 
 // BenchRow times spec (BenchTiming) and packages the result as a results row, with the
-// number of runs averaged into each sample.
+// number of runs averaged into each sample, the case's parameter count and, when its first
+// input is an image batch [B, C, H, W], the image size.
 //
 // A panic while the case runs (a backend bug) is returned as an error, so
 // that the remaining cases still run, as CheckFixture does.
@@ -178,5 +179,9 @@ func BenchRow(b bench.Backend, caseName string, spec bench.Spec, dt bench.DType,
 	}
 	row = results.NewBenchRow(caseName, b.Name(), batch, threads, string(dt), spec.MACs(), spec.Bytes(), t.Peak, PeakRSS(), t.KernelNs, t.E2ENs)
 	row.Runs = t.Runs
+	row.Params = spec.Params()
+	if in := spec.Inputs(); len(in) > 0 && len(in[0].Shape) == 4 {
+		row.ImgH, row.ImgW = int(in[0].Shape[2]), int(in[0].Shape[3])
+	}
 	return row, nil
 }

@@ -72,6 +72,9 @@ func TestBenchRowCountsRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if row.Params != spec.Params() || row.Params == 0 || row.ImgH != 0 {
+		t.Errorf("params %d, image %d×%d; want %d and no image (layernorm's input is tokens)", row.Params, row.ImgH, row.ImgW, spec.Params())
+	}
 	if !slices.Equal(row.Runs, []int{4, 4, 4}) || row.MedianNs != 1e6 {
 		t.Errorf("runs %v, median %v ns; want [4 4 4] and 1e6", row.Runs, row.MedianNs)
 	}

@@ -48,6 +48,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	isa := fs.String("isa", "", "force the CPU ISA path (avx512, avx2, go)")
 	out := fs.String("o", "", "write the Go benchmark format to this file instead of stdout")
 	jsonOut := fs.String("json", "", "also write JSON rows to this file")
+	csvOut := fs.String("csv", "", "also write a timm-style CSV (model, backend, dtype, batch, img/s, median and p90 step ms, params (M), GMACs, image size, threads) to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	budget := maxBytesFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -66,7 +67,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	if err := checkOutputs("-o", *out, "-json", *jsonOut, "-cpuprofile", *cpuProfile); err != nil {
+	if err := checkOutputs("-o", *out, "-json", *jsonOut, "-csv", *csvOut, "-cpuprofile", *cpuProfile); err != nil {
 		return exitUsage, err
 	}
 	if *weights != "" {
@@ -97,16 +98,17 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil && len(bf.Rows) == 0 && len(bf.Failed) == 0 {
 		return code, err
 	}
-	if werr := writeBench(bf, *out, *jsonOut, stdout); werr != nil {
+	if werr := writeBench(bf, *out, *jsonOut, *csvOut, stdout); werr != nil {
 		return exitWrite, errors.Join(err, werr)
 	}
 	return code, err
 }
 
-// writeBench writes the text format to path (stdout when empty) and JSON
-// to jsonPath when given, each atomically; a file that cannot be written
-// keeps its content in a fallback (saveResult), and the error says where.
-func writeBench(bf results.BenchFile, path, jsonPath string, stdout io.Writer) error {
+// writeBench writes the text format to path (stdout when empty), JSON to
+// jsonPath and the timm-style CSV to csvPath when given, each atomically; a
+// file that cannot be written keeps its content in a fallback (saveResult),
+// and the error says where.
+func writeBench(bf results.BenchFile, path, jsonPath, csvPath string, stdout io.Writer) error {
 	var errs []error
 	if path == "" {
 		if err := results.WriteBenchText(stdout, bf); err != nil {
@@ -117,6 +119,11 @@ func writeBench(bf results.BenchFile, path, jsonPath string, stdout io.Writer) e
 	}
 	if jsonPath != "" {
 		if err := saveResult(jsonPath, func(w io.Writer) error { return results.WriteBenchJSON(w, bf) }, stdout); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if csvPath != "" {
+		if err := saveResult(csvPath, func(w io.Writer) error { return results.WriteBenchCSV(w, bf) }, stdout); err != nil {
 			errs = append(errs, err)
 		}
 	}

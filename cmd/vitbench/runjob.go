@@ -25,7 +25,7 @@ import (
 
 func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlags("run", stderr)
-	outDir := fs.String("o", "out", "directory for peak.json, check.json, bench.txt, bench.json, torch.txt, report.md and its plots")
+	outDir := fs.String("o", "out", "directory for peak.json, check.json, bench.txt, bench.json, bench.csv, torch.txt, report.md and its plots")
 	base := fs.String("base", "", "a timing file of an earlier run (bench.txt or bench.json) for the report's A/B section (default: PyTorch against vitbench)")
 	dir := fs.String("fixtures", "fixtures", "fixture directory")
 	runRE := fs.String("run", "", "only cases whose name matches this regular expression")
@@ -61,7 +61,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{err}
 	}
 	var outs []string
-	for _, name := range []string{"peak.json", "check.json", "bench.txt", "bench.json", "torch.txt", "report.md",
+	for _, name := range []string{"peak.json", "check.json", "bench.txt", "bench.json", "bench.csv", "torch.txt", "report.md",
 		"report-latency.png", "report-roofline.png"} {
 		outs = append(outs, "-o", filepath.Join(*outDir, name))
 	}
@@ -192,7 +192,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if len(bf.Rows) > 0 || len(bf.Failed) > 0 || stopErr == nil {
 		benchPath, benchJSON := filepath.Join(*outDir, "bench.txt"), filepath.Join(*outDir, "bench.json")
-		if err := writeBench(bf, benchPath, benchJSON, nil); err != nil {
+		if err := writeBench(bf, benchPath, benchJSON, filepath.Join(*outDir, "bench.csv"), nil); err != nil {
 			writeErrs = append(writeErrs, err)
 		}
 		if _, err := os.Stat(benchPath); err == nil {
