@@ -31,7 +31,7 @@ type checkConfig struct {
 func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlags("check", stderr)
 	backend := fs.String("backend", "cpu", "backends to check, comma-separated, or all")
-	dir := fs.String("fixtures", "fixtures", "fixture directory (any tree in the format of fixtures/FORMAT.md)")
+	dir := fs.String("fixtures", defaultFixtures, "fixture directory (any tree in the format of fixtures/FORMAT.md); default ./fixtures, else the fixtures/ next to or above the executable")
 	runRE := fs.String("run", "", "only cases whose name matches this regular expression")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
 	threads := fs.Int("threads", 0, "CPU threads (0 = all available)")
@@ -53,6 +53,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, err
 	}
 	if err := checkOutputs("-json", *jsonOut); err != nil {
+		return exitUsage, err
+	}
+	if *dir, err = fixturesFlag(fs, *dir); err != nil {
 		return exitUsage, err
 	}
 	stop := watchSignals()

@@ -27,7 +27,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlags("run", stderr)
 	outDir := fs.String("o", "out", "directory for peak.json, check.json, bench.txt, bench.json, bench.csv, torch.txt, report.md and its plots")
 	base := fs.String("base", "", "a timing file of an earlier run (bench.txt or bench.json) for the report's A/B section (default: PyTorch against vitbench)")
-	dir := fs.String("fixtures", "fixtures", "fixture directory")
+	dir := fs.String("fixtures", defaultFixtures, "fixture directory; default ./fixtures, else the fixtures/ next to or above the executable")
 	runRE := fs.String("run", "", "only cases whose name matches this regular expression")
 	threads := fs.Int("threads", 0, "CPU threads for vitbench and PyTorch (0 = all available)")
 	count := fs.Int("count", 10, "timed samples per case")
@@ -57,6 +57,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		baseFile = &bf
 	}
+	if *dir, err = fixturesFlag(fs, *dir); err != nil {
+		return exitUsage, err
+	}
+	*script = torchScriptFlag(fs, *script, *dir)
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return exitUsage, usageError{err}
 	}
