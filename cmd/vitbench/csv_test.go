@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"vitbench/bench/results"
 )
 
 // readCSV reads a CSV file whole.
@@ -61,17 +63,27 @@ func TestBenchCSVFlag(t *testing.T) {
 	checkCSVRow(t, readCSV(t, p), name)
 }
 
-// TestRunWritesCSV: `vitbench run` writes bench.csv into its output directory.
+// TestRunWritesCSV: `vitbench run` writes bench.csv into its output directory, and
+// -machine names the machine in the report's header and in the result files.
 func TestRunWritesCSV(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	const name = "layernorm/odd_b2_d147"
 	code, _, stderr := vitbench(t, "run", "-o", out, "-fixtures", fixtureRoot, "-torch", "off", "-run", "^"+name+"$",
-		"-count", "2", "-min-sample", "0", "-threads", "1")
+		"-count", "2", "-min-sample", "0", "-threads", "1", "-machine", "ci-box")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	checkCSVRow(t, readCSV(t, filepath.Join(out, "bench.csv")), name)
-	if md, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || !strings.Contains(string(md), name) {
-		t.Errorf("report.md lacks %s (%v)", name, err)
+	if md, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || !strings.Contains(string(md), name) ||
+		!strings.Contains(string(md), "- Machine: ci-box\n") {
+		t.Errorf("report.md lacks %s or the machine ci-box (%v)\n%s", name, err, md)
+	}
+	bf, err := results.ReadBench(filepath.Join(out, "bench.json"))
+	if err != nil || bf.Meta.Machine != "ci-box" {
+		t.Errorf("bench.json names machine %q (%v), want ci-box", bf.Meta.Machine, err)
+	}
+	cf, err := results.ReadCheck(filepath.Join(out, "check.json"))
+	if err != nil || cf.Meta.Machine != "ci-box" {
+		t.Errorf("check.json names machine %q (%v), want ci-box", cf.Meta.Machine, err)
 	}
 }

@@ -22,6 +22,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 	peak := fs.Float64("peak-gflops", 0, "the machine's measured fp32 peak in GFLOP/s, for % of peak (0 = unknown)")
 	peakFile := fs.String("peak", "", "a peak.json (vitbench peak -json, or vitbench run's) giving the CPU rows' % of peak and the roofline's ceilings")
 	base := fs.String("base", "", "a timing file to compare this report's vitbench rows with in the A/B section (default: PyTorch against vitbench)")
+	machine := machineFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return exitUsage, err
 	}
@@ -38,6 +39,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
+	fillMachines(&in, strings.TrimSpace(*machine))
 	in.Title, in.PeakGFLOPs = *title, *peak
 	in.Roof.GFLOPs = *peak
 	if *peakFile != "" {

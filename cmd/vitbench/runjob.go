@@ -36,6 +36,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	python := fs.String("python", "/usr/bin/python3", "Python interpreter with torch for reference/bench_torch.py")
 	script := fs.String("torch-script", "reference/bench_torch.py", "the PyTorch timing script")
 	budget := maxBytesFlag(fs)
+	machineArg := machineFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return exitUsage, err
 	}
@@ -56,6 +57,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitUsage, usageError{err}
 		}
 		baseFile = &bf
+	}
+	machine := strings.TrimSpace(*machineArg)
+	if machine == "" {
+		machine = localMachine()
 	}
 	if *dir, err = fixturesFlag(fs, *dir); err != nil {
 		return exitUsage, err
@@ -109,6 +114,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return checkCode, err
 	}
+	cf.Meta.Machine = machine
 	checkPath := filepath.Join(*outDir, "check.json")
 	if err := saveResult(checkPath, func(w io.Writer) error { return results.WriteCheckJSON(w, cf) }, nil); err != nil {
 		writeErrs = append(writeErrs, err)
@@ -194,6 +200,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if stopErr != nil {
 		markPartial(&bf.Meta, stopErr)
 	}
+	bf.Meta.Machine = machine
 	if len(bf.Rows) > 0 || len(bf.Failed) > 0 || stopErr == nil {
 		benchPath, benchJSON := filepath.Join(*outDir, "bench.txt"), filepath.Join(*outDir, "bench.json")
 		if err := writeBench(bf, benchPath, benchJSON, filepath.Join(*outDir, "bench.csv"), nil); err != nil {
@@ -218,6 +225,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitFail, err
 	}
+	fillMachines(&in, machine) // torch.txt does not name it
 	in.Title = "vitbench report"
 	in.PeakByBackend = map[string]float64{"cpu": cpuPeakFor(pk, bf.Meta.Threads)}
 	in.Roof = roofFor(pk, bf.Meta.Threads, "peak.json") // beside the report
