@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -168,7 +169,10 @@ func TestEmulatorMSDeform16(t *testing.T) {
 	})
 }
 
-// testMSDeform16 runs the comparison on the backends open returns.
+// testMSDeform16 runs the comparison on the backends open returns, for
+// the sampling core (given locations and weights) and the fused sampling
+// of ms_deform_attn (reference points, offsets and logits, 2-d and 4-d
+// references, with and without a padding mask).
 func testMSDeform16(t *testing.T, open func(Math) *Backend) {
 	cpu, err := bench.OpenBackend("cpu", 1)
 	if err != nil {
@@ -184,62 +188,94 @@ func testMSDeform16(t *testing.T, open func(Math) *Backend) {
 		levels := []ops.Level{{H: 6, W: 4, Start: 0}, {H: 3, W: 2, Start: 24}}
 		for _, d := range []int{32, 12, 6} {
 			core := ops.MSDeformCore{Batch: 2, Queries: 7, Heads: 3, HeadDim: d, Points: 3, Levels: levels}
-			nqm, lp := core.Batch*core.Queries*core.Heads, len(levels)*core.Points
-			value := make([]float32, core.Batch*core.Values()*core.Heads*d)
-			for i := range value {
-				value[i] = float32(math.Sin(float64(i)*0.37)) * 3
+			nq, lp := core.Batch*core.Queries, len(levels)*core.Points
+			nqm := nq * core.Heads
+			wave := func(n int, f func(i int) float32) []float32 {
+				out := make([]float32, n)
+				for i := range out {
+					out[i] = f(i)
+				}
+				return out
 			}
+			value := wave(core.Batch*core.Values()*core.Heads*d, func(i int) float32 { return float32(math.Sin(float64(i)*0.37)) * 3 })
 			value[0], value[1] = 1e-6, -7e-8 // half subnormals
-			loc, attn := make([]float32, nqm*lp*2), make([]float32, nqm*lp)
-			for i := range loc {
-				loc[i] = float32(0.5 + 0.6*math.Sin(float64(i)*1.3))
-			}
-			for i := range attn {
-				attn[i] = float32(0.5 + 0.5*math.Cos(float64(i)*0.9))
-			}
-			rounded := make([]float32, len(value))
 			path := msdPathFor(m, d)
+			rounded := make([]float32, len(value))
 			for i, v := range value {
 				rounded[i] = v
 				if path.convert != "" {
 					rounded[i] = round(v)
 				}
 			}
-			run := func(be bench.Backend, val []float32) []float32 {
-				var ins []bench.Tensor
-				shapes := []bench.Shape{{core.Batch, core.Values(), core.Heads, d},
-					{core.Batch, core.Queries, core.Heads, len(levels), core.Points, 2},
-					{core.Batch, core.Queries, core.Heads, len(levels), core.Points}}
-				for i, data := range [][]float32{val, loc, attn} {
-					tt, err := be.Alloc(shapes[i], bench.Float32)
+			loc := wave(nqm*lp*2, func(i int) float32 { return float32(0.5 + 0.6*math.Sin(float64(i)*1.3)) })
+			attn := wave(nqm*lp, func(i int) float32 { return float32(0.5 + 0.5*math.Cos(float64(i)*0.9)) })
+			mask := wave(core.Batch*core.Values(), func(i int) float32 { return float32(i % 5 / 4) })
+			valueShape := bench.Shape{core.Batch, core.Values(), core.Heads, d}
+			outShape := bench.Shape{core.Batch, core.Queries, core.Heads * d}
+			type nodeCase struct {
+				name   string
+				node   bench.Node
+				shapes []bench.Shape
+				data   [][]float32 // after value
+			}
+			nodes := []nodeCase{{"core", core,
+				[]bench.Shape{{core.Batch, core.Queries, core.Heads, len(levels), core.Points, 2},
+					{core.Batch, core.Queries, core.Heads, len(levels), core.Points}},
+				[][]float32{loc, attn}}}
+			for _, r := range []int{2, 4} {
+				ref := wave(nq*len(levels)*r, func(i int) float32 { return float32(0.45 + 0.4*math.Sin(float64(i)*0.7)) })
+				off := wave(nqm*lp*2, func(i int) float32 { return float32(1.5 * math.Sin(float64(i)*0.53)) })
+				logits := wave(nqm*lp, func(i int) float32 { return float32(2 * math.Cos(float64(i)*0.31)) })
+				shapes := []bench.Shape{{core.Batch, core.Queries, len(levels), r},
+					{core.Batch, core.Queries, core.Heads * lp * 2}, {core.Batch, core.Queries, core.Heads * lp}}
+				data := [][]float32{ref, off, logits}
+				masked := r == 4
+				if masked {
+					shapes = append(shapes, bench.Shape{core.Batch, core.Values()})
+					data = append(data, mask)
+				}
+				nodes = append(nodes, nodeCase{fmt.Sprintf("sample R=%d masked=%v", r, masked),
+					ops.MSDeformSample{MSDeformCore: core, RefDims: r, Masked: masked}, shapes, data})
+			}
+			for _, nc := range nodes {
+				vshape := valueShape
+				if _, ok := nc.node.(ops.MSDeformSample); ok {
+					vshape = bench.Shape{core.Batch, core.Values(), core.Heads * d} // the projected value
+				}
+				run := func(be bench.Backend, val []float32) []float32 {
+					var ins []bench.Tensor
+					shapes := append([]bench.Shape{vshape}, nc.shapes...)
+					for i, data := range append([][]float32{val}, nc.data...) {
+						tt, err := be.Alloc(shapes[i], bench.Float32)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if err := be.Upload(tt, data); err != nil {
+							t.Fatal(err)
+						}
+						ins = append(ins, tt)
+					}
+					out, err := be.Alloc(outShape, bench.Float32)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := be.Upload(tt, data); err != nil {
+					if err := be.Enqueue(nc.node, ins, []bench.Tensor{out}); err != nil {
+						t.Fatalf("%s %s: %v", be.Name(), nc.name, err)
+					}
+					got := make([]float32, nqm*d)
+					if err := be.Download(out, got); err != nil {
 						t.Fatal(err)
 					}
-					ins = append(ins, tt)
+					for _, tt := range append(ins, out) {
+						be.Free(tt)
+					}
+					return got
 				}
-				out, err := be.Alloc(bench.Shape{core.Batch, core.Queries, core.Heads * d}, bench.Float32)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := be.Enqueue(core, ins, []bench.Tensor{out}); err != nil {
-					t.Fatal(err)
-				}
-				got := make([]float32, nqm*d)
-				if err := be.Download(out, got); err != nil {
-					t.Fatal(err)
-				}
-				for _, tt := range append(ins, out) {
-					be.Free(tt)
-				}
-				return got
-			}
-			got, want := run(b, value), run(cpu, rounded)
-			for i := range got {
-				if diff := math.Abs(float64(got[i] - want[i])); diff > 1e-5*(1+math.Abs(float64(want[i]))) {
-					t.Fatalf("%s D=%d (%s): out[%d] = %v, want %v (CPU on the rounded value)", m, d, path.suffix, i, got[i], want[i])
+				got, want := run(b, value), run(cpu, rounded)
+				for i := range got {
+					if diff := math.Abs(float64(got[i] - want[i])); diff > 1e-5*(1+math.Abs(float64(want[i]))) {
+						t.Fatalf("%s %s D=%d (%s): out[%d] = %v, want %v (CPU on the rounded value)", m, nc.name, d, path.suffix, i, got[i], want[i])
+					}
 				}
 			}
 		}
