@@ -34,6 +34,13 @@ type Case struct {
 	// SynthArrays are the generator's numbers its fixture uses for some
 	// arrays instead of the role table's.
 	SynthArrays map[string]synth.Params `json:"synth_arrays,omitempty"`
+	// Large marks a network whose fixture takes seconds to minutes to
+	// check (tens to hundreds of GMACs): the test suites leave it to one
+	// vitbench check on the fastest ISA path and to the main job.
+	Large bool `json:"large,omitempty"`
+	// Seed is the generator seed of its fixture (1 unless builtin.json
+	// says otherwise: a seed whose two-stage selection has no near ties).
+	Seed uint64 `json:"-"`
 }
 
 // Spec resolves the case's op kind and hyper-parameters at the given batch
@@ -79,6 +86,10 @@ type entry struct {
 	// arrays instead of its role table's (a zero class head whose scores
 	// all tie); the fixture's synth record repeats them.
 	SynthArrays map[string]synth.Params `json:"synth_arrays,omitempty"`
+	// Large: see Case.Large.
+	Large bool `json:"large,omitempty"`
+	// Seed: see Case.Seed.
+	Seed *uint64 `json:"seed,omitempty"`
 }
 
 func mustParse(raw []byte) []Case {
@@ -92,7 +103,10 @@ func mustParse(raw []byte) []Case {
 	for i, e := range entries {
 		out[i] = Case{Name: e.Name, Kind: e.Kind, Op: e.Op, Params: e.Params, Batch: e.Batch,
 			DType: bench.Float32, Tolerance: e.Tolerance, Fixture: e.Fixture == nil || *e.Fixture,
-			SampledOutputs: e.SampledOutputs, SynthArrays: e.SynthArrays}
+			SampledOutputs: e.SampledOutputs, SynthArrays: e.SynthArrays, Large: e.Large, Seed: 1}
+		if e.Seed != nil {
+			out[i].Seed = *e.Seed
+		}
 	}
 	return out
 }

@@ -48,6 +48,9 @@ func TestBuiltinCasesMatchCommittedFixtures(t *testing.T) {
 			!reflect.DeepEqual(want.Outputs(), got.Outputs()) || want.MACs() != got.MACs() {
 			t.Errorf("%s: built-in and fixture specs differ", c.Name)
 		}
+		if desc.Synth != nil && desc.Synth.Seed != c.Seed {
+			t.Errorf("%s: synthesized with seed %d, builtin.json says %d", c.Name, desc.Synth.Seed, c.Seed)
+		}
 		for name, want := range c.SynthArrays {
 			if desc.Synth == nil || desc.Synth.Arrays[name] != want {
 				t.Errorf("%s: synth_arrays[%s] %+v in builtin.json, the fixture's synth record differs", c.Name, name, want)

@@ -3,14 +3,16 @@ package runner_test
 import (
 	"testing"
 
+	"vitbench/bench/cases"
 	"vitbench/bench/fixture"
 	"vitbench/bench/npy"
 	"vitbench/bench/runner"
 	"vitbench/impl/cpu"
 )
 
-// TestCommittedFixturesOnCPU checks every committed fixture, on every ISA
-// path this machine supports, with the manifest verified.
+// TestCommittedFixturesOnCPU checks every committed fixture but the large
+// networks, on every ISA path this machine supports, with the manifest
+// verified.
 func TestCommittedFixturesOnCPU(t *testing.T) {
 	root := "../../fixtures"
 	dirs, err := fixture.Discover(root)
@@ -36,6 +38,14 @@ func TestCommittedFixturesOnCPU(t *testing.T) {
 				// only repeat the component nodes, are left to the full run.
 				if testing.Short() {
 					if desc, err := fixture.ReadDesc(d); err == nil && desc.Kind == "network" {
+						continue
+					}
+				}
+				// The large networks (builtin.json "large") take minutes on the
+				// Go path; ci/test.sh checks them with vitbench check on the
+				// fastest path.
+				if desc, err := fixture.ReadDesc(d); err == nil {
+					if c, ok := cases.Lookup(desc.Name); ok && c.Large {
 						continue
 					}
 				}

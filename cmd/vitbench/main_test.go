@@ -25,7 +25,7 @@ func vitbench(t *testing.T, args ...string) (int, string, string) {
 
 func TestCheckCommittedFixtures(t *testing.T) {
 	js := filepath.Join(t.TempDir(), "check.json")
-	code, out, stderr := vitbench(t, "check", "-fixtures", fixtureRoot, "-json", js)
+	code, out, stderr := vitbench(t, "check", "-fixtures", fixtureRoot, "-run", notLargeRun(), "-json", js)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}

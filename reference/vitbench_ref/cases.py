@@ -27,6 +27,12 @@ SAMPLED = {c["name"]: c["sampled_outputs"] for c in BUILTIN if "sampled_outputs"
 # inputs or weights with other numbers than the role table's (synth.default_role), e.g. a zero
 # class head whose scores all tie; case.json records the numbers used either way.
 SYNTH_ARRAYS = {c["name"]: c["synth_arrays"] for c in BUILTIN if "synth_arrays" in c}
+# The networks whose fixtures take seconds to minutes to check ("large": true): the test suites
+# verify their files but leave running them to one vitbench check and the main job.
+LARGE = {c["name"] for c in BUILTIN if c.get("large")}
+# case name -> the generator seed its fixture uses when it is not 1: a seed whose two-stage selection
+# has no near-tied scores (export.check_topk_gap).
+SEEDS = {c["name"]: c["seed"] for c in BUILTIN if "seed" in c}
 
 # op kind -> {param: default}; None marks a required parameter.  Pair-valued params are listed in PAIRS.
 PARAMS = {
@@ -1069,7 +1075,7 @@ def check_case(case):
     missing = [k for k in ("name", "op", "params") if k not in case]
     if missing:
         raise ValueError("case is missing %s" % missing)
-    extra = sorted(set(case) - {"name", "op", "params", "batch", "sampled_outputs", "synth_arrays"})
+    extra = sorted(set(case) - {"name", "op", "params", "batch", "sampled_outputs", "synth_arrays", "seed"})
     if extra:
         raise ValueError("case has unknown keys %s" % extra)
     name = case["name"]
@@ -1084,6 +1090,11 @@ def check_case(case):
         out["sampled_outputs"] = check_sampled(out["op"], out["params"], batch, case["sampled_outputs"])
     if "synth_arrays" in case:
         out["synth_arrays"] = check_synth_arrays(out["op"], out["params"], batch, case["synth_arrays"])
+    if "seed" in case:
+        seed = _as_int(case["seed"], "seed")
+        if not 0 <= seed < 2 ** 64:
+            raise ValueError("seed must be in [0, 2^64)")
+        out["seed"] = seed
     return out
 
 
@@ -1118,6 +1129,8 @@ def select(regex=None, fixtures_only=False):
             more["sampled_outputs"] = SAMPLED[c["name"]]
         if c["name"] in SYNTH_ARRAYS:
             more["synth_arrays"] = SYNTH_ARRAYS[c["name"]]
+        if c["name"] in SEEDS:
+            more["seed"] = SEEDS[c["name"]]
         return dict(c, **more)
     return [check_case(extras(c))
             for c in CASES if (pat is None or pat.search(c["name"])) and (FIXTURE[c["name"]] or not fixtures_only)]

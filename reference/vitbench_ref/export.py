@@ -444,7 +444,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="export.py", description="Write vitbench reference fixtures (fixtures/FORMAT.md).")
     ap.add_argument("--out", required=True, help="fixture root directory (e.g. fixtures)")
     ap.add_argument("--only", default=None, help="regex (re.search) on case names of the built-in cases")
-    ap.add_argument("--seed", type=int, default=1, help="generator seed (unsigned 64-bit), default 1")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="generator seed (unsigned 64-bit) of every case; default: the case's own (builtin.json "
+                         "\"seed\"), else 1")
     ap.add_argument("--case-json", action="append", default=[], metavar="FILE",
                     help="export a user-defined case {name, op, params, batch[, sampled_outputs]} "
                          "(or a list) from FILE "
@@ -453,7 +455,7 @@ def main(argv=None):
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     args = ap.parse_args(argv)
 
-    if not 0 <= args.seed < 2 ** 64:
+    if args.seed is not None and not 0 <= args.seed < 2 ** 64:
         ap.error("--seed must be in [0, 2^64)")
     torch.set_num_threads(2)
     try:
@@ -474,7 +476,8 @@ def main(argv=None):
     created = created_stamp()
     for case in todo:
         t0 = time.perf_counter()
-        case_dir, shape, diff = export_case(args.out, case, args.seed, created, verify=not args.no_verify)
+        seed = args.seed if args.seed is not None else case.get("seed", 1)
+        case_dir, shape, diff = export_case(args.out, case, seed, created, verify=not args.no_verify)
         if not args.quiet:
             print("%-32s out %-18s check %-9s %6.2fs  %s" % (
                 case["name"], shape, "-" if diff is None else "%.1e" % diff, time.perf_counter() - t0, case_dir),
