@@ -19,6 +19,7 @@ type msdaMistake struct {
 	offsetsByHW bool // 2-d references: offsets / (H, W) instead of (W, H)
 	perLevel    bool // softmax over each level's P points instead of all L·P
 	boxAsPoint  bool // 4-d references sampled with the 2-d rule
+	pointAsBox  bool // 2-d references sampled with the 4-d rule, as boxes of the whole map (w = h = 1)
 	// pixel maps a normalized location on level lv to the one the correct
 	// bilinear rule must see to sample where the mistaken rule samples
 	// (nil: unchanged).
@@ -70,6 +71,11 @@ func init() {
 		func(n ops.MSDeformSample) bool { return n.RefDims == 4 },
 		func(b *Backend, n ops.MSDeformSample, in, out []*tensor) error {
 			return msdaExplicit(b, n, in, out, msdaMistake{boxAsPoint: true})
+		})
+	addMutation("msda_points_sampled_as_boxes", "2-d reference points sampled with the 4-d box rule (offset / P · 0.5, as boxes of the whole map) instead of offset / (W, H)",
+		func(n ops.MSDeformSample) bool { return n.RefDims == 2 },
+		func(b *Backend, n ops.MSDeformSample, in, out []*tensor) error {
+			return msdaExplicit(b, n, in, out, msdaMistake{pointAsBox: true})
 		})
 	addMutation("sine_position_without_offset", "sine position embedding without Deformable DETR's −0.5 offset (DETR's form)", nil,
 		func(b *Backend, n ops.PositionSine, in, out []*tensor) error {
@@ -200,6 +206,8 @@ func msdaExplicit(b *Backend, n ops.MSDeformSample, in, out []*tensor, mk msdaMi
 					case r == 4 && !mk.boxAsPoint:
 						x = rx + ox/float32(p)*rr[li*4+2]*0.5
 						y = ry + oy/float32(p)*rr[li*4+3]*0.5
+					case mk.pointAsBox:
+						x, y = rx+ox/float32(p)*0.5, ry+oy/float32(p)*0.5
 					case mk.offsetsByHW:
 						x, y = rx+ox/float32(lv.H), ry+oy/float32(lv.W)
 					default:
