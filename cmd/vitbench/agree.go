@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 
-	"vitbench/bench"
 	"vitbench/bench/cases"
 	"vitbench/bench/results"
 	"vitbench/bench/runner"
@@ -54,7 +53,7 @@ func cmdAgree(args []string, stdout, stderr io.Writer) (int, error) {
 	names := *backend
 	if names == "all" {
 		names = ""
-		for _, n := range bench.BackendNames() {
+		for _, n := range allBackendNames() {
 			if n != *refName {
 				names += n + ","
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"vitbench/bench"
 	"vitbench/impl/cpu"
@@ -12,7 +13,7 @@ import (
 func openBackends(spec string, threads int) ([]bench.Backend, error) {
 	names := splitList(spec)
 	if spec == "all" {
-		names = bench.BackendNames()
+		names = allBackendNames()
 	}
 	if len(names) == 0 {
 		return nil, usagef("-backend: no backend named")
@@ -27,6 +28,20 @@ func openBackends(spec string, threads int) ([]bench.Backend, error) {
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// allBackendNames is what "all" names: every registered backend but the
+// CUDA emulator's (cuda-emu, cuda-emu-tf32, ...), which runs the CUDA
+// kernels on the host, far slower than any real backend, to check them
+// (docs/cuda-emulator.md): name those to use them.
+func allBackendNames() []string {
+	var out []string
+	for _, n := range bench.BackendNames() {
+		if !strings.HasPrefix(n, "cuda-emu") {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func closeAll(bs []bench.Backend) {
