@@ -415,10 +415,13 @@ class TestCases(unittest.TestCase):
 
     def test_builtin_cases(self):
         full, small, b2 = (C.select(n)[0] for n in ("^deformable_detr_r50$", "_small$", "^deformable_detr_r50_b2$"))
-        self.assertFalse(C.FIXTURE["deformable_detr_r50"])
+        self.assertTrue(C.FIXTURE["deformable_detr_r50"])
         self.assertEqual([c["name"] for c in C.select("^deformable_detr", fixtures_only=True)],
-                         ["deformable_detr_r50_small", "deformable_detr_r50_b2", "deformable_detr_r50_refine",
-                          "deformable_detr_r50_two_stage"])
+                         ["deformable_detr_r50", "deformable_detr_r50_small", "deformable_detr_r50_b2",
+                          "deformable_detr_r50_refine", "deformable_detr_r50_refine_800",
+                          "deformable_detr_r50_two_stage", "deformable_detr_r50_two_stage_800"])
+        self.assertEqual(C.LARGE & {c["name"] for c in C.select("^deformable_detr")},
+                         {"deformable_detr_r50", "deformable_detr_r50_refine_800", "deformable_detr_r50_two_stage_800"})
         ins, _, outs = C.shapes("deformable_detr", full["params"], 1)
         self.assertEqual(ins, {"images": [1, 3, 800, 1066]})
         self.assertEqual(outs, {"pred_logits": [1, 300, 91], "pred_boxes": [1, 300, 4], "scores": [1, 100],

@@ -373,7 +373,8 @@ class TestDetector(unittest.TestCase):
     def test_builtin_cases(self):
         small, full = C.select("^deformable_detr_r50_two_stage$")[0], C.select("^deformable_detr_r50_two_stage_800$")[0]
         self.assertTrue(C.FIXTURE[small["name"]])
-        self.assertFalse(C.FIXTURE[full["name"]])
+        self.assertTrue(C.FIXTURE[full["name"]])
+        self.assertEqual(full["seed"], 32)  # the first seed whose top-300 selection has no near tie
         ins, ws, outs = C.shapes("deformable_detr", small["params"], 1)
         self.assertEqual(ins, {"images": [1, 3, 128, 160]})
         self.assertEqual(outs, {"pred_logits": [1, 30, 91], "pred_boxes": [1, 30, 4], "scores": [1, 20],
