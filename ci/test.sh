@@ -42,7 +42,7 @@ go test -count=1 -tags purego ./...
 step "mutation suite: each named semantic mistake of the CPU backend (build tag mutation) must fail a committed fixture"
 t0=$SECONDS
 go test -tags mutation -count=1 -run 'TestMutations|TestSwitchAndReach' -v ./impl/cpu/ ./internal/mutation/ |
-  grep -E '^(\||mutation suite|--- |ok|FAIL|PASS|    mutation_test)' | grep -v '=== RUN'
+  grep -E '^(\||mutation suite|error/noise|--- |ok|FAIL|PASS|    mutation_test)' | grep -v '=== RUN'
 echo "mutation suite took $((SECONDS - t0))s"
 
 step "CPU worker pool and work splits under the race detector, with more helpers than cores (GOMAXPROCS=8)"
