@@ -47,30 +47,6 @@ func (f *jfloat) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// jfloats converts a slice for JSON encoding; nil stays nil.
-func jfloats(xs []float64) []jfloat {
-	if xs == nil {
-		return nil
-	}
-	out := make([]jfloat, len(xs))
-	for i, x := range xs {
-		out[i] = jfloat(x)
-	}
-	return out
-}
-
-// floats converts back from jfloats; nil stays nil.
-func floats(xs []jfloat) []float64 {
-	if xs == nil {
-		return nil
-	}
-	out := make([]float64, len(xs))
-	for i, x := range xs {
-		out[i] = float64(x)
-	}
-	return out
-}
-
 // jnum is a float64 written as a JSON number, or null when it is NaN or ±Inf (not
 // defined: a 95% interval of fewer than 6 samples, a rate without samples), so that a
 // numeric field never holds a string. It reads as jfloat does (null is NaN).
@@ -88,26 +64,20 @@ func (f jnum) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads what jfloat reads: a number, null, or the strings of older files.
 func (f *jnum) UnmarshalJSON(b []byte) error { return (*jfloat)(f).UnmarshalJSON(b) }
 
-// jnums converts a slice for JSON encoding; nil stays nil.
-func jnums(xs []float64) []jnum {
+// convertFloats converts a slice between the float64 types of this file
+// (float64, jfloat, jnum) element by element; nil stays nil.
+func convertFloats[To, From ~float64](xs []From) []To {
 	if xs == nil {
 		return nil
 	}
-	out := make([]jnum, len(xs))
+	out := make([]To, len(xs))
 	for i, x := range xs {
-		out[i] = jnum(x)
+		out[i] = To(x)
 	}
 	return out
 }
 
-// numsFloats converts back from jnums; nil stays nil.
-func numsFloats(xs []jnum) []float64 {
-	if xs == nil {
-		return nil
-	}
-	out := make([]float64, len(xs))
-	for i, x := range xs {
-		out[i] = float64(x)
-	}
-	return out
-}
+func jfloats(xs []float64) []jfloat  { return convertFloats[jfloat](xs) }
+func floats(xs []jfloat) []float64   { return convertFloats[float64](xs) }
+func jnums(xs []float64) []jnum      { return convertFloats[jnum](xs) }
+func numsFloats(xs []jnum) []float64 { return convertFloats[float64](xs) }
