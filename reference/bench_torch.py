@@ -3,7 +3,7 @@
 
     /usr/bin/python3 reference/bench_torch.py -o FILE [--run REGEX] [--batch N] [--threads 2]
                                               [--count 10] [--warmup 3] [--min-sample-ms 0] [--seed 1]
-                                              [--device cpu|cuda] [--dtype fp32|tf32|bf16|fp16]
+                                              [--device cpu|cuda] [--dtype fp32|tf32|bf16|fp16] [--labels-only]
 
 Each case is built exactly as the fixture exporter builds it (same modules, same synthesized
 inputs and weights), then run under ``torch.inference_mode()`` with ``torch.set_num_threads(T)``:
@@ -30,6 +30,11 @@ default would use it), ``tf32`` turns it on for both, ``bf16`` and ``fp16`` conv
 its floating-point inputs to that type (PyTorch eager in bf16/fp16).  The rows' dtype field says
 which (``float32``, ``tf32``, ``bfloat16``, ``float16``); ``vitbench report`` pairs them with the
 ``cuda``, ``cuda-tf32``, ``cuda-bf16`` and ``cuda-fp16`` rows.
+
+Each row is followed by ``# baseline <result name>: <label>``, saying what code it ran (``baseline_label``:
+the reference module's path and what it computes with, e.g. Deformable DETR's grid_sample sampling or
+VOLO's unfold/fold), which ``vitbench report`` shows beside the PyTorch figures; ``--labels-only`` writes
+just those lines for the selected cases, timing nothing.
 
 A case that raises is reported on stderr and kept as a ``# FAILED Benchmark...: error`` line (as
 ``vitbench bench`` writes them); the file is rewritten (atomically) after every case, so a run
@@ -85,6 +90,61 @@ UNITS = [  # as vitbench writes them (bench/results/FORMAT.md)
     "Unit moved-B/op better=lower",
     "Unit B/rss better=lower",
 ]
+
+# What each op kind's PyTorch row runs (the module built by cases.build_module, by op kind), written
+# per case into the results as "# baseline <result name>: <label>" so that a report says which code
+# a speed-up is measured against (bench/results/FORMAT.md).  The modules are this repository's
+# reference rewrites, in eager PyTorch, of the original models' code (reference/vitbench_ref).
+_VIT_ATTN = "attention as softmax(q k^T scale) v in eager ops, not scaled_dot_product_attention"
+_DDETR = ("Deformable DETR's pure-PyTorch sampling (ms_deform_attn_core_pytorch: F.grid_sample per level, "
+          "which the original repository runs only without its CUDA extension)")
+BASELINE_CODE = {
+    "patch_embed": "timm-style PatchEmbed: nn.Conv2d (kernel = stride = patch), flatten, transpose",
+    "soft_split": "T2T-ViT soft split: nn.Unfold, transpose",
+    "fold": "nn.Fold (the adjoint of the soft split)",
+    "gemm": "F.linear (torch.matmul without trans_b) on the system BLAS",
+    "conv2d": "nn.Conv2d, BatchNorm2d (eval, not folded), ReLU",
+    "layernorm": "PyTorch's own kernel",
+    "avg_pool2d": "PyTorch's own kernel",
+    "mhsa": "timm-style Attention; " + _VIT_ATTN,
+    "block": "timm-style Block (pre-norm, erf GELU); " + _VIT_ATTN,
+    "token_transformer": "T2T-ViT Token_transformer (eager attention)",
+    "token_performer": "T2T-ViT Token_performer (random-feature attention)",
+    "t2t_module": "T2T-ViT tokens-to-token stage: nn.Unfold soft splits, Token_transformer/_performer",
+    "t2t_vit": "T2T-ViT: nn.Unfold soft splits, Token_transformer/_performer, timm-style Blocks; " + _VIT_ATTN,
+    "vit": "timm-style VisionTransformer / DeiT; " + _VIT_ATTN,
+    "ms_deform_attn_core": _DDETR,
+    "ms_deform_attn": "Deformable DETR MSDeformAttn with " + _DDETR,
+    "ddetr_transformer": "Deformable DETR transformer (MSDeformAttn layers) with " + _DDETR,
+    "deformable_detr": "Deformable DETR (ResNet-50 with FrozenBatchNorm2d, transformer) with " + _DDETR,
+    "deform_conv2d": "torchvision.ops.deform_conv2d",
+    "outlook_attention": "VOLO OutlookAttention: the original's nn.Unfold, matmul, F.fold path",
+    "outlooker": "VOLO Outlooker: OutlookAttention by nn.Unfold, matmul, F.fold",
+    "class_attention": "VOLO ClassAttention (eager attention)",
+    "class_block": "VOLO ClassBlock (eager attention)",
+    "volo_stem": "VOLO stem: nn.Conv2d, BatchNorm2d (eval, not folded), ReLU, projection conv",
+    "volo": "VOLO: outlook attention by nn.Unfold, matmul, F.fold; eager attention",
+}
+NUMPY_CODE = "NumPy x @ W.T (+ b) on the system BLAS"
+SDPA_CODE = " (variant: attention by torch.nn.functional.scaled_dot_product_attention)"
+
+
+def baseline_label(case, backend="torch", variant=None):
+    """What code a result row of case ran: "<module path>: <description>" (vitbench_ref.modules.Block, ...)
+    for PyTorch (BASELINE_CODE by op kind, the sdpa variant said), NUMPY_CODE for NumPy's rows.
+    KeyError for an op kind without a description, so a new op kind cannot go unlabelled."""
+    if backend == "numpy":
+        return NUMPY_CODE
+    module = C.MODULE_PATH[case["op"]].replace("reference.vitbench_ref.", "vitbench_ref.")
+    label = "%s: %s" % (module, BASELINE_CODE[case["op"]])
+    return label + SDPA_CODE if variant == "sdpa" else label
+
+
+def baseline_line(case, threads, backend="torch", dtype="fp32", variant=None):
+    """The comment line naming the code a result row ran: "# baseline <result name>: <label>"
+    (read by vitbench into the row's baseline field; benchstat ignores it)."""
+    return "# baseline %s: %s" % (result_name(case, threads, backend, dtype, variant),
+                                  baseline_label(case, backend, variant))
 
 
 def cpu_model():
@@ -474,6 +534,8 @@ def main(argv=None):
                     help="where PyTorch runs (cuda: synchronized timing; default cpu)")
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="fp32",
                     help="precision on the GPU: fp32 (TF32 off), tf32, bf16, fp16 (default fp32)")
+    ap.add_argument("--labels-only", action="store_true",
+                    help="time nothing: write only the '# baseline' lines (what code each row runs) of the cases")
     args = ap.parse_args(argv)
     if args.dtype != "fp32" and args.device != "cuda":
         ap.error("--dtype %s needs --device cuda" % args.dtype)
@@ -492,6 +554,10 @@ def main(argv=None):
     if not todo:
         print("bench_torch: no case matches %r" % args.run, file=sys.stderr)
         return 1
+    if args.labels_only:
+        write_atomic(os.path.abspath(args.out), label_lines(todo, args))
+        print("wrote %s" % args.out, file=sys.stderr)
+        return 0
     torch.set_num_threads(args.threads)
     core, _ = openblas()
 
@@ -533,11 +599,26 @@ def main(argv=None):
             np_samples = bench_numpy(case, args.seed, args.count, args.warmup, int(args.min_sample_ms * 1e6))
             lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes, backend="numpy")
                          for runs, ns in np_samples)
+            lines.append(baseline_line(case, args.threads, backend="numpy"))
         write_atomic(out, lines)
 
     write_atomic(out, lines)
     print("wrote %s" % args.out, file=sys.stderr)
     return 1 if failed else 0
+
+
+def label_lines(todo, args):
+    """The "# baseline" lines a timing run with these arguments writes for the cases todo (one per
+    row: each variant, and NumPy's row of a gemm case on the CPU), without timing anything."""
+    lines = []
+    for case in todo:
+        if args.batch is not None:
+            case = dict(case, batch=args.batch)
+        for variant in variants_for(case, args.device):
+            lines.append(baseline_line(case, args.threads, dtype=args.dtype, variant=variant))
+        if case["op"] == "gemm" and args.device == "cpu":
+            lines.append(baseline_line(case, args.threads, backend="numpy"))
+    return lines
 
 
 def bench_variant(lines, case, variant, args):
@@ -558,6 +639,7 @@ def bench_variant(lines, case, variant, args):
     lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes, dtype=args.dtype, rss=rss, e2e=e2e,
                              variant=variant)
                  for runs, ns, e2e in samples)
+    lines.append(baseline_line(case, args.threads, dtype=args.dtype, variant=variant))
     med = sorted(s[1] for s in samples)[len(samples) // 2]
     print("%-32s batch=%d threads=%d  median %.3f ms  (%d runs)" % (
         label, case["batch"], args.threads, med / 1e6, len(samples)), file=sys.stderr)

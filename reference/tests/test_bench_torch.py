@@ -51,6 +51,40 @@ class TestBenchTorch(unittest.TestCase):
         self.assertIn("clock: wall", lines)
         self.assertFalse(any("e2e-ns/op" in l or "/sdpa/" in l for l in lines), lines)
 
+    def test_every_row_names_its_code(self):
+        rc, lines = self.run_main("--run", "^(gemm/odd_m13_n37_k29|layernorm/odd_b2_d147|ms_deform_attn_core/hd71)$")
+        self.assertEqual(rc, 0)
+        names = sorted({l.split(" \t")[0] for l in lines if l.startswith("Benchmark")})
+        labels = dict(l[len("# baseline "):].split(": ", 1) for l in lines if l.startswith("# baseline "))
+        self.assertEqual(sorted(labels), names)  # one label per row, the torch and the numpy rows alike
+        gemm = "BenchmarkGemm/odd_m13_n37_k29/backend=%s/batch=1/threads=1/dtype=float32"
+        self.assertEqual(labels[gemm % "numpy"], BT.NUMPY_CODE)
+        self.assertIn("F.linear", labels[gemm % "torch"])
+        self.assertIn("torch.nn.LayerNorm", labels["BenchmarkLayernorm/odd_b2_d147/backend=torch/batch=2/threads=1/dtype=float32"])
+        core = labels["BenchmarkMs_deform_attn_core/hd71/backend=torch/batch=1/threads=1/dtype=float32"]
+        self.assertIn("ms_deform_attn_core_pytorch", core)
+        self.assertIn("grid_sample", core)
+
+    def test_labels_only_times_nothing_and_matches_a_timed_run(self):
+        def no_timing(*a, **kw):
+            raise AssertionError("--labels-only must not time")
+
+        sel = "^(gemm/odd_m13_n37_k29|layernorm/odd_b2_d147)$"
+        with mock.patch.object(BT, "bench_case", no_timing), mock.patch.object(BT, "bench_numpy", no_timing):
+            rc, only = self.run_main("--run", sel, "--labels-only")
+        self.assertEqual(rc, 0)
+        _, timed = self.run_main("--run", sel)
+        self.assertEqual(only, [l for l in timed if l.startswith("# baseline ")])
+
+    def test_every_op_kind_has_a_label(self):
+        from vitbench_ref import cases as C
+        for op in C.PARAMS:
+            label = BT.baseline_label({"op": op})
+            self.assertRegex(label, r"^(vitbench_ref|torch\.nn)\.\w+\.?\w*: \S", label)
+        self.assertIn("unfold", BT.baseline_label({"op": "outlook_attention"}).lower())
+        self.assertIn("torchvision.ops.deform_conv2d", BT.baseline_label({"op": "deform_conv2d"}))
+        self.assertIn("scaled_dot_product_attention", BT.baseline_label({"op": "mhsa"}, variant="sdpa"))
+
     def test_failing_case_is_kept_and_others_run(self):
         real = BT.bench_case
 
