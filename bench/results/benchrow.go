@@ -25,6 +25,9 @@ type BenchRow struct {
 	E2ESamplesNs      []float64 // host end-to-end time, where the backend measures it separately
 	Runs              []int     // runs averaged into each sample (nil: one each, or not known)
 	ISA               string    // ISA path dispatched; "" means Meta.ISA
+	// Baseline says what code a reference row ran ("vitbench_ref.modules.Block: timm-style
+	// Block; ..."), from reference/bench_torch.py's "# baseline" lines; "" = not recorded.
+	Baseline string
 }
 
 // BenchFile is a timing result file: its provenance, its rows and the

@@ -68,6 +68,9 @@ func readBenchText(data []byte, file string) (BenchFile, error) {
 	for i, g := range groups {
 		f.Rows[i] = g.row()
 	}
+	if err := readBaselines(&f, data, file); err != nil {
+		return BenchFile{}, err
+	}
 	return f, nil
 }
 

@@ -96,6 +96,11 @@ func WriteBenchText(w io.Writer, f BenchFile) error {
 			fmt.Fprintf(bw, "%s: %s\n", c.Key, c.Value)
 		}
 	}
+	for _, r := range f.Rows {
+		if r.Baseline != "" {
+			fmt.Fprintln(bw, baselineLine(r))
+		}
+	}
 	for i, f := range f.Failed {
 		if err := checkName(BenchRow{Case: f.Case}); err != nil {
 			return fmt.Errorf("failure %d: %w", i, err)
