@@ -16,10 +16,13 @@ import (
 //	out[b, :, h·D : (h+1)·D] = P V_h
 //
 // so out [B, N, H·D] has head-major channels, ready for the output
-// projection.
+// projection. With Causal (CLIP's text tower) query i attends to keys
+// j ≤ i only: S[i, j] = −∞ for j > i before the softmax, the additive
+// mask nn.MultiheadAttention takes.
 type AttentionCore struct {
 	Batch, Tokens, Heads, HeadDim int
 	Scale                         float64
+	Causal                        bool
 }
 
 // OpName implements bench.Node.

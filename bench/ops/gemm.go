@@ -30,7 +30,7 @@ import (
 type Gemm struct {
 	Batch, M, N, K int
 	TransB, Bias   bool
-	Act            string // "", "relu" or "gelu" (exact erf)
+	Act            string // "", "relu", "gelu" (exact erf) or "quick_gelu" (x·sigmoid(1.702·x), CLIP)
 	Residual       bool
 	ResidualLd     int
 	ResidualOff    int
