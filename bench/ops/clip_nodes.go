@@ -44,6 +44,5 @@ type ClipLogits struct {
 // OpName implements bench.Node.
 func (ClipLogits) OpName() string { return "clip_logits" }
 
-
 // macs counts the similarity products (the norms add 2·(B+T)·E more).
 func (c ClipLogits) macs() int64 { return int64(c.Images) * int64(c.Texts) * int64(c.Dim) }
