@@ -1,0 +1,260 @@
+#!/usr/bin/env node
+// Times the ONNX models reference/onnx_export.py wrote with ONNX Runtime (onnxruntime-node, CPU
+// execution provider) and writes the Go benchmark format of bench/results/FORMAT.md, backend
+// "ort", as reference/bench_torch.py writes backend "torch" (docs/baselines.md).
+//
+//   node reference/bench_ort.js --manifest DIR/manifest.json -o FILE [--threads 2] [--count 10]
+//        [--warmup 3] [--min-sample-ms 0] [--ort-modules DIR] [--outputs]
+//
+// The protocol is bench_torch.py's: --warmup untimed calls (the warm-up ends after a call longer
+// than 1 s), then --count samples, each repeating session.run until --min-sample-ms has passed
+// and recording the mean, one result line per sample. The session has --threads intra-op threads,
+// one inter-op thread, sequential execution and every graph optimization. A case the manifest
+// marks NS (no model), or that ONNX Runtime cannot load or run, is a line
+// "# NS Benchmark<Case>/backend=ort/...: <reason>". Without onnxruntime-node every case is NS
+// with "onnxruntime-node not installed". --outputs writes each output of one run beside the
+// model (ort_<name>.bin, float32 little-endian) for the tests instead of timing.
+'use strict';
+
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const WARMUP_LONG_NS = 1000000000n;
+const UNITS = [
+  'Unit GFLOP/s better=higher', 'Unit GB/s better=higher', 'Unit MACs/op assume=exact',
+  'Unit MACs/op better=lower', 'Unit B/op assume=exact', 'Unit B/op better=lower',
+  'Unit moved-B/op assume=exact', 'Unit moved-B/op better=lower', 'Unit B/rss better=lower',
+];
+
+function usage(msg) {
+  process.stderr.write('bench_ort.js: ' + msg + '\n');
+  process.exit(2);
+}
+
+// parseArgs reads the command line into an options object; bad usage exits 2.
+function parseArgs(argv) {
+  const o = { threads: 2, count: 10, warmup: 3, minSampleMs: 0, outputs: false, manifest: '', out: '',
+    ortModules: process.env.VITBENCH_ORT_MODULES ||
+      path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'vitbench', 'ort', 'node_modules') };
+  const ints = { '--threads': 'threads', '--count': 'count', '--warmup': 'warmup' };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const val = () => {
+      if (i + 1 >= argv.length) usage(a + ' needs a value');
+      return argv[++i];
+    };
+    if (a in ints) {
+      const v = val();
+      if (!/^[0-9]+$/.test(v)) usage(a + ' ' + v + ': not a non-negative integer');
+      o[ints[a]] = parseInt(v, 10);
+    } else if (a === '--min-sample-ms') {
+      const v = Number(val());
+      if (!Number.isFinite(v) || v < 0) usage('--min-sample-ms must be a number >= 0');
+      o.minSampleMs = v;
+    } else if (a === '--manifest') o.manifest = val();
+    else if (a === '-o' || a === '--out') o.out = val();
+    else if (a === '--ort-modules') o.ortModules = val();
+    else if (a === '--outputs') o.outputs = true;
+    else usage('unknown argument ' + a);
+  }
+  if (!o.manifest) usage('--manifest is required');
+  if (!o.outputs && !o.out) usage('-o FILE is required (or --outputs)');
+  if (o.threads < 1 || o.count < 1) usage('--threads and --count must be >= 1');
+  return o;
+}
+
+// loadOrt returns the onnxruntime-node module from dir (an npm node_modules folder), else from
+// Node's own resolution, else null.
+function loadOrt(dir) {
+  for (const name of [path.join(dir, 'onnxruntime-node'), 'onnxruntime-node']) {
+    try {
+      return require(name);
+    } catch (e) {
+      if (e.code !== 'MODULE_NOT_FOUND') throw e;
+    }
+  }
+  return null;
+}
+
+// caseToken spells a case name as the first part of a Go benchmark name, as vitbench writes it.
+function caseToken(name) {
+  return /^[a-z]/.test(name) ? name[0].toUpperCase() + name.slice(1) : '_' + name;
+}
+
+function benchName(c, threads) {
+  return 'Benchmark' + caseToken(c.case) + '/backend=ort/batch=' + c.batch + '/threads=' + threads + '/dtype=float32';
+}
+
+// fmt writes a positive metric with 4 significant digits, never in exponent notation.
+function fmt(x) {
+  if (!(x > 0) || !Number.isFinite(x)) return '0';
+  const decimals = Math.max(0, 3 - Math.floor(Math.log10(x)));
+  return x.toFixed(decimals);
+}
+
+function oneLine(s) {
+  return String(s).split(/\s+/).filter(Boolean).join(' ');
+}
+
+function cpuModel() {
+  try {
+    const m = /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'));
+    if (m) return m[1].trim();
+  } catch (e) { /* not Linux */ }
+  return (os.cpus()[0] || {}).model || 'unknown';
+}
+
+// resetPeakRss restarts the kernel's peak-RSS count (VmHWM), as vitbench does per case.
+function resetPeakRss() {
+  if (global.gc) global.gc();
+  try {
+    fs.writeFileSync('/proc/self/clear_refs', '5');
+  } catch (e) { /* not allowed here */ }
+}
+
+function peakRss() {
+  try {
+    const m = /^VmHWM:\s*(\d+)/m.exec(fs.readFileSync('/proc/self/status', 'utf8'));
+    if (m) return parseInt(m[1], 10) * 1024;
+  } catch (e) { /* not Linux */ }
+  return 0;
+}
+
+// readInput makes an ort.Tensor of one manifest input from its raw little-endian file.
+function readInput(ort, dir, inp) {
+  const buf = fs.readFileSync(path.join(dir, inp.file));
+  const n = inp.shape.reduce((a, b) => a * b, 1);
+  const copy = (Type) => {
+    const out = new Type(n);
+    new Uint8Array(out.buffer).set(buf.subarray(0, n * Type.BYTES_PER_ELEMENT));
+    return out;
+  };
+  const types = { float32: Float32Array, int64: BigInt64Array, int32: Int32Array, bool: Uint8Array };
+  const Type = types[inp.dtype];
+  if (!Type) throw new Error('input ' + inp.name + ': dtype ' + inp.dtype + ' not supported');
+  if (buf.length !== n * Type.BYTES_PER_ELEMENT) {
+    throw new Error('input ' + inp.name + ': ' + inp.file + ' has ' + buf.length + ' bytes, shape ' +
+      JSON.stringify(inp.shape) + ' needs ' + n * Type.BYTES_PER_ELEMENT);
+  }
+  return new ort.Tensor(inp.dtype, copy(Type), inp.shape);
+}
+
+function sessionOptions(threads) {
+  return { executionProviders: ['cpu'], intraOpNumThreads: threads, interOpNumThreads: 1,
+    executionMode: 'sequential', graphOptimizationLevel: 'all' };
+}
+
+// benchCase times one case; returns its samples as [runs, mean ns per run].
+async function benchCase(session, feeds, o) {
+  const minNs = BigInt(Math.round(o.minSampleMs * 1e6));
+  for (let i = 0; i < o.warmup; i++) {
+    const t0 = process.hrtime.bigint();
+    await session.run(feeds);
+    if (process.hrtime.bigint() - t0 > WARMUP_LONG_NS) break;
+  }
+  const samples = [];
+  for (let i = 0; i < o.count; i++) {
+    let runs = 0;
+    let elapsed = 0n;
+    const t0 = process.hrtime.bigint();
+    for (;;) {
+      await session.run(feeds);
+      runs++;
+      elapsed = process.hrtime.bigint() - t0;
+      if (elapsed >= minNs) break;
+    }
+    samples.push([runs, Number(elapsed) / runs]);
+  }
+  return samples;
+}
+
+function resultLine(c, threads, runs, ns, rss) {
+  ns = Math.max(Math.floor(ns), 1);
+  const f = [ns + ' ns/op'];
+  if (c.macs) f.push(fmt(2 * c.macs / ns) + ' GFLOP/s');
+  f.push(fmt(c.bytes / ns) + ' GB/s', c.macs + ' MACs/op', c.bytes + ' moved-B/op');
+  if (rss) f.push(rss + ' B/rss');
+  return benchName(c, threads) + ' \t' + runs + '\t' + f.join('\t');
+}
+
+function writeAtomic(file, lines) {
+  const tmp = file + '.tmp.' + process.pid;
+  fs.writeFileSync(tmp, lines.join('\n') + '\n');
+  fs.renameSync(tmp, file);
+}
+
+async function main() {
+  const o = parseArgs(process.argv.slice(2));
+  const dir = path.dirname(path.resolve(o.manifest));
+  let manifest;
+  try {
+    manifest = JSON.parse(fs.readFileSync(o.manifest, 'utf8'));
+  } catch (e) {
+    usage('--manifest ' + o.manifest + ': ' + e.message);
+  }
+  if (!Array.isArray(manifest.cases)) usage('--manifest ' + o.manifest + ': no "cases" list');
+  const ort = loadOrt(o.ortModules);
+  const version = ort ? ort.env.versions.node || ort.env.versions.common : '';
+  const lines = [
+    'goos: ' + process.platform,
+    'goarch: ' + ({ x64: 'amd64', arm64: 'arm64' }[process.arch] || process.arch),
+    'cpu: ' + cpuModel(),
+    'ort-version: ' + (version || 'not installed'),
+    'ort-opset: ' + manifest.opset,
+    'ort-provider: cpu',
+    'label: ONNX Runtime ' + (version || '(not installed)') + ' (onnxruntime-node, CPU execution provider, ' +
+      'opset ' + manifest.opset + ', exported by torch ' + manifest.torch_version + ')',
+    '# date: ' + new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    'clock: wall',
+  ].concat(UNITS);
+  let failed = 0;
+  for (const c of manifest.cases) {
+    let reason = c.ns;
+    if (!reason && !ort) reason = 'onnxruntime-node not installed (looked in ' + o.ortModules + ' and Node\'s module path)';
+    if (reason) {
+      lines.push('# NS ' + benchName(c, o.threads) + ': ' + oneLine(reason));
+      process.stderr.write(c.case + ' batch=' + c.batch + ' ORT NS: ' + oneLine(reason) + '\n');
+      continue;
+    }
+    try {
+      resetPeakRss();
+      const session = await ort.InferenceSession.create(path.join(dir, c.model), sessionOptions(o.threads));
+      const feeds = {};
+      for (const inp of c.inputs) feeds[inp.name] = readInput(ort, dir, inp);
+      if (o.outputs) {
+        const res = await session.run(feeds);
+        for (const name of c.outputs) {
+          const t = res[name];
+          if (!t || t.type !== 'float32') throw new Error('output ' + name + ': missing or not float32');
+          fs.writeFileSync(path.join(dir, path.dirname(c.model), 'ort_' + name + '.bin'),
+            Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+        }
+        process.stderr.write(c.case + ': outputs written\n');
+      } else {
+        const samples = await benchCase(session, feeds, o);
+        const rss = peakRss();
+        for (const [runs, ns] of samples) lines.push(resultLine(c, o.threads, runs, ns, rss));
+        const med = samples.map((s) => s[1]).sort((a, b) => a - b)[Math.floor(samples.length / 2)];
+        process.stderr.write(c.case + ' batch=' + c.batch + ' threads=' + o.threads + '  median ' +
+          (med / 1e6).toFixed(3) + ' ms  (ORT ' + version + ')\n');
+      }
+      await session.release();
+    } catch (e) {
+      failed++;
+      lines.push('# NS ' + benchName(c, o.threads) + ': ONNX Runtime ' + version + ' cannot run it: ' + oneLine(e.message));
+      process.stderr.write(c.case + ' ORT NS: ' + oneLine(e.message) + '\n');
+    }
+    if (o.out) writeAtomic(o.out, lines);
+  }
+  if (o.out) {
+    writeAtomic(o.out, lines);
+    process.stderr.write('wrote ' + o.out + '\n');
+  }
+  return o.outputs && failed ? 1 : 0;
+}
+
+main().then((code) => process.exit(code), (e) => {
+  process.stderr.write('bench_ort.js: ' + (e && e.stack || e) + '\n');
+  process.exit(1);
+});
