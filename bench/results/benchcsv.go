@@ -34,11 +34,13 @@ func (r BenchRow) Table() TableRow {
 
 // csvHeader names the columns of WriteBenchCSV, timm's names where timm has the field.
 var csvHeader = []string{"model", "backend", "dtype", "infer_batch_size", "infer_samples_per_sec",
-	"infer_step_time", "infer_step_time_p90", "param_count", "infer_gmacs", "infer_img_h", "infer_img_w", "threads"}
+	"infer_step_time", "infer_step_time_p90", "param_count", "infer_gmacs", "infer_img_h", "infer_img_w", "threads",
+	"foreign_load", "contended"}
 
 // WriteBenchCSV writes f's rows as a timm-style CSV (FORMAT.md, "Timing: CSV"): one line per
 // row with the model (case), backend, dtype, batch, img/s, median and p90 step time (ms),
-// params (M), GMACs per image, image height and width, and threads. A value that is not
+// params (M), GMACs per image, image height and width, threads, and the foreign CPU load
+// while it was timed with its contended flag (RowLoad). A value that is not
 // defined is an empty field, never text in a numeric column.
 func WriteBenchCSV(w io.Writer, f BenchFile) error {
 	cw := csv.NewWriter(w)
@@ -50,12 +52,26 @@ func WriteBenchCSV(w io.Writer, f BenchFile) error {
 		rec := []string{r.Case, r.Backend, r.DType, intField(r.Batch), numField(t.ImgPerSec),
 			numField(t.MedianMs), numField(t.P90Ms), numField(t.ParamsM), numField(t.GMACs),
 			intField(r.ImgH), intField(r.ImgW), intField(r.Threads)}
+		rec = append(rec, loadFields(r.Load)...)
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// loadFields are the contention columns: the foreign load ("" when not measured) and
+// whether it was contended (1 or 0; "" when not measured).
+func loadFields(l *RowLoad) []string {
+	if l == nil || math.IsNaN(l.Foreign) {
+		return []string{"", ""}
+	}
+	c := "0"
+	if l.Contended {
+		c = "1"
+	}
+	return []string{numField(l.Foreign), c}
 }
 
 // numField formats v with 6 significant digits, or "" when it is NaN or infinite.

@@ -25,10 +25,10 @@ func TestBenchCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 3 || strings.Join(recs[0], ",") != "model,backend,dtype,infer_batch_size,infer_samples_per_sec,infer_step_time,infer_step_time_p90,param_count,infer_gmacs,infer_img_h,infer_img_w,threads" {
+	if len(recs) != 3 || strings.Join(recs[0], ",") != "model,backend,dtype,infer_batch_size,infer_samples_per_sec,infer_step_time,infer_step_time_p90,param_count,infer_gmacs,infer_img_h,infer_img_w,threads,foreign_load,contended" {
 		t.Fatalf("records %q", recs)
 	}
-	want := []string{"vit_s16", "cpu", "float32", "4", "2000", "2", "3", "22.0507", "4.6", "224", "224", "2"}
+	want := []string{"vit_s16", "cpu", "float32", "4", "2000", "2", "3", "22.0507", "4.6", "224", "224", "2", "", ""}
 	if strings.Join(recs[1], ",") != strings.Join(want, ",") {
 		t.Errorf("row %q, want %q", recs[1], want)
 	}

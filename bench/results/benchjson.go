@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"io"
+	"math"
 )
 
 // benchRowJSON is BenchRow's JSON form (FORMAT.md, "Timing: JSON"). Every numeric field
@@ -38,6 +39,12 @@ type benchRowJSON struct {
 	P90Ms       *jnum `json:"p90_ms,omitempty"`
 	ParamsM     *jnum `json:"params_m,omitempty"`
 	GMACsPerImg *jnum `json:"gmacs,omitempty"`
+	// Contention (RowLoad): foreign_load is null when not measured (no /proc/stat).
+	ForeignLoad      jnum  `json:"foreign_load"`
+	Contended        bool  `json:"contended"`
+	Retimed          bool  `json:"retimed,omitempty"`
+	FirstForeignLoad *jnum `json:"first_foreign_load,omitempty"`
+	FirstContended   bool  `json:"first_contended,omitempty"`
 }
 
 // MarshalJSON encodes the row with FORMAT.md's snake_case names, the table's derived
@@ -61,6 +68,13 @@ func (r BenchRow) MarshalJSON() ([]byte, error) {
 	if r.MACs > 0 {
 		j.GMACsPerImg = num(t.GMACs)
 	}
+	j.ForeignLoad = jnum(math.NaN())
+	if l := r.Load; l != nil {
+		j.ForeignLoad, j.Contended, j.Retimed, j.FirstContended = jnum(l.Foreign), l.Contended, l.Retimed, l.FirstContended
+		if l.Retimed {
+			j.FirstForeignLoad = num(l.FirstForeign)
+		}
+	}
 	return json.Marshal(j)
 }
 
@@ -78,6 +92,13 @@ func (r *BenchRow) UnmarshalJSON(b []byte) error {
 		MACs: j.MACs, Bytes: j.Bytes, GFLOPs: float64(j.GFLOPs), GBps: float64(j.GBps),
 		PeakBytes: j.PeakBytes, RSSBytes: j.RSSBytes, Params: j.Params, ImgH: j.ImgH, ImgW: j.ImgW,
 		SamplesNs: numsFloats(j.SamplesNs), E2ESamplesNs: numsFloats(j.E2ESamplesNs), Runs: j.Runs, ISA: j.ISA,
+	}
+	if j.Contended || j.Retimed || !math.IsNaN(float64(j.ForeignLoad)) {
+		r.Load = &RowLoad{Foreign: float64(j.ForeignLoad), Contended: j.Contended, Retimed: j.Retimed,
+			FirstForeign: math.NaN(), FirstContended: j.FirstContended}
+		if j.FirstForeignLoad != nil {
+			r.Load.FirstForeign = float64(*j.FirstForeignLoad)
+		}
 	}
 	return nil
 }

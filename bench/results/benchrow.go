@@ -28,6 +28,9 @@ type BenchRow struct {
 	// Baseline says what code a reference row ran ("vitbench_ref.modules.Block: timm-style
 	// Block; ..."), from reference/bench_torch.py's "# baseline" lines; "" = not recorded.
 	Baseline string
+	// Load is the CPU load other processes put on the machine while the row was timed
+	// (package contention); nil = not measured.
+	Load *RowLoad
 }
 
 // BenchFile is a timing result file: its provenance, its rows and the

@@ -71,6 +71,9 @@ func readBenchText(data []byte, file string) (BenchFile, error) {
 	if err := readBaselines(&f, data, file); err != nil {
 		return BenchFile{}, err
 	}
+	if err := applyLoads(f.Rows, data, file); err != nil {
+		return BenchFile{}, err
+	}
 	return f, nil
 }
 

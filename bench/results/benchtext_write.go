@@ -89,6 +89,9 @@ func WriteBenchText(w io.Writer, f BenchFile) error {
 				return err
 			}
 		}
+		if l := loadLine(r); l != "" {
+			fmt.Fprintln(bw, l)
+		}
 	}
 	if len(f.Rows) == 0 {
 		// benchfmt writes config lines with results only; keep the provenance anyway.
