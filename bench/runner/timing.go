@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"vitbench/bench"
+	"vitbench/bench/contention"
 	"vitbench/bench/results"
 	"vitbench/bench/synth"
 )
@@ -66,6 +67,8 @@ type Timing struct {
 	KernelNs, E2ENs []float64
 	Runs            []int
 	Peak            int64
+	// Load is the CPU time other processes took while the samples were timed.
+	Load contention.Load
 }
 
 // Bench times spec on b and returns BenchTiming's samples and peak bytes without the run
@@ -78,7 +81,8 @@ func Bench(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOptions) (
 // BenchTiming times spec on b: opt.Warmup discarded runs, then opt.Count samples, each the
 // mean of the runs that together last at least opt.MinSampleTime (one run when 0). A spec
 // over the memory budget is refused before anything is allocated; a closed opt.Cancel stops
-// it with ErrInterrupted.
+// it with ErrInterrupted. The samples are one contention window: Load says how busy
+// other processes kept the machine meanwhile.
 func BenchTiming(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOptions) (Timing, error) {
 	var out Timing
 	if opt.Count <= 0 {
@@ -103,6 +107,7 @@ func BenchTiming(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOpti
 			return Timing{}, err
 		}
 	}
+	window := contention.Start()
 	for len(out.KernelNs) < opt.Count {
 		reps := 0
 		var k, e time.Duration
@@ -122,6 +127,7 @@ func BenchTiming(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOpti
 		out.E2ENs = append(out.E2ENs, max(1, float64(e.Nanoseconds())/float64(reps)))
 		out.Runs = append(out.Runs, reps)
 	}
+	out.Load = window.Stop()
 	out.Peak = b.Memory().Peak - base
 	return out, nil
 }
@@ -158,7 +164,8 @@ func PeakRSS() int64 {
 }
 
 // BenchRow times spec (BenchTiming) and packages the result as a results row, with the
-// number of runs averaged into each sample, the case's parameter count and, when its first
+// number of runs averaged into each sample, the foreign CPU load while it was timed, the
+// case's parameter count and, when its first
 // input is an image batch [B, C, H, W], the image size.
 //
 // A panic while the case runs (a backend bug) is returned as an error, so
@@ -179,6 +186,7 @@ func BenchRow(b bench.Backend, caseName string, spec bench.Spec, dt bench.DType,
 	}
 	row = results.NewBenchRow(caseName, b.Name(), batch, threads, string(dt), spec.MACs(), spec.Bytes(), t.Peak, PeakRSS(), t.KernelNs, t.E2ENs)
 	row.Runs = t.Runs
+	row.Load = &results.RowLoad{Foreign: t.Load.Foreign, Contended: t.Load.Contended}
 	row.Params = spec.Params()
 	if in := spec.Inputs(); len(in) > 0 && len(in[0].Shape) == 4 {
 		row.ImgH, row.ImgW = int(in[0].Shape[2]), int(in[0].Shape[3])

@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -81,5 +82,27 @@ func TestBenchRowCountsRuns(t *testing.T) {
 	row, err = runner.BenchRow(fixedClock{be}, c.Name, spec, c.DType, 2, 1, runner.BenchOptions{Count: 2, Seed: 1})
 	if err != nil || !slices.Equal(row.Runs, []int{1, 1}) {
 		t.Errorf("without MinSampleTime: runs %v (%v), want [1 1]", row.Runs, err)
+	}
+}
+
+// TestBenchRowRecordsLoad: every timed row carries the foreign load of its window, a number
+// in [0, 1] where /proc/stat exists (NaN elsewhere, written as null).
+func TestBenchRowRecordsLoad(t *testing.T) {
+	c, _ := cases.Lookup("layernorm/odd_b2_d147")
+	spec, err := c.Spec(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := cpu.New(1)
+	defer be.Close()
+	row, err := runner.BenchRow(be, c.Name, spec, c.DType, 2, 1, runner.BenchOptions{Count: 3, Seed: 1, MinSampleTime: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Load == nil {
+		t.Fatal("no load recorded")
+	}
+	if _, err := os.Stat("/proc/stat"); err == nil && !(row.Load.Foreign >= 0 && row.Load.Foreign <= 1) {
+		t.Errorf("foreign load %v with /proc/stat present, want a number in [0, 1]", row.Load.Foreign)
 	}
 }
