@@ -28,8 +28,7 @@ import numpy as np
 import torch
 
 from . import cases as C
-from . import modules
-from . import volo
+from . import ddetr, deform, layers, t2t, vit, volo
 from .stored import stored_inputs
 from .synth import default_role, synth
 
@@ -156,19 +155,19 @@ def independent_reference(case, inputs, weights):
     """The independent recomputation of every output (name -> ndarray, float32 or float64)."""
     p = case["params"]
     if case["op"] == "ms_deform_attn_core":
-        return {"out": modules.ms_deform_sample_float64(inputs["value"], p["spatial_shapes"],
+        return {"out": deform.ms_deform_sample_float64(inputs["value"], p["spatial_shapes"],
                                                         inputs["sampling_locations"], inputs["attention_weights"])}
     if case["op"] == "ms_deform_attn":
-        return {"out": modules.ms_deform_attn_float64(inputs["query"], inputs["reference_points"],
+        return {"out": deform.ms_deform_attn_float64(inputs["query"], inputs["reference_points"],
                                                       inputs["input_flatten"], inputs.get("padding_mask"), weights, p)}
     if case["op"] == "ddetr_transformer":
-        return modules.ddetr_transformer_float64(inputs["src"], inputs["pos"], inputs.get("padding_mask"), weights, p)
+        return ddetr.ddetr_transformer_float64(inputs["src"], inputs["pos"], inputs.get("padding_mask"), weights, p)
     if case["op"] == "deformable_detr":
         return detector_float64(case, inputs, weights)
     if case["op"] in volo.OPS:
         return volo.independent_reference(case["op"], inputs, weights, p)
     if case["op"] == "deform_conv2d":
-        return {"out": modules.deform_conv2d_float64(inputs["x"], inputs["offset"], inputs.get("mask"),
+        return {"out": deform.deform_conv2d_float64(inputs["x"], inputs["offset"], inputs.get("mask"),
                                                      weights["weight"], weights.get("bias"), p)}
     x = inputs["x"]
     op = case["op"]
@@ -176,27 +175,27 @@ def independent_reference(case, inputs, weights):
         # The explicit patch GEMM, in float64.
         b = weights.get("proj.bias")
         with torch.no_grad():
-            ref = modules.patch_embed_gemm(torch.from_numpy(x).double(), torch.from_numpy(weights["proj.weight"]).double(),
+            ref = layers.patch_embed_gemm(torch.from_numpy(x).double(), torch.from_numpy(weights["proj.weight"]).double(),
                                            None if b is None else torch.from_numpy(b).double(), p["patch_size"])
         return {"out": ref.numpy()}
     if op in ("t2t_module", "t2t_vit"):
-        return modules.t2t_float64(x, weights, p)
+        return t2t.t2t_float64(x, weights, p)
     if op == "vit":
-        return modules.vit_float64(x, weights, p)
+        return vit.vit_float64(x, weights, p)
     if op == "fold":
-        return {"out": modules.fold_float64(x, p)}
+        return {"out": layers.fold_float64(x, p)}
     if op == "avg_pool2d":
-        return {"out": modules.avg_pool_float64(x, p)}
+        return {"out": layers.avg_pool_float64(x, p)}
     if op in ("token_transformer", "token_performer"):
-        return {"out": modules.token_layer_float64(x, weights, p, op == "token_performer")}
+        return {"out": t2t.token_layer_float64(x, weights, p, op == "token_performer")}
     if op == "layernorm":
-        return {"out": modules.layernorm_float64(x, weights["weight"], weights["bias"], p["eps"])}
+        return {"out": layers.layernorm_float64(x, weights["weight"], weights["bias"], p["eps"])}
     if op == "mhsa":
-        return {"out": modules.attention_float64(x, weights, p)}
+        return {"out": layers.attention_float64(x, weights, p)}
     if op == "block":
-        return {"out": modules.block_float64(x, weights, p)}
+        return {"out": layers.block_float64(x, weights, p)}
     if op == "conv2d":
-        return {"out": modules.conv_bn_act_float64(x, weights, p)}
+        return {"out": layers.conv_bn_act_float64(x, weights, p)}
     if op == "gemm":
         # float64 NumPy, independent of torch's BLAS call.
         w = weights["weight"].astype(np.float64)
@@ -206,7 +205,7 @@ def independent_reference(case, inputs, weights):
         return {"out": ref64}
     # soft_split: data movement, exact in any precision.
     with torch.no_grad():
-        ref = modules.soft_split_loops(torch.from_numpy(x), p["kernel_size"], p["stride"], p["padding"], p["dilation"])
+        ref = t2t.soft_split_loops(torch.from_numpy(x), p["kernel_size"], p["stride"], p["padding"], p["dilation"])
     return {"out": ref.numpy().astype(np.float64)}
 
 

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from .modules import Block, conv_bn_act_float64, layernorm_float64, block_float64, pair
+from .layers import Block, conv_bn_act_float64, layernorm_float64, block_float64, pair
 
 
 def _ceil_div(a, b):
