@@ -8,7 +8,8 @@
 //
 // The protocol is bench_torch.py's: --warmup untimed calls (the warm-up ends after a call longer
 // than 1 s), then --count samples, each repeating session.run until --min-sample-ms has passed
-// and recording the mean, one result line per sample. The session has --threads intra-op threads,
+// and recording the mean, one result line per sample, then a '# baseline' line naming what ran
+// (ORT version, provider, opset, the exported module). The session has --threads intra-op threads,
 // one inter-op thread, sequential execution and every graph optimization. A case the manifest
 // marks NS (no model), or that ONNX Runtime cannot load or run, is a line
 // "# NS Benchmark<Case>/backend=ort/...: <reason>". Without onnxruntime-node every case is NS
@@ -178,6 +179,13 @@ function resultLine(c, threads, runs, ns, rss) {
   return benchName(c, threads) + ' \t' + runs + '\t' + f.join('\t');
 }
 
+// label says what code a row ran (read into the row's Baseline, as bench_torch.py's labels).
+function label(c, version, manifest) {
+  return 'ONNX Runtime ' + version + ' (onnxruntime-node, CPU execution provider, intra-op threads as vitbench, ' +
+    'inter-op 1): ' + (c.module || 'the reference module') + ' exported by torch ' + manifest.torch_version +
+    ' at opset ' + (c.opset || manifest.opset);
+}
+
 function writeAtomic(file, lines) {
   const tmp = file + '.tmp.' + process.pid;
   fs.writeFileSync(tmp, lines.join('\n') + '\n');
@@ -203,8 +211,6 @@ async function main() {
     'ort-version: ' + (version || 'not installed'),
     'ort-opset: ' + manifest.opset,
     'ort-provider: cpu',
-    'label: ONNX Runtime ' + (version || '(not installed)') + ' (onnxruntime-node, CPU execution provider, ' +
-      'opset ' + manifest.opset + ', exported by torch ' + manifest.torch_version + ')',
     '# date: ' + new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     'clock: wall',
   ].concat(UNITS);
@@ -235,6 +241,7 @@ async function main() {
         const samples = await benchCase(session, feeds, o);
         const rss = peakRss();
         for (const [runs, ns] of samples) lines.push(resultLine(c, o.threads, runs, ns, rss));
+        lines.push('# baseline ' + benchName(c, o.threads) + ': ' + label(c, version, manifest));
         const med = samples.map((s) => s[1]).sort((a, b) => a - b)[Math.floor(samples.length / 2)];
         process.stderr.write(c.case + ' batch=' + c.batch + ' threads=' + o.threads + '  median ' +
           (med / 1e6).toFixed(3) + ' ms  (ORT ' + version + ')\n');

@@ -95,6 +95,9 @@ class TestOnnxExport(unittest.TestCase):
                       .replace("_volo_d1", "Volo_d1"), lines)
         self.assertTrue(any(ln.startswith("ort-version: ") and ln != "ort-version: not installed" for ln in lines))
         self.assertIn("ort-opset: 19", lines)
+        labels = [ln for ln in lines if ln.startswith("# baseline BenchmarkFold/odd_b2_dil/backend=ort/")]
+        self.assertEqual(len(labels), 1, lines)
+        self.assertRegex(labels[0], r": vitbench_ref\.\w+\.Fold exported by torch \S+ at opset 19$")
         # Without onnxruntime-node (a module dir without it, and none on Node's path): every case NS.
         env = dict(os.environ, NODE_PATH="")
         r = subprocess.run([node(), SCRIPT, "--manifest", mpath, "-o", out, "--threads", "1", "--ort-modules",

@@ -204,6 +204,7 @@ def export_case(case, seed, out_dir, outputs=False):
         entry["ns"] = "ONNX export failed: " + " ".join(("%s: %s" % (type(e).__name__, e)).split())[:400]
         return entry
     entry["model"] = os.path.join(d, "model.onnx")
+    entry["module"] = "%s.%s" % (type(module).__module__, type(module).__qualname__)
     entry["opset"] = OPSET
     entry["inputs"] = []
     for name, t in zip(names, args):
