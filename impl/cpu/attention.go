@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"math"
+
 	"vitbench/bench"
 	"vitbench/bench/ops"
 	"vitbench/impl/cpu/internal/kern"
@@ -11,7 +13,8 @@ import (
 // columns. Work is split into tasks of (image, head, block of query rows):
 // whole heads when there are enough of them for every worker, otherwise
 // each head's queries are split too (T2T-ViT's one-head layers). Each
-// worker owns a score buffer for one block of rows.
+// worker owns a score buffer for one block of rows. With Causal, the
+// scores of keys after each query are −∞ before the softmax.
 func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 	e := a.Heads * a.HeadDim
 	n := a.Tokens
@@ -48,9 +51,24 @@ func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 			q, k, v := base[r0*3*e+h*a.HeadDim:], base[e+h*a.HeadDim:], base[2*e+h*a.HeadDim:]
 			m := r1 - r0
 			kern.Sgemm(m, n, a.HeadDim, q, 3*e, k, 3*e, true, s, n)
+			if a.Causal {
+				maskAbove(s, m, n, r0)
+			}
 			kern.Softmax(m, n, s, n, s, n, float32(a.Scale))
 			kern.Sgemm(m, a.HeadDim, n, s, n, v, 3*e, false, ctx[(img*n+r0)*e+h*a.HeadDim:], e)
 		}
 	})
 	return nil
+}
+
+// maskAbove sets the scores of rows r0 … r0+m−1 (s [m, n], row i is
+// query r0+i) to −∞ at every key j > r0+i: the causal mask.
+func maskAbove(s []float32, m, n, r0 int) {
+	inf := float32(math.Inf(-1))
+	for i := 0; i < m; i++ {
+		row := s[i*n : (i+1)*n]
+		for j := r0 + i + 1; j < n; j++ {
+			row[j] = inf
+		}
+	}
 }

@@ -57,6 +57,8 @@ func (b *Backend) gemm(g ops.Gemm, in, out []*tensor) error {
 		epi.Act = kern.ActReLU
 	case "gelu":
 		epi.Act = kern.ActGELU
+	case "quick_gelu":
+		epi.Act = kern.ActQuickGELU
 	default:
 		return fmt.Errorf("cpu: gemm activation %q unknown", g.Act)
 	}

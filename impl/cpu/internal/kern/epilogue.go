@@ -5,9 +5,10 @@ type Act int
 
 // The activations networks fuse into their Linear and conv layers.
 const (
-	ActNone Act = iota
-	ActReLU     // max(x, 0)
-	ActGELU     // exact GELU, 0.5·x·(1 + erf(x/√2)), as PyTorch's nn.GELU
+	ActNone      Act = iota
+	ActReLU          // max(x, 0)
+	ActGELU          // exact GELU, 0.5·x·(1 + erf(x/√2)), as PyTorch's nn.GELU
+	ActQuickGELU     // x·sigmoid(1.702·x), CLIP's QuickGELU
 )
 
 // Epilogue is what a GEMM does to each output after the product, fused
@@ -36,6 +37,8 @@ func (e *Epilogue) apply(row []float32, i, j0 int) {
 		ReLU(n, row, row)
 	case ActGELU:
 		GELU(n, row, row)
+	case ActQuickGELU:
+		QuickGELU(n, row, row)
 	}
 	if e.Residual != nil {
 		Add(n, row, e.Residual[i*e.LdR+j0:i*e.LdR+j0+n], row)

@@ -89,6 +89,12 @@ func erfAVX512(n int, x *float32, y *float32)
 //go:noescape
 func expAVX512(n int, x *float32, y *float32)
 
+// quickGELUAVX512 sets y[i] = x[i]·sigmoid(1.702·x[i]) for i < n, computed as x·(x ≥ 0 ? 1 : e)/(1 + e)
+// with e = exp(−|1.702·x|).
+//
+//go:noescape
+func quickGELUAVX512(n int, x *float32, y *float32)
+
 // softmaxRowAVX512 sets y[i] = exp(v[i] − m)/Σ_j exp(v[j] − m) for i < n, where v = scale·x (rounded) and m = max v;
 // y is first written with the exponentials, then scaled by 1/Σ. n must be positive.
 //
@@ -140,6 +146,12 @@ func erfAVX2(n int, x *float32, y *float32)
 //
 //go:noescape
 func expAVX2(n int, x *float32, y *float32)
+
+// quickGELUAVX2 sets y[i] = x[i]·sigmoid(1.702·x[i]) for i < n, computed as x·(x ≥ 0 ? 1 : e)/(1 + e)
+// with e = exp(−|1.702·x|).
+//
+//go:noescape
+func quickGELUAVX2(n int, x *float32, y *float32)
 
 // softmaxRowAVX2 sets y[i] = exp(v[i] − m)/Σ_j exp(v[j] − m) for i < n, where v = scale·x (rounded) and m = max v;
 // y is first written with the exponentials, then scaled by 1/Σ. n must be positive.

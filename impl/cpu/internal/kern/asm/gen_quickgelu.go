@@ -1,0 +1,60 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// quickGELU emits y = x·sigmoid(1.702·x), CLIP's QuickGELU, with the exp
+// of softmax on a non-positive argument only: for e = exp(−|1.702·x|),
+// sigmoid(1.702·x) is 1/(1 + e) where x ≥ 0 and e/(1 + e) elsewhere, so
+//
+//	y = x·(x ≥ 0 ? 1 : e) / (1 + e)
+//
+// NaN stays NaN; +Inf gives +Inf and −Inf gives NaN (−Inf·0), as
+// PyTorch's x * torch.sigmoid(1.702 * x) does.
+func (s vecISA) quickGELU() {
+	name := "quickGELU" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, x, y *float32)")
+	Pragma("noescape")
+	Doc(name+" sets y[i] = x[i]·sigmoid(1.702·x[i]) for i < n, computed as x·(x ≥ 0 ? 1 : e)/(1 + e)",
+		"with e = exp(−|1.702·x|).")
+	Load(Param("n"), RCX)
+	Load(Param("x"), RSI)
+	Load(Param("y"), RDI)
+	lo := s.v[0]
+	VMOVUPS(k("explo"), lo)
+	xs := s.v[1 : 1+s.unroll]
+	rs := s.expRegSet(s.unroll, 1+s.unroll)
+	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+		Comment("r = −|1.702·x|")
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), xs[j], tail)
+			VMULPS(k("c1702"), xs[j], rs[j].r)
+			if s.avx512 {
+				VPORD(k("signmask"), rs[j].r, rs[j].r)
+			} else {
+				VORPS(k("signmask"), rs[j].r, rs[j].r)
+			}
+		}
+		s.exp(rs[:u], lo)
+		Comment("n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r")
+		for j := 0; j < u; j++ {
+			e := rs[j]
+			if s.avx512 {
+				VCMPPS(Imm(0x1d), k("zero"), xs[j], K2) // x ≥ 0, ordered
+				VMOVAPS(e.p, e.n)
+				VMOVUPS(k("one"), K2, e.n)
+			} else {
+				VCMPPS(Imm(0x1d), k("zero"), xs[j], e.r)
+				VBLENDVPS(e.r, k("one"), e.p, e.n)
+			}
+			VADDPS(k("one"), e.p, e.r)
+			VMULPS(e.n, xs[j], xs[j])
+			VDIVPS(e.r, xs[j], xs[j])
+			s.st(xs[j], at(1, j), tail)
+		}
+	})
+	s.end()
+}
