@@ -74,6 +74,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from vitbench_ref import cases as C  # noqa: E402
+from vitbench_ref import contention  # noqa: E402
 from vitbench_ref import modules as M  # noqa: E402
 from vitbench_ref.export import materialize, module_args  # noqa: E402
 
@@ -377,7 +378,7 @@ def use_sdpa(module):
     return module
 
 
-def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="fp32", variant=None):
+def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="fp32", variant=None, load=None):
     """Time one normalised case; return (samples as (runs, mean ns per run, mean end-to-end ns per
     run or None), MACs, bytes, peak RSS).
 
@@ -388,7 +389,9 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="
     would only add minutes (the grid_sample path of the Deformable DETR transformer takes ~30 s).
     On the GPU each call is timed by CudaTimer (CUDA events after an L2 flush) and a sample lasts
     until its calls' end-to-end times add up to min_sample_ns, as in vitbench's runner; on the CPU
-    the end-to-end figure is None.  variant "sdpa" computes the attention with use_sdpa."""
+    the end-to-end figure is None.  variant "sdpa" computes the attention with use_sdpa.  The
+    samples are one contention window: when ``load`` is a list, (foreign load or None, contended)
+    is appended to it (vitbench_ref.contention, as vitbench measures its own rows)."""
     reset_peak_rss()
     module, inputs, weights, (ins, ws, outs), _ = materialize(case, seed)
     args = module_args(inputs)  # every input, in the op's order (padding_mask as bool)
@@ -411,6 +414,7 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="
                 _, e2e = timer.time(lambda: module(*args))
                 if e2e > WARMUP_LONG_NS:
                     break
+            window = contention.Window()
             for _ in range(count):
                 runs, ev, e2e = 0, 0.0, 0
                 while runs == 0 or e2e < min_sample_ns:
@@ -419,6 +423,8 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="
                     e2e += e
                     runs += 1
                 samples.append((runs, ev / runs, e2e / runs))
+            if load is not None:
+                load.append(window.stop())
         rss = peak_rss()
         macs = C.macs(case["op"], case["params"], case["batch"])
         nbytes = 4 * (numel(ins) + numel(ws) + numel(outs))
@@ -431,6 +437,7 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="
             sync(device)
             if time.perf_counter_ns() - t0 > WARMUP_LONG_NS:
                 break
+        window = contention.Window()
         for _ in range(count):
             sync(device)
             runs, t0 = 0, time.perf_counter_ns()
@@ -442,6 +449,8 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="
                 if elapsed >= min_sample_ns:
                     break
             samples.append((runs, elapsed / runs, None))
+        if load is not None:
+            load.append(window.stop())
     rss = peak_rss()
     macs = C.macs(case["op"], case["params"], case["batch"])
     nbytes = 4 * (numel(ins) + numel(ws) + numel(outs))
@@ -625,10 +634,11 @@ def bench_variant(lines, case, variant, args):
     """Time one case (one variant of it) and append its result lines, or its # FAILED line, to
     lines; returns (MACs, bytes) of the case, None when it failed."""
     label = case["name"] + ("/" + variant if variant else "")
+    load = []
     try:
         samples, macs, nbytes, rss = bench_case(case, args.seed, args.count, args.warmup,
                                                 int(args.min_sample_ms * 1e6), args.device, args.dtype,
-                                                variant=variant)
+                                                variant=variant, load=load)
     except Exception as e:  # one case's failure must not lose the others
         msg = " ".join(("%s: %s" % (type(e).__name__, e)).split())
         lines.append("# FAILED %s: %s" % (result_name(case, args.threads, dtype=args.dtype, variant=variant), msg))
@@ -640,9 +650,14 @@ def bench_variant(lines, case, variant, args):
                              variant=variant)
                  for runs, ns, e2e in samples)
     lines.append(baseline_line(case, args.threads, dtype=args.dtype, variant=variant))
+    busy = ""
+    if load:
+        lines.append(contention.load_line(result_name(case, args.threads, dtype=args.dtype, variant=variant), *load[0]))
+        if load[0][1]:
+            busy = "  contended: foreign load %.2f" % load[0][0]
     med = sorted(s[1] for s in samples)[len(samples) // 2]
-    print("%-32s batch=%d threads=%d  median %.3f ms  (%d runs)" % (
-        label, case["batch"], args.threads, med / 1e6, len(samples)), file=sys.stderr)
+    print("%-32s batch=%d threads=%d  median %.3f ms  (%d runs)%s" % (
+        label, case["batch"], args.threads, med / 1e6, len(samples), busy), file=sys.stderr)
     return macs, nbytes
 
 
