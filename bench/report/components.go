@@ -11,21 +11,24 @@ import (
 // writeComponents writes one row per bench row of a component case (or a case of unknown
 // kind) measured by a backend other than PyTorch: median latency with its 95% interval, p90,
 // GFLOP/s, GB/s, % of the backend's peak (Input.peak), allocator peak memory, the PyTorch median measured on the
-// same machine for the same case, batch and threads, the speed-up over it (PyTorch median /
+// same machine for the same case, batch and threads with the code it ran (a marker, its label
+// spelled out under the table: baselineCodes), the speed-up over it (PyTorch median /
 // ours) and its ceiling (the speed-up of running the MACs at peak), the conformance status
 // and the noisy flag (IQR/median > 10%); under the table, which clock each column used.
 func writeComponents(w io.Writer, in Input, es []entry) error {
 	multi := machineCount(es) > 1
+	codes := newBaselineCodes(es)
 	var cells [][]string
 	var shown []entry
+	var codeCells []string
 	for _, e := range es {
 		if e.Backend == TorchBackend || in.kind(e.Case) != KindComponent {
 			continue
 		}
 		shown = append(shown, e)
-		torchMs, speedup, ceil := dash, dash, dash
+		torchMs, code, speedup, ceil := dash, dash, dash, dash
 		if t, ok := torchFor(es, e); ok {
-			torchMs = fmtMs(t.MedianNs)
+			torchMs, code = fmtMs(t.MedianNs), codes.mark(t)
 			speedup = fmtSpeedup(t.MedianNs, e.MedianNs)
 			ceil = ceiling(t.MedianNs, e.MACs, in.peak(e.Backend))
 		}
@@ -37,7 +40,8 @@ func writeComponents(w io.Writer, in Input, es []entry) error {
 			in.checkStatus(e.Case, e.Backend, e.DType),
 			fmtMsCI(e.MedianNs, e.CILowNs, e.CIHighNs), fmtMs(e.P90Ns),
 			fmtRate(e.GFLOPs), fmtRate(e.GBps), pctOfPeak(e.GFLOPs, in.peak(e.Backend)), fmtMiB(e.PeakBytes),
-			torchMs, speedup, ceil, noisy}
+			torchMs, code, speedup, ceil, noisy}
+		codeCells = append(codeCells, code)
 		if multi {
 			row = append([]string{e.machine}, row...)
 		}
@@ -47,8 +51,8 @@ func writeComponents(w io.Writer, in Input, es []entry) error {
 		return nil
 	}
 	header := []string{"case", "backend", "dtype", "batch", "threads", "check", "median ms [95% CI]", "p90 ms",
-		"GFLOP/s", "GB/s", "% of peak", "peak MiB", "PyTorch ms", "vs PyTorch", "ceiling", "spread"}
-	align := "lllrrlrrrrrrrrrl"
+		"GFLOP/s", "GB/s", "% of peak", "peak MiB", "PyTorch ms", "PyTorch code", "vs PyTorch", "ceiling", "spread"}
+	align := "lllrrlrrrrrrrlrrl"
 	if multi {
 		header = append([]string{"machine"}, header...)
 		align = "l" + align
@@ -66,6 +70,7 @@ func writeComponents(w io.Writer, in Input, es []entry) error {
 	if err := writeTable(w, align, header, cells); err != nil {
 		return err
 	}
+	codes.writeLegend(w, codeCells)
 	writeClocks(w, in, es, shown)
 	return nil
 }

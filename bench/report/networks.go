@@ -12,11 +12,12 @@ type netGroup struct {
 	rows  []entry // ascending batch
 }
 
-// writeNetworks writes the papers' table for network cases: model, image size, params (M),
+// writeNetworks writes the network cases as the compact table first (writeNetworkSummary),
+// then the detailed one: model, image size, params (M),
 // GMACs per image, backend, batch-1 latency (median [95% CI] and p90), throughput in img/s at
 // each batch measured (batch / median), allocator peak memory (largest over batches), the
 // agreement with the reference (status, NMSE, top-1) and the PyTorch figures measured on
-// the same machine beside them; under the table, which clock each column used.
+// the same machine beside them with the code PyTorch ran (baselineCodes); under the table, which clock each column used.
 func writeNetworks(w io.Writer, in Input, es []entry) error {
 	var groups []*netGroup
 	index := map[string]*netGroup{}
@@ -37,6 +38,12 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 		return nil
 	}
 	multi := machineCount(es) > 1
+	codes := newBaselineCodes(es)
+	section(w, "Networks", "Throughput is batch / median latency at each batch size measured; PyTorch figures are from the same machine;"+
+		" vs PyTorch = PyTorch median / ours at each batch."+ceilingNote)
+	if err := writeNetworkSummary(w, in, es, groups, codes); err != nil {
+		return err
+	}
 	var cells [][]string
 	var shown []entry
 	for _, g := range groups {
@@ -44,13 +51,14 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 		info := in.Cases[g.first.Case]
 		var b1, tb1 *entry
 		var peak int64
-		var thr, tthr, vs, ceil []string
+		var thr, tthr, vs, ceil, marks []string
 		for i := range g.rows {
 			e := &g.rows[i]
 			peak = max(peak, e.PeakBytes)
 			thr = append(thr, fmt.Sprintf("%d: %s", e.Batch, imgPerSec(e.Batch, e.MedianNs)))
 			t, ok := torchFor(es, *e)
 			if ok {
+				marks = append(marks, codes.mark(t))
 				tthr = append(tthr, fmt.Sprintf("%d: %s", e.Batch, imgPerSec(t.Batch, t.MedianNs)))
 				vs = append(vs, fmt.Sprintf("%d: %s", e.Batch, fmtSpeedup(t.MedianNs, e.MedianNs)))
 				ceil = append(ceil, fmt.Sprintf("%d: %s", e.Batch, ceiling(t.MedianNs, e.MACs, in.peak(e.Backend))))
@@ -76,7 +84,7 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 		row := []string{g.first.Case, orDash(info.ImgSize), millions(info.Params), billions(gmacs),
 			g.first.Backend, g.first.DType, fmt.Sprint(g.first.Threads),
 			in.agreement(g.first.Case, g.first.Backend, g.first.DType),
-			lat, p90, strings.Join(thr, "; "), fmtMiB(peak), torchLat, orDash(strings.Join(tthr, "; ")),
+			lat, p90, strings.Join(thr, "; "), fmtMiB(peak), torchLat, orDash(strings.Join(tthr, "; ")), codeCell(marks),
 			orDash(strings.Join(vs, "; ")), orDash(strings.Join(ceil, "; "))}
 		if multi {
 			row = append([]string{g.first.machine}, row...)
@@ -85,14 +93,13 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 	}
 	header := []string{"model", "image size", "params (M)", "GMACs", "backend", "dtype", "threads", "agreement with reference",
 		"batch-1 ms [95% CI]", "batch-1 p90 ms", "img/s (batch: rate)", "peak MiB", "PyTorch batch-1 ms", "PyTorch img/s",
-		"vs PyTorch", "ceiling"}
-	align := "lrrrllrlrrlrrlll"
+		"PyTorch code", "vs PyTorch", "ceiling"}
+	align := "lrrrllrlrrlrrllll"
 	if multi {
 		header = append([]string{"machine"}, header...)
 		align = "l" + align
 	}
-	section(w, "Networks", "Throughput is batch / median latency at each batch size measured; PyTorch figures are from the same machine;"+
-		" vs PyTorch = PyTorch median / ours at each batch."+ceilingNote)
+	fmt.Fprintf(w, "\n### Every measurement\n\nEvery batch measured, with the 95%% interval, p90 and peak memory; PyTorch code as in the list above.\n\n")
 	if err := writeTable(w, align, header, cells); err != nil {
 		return err
 	}
