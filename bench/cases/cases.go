@@ -38,6 +38,9 @@ type Case struct {
 	// check (tens to hundreds of GMACs): the test suites leave it to one
 	// vitbench check on the fastest ISA path and to the main job.
 	Large bool `json:"large,omitempty"`
+	// Quick marks the case `vitbench run` times by default (without -full): one case per op
+	// kind, its networks included (Quick).
+	Quick bool `json:"quick,omitempty"`
 	// Seed is the generator seed of its fixture (1 unless builtin.json
 	// says otherwise: a seed whose two-stage selection has no near ties).
 	Seed uint64 `json:"-"`
@@ -88,6 +91,8 @@ type entry struct {
 	SynthArrays map[string]synth.Params `json:"synth_arrays,omitempty"`
 	// Large: see Case.Large.
 	Large bool `json:"large,omitempty"`
+	// Quick: see Case.Quick.
+	Quick bool `json:"quick,omitempty"`
 	// Seed: see Case.Seed.
 	Seed *uint64 `json:"seed,omitempty"`
 }
@@ -103,7 +108,7 @@ func mustParse(raw []byte) []Case {
 	for i, e := range entries {
 		out[i] = Case{Name: e.Name, Kind: e.Kind, Op: e.Op, Params: e.Params, Batch: e.Batch,
 			DType: bench.Float32, Tolerance: e.Tolerance, Fixture: e.Fixture == nil || *e.Fixture,
-			SampledOutputs: e.SampledOutputs, SynthArrays: e.SynthArrays, Large: e.Large, Seed: 1}
+			SampledOutputs: e.SampledOutputs, SynthArrays: e.SynthArrays, Large: e.Large, Quick: e.Quick, Seed: 1}
 		if e.Seed != nil {
 			out[i].Seed = *e.Seed
 		}
@@ -129,6 +134,21 @@ func Match(re *regexp.Regexp) []Case {
 	var out []Case
 	for _, c := range builtin {
 		if re == nil || re.MatchString(c.Name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Quick returns the cases marked "quick" in builtin.json whose names match re (nil matches
+// all), in list order: the representative set `vitbench run` times unless -full is given,
+// one case of every op kind (the networks among them), chosen at the real models' shapes
+// but small enough that the set and its PyTorch baseline take minutes, not the better part
+// of an hour. TestQuickCoversEveryOpKind keeps it at one case per registered op kind.
+func Quick(re *regexp.Regexp) []Case {
+	var out []Case
+	for _, c := range Match(re) {
+		if c.Quick {
 			out = append(out, c)
 		}
 	}
