@@ -159,6 +159,10 @@ var opClasses = map[string]string{
 	"vit":     "network",
 	"t2t_vit": "network",
 	"volo":    "network",
+	// CLIP's towers and the network (features, similarity logits)
+	"clip_visual": "network",
+	"clip_text":   "network",
+	"clip":        "network",
 }
 
 // looser reports whether a allows more than b on any of its numbers.

@@ -7,7 +7,7 @@ import re
 
 import torch
 
-from . import ddetr, deform, detector, layers, t2t, vit, volo
+from . import clip, ddetr, deform, detector, layers, t2t, vit, volo
 from .layers import conv_out, pool_out
 
 # The built-in cases live in one file shared with the Go side (bench/cases/builtin.json): name,
@@ -95,6 +95,16 @@ PARAMS = {
     # layers, embed_dims, heads: lists of 4 ints (embed_dims[1:] equal).
     "volo": {"img_size": None, "layers": None, "embed_dims": None, "heads": None, "mlp_ratio": 3.0,
              "stem_hidden_dim": 64, "num_classes": 1000, "in_chans": 3, "probe": False},
+    # OpenAI CLIP (clip.py): the ViT image tower and the text tower with VisionTransformer's and the text
+    # transformer's arguments, the network with CLIP's constructor arguments (vision_heads defaults to
+    # vision_width // 64, as CLIP computes it) and texts, the number of token sequences compared.
+    "clip_visual": {"input_resolution": None, "patch_size": None, "width": None, "layers": None, "heads": None,
+                    "output_dim": None},
+    "clip_text": {"context_length": None, "vocab_size": None, "width": None, "heads": None, "layers": None,
+                  "embed_dim": None},
+    "clip": {"embed_dim": None, "image_resolution": None, "vision_layers": None, "vision_width": None,
+             "vision_patch_size": None, "vision_heads": "auto", "context_length": None, "vocab_size": None,
+             "transformer_width": None, "transformer_heads": None, "transformer_layers": None, "texts": None},
 }
 # Params written out only when true: normalize_params drops them when false (their default), so the
 # normalised params of a case that does not use them (and the committed case.json files made before
@@ -103,7 +113,7 @@ OMIT_FALSE = {("ddetr_transformer", "box_refine"), ("deformable_detr", "box_refi
               ("ddetr_transformer", "two_stage"), ("deformable_detr", "two_stage")}
 PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation"}
 # Params that stay a single integer even though other op kinds take a pair for the name.
-SCALAR = {("vit", "patch_size"), ("volo_stem", "patch_size")} | {
+SCALAR = {("vit", "patch_size"), ("volo_stem", "patch_size"), ("clip_visual", "patch_size")} | {
     (op, k) for op in ("outlook_attention", "outlooker") for k in ("kernel_size", "padding", "stride")}
 # Params that are a list of 4 positive integers (one per VOLO stage).
 STAGE_LISTS = {("volo", "layers"), ("volo", "embed_dims"), ("volo", "heads")}
@@ -114,9 +124,11 @@ TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv
              "ms_deform_attn_core": "sampling", "ms_deform_attn": "sampling", "deform_conv2d": "sampling",
              "ddetr_transformer": "detector", "deformable_detr": "detector",
              "outlook_attention": "gemm", "outlooker": "gemm", "class_attention": "gemm", "class_block": "gemm",
-             "volo_stem": "gemm", "volo": "network"}
+             "volo_stem": "gemm", "volo": "network", "clip_visual": "network", "clip_text": "network",
+             "clip": "network"}
 KIND = {"vit": "network", "t2t_vit": "network", "ddetr_transformer": "network",
-        "deformable_detr": "network", "volo": "network"}  # every other op kind is a component
+        "deformable_detr": "network", "volo": "network", "clip_visual": "network", "clip_text": "network",
+        "clip": "network"}  # every other op kind is a component
 # The reference class of each op kind as case.json names it (``module``).  The op kinds that existed when
 # the modules were split into families keep the re-exporting ``modules`` path, so their fixtures stay byte
 # for byte; a new op kind names its family module.
@@ -144,7 +156,10 @@ MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "class_attention": "reference.vitbench_ref.volo.ClassAttention",
                "class_block": "reference.vitbench_ref.volo.ClassBlock",
                "volo_stem": "reference.vitbench_ref.volo.VOLOStem",
-               "volo": "reference.vitbench_ref.volo.VOLO"}
+               "volo": "reference.vitbench_ref.volo.VOLO",
+               "clip_visual": "reference.vitbench_ref.clip.CLIPVisual",
+               "clip_text": "reference.vitbench_ref.clip.CLIPText",
+               "clip": "reference.vitbench_ref.clip.CLIP"}
 BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe",
          "mask", "padding_mask", "box_refine", "two_stage"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale", "kernel_ratio"}
@@ -183,6 +198,8 @@ def normalize_params(op, params):
                 if not isinstance(v, list):
                     raise ValueError("%s: level_start_index must be a list of integers" % op)
                 v = [_as_int(i, "level_start_index") for i in v]
+        elif key == "vision_heads" and v == "auto":
+            v = _as_int(params["vision_width"], "vision_width") // 64
         elif key == "head_dim" and v == "auto":
             v = None  # filled in below from d_model and heads
         elif (op, key) in STAGE_LISTS:
@@ -276,6 +293,8 @@ def normalize_params(op, params):
                              % (out["top_k"], out["queries"] * out["num_classes"]))
     if op in volo.OPS:
         _check_volo(op, out)
+    if op in clip.OPS:
+        clip.check(op, out)
     if op == "deform_conv2d":
         for key in ("in_chans", "out_chans"):
             if out[key] % out["groups"]:
@@ -505,6 +524,8 @@ def shapes(op, p, batch):
         return detr_shapes(p, b)
     if op in volo.OPS:
         return volo_shapes(op, p, b)
+    if op in clip.OPS:
+        return clip.shapes(op, p, b)
     if op == "deform_conv2d":
         ho, wo = conv_out(p)
         if ho < 1 or wo < 1:
@@ -854,6 +875,8 @@ def build_module(op, p):
         return volo.ClassBlock(p["dim"], p["heads"], p["mlp_ratio"], p["eps"])
     if op == "volo_stem":
         return volo.VOLOStem(p["in_chans"], p["hidden_dim"], p["embed_dim"], p["patch_size"])
+    if op in clip.OPS:
+        return clip.build(op, p)
     if op == "volo":
         return volo.VOLO(p["img_size"], p["layers"], p["embed_dims"], p["heads"], p["mlp_ratio"], p["stem_hidden_dim"],
                          p["num_classes"], p["in_chans"], p["probe"])
@@ -932,9 +955,11 @@ def macs(op, p, batch):
     box_refine the transformer's MACs include the refinement MLPs and this heads term is unchanged).
     FrozenBN, GroupNorm, the position embedding, sigmoid/top-k post-processing: not counted.
 
-    The VOLO op kinds: :func:`volo_macs`."""
+    The VOLO op kinds: :func:`volo_macs`; the CLIP op kinds: :func:`clip.macs`."""
     if op in volo.OPS:
         return volo_macs(op, p, batch)
+    if op in clip.OPS:
+        return clip.macs(op, p, batch)
     if op == "deformable_detr":
         n, d, q, c = batch, p["d_model"], p["queries"], p["num_classes"]
         total = 0

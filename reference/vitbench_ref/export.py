@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from . import cases as C
-from . import ddetr, deform, layers, t2t, vit, volo
+from . import clip, ddetr, deform, layers, t2t, vit, volo
 from .stored import stored_inputs
 from .synth import default_role, synth
 
@@ -131,7 +131,8 @@ def independent_metrics(case, inputs, weights, outputs, refs=None):
     transformer is ddetr_transformer's).  Two-stage cases are also checked for an unambiguous
     top-k selection (:func:`check_topk_gap`, in :func:`export_case`).  The VOLO op kinds
     (outlook_attention, outlooker, class_attention, class_block, volo_stem, volo): float64 NumPy
-    (:mod:`volo`: the outlook attention's pooling and fold by explicit loops, scatter-add).
+    (:mod:`volo`: the outlook attention's pooling and fold by explicit loops, scatter-add).  The
+    CLIP op kinds (clip_visual, clip_text, clip): float64 NumPy (:func:`clip.independent_reference`).
     """
     if refs is None:
         refs = independent_reference(case, inputs, weights)
@@ -166,6 +167,8 @@ def independent_reference(case, inputs, weights):
         return detector_float64(case, inputs, weights)
     if case["op"] in volo.OPS:
         return volo.independent_reference(case["op"], inputs, weights, p)
+    if case["op"] in clip.OPS:
+        return clip.independent_reference(case["op"], inputs, weights, p)
     if case["op"] == "deform_conv2d":
         return {"out": deform.deform_conv2d_float64(inputs["x"], inputs["offset"], inputs.get("mask"),
                                                      weights["weight"], weights.get("bias"), p)}

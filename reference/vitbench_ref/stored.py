@@ -176,6 +176,30 @@ def border_offsets(params, batch, shape):
     return off.astype(np.float32)
 
 
+def token_ids(params, batch, shape):
+    """CLIP's ``text [N, L]`` as the tokenizer lays it out: start-of-text (vocab_size - 2, 49406 in
+    the released vocabulary), random tokens in [1, vocab_size - 2), end-of-text (vocab_size - 1, the
+    largest id, where the text tower pools) and zeros up to the context length.  The first
+    sequence fills the whole context; the others end at random positions (sequences shorter than
+    the context)."""
+    rng = np.random.default_rng(SEED + 2)
+    n, length = shape
+    vocab = params["vocab_size"]
+    if vocab < 4 or length < 2:
+        raise ValueError("token ids need vocab_size >= 4 and context_length >= 2")
+    out = np.zeros(shape, dtype=np.float64)
+    for i in range(n):
+        end = length - 1 if i == 0 else int(rng.integers(1, length))
+        out[i, 0] = vocab - 2
+        out[i, 1:end] = rng.integers(1, vocab - 2, end - 1)
+        out[i, end] = vocab - 1
+    return out.astype(np.float32)
+
+
+# op kind -> {input name: builder}: inputs stored for every case of the op kind (CLIP's token ids,
+# which uniform values cannot be).
+BY_OP = {op: {"text": token_ids} for op in ("clip_text", "clip")}
+
 # case name -> (op kind, {input name: builder(params, batch, shape) -> float32 array})
 STORED = {
     "ms_deform_attn_core/borders": ("ms_deform_attn_core", {"sampling_locations": border_locations}),
@@ -194,6 +218,8 @@ STORED = {
 def stored_inputs(case, in_shapes):
     """The stored inputs of ``case`` (name -> float32 array of the shape in ``in_shapes``), or {}."""
     entry = STORED.get(case["name"])
+    if entry is None and case["op"] in BY_OP:
+        entry = (case["op"], BY_OP[case["op"]])
     if entry is None or entry[0] != case["op"]:
         return {}
     out = {}
