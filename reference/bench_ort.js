@@ -180,9 +180,9 @@ function resultLine(c, threads, runs, ns, rss) {
 }
 
 // label says what code a row ran (read into the row's Baseline, as bench_torch.py's labels).
-function label(c, version, manifest) {
-  return 'ONNX Runtime ' + version + ' (onnxruntime-node, CPU execution provider, intra-op threads as vitbench, ' +
-    'inter-op 1): ' + (c.module || 'the reference module') + ' exported by torch ' + manifest.torch_version +
+function label(c, version, manifest, threads) {
+  return 'ONNX Runtime ' + version + ' (onnxruntime-node, CPU execution provider, ' + threads +
+    ' intra-op threads, 1 inter-op): ' + (c.module || 'the reference module') + ' exported by torch ' + manifest.torch_version +
     ' at opset ' + (c.opset || manifest.opset);
 }
 
@@ -241,7 +241,7 @@ async function main() {
         const samples = await benchCase(session, feeds, o);
         const rss = peakRss();
         for (const [runs, ns] of samples) lines.push(resultLine(c, o.threads, runs, ns, rss));
-        lines.push('# baseline ' + benchName(c, o.threads) + ': ' + label(c, version, manifest));
+        lines.push('# baseline ' + benchName(c, o.threads) + ': ' + label(c, version, manifest, o.threads));
         const med = samples.map((s) => s[1]).sort((a, b) => a - b)[Math.floor(samples.length / 2)];
         process.stderr.write(c.case + ' batch=' + c.batch + ' threads=' + o.threads + '  median ' +
           (med / 1e6).toFixed(3) + ' ms  (ORT ' + version + ')\n');

@@ -18,11 +18,12 @@ import (
 func writeComponents(w io.Writer, in Input, es []entry) error {
 	multi := machineCount(es) > 1
 	codes := newBaselineCodes(es)
+	withOrt := in.hasOrt(es)
 	var cells [][]string
 	var shown []entry
 	var codeCells []string
 	for _, e := range es {
-		if e.Backend == TorchBackend || in.kind(e.Case) != KindComponent {
+		if isBaselineRow(e.Backend) || in.kind(e.Case) != KindComponent {
 			continue
 		}
 		shown = append(shown, e)
@@ -42,6 +43,10 @@ func writeComponents(w io.Writer, in Input, es []entry) error {
 			fmtRate(e.GFLOPs), fmtRate(e.GBps), pctOfPeak(e.GFLOPs, in.peak(e.Backend)), fmtMiB(e.PeakBytes),
 			torchMs, code, speedup, ceil, noisy}
 		codeCells = append(codeCells, code)
+		if withOrt {
+			ortMs, vsOrt := ortCells(in, es, e)
+			row = append(row[:len(row)-1:len(row)-1], ortMs, vsOrt, noisy)
+		}
 		if multi {
 			row = append([]string{e.machine}, row...)
 		}
@@ -53,6 +58,10 @@ func writeComponents(w io.Writer, in Input, es []entry) error {
 	header := []string{"case", "backend", "dtype", "batch", "threads", "check", "median ms [95% CI]", "p90 ms",
 		"GFLOP/s", "GB/s", "% of peak", "peak MiB", "PyTorch ms", "PyTorch code", "vs PyTorch", "ceiling", "spread"}
 	align := "lllrrlrrrrrrrlrrl"
+	if withOrt {
+		header = append(header[:len(header)-1:len(header)-1], "ORT ms", "vs ORT", "spread")
+		align = align[:len(align)-1] + "rrl"
+	}
 	if multi {
 		header = append([]string{"machine"}, header...)
 		align = "l" + align

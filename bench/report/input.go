@@ -18,7 +18,9 @@ const NumPyBackend = "numpy"
 
 // isReference reports whether a backend's rows come from reference/bench_torch.py rather
 // than from vitbench.
-func isReference(backend string) bool { return backend == TorchBackend || backend == NumPyBackend }
+func isReference(backend string) bool {
+	return backend == TorchBackend || backend == NumPyBackend || backend == OrtBackend
+}
 
 // CaseInfo describes a case independently of any backend: what it computes and its size.
 // MACs and Bytes are per image for networks (batch 1).

@@ -11,7 +11,7 @@ import (
 func Markdown(w io.Writer, in Input) error {
 	es := in.entries()
 	sections := []func(io.Writer, Input, []entry) error{
-		writeHeader, writeConformance, writeComponents, writeNetworks, writeMemory, writeFailures, writeHardware, writeAB, writePlots,
+		writeHeader, writeConformance, writeComponents, writeNetworks, writeOrt, writeMemory, writeFailures, writeHardware, writeAB, writePlots,
 		writeSources,
 	}
 	for _, s := range sections {

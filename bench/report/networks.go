@@ -22,7 +22,7 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 	var groups []*netGroup
 	index := map[string]*netGroup{}
 	for _, e := range es {
-		if e.Backend == TorchBackend || in.kind(e.Case) != KindNetwork {
+		if isBaselineRow(e.Backend) || in.kind(e.Case) != KindNetwork {
 			continue
 		}
 		key := fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s", e.Case, e.Backend, e.DType, e.Threads, e.machine)
@@ -39,6 +39,7 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 	}
 	multi := machineCount(es) > 1
 	codes := newBaselineCodes(es)
+	withOrt := in.hasOrt(es)
 	section(w, "Networks", "Throughput is batch / median latency at each batch size measured; PyTorch figures are from the same machine;"+
 		" vs PyTorch = PyTorch median / ours at each batch."+ceilingNote)
 	if err := writeNetworkSummary(w, in, es, groups, codes); err != nil {
@@ -51,9 +52,13 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 		info := in.Cases[g.first.Case]
 		var b1, tb1 *entry
 		var peak int64
-		var thr, tthr, vs, ceil, marks []string
+		var thr, tthr, vs, ceil, marks, ortMs, vsOrt []string
 		for i := range g.rows {
 			e := &g.rows[i]
+			if ms, v := ortCells(in, es, *e); ms != dash {
+				ortMs = append(ortMs, fmt.Sprintf("%d: %s", e.Batch, ms))
+				vsOrt = append(vsOrt, fmt.Sprintf("%d: %s", e.Batch, v))
+			}
 			peak = max(peak, e.PeakBytes)
 			thr = append(thr, fmt.Sprintf("%d: %s", e.Batch, imgPerSec(e.Batch, e.MedianNs)))
 			t, ok := torchFor(es, *e)
@@ -86,6 +91,9 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 			in.agreement(g.first.Case, g.first.Backend, g.first.DType),
 			lat, p90, strings.Join(thr, "; "), fmtMiB(peak), torchLat, orDash(strings.Join(tthr, "; ")), codeCell(marks),
 			orDash(strings.Join(vs, "; ")), orDash(strings.Join(ceil, "; "))}
+		if withOrt {
+			row = append(row, orDash(strings.Join(ortMs, "; ")), orDash(strings.Join(vsOrt, "; ")))
+		}
 		if multi {
 			row = append([]string{g.first.machine}, row...)
 		}
@@ -95,6 +103,9 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 		"batch-1 ms [95% CI]", "batch-1 p90 ms", "img/s (batch: rate)", "peak MiB", "PyTorch batch-1 ms", "PyTorch img/s",
 		"PyTorch code", "vs PyTorch", "ceiling"}
 	align := "lrrrllrlrrlrrllll"
+	if withOrt {
+		header, align = append(header, "ORT ms", "vs ORT"), align+"ll"
+	}
 	if multi {
 		header = append([]string{"machine"}, header...)
 		align = "l" + align

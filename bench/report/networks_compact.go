@@ -21,6 +21,7 @@ func writeNetworkSummary(w io.Writer, in Input, es []entry, groups []*netGroup, 
 		backends = appendNew(backends, g.first.Backend)
 	}
 	multiBackend := len(backends) > 1
+	withOrt := in.hasOrt(es)
 	var cells [][]string
 	var codeCells []string
 	for _, g := range groups {
@@ -48,6 +49,10 @@ func writeNetworkSummary(w io.Writer, in Input, es []entry, groups []*netGroup, 
 		}
 		row = append(row, orDash(info.ImgSize), millions(info.Params), billions(gmacs),
 			shortAgreement(in.agreement(g.first.Case, g.first.Backend, g.first.DType)), lat, rate, vs, code)
+		if withOrt {
+			_, vsOrt := ortCells(in, es, last)
+			row = append(row, vsOrt)
+		}
 		if multiMachine {
 			row = append([]string{g.first.machine}, row...)
 		}
@@ -66,6 +71,9 @@ func writeNetworkSummary(w io.Writer, in Input, es []entry, groups []*netGroup, 
 	}
 	header = append(header, "image size", "params (M)", "GMACs", "agreement", "batch-1 ms", "img/s", "vs PyTorch", "PyTorch code")
 	align += "rrrlrrrl"
+	if withOrt {
+		header, align = append(header, "vs ORT"), align+"r"
+	}
 	if multiMachine {
 		header, align = append([]string{"machine"}, header...), "l"+align
 	}

@@ -39,6 +39,8 @@ func (s series) label(multiMachine bool) string {
 		l = "PyTorch"
 	case NumPyBackend:
 		l = "NumPy"
+	case OrtBackend:
+		l = "ONNX Runtime"
 	}
 	if multiMachine {
 		l = s.machine + ": " + l

@@ -35,6 +35,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	torch := fs.String("torch", "auto", "PyTorch baseline: auto (when python3 with torch is present), on (required) or off")
 	python := fs.String("python", "/usr/bin/python3", "Python interpreter with torch for reference/bench_torch.py")
 	script := fs.String("torch-script", "reference/bench_torch.py", "the PyTorch timing script")
+	ortMode := fs.String("ort", "off", "ONNX Runtime baseline (reference/bench_ort.js, ort.txt): off, auto (when node and onnxruntime-node are installed) or on (cases it cannot run are NS rows with the reason)")
+	nodeExe := fs.String("node", "node", "Node.js for reference/bench_ort.js")
+	ortModules := fs.String("ort-modules", defaultOrtModules(), "the node_modules folder holding onnxruntime-node")
 	budget := maxBytesFlag(fs)
 	machineArg := machineFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -45,6 +48,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if *torch != "auto" && *torch != "on" && *torch != "off" {
 		return exitUsage, usagef("-torch must be auto, on or off")
+	}
+	if *ortMode != "auto" && *ortMode != "on" && *ortMode != "off" {
+		return exitUsage, usagef("-ort must be auto, on or off")
 	}
 	re, err := compileRun(*runRE)
 	if err != nil {
@@ -70,7 +76,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{err}
 	}
 	var outs []string
-	for _, name := range []string{"peak.json", "check.json", "bench.txt", "bench.json", "bench.csv", "torch.txt", "report.md",
+	for _, name := range []string{"peak.json", "check.json", "bench.txt", "bench.json", "bench.csv", "torch.txt", "ort.txt", "report.md",
 		"report-latency.png", "report-roofline.png"} {
 		outs = append(outs, "-o", filepath.Join(*outDir, name))
 	}
@@ -131,6 +137,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	var torchText []byte
 	torchPath := filepath.Join(*outDir, "torch.txt")
 	groups := caseGroups(cases.Match(re), interleaveGroup)
+	ortOn := ortWanted(*ortMode, *nodeExe, *ortModules)
+	var ortText []byte
+	ortCfg := ortConfig{python: *python, refDir: filepath.Dir(*script), node: *nodeExe, modules: *ortModules,
+		count: *count, minSample: *minSample, work: *outDir}
 	if len(groups) == 0 && stopErr == nil {
 		return exitUsage, usagef("no built-in case matches -run")
 	}
@@ -170,6 +180,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		if benchErr != nil {
 			fmt.Fprintf(stderr, "vitbench run: %v\n", benchErr)
+		}
+		if ortOn && stopErr == nil {
+			ortCfg.threads = bf.Meta.Threads
+			raw, err := runOrt(stop.Done(), ortCfg, group, stderr)
+			switch {
+			case err == nil:
+				ortText = append(ortText, raw...)
+			case stop.Stopped():
+				stopErr = fmt.Errorf("ONNX Runtime baseline %w", stop.interruptedErr(gi, len(groups), "groups"))
+			default:
+				fmt.Fprintf(stderr, "vitbench run: no ONNX Runtime column: %v\n", err)
+				ortOn = false
+			}
 		}
 		if !torchOn || stopErr != nil {
 			continue
@@ -218,6 +241,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 			writeErrs = append(writeErrs, err)
 		} else {
 			files = append(files, torchPath)
+		}
+	}
+
+	if len(ortText) > 0 {
+		ortPath := filepath.Join(*outDir, "ort.txt")
+		if err := saveResult(ortPath, func(w io.Writer) error {
+			_, err := w.Write(ortText)
+			return err
+		}, nil); err != nil {
+			writeErrs = append(writeErrs, err)
+		} else {
+			files = append(files, ortPath)
 		}
 	}
 
