@@ -82,6 +82,10 @@ type PackedB struct {
 	// raw and ldb keep the unpacked operand for the Go path.
 	raw []float32
 	ldb int
+	// bf16 marks an operand rounded to bf16 for the bf16 GEMM
+	// (gemm_bf16.go), packed in data16 the same on every path.
+	bf16   bool
+	data16 []uint32
 }
 
 // Panels is the number of nr-wide column panels; PanelWidth is nr.
@@ -89,6 +93,9 @@ func (p *PackedB) Panels() int { return (p.N + p.PanelWidth() - 1) / p.PanelWidt
 
 // PanelWidth is the number of columns of one panel (1 on the Go path).
 func (p *PackedB) PanelWidth() int {
+	if p.bf16 {
+		return bf16NR
+	}
 	if p.mk.fn == nil {
 		return 1
 	}
@@ -96,7 +103,7 @@ func (p *PackedB) PanelWidth() int {
 }
 
 // Bytes is the memory the packed copy holds.
-func (p *PackedB) Bytes() int64 { return int64(len(p.data)) * 4 }
+func (p *PackedB) Bytes() int64 { return int64(len(p.data)+len(p.data16)) * 4 }
 
 // PackBT packs Bᵀ for B [n, k] (row stride ldb): the layout of a Linear or
 // conv weight [out, in]. On the Go path it keeps a reference to b.
@@ -210,6 +217,11 @@ func SgemmPackedEpi(m int, a []float32, lda int, pb *PackedB, c []float32, ldc i
 	if m == 0 || j1 <= j0 {
 		return
 	}
+	if pb.bf16 {
+		_ = a[(m-1)*lda+pb.K-1]
+		sgemmPanelsBF16(m, matrixA{a, lda}, pb, c, ldc, epi, j0, j1)
+		return
+	}
 	if pb.isa != active {
 		panic("kern: PackedB packed for ISA " + string(pb.isa) + ", active is " + string(active))
 	}
@@ -261,6 +273,11 @@ func (m matrixA) PackA(pa []float32, i0, mb, mr, pc, kb int) {
 //	for i < m, j < N: C[i·ldc+j] = act(bias[j] + Σ_p A[i, p]·op(B)[p, j]) + residual[i·ldr+j]
 func SgemmSource(m int, src ASource, pb *PackedB, c []float32, ldc int, epi Epilogue) {
 	if m == 0 || pb.N == 0 {
+		return
+	}
+	if pb.bf16 {
+		_ = c[(m-1)*ldc+pb.N-1]
+		sgemmPanelsBF16(m, src, pb, c, ldc, epi, 0, pb.N)
 		return
 	}
 	if pb.isa != active {
@@ -496,8 +513,12 @@ func packB(pb, b []float32, ldb int, bTrans bool, n, nr, pc, kb int) {
 	}
 }
 
-// Current reports whether p was packed for the ISA path now active.
-func (p *PackedB) Current() bool { return p.isa == active }
+// Current reports whether p was packed for the ISA path now active (a
+// bf16 operand is packed the same for every path).
+func (p *PackedB) Current() bool { return p.bf16 || p.isa == active }
+
+// BF16 reports whether p was rounded to bf16 (PackBTBF16, PackBNBF16).
+func (p *PackedB) BF16() bool { return p.bf16 }
 
 // TransB reports whether p was packed from B [n, k] (PackBT).
 func (p *PackedB) TransB() bool { return p.transB }
@@ -505,6 +526,9 @@ func (p *PackedB) TransB() bool { return p.transB }
 // RowTile is the number of rows of A the microkernel computes at once (a
 // good unit for splitting rows between workers).
 func (p *PackedB) RowTile() int {
+	if p.bf16 {
+		return bf16MR
+	}
 	if p.mk.fn == nil {
 		return 4
 	}

@@ -1826,6 +1826,1398 @@ gemmTaps8x32AVX512_store:
 	VZEROUPPER
 	RET
 
+// func gemmBF16x12AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *uint32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemmBF16x12AVX512(SB), NOSPLIT, $0-88
+	MOVQ kc+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+24(FP), DX
+	MOVQ lda+16(FP), BX
+	SHLQ $0x02, BX
+	LEAQ (BX)(BX*1), SI
+	LEAQ (SI)(BX*1), DI
+	LEAQ (CX)(DI*1), R8
+	LEAQ (R8)(DI*1), R9
+	LEAQ (R9)(DI*1), DI
+
+	// acc = 0
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ   pf+80(FP), R10
+	TESTQ  R10, R10
+	JZ     gemmBF16x12AVX512_loop
+
+gemmBF16x12AVX512_pfloop:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z24
+	VMOVUPS 64(DX), Z25
+
+	// acc[r][v] += dot(broadcast(a[r·lda + p]), b_v) in bf16 pairs
+	VBROADCASTSS (CX), Z26
+
+	// VDPBF16PS Z0, Z26, Z24 (Intel order: Z0 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z26, Z25 (Intel order: Z1 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x92
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc9
+	VBROADCASTSS (CX)(BX*1), Z26
+
+	// VDPBF16PS Z2, Z26, Z24 (Intel order: Z2 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z26, Z25 (Intel order: Z3 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x92
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd9
+	VBROADCASTSS (CX)(SI*1), Z26
+
+	// VDPBF16PS Z4, Z26, Z24 (Intel order: Z4 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z5, Z26, Z25 (Intel order: Z5 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x92
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe9
+	VBROADCASTSS (R8), Z26
+
+	// VDPBF16PS Z6, Z26, Z24 (Intel order: Z6 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z7, Z26, Z25 (Intel order: Z7 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x92
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf9
+	VBROADCASTSS (R8)(BX*1), Z26
+
+	// VDPBF16PS Z8, Z26, Z24 (Intel order: Z8 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z9, Z26, Z25 (Intel order: Z9 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc9
+	VBROADCASTSS (R8)(SI*1), Z26
+
+	// VDPBF16PS Z10, Z26, Z24 (Intel order: Z10 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z11, Z26, Z25 (Intel order: Z11 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd9
+	VBROADCASTSS (R9), Z26
+
+	// VDPBF16PS Z12, Z26, Z24 (Intel order: Z12 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z13, Z26, Z25 (Intel order: Z13 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe9
+	VBROADCASTSS (R9)(BX*1), Z26
+
+	// VDPBF16PS Z14, Z26, Z24 (Intel order: Z14 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z15, Z26, Z25 (Intel order: Z15 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf9
+	VBROADCASTSS (R9)(SI*1), Z26
+
+	// VDPBF16PS Z16, Z26, Z24 (Intel order: Z16 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z17, Z26, Z25 (Intel order: Z17 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc9
+	VBROADCASTSS (DI), Z26
+
+	// VDPBF16PS Z18, Z26, Z24 (Intel order: Z18 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z19, Z26, Z25 (Intel order: Z19 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd9
+	VBROADCASTSS (DI)(BX*1), Z26
+
+	// VDPBF16PS Z20, Z26, Z24 (Intel order: Z20 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z21, Z26, Z25 (Intel order: Z21 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe9
+	VBROADCASTSS (DI)(SI*1), Z26
+
+	// VDPBF16PS Z22, Z26, Z24 (Intel order: Z22 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z23, Z26, Z25 (Intel order: Z23 += Z26·Z25 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf9
+	ADDQ $0x04, CX
+	ADDQ $0x04, R8
+	ADDQ $0x04, R9
+	ADDQ $0x04, DI
+	ADDQ $0x80, DX
+
+	// prefetch the same step of the next panel into L2
+	PREFETCHT1 (R10)
+	PREFETCHT1 64(R10)
+	ADDQ       $0x80, R10
+	DECQ       AX
+	JNZ        gemmBF16x12AVX512_pfloop
+	JMP        gemmBF16x12AVX512_done
+
+gemmBF16x12AVX512_loop:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z24
+	VMOVUPS 64(DX), Z25
+
+	// acc[r][v] += dot(broadcast(a[r·lda + p]), b_v) in bf16 pairs
+	VBROADCASTSS (CX), Z26
+
+	// VDPBF16PS Z0, Z26, Z24 (Intel order: Z0 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z26, Z25 (Intel order: Z1 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x92
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc9
+	VBROADCASTSS (CX)(BX*1), Z26
+
+	// VDPBF16PS Z2, Z26, Z24 (Intel order: Z2 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z26, Z25 (Intel order: Z3 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x92
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd9
+	VBROADCASTSS (CX)(SI*1), Z26
+
+	// VDPBF16PS Z4, Z26, Z24 (Intel order: Z4 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z5, Z26, Z25 (Intel order: Z5 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x92
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe9
+	VBROADCASTSS (R8), Z26
+
+	// VDPBF16PS Z6, Z26, Z24 (Intel order: Z6 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z7, Z26, Z25 (Intel order: Z7 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x92
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf9
+	VBROADCASTSS (R8)(BX*1), Z26
+
+	// VDPBF16PS Z8, Z26, Z24 (Intel order: Z8 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z9, Z26, Z25 (Intel order: Z9 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc9
+	VBROADCASTSS (R8)(SI*1), Z26
+
+	// VDPBF16PS Z10, Z26, Z24 (Intel order: Z10 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z11, Z26, Z25 (Intel order: Z11 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd9
+	VBROADCASTSS (R9), Z26
+
+	// VDPBF16PS Z12, Z26, Z24 (Intel order: Z12 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z13, Z26, Z25 (Intel order: Z13 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe9
+	VBROADCASTSS (R9)(BX*1), Z26
+
+	// VDPBF16PS Z14, Z26, Z24 (Intel order: Z14 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z15, Z26, Z25 (Intel order: Z15 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf9
+	VBROADCASTSS (R9)(SI*1), Z26
+
+	// VDPBF16PS Z16, Z26, Z24 (Intel order: Z16 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z17, Z26, Z25 (Intel order: Z17 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc9
+	VBROADCASTSS (DI), Z26
+
+	// VDPBF16PS Z18, Z26, Z24 (Intel order: Z18 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z19, Z26, Z25 (Intel order: Z19 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd9
+	VBROADCASTSS (DI)(BX*1), Z26
+
+	// VDPBF16PS Z20, Z26, Z24 (Intel order: Z20 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z21, Z26, Z25 (Intel order: Z21 += Z26·Z25 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x2e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe9
+	VBROADCASTSS (DI)(SI*1), Z26
+
+	// VDPBF16PS Z22, Z26, Z24 (Intel order: Z22 += Z26·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z23, Z26, Z25 (Intel order: Z23 += Z26·Z25 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf9
+	ADDQ $0x04, CX
+	ADDQ $0x04, R8
+	ADDQ $0x04, R9
+	ADDQ $0x04, DI
+	ADDQ $0x80, DX
+	DECQ AX
+	JNZ  gemmBF16x12AVX512_loop
+
+gemmBF16x12AVX512_done:
+	MOVQ  c+32(FP), AX
+	MOVQ  ldc+40(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemmBF16x12AVX512_bias
+
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   CX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   CX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   CX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   CX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   CX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   CX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   CX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   CX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   CX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+	ADDQ   CX, DX
+	VADDPS (DX), Z20, Z20
+	VADDPS 64(DX), Z21, Z21
+	ADDQ   CX, DX
+	VADDPS (DX), Z22, Z22
+	VADDPS 64(DX), Z23, Z23
+
+gemmBF16x12AVX512_bias:
+	MOVQ  bias+56(FP), DX
+	TESTQ DX, DX
+	JZ    gemmBF16x12AVX512_res
+
+	// acc[r][v] += bias[v·lanes : ...]
+	VMOVUPS (DX), Z24
+	VMOVUPS 64(DX), Z25
+	VADDPS  Z24, Z0, Z0
+	VADDPS  Z25, Z1, Z1
+	VADDPS  Z24, Z2, Z2
+	VADDPS  Z25, Z3, Z3
+	VADDPS  Z24, Z4, Z4
+	VADDPS  Z25, Z5, Z5
+	VADDPS  Z24, Z6, Z6
+	VADDPS  Z25, Z7, Z7
+	VADDPS  Z24, Z8, Z8
+	VADDPS  Z25, Z9, Z9
+	VADDPS  Z24, Z10, Z10
+	VADDPS  Z25, Z11, Z11
+	VADDPS  Z24, Z12, Z12
+	VADDPS  Z25, Z13, Z13
+	VADDPS  Z24, Z14, Z14
+	VADDPS  Z25, Z15, Z15
+	VADDPS  Z24, Z16, Z16
+	VADDPS  Z25, Z17, Z17
+	VADDPS  Z24, Z18, Z18
+	VADDPS  Z25, Z19, Z19
+	VADDPS  Z24, Z20, Z20
+	VADDPS  Z25, Z21, Z21
+	VADDPS  Z24, Z22, Z22
+	VADDPS  Z25, Z23, Z23
+
+gemmBF16x12AVX512_res:
+	MOVQ  res+64(FP), DX
+	TESTQ DX, DX
+	JZ    gemmBF16x12AVX512_store
+
+	// acc += res, row by row
+	MOVQ   ldr+72(FP), BX
+	SHLQ   $0x02, BX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   BX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   BX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   BX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   BX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   BX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   BX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   BX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   BX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   BX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+	ADDQ   BX, DX
+	VADDPS (DX), Z20, Z20
+	VADDPS 64(DX), Z21, Z21
+	ADDQ   BX, DX
+	VADDPS (DX), Z22, Z22
+	VADDPS 64(DX), Z23, Z23
+
+gemmBF16x12AVX512_store:
+	// c = acc, row by row
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z14, (AX)
+	VMOVUPS Z15, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z22, (AX)
+	VMOVUPS Z23, 64(AX)
+	VZEROUPPER
+	RET
+
+// func gemmBF16x8AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *uint32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemmBF16x8AVX512(SB), NOSPLIT, $0-88
+	MOVQ kc+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+24(FP), DX
+	MOVQ lda+16(FP), BX
+	SHLQ $0x02, BX
+	LEAQ (BX)(BX*1), SI
+	LEAQ (SI)(BX*1), DI
+	LEAQ (CX)(DI*1), R8
+	LEAQ (R8)(DI*1), DI
+
+	// acc = 0
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   pf+80(FP), R9
+	TESTQ  R9, R9
+	JZ     gemmBF16x8AVX512_loop
+
+gemmBF16x8AVX512_pfloop:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z16
+	VMOVUPS 64(DX), Z17
+
+	// acc[r][v] += dot(broadcast(a[r·lda + p]), b_v) in bf16 pairs
+	VBROADCASTSS (CX), Z18
+
+	// VDPBF16PS Z0, Z18, Z16 (Intel order: Z0 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z18, Z17 (Intel order: Z1 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xb2
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc9
+	VBROADCASTSS (CX)(BX*1), Z18
+
+	// VDPBF16PS Z2, Z18, Z16 (Intel order: Z2 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z18, Z17 (Intel order: Z3 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xb2
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd9
+	VBROADCASTSS (CX)(SI*1), Z18
+
+	// VDPBF16PS Z4, Z18, Z16 (Intel order: Z4 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z5, Z18, Z17 (Intel order: Z5 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xb2
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe9
+	VBROADCASTSS (R8), Z18
+
+	// VDPBF16PS Z6, Z18, Z16 (Intel order: Z6 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z7, Z18, Z17 (Intel order: Z7 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xb2
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf9
+	VBROADCASTSS (R8)(BX*1), Z18
+
+	// VDPBF16PS Z8, Z18, Z16 (Intel order: Z8 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z9, Z18, Z17 (Intel order: Z9 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc9
+	VBROADCASTSS (R8)(SI*1), Z18
+
+	// VDPBF16PS Z10, Z18, Z16 (Intel order: Z10 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z11, Z18, Z17 (Intel order: Z11 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd9
+	VBROADCASTSS (DI), Z18
+
+	// VDPBF16PS Z12, Z18, Z16 (Intel order: Z12 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z13, Z18, Z17 (Intel order: Z13 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe9
+	VBROADCASTSS (DI)(BX*1), Z18
+
+	// VDPBF16PS Z14, Z18, Z16 (Intel order: Z14 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z15, Z18, Z17 (Intel order: Z15 += Z18·Z17 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf9
+	ADDQ $0x04, CX
+	ADDQ $0x04, R8
+	ADDQ $0x04, DI
+	ADDQ $0x80, DX
+
+	// prefetch the same step of the next panel into L2
+	PREFETCHT1 (R9)
+	PREFETCHT1 64(R9)
+	ADDQ       $0x80, R9
+	DECQ       AX
+	JNZ        gemmBF16x8AVX512_pfloop
+	JMP        gemmBF16x8AVX512_done
+
+gemmBF16x8AVX512_loop:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z16
+	VMOVUPS 64(DX), Z17
+
+	// acc[r][v] += dot(broadcast(a[r·lda + p]), b_v) in bf16 pairs
+	VBROADCASTSS (CX), Z18
+
+	// VDPBF16PS Z0, Z18, Z16 (Intel order: Z0 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z18, Z17 (Intel order: Z1 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xb2
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc9
+	VBROADCASTSS (CX)(BX*1), Z18
+
+	// VDPBF16PS Z2, Z18, Z16 (Intel order: Z2 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z18, Z17 (Intel order: Z3 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xb2
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd9
+	VBROADCASTSS (CX)(SI*1), Z18
+
+	// VDPBF16PS Z4, Z18, Z16 (Intel order: Z4 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z5, Z18, Z17 (Intel order: Z5 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xb2
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe9
+	VBROADCASTSS (R8), Z18
+
+	// VDPBF16PS Z6, Z18, Z16 (Intel order: Z6 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z7, Z18, Z17 (Intel order: Z7 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xb2
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf9
+	VBROADCASTSS (R8)(BX*1), Z18
+
+	// VDPBF16PS Z8, Z18, Z16 (Intel order: Z8 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z9, Z18, Z17 (Intel order: Z9 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc9
+	VBROADCASTSS (R8)(SI*1), Z18
+
+	// VDPBF16PS Z10, Z18, Z16 (Intel order: Z10 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z11, Z18, Z17 (Intel order: Z11 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd9
+	VBROADCASTSS (DI), Z18
+
+	// VDPBF16PS Z12, Z18, Z16 (Intel order: Z12 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z13, Z18, Z17 (Intel order: Z13 += Z18·Z17 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x6e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe9
+	VBROADCASTSS (DI)(BX*1), Z18
+
+	// VDPBF16PS Z14, Z18, Z16 (Intel order: Z14 += Z18·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z15, Z18, Z17 (Intel order: Z15 += Z18·Z17 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf9
+	ADDQ $0x04, CX
+	ADDQ $0x04, R8
+	ADDQ $0x04, DI
+	ADDQ $0x80, DX
+	DECQ AX
+	JNZ  gemmBF16x8AVX512_loop
+
+gemmBF16x8AVX512_done:
+	MOVQ  c+32(FP), AX
+	MOVQ  ldc+40(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemmBF16x8AVX512_bias
+
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   CX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   CX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   CX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   CX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   CX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   CX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   CX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+
+gemmBF16x8AVX512_bias:
+	MOVQ  bias+56(FP), DX
+	TESTQ DX, DX
+	JZ    gemmBF16x8AVX512_res
+
+	// acc[r][v] += bias[v·lanes : ...]
+	VMOVUPS (DX), Z16
+	VMOVUPS 64(DX), Z17
+	VADDPS  Z16, Z0, Z0
+	VADDPS  Z17, Z1, Z1
+	VADDPS  Z16, Z2, Z2
+	VADDPS  Z17, Z3, Z3
+	VADDPS  Z16, Z4, Z4
+	VADDPS  Z17, Z5, Z5
+	VADDPS  Z16, Z6, Z6
+	VADDPS  Z17, Z7, Z7
+	VADDPS  Z16, Z8, Z8
+	VADDPS  Z17, Z9, Z9
+	VADDPS  Z16, Z10, Z10
+	VADDPS  Z17, Z11, Z11
+	VADDPS  Z16, Z12, Z12
+	VADDPS  Z17, Z13, Z13
+	VADDPS  Z16, Z14, Z14
+	VADDPS  Z17, Z15, Z15
+
+gemmBF16x8AVX512_res:
+	MOVQ  res+64(FP), DX
+	TESTQ DX, DX
+	JZ    gemmBF16x8AVX512_store
+
+	// acc += res, row by row
+	MOVQ   ldr+72(FP), BX
+	SHLQ   $0x02, BX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   BX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   BX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   BX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   BX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   BX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   BX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   BX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+
+gemmBF16x8AVX512_store:
+	// c = acc, row by row
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z14, (AX)
+	VMOVUPS Z15, 64(AX)
+	VZEROUPPER
+	RET
+
+// func gemmBF16x4AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *uint32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemmBF16x4AVX512(SB), NOSPLIT, $0-88
+	MOVQ kc+0(FP), AX
+	MOVQ a+8(FP), CX
+	MOVQ b+24(FP), DX
+	MOVQ lda+16(FP), BX
+	SHLQ $0x02, BX
+	LEAQ (BX)(BX*1), SI
+	LEAQ (SI)(BX*1), DI
+	LEAQ (CX)(DI*1), DI
+
+	// acc = 0
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   pf+80(FP), R8
+	TESTQ  R8, R8
+	JZ     gemmBF16x4AVX512_loop
+
+gemmBF16x4AVX512_pfloop:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z8
+	VMOVUPS 64(DX), Z9
+
+	// acc[r][v] += dot(broadcast(a[r·lda + p]), b_v) in bf16 pairs
+	VBROADCASTSS (CX), Z10
+
+	// VDPBF16PS Z0, Z10, Z8 (Intel order: Z0 += Z10·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z10, Z9 (Intel order: Z1 += Z10·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x2e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc9
+	VBROADCASTSS (CX)(BX*1), Z10
+
+	// VDPBF16PS Z2, Z10, Z8 (Intel order: Z2 += Z10·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z10, Z9 (Intel order: Z3 += Z10·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x2e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd9
+	VBROADCASTSS (CX)(SI*1), Z10
+
+	// VDPBF16PS Z4, Z10, Z8 (Intel order: Z4 += Z10·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z5, Z10, Z9 (Intel order: Z5 += Z10·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x2e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe9
+	VBROADCASTSS (DI), Z10
+
+	// VDPBF16PS Z6, Z10, Z8 (Intel order: Z6 += Z10·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z7, Z10, Z9 (Intel order: Z7 += Z10·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf9
+	ADDQ $0x04, CX
+	ADDQ $0x04, DI
+	ADDQ $0x80, DX
+
+	// prefetch the same step of the next panel into L2
+	PREFETCHT1 (R8)
+	PREFETCHT1 64(R8)
+	ADDQ       $0x80, R8
+	DECQ       AX
+	JNZ        gemmBF16x4AVX512_pfloop
+	JMP        gemmBF16x4AVX512_done
+
+gemmBF16x4AVX512_loop:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z8
+	VMOVUPS 64(DX), Z9
+
+	// acc[r][v] += dot(broadcast(a[r·lda + p]), b_v) in bf16 pairs
+	VBROADCASTSS (CX), Z10
+
+	// VDPBF16PS Z0, Z10, Z8 (Intel order: Z0 += Z10·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z10, Z9 (Intel order: Z1 += Z10·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x2e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc9
+	VBROADCASTSS (CX)(BX*1), Z10
+
+	// VDPBF16PS Z2, Z10, Z8 (Intel order: Z2 += Z10·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z10, Z9 (Intel order: Z3 += Z10·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x2e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd9
+	VBROADCASTSS (CX)(SI*1), Z10
+
+	// VDPBF16PS Z4, Z10, Z8 (Intel order: Z4 += Z10·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z5, Z10, Z9 (Intel order: Z5 += Z10·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x2e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe9
+	VBROADCASTSS (DI), Z10
+
+	// VDPBF16PS Z6, Z10, Z8 (Intel order: Z6 += Z10·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z7, Z10, Z9 (Intel order: Z7 += Z10·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf9
+	ADDQ $0x04, CX
+	ADDQ $0x04, DI
+	ADDQ $0x80, DX
+	DECQ AX
+	JNZ  gemmBF16x4AVX512_loop
+
+gemmBF16x4AVX512_done:
+	MOVQ  c+32(FP), AX
+	MOVQ  ldc+40(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemmBF16x4AVX512_bias
+
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   CX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   CX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   CX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+
+gemmBF16x4AVX512_bias:
+	MOVQ  bias+56(FP), DX
+	TESTQ DX, DX
+	JZ    gemmBF16x4AVX512_res
+
+	// acc[r][v] += bias[v·lanes : ...]
+	VMOVUPS (DX), Z8
+	VMOVUPS 64(DX), Z9
+	VADDPS  Z8, Z0, Z0
+	VADDPS  Z9, Z1, Z1
+	VADDPS  Z8, Z2, Z2
+	VADDPS  Z9, Z3, Z3
+	VADDPS  Z8, Z4, Z4
+	VADDPS  Z9, Z5, Z5
+	VADDPS  Z8, Z6, Z6
+	VADDPS  Z9, Z7, Z7
+
+gemmBF16x4AVX512_res:
+	MOVQ  res+64(FP), DX
+	TESTQ DX, DX
+	JZ    gemmBF16x4AVX512_store
+
+	// acc += res, row by row
+	MOVQ   ldr+72(FP), BX
+	SHLQ   $0x02, BX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   BX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   BX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   BX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+
+gemmBF16x4AVX512_store:
+	// c = acc, row by row
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VZEROUPPER
+	RET
+
+// func dpbf16AVX512(acc *uint32, a *uint32, b *uint32)
+// Requires: AVX, AVX512F
+TEXT ·dpbf16AVX512(SB), NOSPLIT, $0-24
+	MOVQ    acc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+16(FP), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (CX), Z1
+	VMOVUPS (DX), Z2
+
+	// VDPBF16PS Z0, Z1, Z2 (Intel order: Z0 += Z1·Z2 in bf16 pairs)
+	BYTE    $0x62
+	BYTE    $0xf2
+	BYTE    $0x76
+	BYTE    $0x48
+	BYTE    $0x52
+	BYTE    $0xc2
+	VMOVUPS Z0, (AX)
+	VZEROUPPER
+	RET
+
 DATA vk_one<>+0(SB)/4, $0x3f800000
 DATA vk_one<>+4(SB)/4, $0x3f800000
 DATA vk_one<>+8(SB)/4, $0x3f800000

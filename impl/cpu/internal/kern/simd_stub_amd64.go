@@ -54,6 +54,26 @@ func gemmTaps4x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, l
 //go:noescape
 func gemmTaps8x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
 
+// gemmBF16x12AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} dot(a[r·lda+p], b[p·32+j]) + bias[j]) + res[r·ldr+j] for r < 12, j < 32, each uint32 a pair of bf16 (k = 2p low, 2p+1 high) and the sum in fp32 by VDPBF16PS (dpbf16 in bf16.go); c's old value counts when accumulate != 0, bias and res when not nil.
+//
+//go:noescape
+func gemmBF16x12AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *uint32)
+
+// gemmBF16x8AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} dot(a[r·lda+p], b[p·32+j]) + bias[j]) + res[r·ldr+j] for r < 8, j < 32, each uint32 a pair of bf16 (k = 2p low, 2p+1 high) and the sum in fp32 by VDPBF16PS (dpbf16 in bf16.go); c's old value counts when accumulate != 0, bias and res when not nil.
+//
+//go:noescape
+func gemmBF16x8AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *uint32)
+
+// gemmBF16x4AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} dot(a[r·lda+p], b[p·32+j]) + bias[j]) + res[r·ldr+j] for r < 4, j < 32, each uint32 a pair of bf16 (k = 2p low, 2p+1 high) and the sum in fp32 by VDPBF16PS (dpbf16 in bf16.go); c's old value counts when accumulate != 0, bias and res when not nil.
+//
+//go:noescape
+func gemmBF16x4AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *uint32)
+
+// dpbf16AVX512 sets acc[i] = dpbf16(acc[i], a[i], b[i]) for i < 16 with one VDPBF16PS: the instruction dpbf16 (bf16.go) is the Go twin of, for the tests.
+//
+//go:noescape
+func dpbf16AVX512(acc *uint32, a *uint32, b *uint32)
+
 // addAVX512 sets out[i] = x[i] + y[i] for i < n.
 //
 //go:noescape

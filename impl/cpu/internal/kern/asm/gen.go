@@ -33,6 +33,7 @@ func main() {
 	// A convolution's last output channels (64 = 5·12 + 4).
 	gemmKernel("gemmTaps4x32AVX512", 4, 12, 2, zmm, 64, bTaps)
 	gemmKernel("gemmTaps8x32AVX512", 8, 12, 2, zmm, 64, bTaps)
+	bf16Kernels(zmm)  // gen_bf16.go: VDPBF16PS microkernels
 	vectorKernels()   // gen_vector.go: elementwise and row kernels
 	transposeStrip()  // gen_transpose.go
 	copyTaps12()      // gen_copy.go
@@ -49,6 +50,7 @@ const (
 	aPacked operands = iota // A and B packed in panels
 	aDirect                 // A read in place from its rows, B packed
 	bTaps                   // A packed, B's rows read in place at tap offsets
+	aDirectBF16             // aDirect on bf16 pairs, with VDPBF16PS (AVX512_BF16)
 )
 
 // gemmKernel emits
@@ -93,11 +95,21 @@ const (
 // direct convolution over a padded image, where each tap's NR neighbouring
 // outputs read NR neighbouring pixels.
 //
+// With aDirectBF16 the kernel is aDirect on bf16 pairs:
+//
+//	func NAME(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *uint32)
+//
+// where each uint32 holds two bf16 values, k = 2p in its low half and
+// k = 2p+1 in its high half, a[r·lda + p] for row r and b[p·NR + j] for
+// column j, kc counts pairs, and each step is one VDPBF16PS per
+// accumulator (s rounds as dpbf16 in bf16.go says, not as an FMA chain).
+//
 // A packed panel holds panel ≥ mr rows per step (a[p·panel + r]); the
 // kernel computes its first mr.
 func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, mode operands) {
 	lanes := width / 4
 	taps := mode == bTaps
+	direct := mode == aDirect || mode == aDirectBF16
 	switch mode {
 	case bTaps:
 		TEXT(name, NOSPLIT, "func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)")
@@ -108,6 +120,11 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 		TEXT(name, NOSPLIT, "func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[r·lda+p]·b[p·%d+j] + bias[j]) + res[r·ldr+j] for r < %d, j < %d (a in place, b packed); c's old value counts when accumulate != 0, bias and res when not nil.",
+			name, nv*lanes, mr, nv*lanes))
+	case aDirectBF16:
+		TEXT(name, NOSPLIT, "func(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *uint32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} dot(a[r·lda+p], b[p·%d+j]) + bias[j]) + res[r·ldr+j] for r < %d, j < %d, each uint32 a pair of bf16 (k = 2p low, 2p+1 high) and the sum in fp32 by VDPBF16PS (dpbf16 in bf16.go); c's old value counts when accumulate != 0, bias and res when not nil.",
 			name, nv*lanes, mr, nv*lanes))
 	default:
 		TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)")
@@ -126,7 +143,7 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 	// (bytes), and every base moves 4 bytes per step.
 	var rowBase []Register
 	var lda, lda2 Register
-	if mode == aDirect {
+	if direct {
 		lda = Load(Param("lda"), GP64())
 		SHLQ(Imm(2), lda)
 		lda2 = GP64()
@@ -169,14 +186,16 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 				VMOVUPS(Mem{Base: pb, Disp: v * width}, vb[v])
 			}
 		}
-		if mode == aDirect {
+		if mode == aDirectBF16 {
+			Comment("acc[r][v] += dot(broadcast(a[r·lda + p]), b_v) in bf16 pairs")
+		} else if direct {
 			Comment("acc[r][v] += broadcast(a[r·lda + p]) · b_v")
 		} else {
 			Comment("acc[r][v] += broadcast(a[p·panel + r]) · b_v")
 		}
 		for r := 0; r < mr; r++ {
 			src := Mem{Base: pa, Disp: 4 * r}
-			if mode == aDirect {
+			if direct {
 				src = Mem{Base: rowBase[r/3]}
 				switch r % 3 {
 				case 1:
@@ -187,10 +206,14 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 			}
 			VBROADCASTSS(src, bcast)
 			for v := 0; v < nv; v++ {
-				VFMADD231PS(vb[v], bcast, acc[r*nv+v])
+				if mode == aDirectBF16 {
+					vdpbf16ps(acc[r*nv+v], bcast, vb[v])
+				} else {
+					VFMADD231PS(vb[v], bcast, acc[r*nv+v])
+				}
 			}
 		}
-		if mode == aDirect {
+		if direct {
 			for _, base := range rowBase {
 				ADDQ(Imm(4), base)
 			}

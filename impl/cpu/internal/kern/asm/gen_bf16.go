@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// bf16Kernels emits the AVX512_BF16 kernels: the bf16 GEMM microkernels
+// (12, 8 and 4 rows of 32 columns; see gemmKernel, mode aDirectBF16) and
+// dpbf16AVX512, one VDPBF16PS on three vectors, with which the tests
+// compare the instruction with its Go twin.
+func bf16Kernels(zmm []VecPhysical) {
+	gemmKernel("gemmBF16x12AVX512", 12, 12, 2, zmm, 64, aDirectBF16)
+	gemmKernel("gemmBF16x8AVX512", 8, 12, 2, zmm, 64, aDirectBF16)
+	gemmKernel("gemmBF16x4AVX512", 4, 12, 2, zmm, 64, aDirectBF16)
+	dpbf16Probe()
+}
+
+// dpbf16Probe emits
+//
+//	func dpbf16AVX512(acc, a, b *uint32)
+//
+// which runs VDPBF16PS on the 16 lanes at acc, a and b once: for i < 16,
+// acc[i] += a.hi·b.hi, then += a.lo·b.lo, where .lo and .hi are the bf16
+// halves of a[i] and b[i] (the instruction's rounding: dpbf16 in bf16.go).
+func dpbf16Probe() {
+	TEXT("dpbf16AVX512", NOSPLIT, "func(acc, a, b *uint32)")
+	Pragma("noescape")
+	Doc("dpbf16AVX512 sets acc[i] = dpbf16(acc[i], a[i], b[i]) for i < 16 with one VDPBF16PS: the instruction dpbf16 (bf16.go) is the Go twin of, for the tests.")
+	pacc := Load(Param("acc"), GP64())
+	pa := Load(Param("a"), GP64())
+	pb := Load(Param("b"), GP64())
+	VMOVUPS(Mem{Base: pacc}, Z0)
+	VMOVUPS(Mem{Base: pa}, Z1)
+	VMOVUPS(Mem{Base: pb}, Z2)
+	vdpbf16ps(Z0, Z1, Z2)
+	VMOVUPS(Z0, Mem{Base: pacc})
+	VZEROUPPER()
+	RET()
+}
+
+// vdpbf16ps emits VDPBF16PS zmm acc, zmm src1, zmm src2 (Intel operand
+// order: acc.fp32[i] += src1.bf16[2i+1]·src2.bf16[2i+1] + src1.bf16[2i]·
+// src2.bf16[2i]). avo v0.6.0 has no mnemonic for it, nor has the Go
+// assembler, so it is written as its bytes, the EVEX encoding
+// EVEX.512.F3.0F38.W0 52 /r with register operands:
+//
+//	62 P0 P1 P2 52 ModRM
+//	P0 = R̄ X̄ B̄ R̄′ 0 0 1 0    (map 0F38; R, R′: bits 3, 4 of acc; B, X: bits 3, 4 of src2)
+//	P1 = W=0 v̄v̄v̄v̄ 1 1 0        (vvvv: bits 0-3 of src1, inverted; pp = 10: F3)
+//	P2 = z=0 L′L=10 b=0 V̄′ aaa=000 (512 bits, no broadcast, no mask; V′: bit 4 of src1)
+//	ModRM = 11 acc[2:0] src2[2:0]
+//
+// The tests disassemble the assembled object (TestVDPBF16PSEncoding) and
+// compare it with its twin (TestDPBF16Twin).
+func vdpbf16ps(acc, src1, src2 VecPhysical) {
+	d, s1, s2 := int(acc.PhysicalIndex()), int(src1.PhysicalIndex()), int(src2.PhysicalIndex())
+	inv := func(x, bit int) int { return (x>>bit)&1 ^ 1 }
+	p0 := inv(d, 3)<<7 | inv(s2, 4)<<6 | inv(s2, 3)<<5 | inv(d, 4)<<4 | 0b0010
+	p1 := (^s1&15)<<3 | 1<<2 | 0b10
+	p2 := 0b10<<5 | inv(s1, 4)<<3
+	modrm := 0b11<<6 | (d&7)<<3 | s2&7
+	Comment(fmt.Sprintf("VDPBF16PS Z%d, Z%d, Z%d (Intel order: Z%d += Z%d·Z%d in bf16 pairs)", d, s1, s2, d, s1, s2))
+	for i, b := range []int{0x62, p0, p1, p2, 0x52, modrm} {
+		in := &ir.Instruction{Opcode: "BYTE", Operands: []Op{U8(uint8(b))}}
+		if i == 0 {
+			// What the instruction reads and writes, for avo's liveness.
+			in.Inputs, in.Outputs = []Op{acc, src1, src2}, []Op{acc}
+		}
+		Instruction(in)
+	}
+}

@@ -1,0 +1,305 @@
+package kern
+
+import "sync"
+
+// The bf16 GEMM: C = A·op(B) with both operands rounded to bfloat16
+// (RoundBF16) and the products summed in float32 by VDPBF16PS, two per
+// float32 lane and instruction (dpbf16 says how it rounds). Each uint32
+// holds a pair of bf16 values adjacent in k, the even k in its low half:
+// op(B) is packed once into panels of bf16NR columns, pair p of column j
+// at p·bf16NR + j, and A is rounded block by block into rows of pairs that
+// the microkernel reads in place. Without AVX512_BF16 (or on another ISA
+// path) the Go twin of the microkernel (gemmBF16Go) computes the same bits.
+const (
+	bf16NR = 32 // columns of a packed panel and of the microkernel's tile
+	bf16MR = 12 // rows of the microkernel's tile
+	// kcBlockBF16 is the depth of a block of k: the same bytes of a B
+	// panel (128 KiB) as kcBlock in float32.
+	kcBlockBF16 = 2 * kcBlock
+)
+
+// bf16TileFn computes the rows×bf16NR tile (rows is 4, 8 or bf16MR)
+//
+//	c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kp} dot(a[r·lda+p], b[p·bf16NR+j]) + bias[j]) + res[r·ldr+j]
+//
+// with the sum chained by dpbf16 from 0, c's old value when accumulate !=
+// 0, bias and res when not nil, each addition rounded once in float32.
+// pf, when not nil, is the next panel of B, prefetched into L2.
+type bf16TileFn func(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, pf []uint32)
+
+// gemmBF16Go is the Go twin of the bf16 microkernels (bf16TileFn).
+func gemmBF16Go(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, _ []uint32) {
+	b = b[:kp*bf16NR]
+	for r := 0; r < rows; r++ {
+		var acc [bf16NR]float32
+		for p, av := range a[r*lda : r*lda+kp] {
+			bv := b[p*bf16NR : p*bf16NR+bf16NR]
+			for j := range acc {
+				acc[j] = dpbf16(acc[j], av, bv[j])
+			}
+		}
+		row := c[r*ldc : r*ldc+bf16NR]
+		for j, s := range acc {
+			if accumulate != 0 {
+				s += row[j]
+			}
+			if bias != nil {
+				s += bias[j]
+			}
+			if res != nil {
+				s += res[r*ldr+j]
+			}
+			row[j] = s
+		}
+	}
+}
+
+// bf16Tile returns the microkernel of the active path: the VDPBF16PS
+// kernels on the AVX-512 path of a CPU with AVX512_BF16, else the twin.
+func bf16Tile() bf16TileFn {
+	if active == ISAAVX512 && HasBF16() {
+		return gemmBF16Asm
+	}
+	return gemmBF16Go
+}
+
+// BF16Kernel names the bf16 microkernel the active path uses.
+func BF16Kernel() string {
+	if active == ISAAVX512 && HasBF16() {
+		return "avx512_bf16"
+	}
+	return "go"
+}
+
+// pairsPool holds bf16 buffers between calls (A's rounded rows, B packed
+// per call by SgemmBF16).
+var pairsPool = sync.Pool{New: func() any { return new([]uint32) }}
+
+func growPairs(buf *[]uint32, n int) []uint32 {
+	if cap(*buf) < n {
+		*buf = make([]uint32, n)
+	}
+	return (*buf)[:n]
+}
+
+// PackBTBF16 packs Bᵀ for B [n, k] (row stride ldb), rounded to bf16, for
+// the bf16 GEMM on every path: the layout of a Linear or conv weight
+// [out, in], converted once when it is uploaded.
+func PackBTBF16(n, k int, b []float32, ldb int) *PackedB {
+	p := &PackedB{N: n, K: k, transB: true, bf16: true}
+	p.data16 = make([]uint32, packedLenBF16(n, k))
+	packBF16(p.data16, n, k, b, ldb, true)
+	return p
+}
+
+// PackBNBF16 packs B [k, n] (row stride ldb), rounded to bf16, as the
+// right-hand operand as it is (x @ B).
+func PackBNBF16(n, k int, b []float32, ldb int) *PackedB {
+	p := &PackedB{N: n, K: k, bf16: true}
+	p.data16 = make([]uint32, packedLenBF16(n, k))
+	packBF16(p.data16, n, k, b, ldb, false)
+	return p
+}
+
+// packedLenBF16 is the number of pairs of an n×k operand packed for the
+// bf16 GEMM: for each block of k, ⌈N/bf16NR⌉ panels of ⌈kb/2⌉ pairs.
+func packedLenBF16(n, k int) int {
+	panels := (n + bf16NR - 1) / bf16NR
+	full := k / kcBlockBF16
+	last := k - full*kcBlockBF16
+	return panels * bf16NR * (full*kcBlockBF16/2 + (last+1)/2)
+}
+
+// packBF16 fills dst with op(B) (Bᵀ when transB) rounded and packed:
+// in the block of k starting at pc (dst[panels·bf16NR·pc/2:]), pair p of
+// column j at (j/bf16NR)·bf16NR·kp + p·bf16NR + j mod bf16NR, where kp is
+// the block's pairs; zero past n and past k.
+func packBF16(dst []uint32, n, k int, b []float32, ldb int, transB bool) {
+	panels := (n + bf16NR - 1) / bf16NR
+	at := func(q, j int) float32 { // op(B)[q, j], zero past k
+		if q >= k {
+			return 0
+		}
+		if transB {
+			return b[j*ldb+q]
+		}
+		return b[q*ldb+j]
+	}
+	for pc := 0; pc < k; pc += kcBlockBF16 {
+		kb := min(kcBlockBF16, k-pc)
+		kp := (kb + 1) / 2
+		block := dst[panels*bf16NR*(pc/2):]
+		for jr := 0; jr < n; jr += bf16NR {
+			panel := block[jr*kp : jr*kp+bf16NR*kp]
+			clear(panel)
+			for j := jr; j < min(jr+bf16NR, n); j++ {
+				for p := range kp {
+					q := pc + 2*p
+					panel[p*bf16NR+j-jr] = pairBF16(at(q, j), at(q+1, j))
+				}
+			}
+		}
+	}
+}
+
+// SgemmBF16 is Sgemm in bf16 (A and op(B) rounded, float32 sums): for
+// operands that change every call, such as attention's QKᵀ and P·V. B is
+// rounded and packed into a pooled buffer; single-threaded.
+//
+//	for i < m, j < n: C[i·ldc+j] = Σ_p bf16(A[i·lda+p]) · bf16(op(B)[p, j])  (summed as sgemmPanelsBF16 says)
+func SgemmBF16(m, n, k int, a []float32, lda int, b []float32, ldb int, transB bool, c []float32, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	_ = a[(m-1)*lda+k-1]
+	_ = c[(m-1)*ldc+n-1]
+	if transB {
+		_ = b[(n-1)*ldb+k-1]
+	} else {
+		_ = b[(k-1)*ldb+n-1]
+	}
+	if k == 0 {
+		for i := 0; i < m; i++ {
+			clear(c[i*ldc : i*ldc+n])
+		}
+		return
+	}
+	buf := pairsPool.Get().(*[]uint32)
+	defer pairsPool.Put(buf)
+	p := PackedB{N: n, K: k, transB: transB, bf16: true}
+	p.data16 = growPairs(buf, packedLenBF16(n, k))
+	packBF16(p.data16, n, k, b, ldb, transB)
+	sgemmPanelsBF16(m, matrixA{a, lda}, &p, c, ldc, Epilogue{}, 0, n)
+}
+
+// bf16KernelRows is the number of rows of the microkernel that computes
+// the first mh rows of a tile: 4, 8 or bf16MR. Other row counts go through
+// a scratch tile (A's rows past mh are zero).
+func bf16KernelRows(mh int) int {
+	switch {
+	case mh <= 4:
+		return 4
+	case mh <= 8:
+		return 8
+	}
+	return bf16MR
+}
+
+// bf16Stride is the row stride, in pairs, of A's rounded rows for kp
+// pairs: a multiple of a cache line plus one, so that the twelve rows the
+// microkernel reads do not share a few L1 sets.
+func bf16Stride(kp int) int { return (kp+15)/16*16 + 16 }
+
+// sgemmPanelsBF16 computes columns [j0, j1) of C = A·op(B) with the
+// epilogue, A [m, pb.K] from src and op(B) packed in bf16 (pb.bf16): for
+// each block of k, the blocks of rows of A are rounded to pairs and
+// multiplied by every panel in [j0, j1), the first block of k writing C,
+// the others adding to it, the epilogue after the last:
+//
+//	C[i·ldc+j] = act(Σ_blocks Σ_{p in block} dot(A_i pair p, op(B)_j pair p) + bias[j]) + residual[i·ldr+j]
+//
+// j0 must be a multiple of bf16NR.
+func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi Epilogue, j0, j1 int) {
+	const mr, nr = bf16MR, bf16NR
+	k := pb.K
+	panels := pb.Panels()
+	kc := min(k, kcBlockBF16)
+	lda := bf16Stride((kc + 1) / 2)
+	mc := rowBlock(m, mr)
+	tileFn := bf16Tile()
+	ma, inPlace := src.(matrixA)
+
+	pairs := pairsPool.Get().(*[]uint32)
+	defer pairsPool.Put(pairs)
+	pa := growPairs(pairs, mc*lda)
+	wsp := workspace.Get().(*[]float32)
+	defer workspace.Put(wsp)
+	need := mr * nr
+	if !inPlace {
+		need += mc * kc
+	}
+	ws := grow(wsp, need)
+	tile, rowsF := ws[:mr*nr], ws[mr*nr:]
+
+	beforeAct, afterAct := Epilogue{Bias: epi.Bias}, Epilogue{Act: epi.Act, Residual: epi.Residual, LdR: epi.LdR}
+	if epi.Act == ActNone {
+		beforeAct.Residual, beforeAct.LdR = epi.Residual, epi.LdR
+	}
+	for pc := 0; pc < k; pc += kcBlockBF16 {
+		kb := min(kcBlockBF16, k-pc)
+		kp := (kb + 1) / 2
+		block := pb.data16[panels*nr*(pc/2):]
+		acc := 0
+		if pc > 0 {
+			acc = 1
+		}
+		last := pc+kcBlockBF16 >= k
+		for ic := 0; ic < m; ic += mc {
+			mb := min(mc, m-ic)
+			// Rows [ic, ic+mb) and columns [pc, pc+kb) of A as pairs, the
+			// rows up to the next multiple of mr zero.
+			if inPlace {
+				for r := range mb {
+					row := ma.a[(ic+r)*ma.lda+pc : (ic+r)*ma.lda+pc+kb]
+					packPairs(pa[r*lda:r*lda+kp], row)
+				}
+			} else {
+				src.PackA(rowsF, ic, mb, 1, pc, kb) // one-row panels: A's rows as they are
+				for r := range mb {
+					packPairs(pa[r*lda:r*lda+kp], rowsF[r*kb:r*kb+kb])
+				}
+			}
+			for r := mb; r < (mb+mr-1)/mr*mr; r++ {
+				clear(pa[r*lda : r*lda+kp])
+			}
+			actFrom := j0
+			for jr := j0; jr < j1; jr += nr {
+				bp := block[jr*kp : jr*kp+nr*kp]
+				var pf []uint32
+				if jr+nr < j1 {
+					pf = block[(jr+nr)*kp:]
+				}
+				nw := min(nr, j1-jr)
+				for ir := 0; ir < mb; ir += mr {
+					ap := pa[ir*lda:]
+					mh := min(mr, mb-ir)
+					cp := (ic+ir)*ldc + jr
+					rows := bf16KernelRows(mh)
+					if nw == nr && rows == mh {
+						var bias, res []float32
+						if last && epi.Bias != nil {
+							bias = epi.Bias[jr:]
+						}
+						if last && epi.Residual != nil && epi.Act == ActNone {
+							res = epi.Residual[(ic+ir)*epi.LdR+jr:]
+						}
+						tileFn(mh, kp, ap, lda, bp, c[cp:], ldc, acc, bias, res, epi.LdR, pf)
+						pf = nil
+						continue
+					}
+					// A tile past the last column: on the scratch tile,
+					// the valid columns copied in and out.
+					if acc != 0 {
+						for r := 0; r < mh; r++ {
+							copy(tile[r*nr:r*nr+nw], c[cp+r*ldc:cp+r*ldc+nw])
+						}
+					}
+					tileFn(rows, kp, ap, lda, bp, tile, nr, acc, nil, nil, 0, nil)
+					for r := 0; r < mh; r++ {
+						row := c[cp+r*ldc : cp+r*ldc+nw]
+						copy(row, tile[r*nr:r*nr+nw])
+						if last {
+							beforeAct.apply(row, ic+ir+r, jr)
+						}
+					}
+				}
+				if end := jr + nw; last && epi.Act != ActNone && (end-actFrom >= actCols || end == j1) {
+					for i := ic; i < ic+mb; i++ {
+						afterAct.apply(c[i*ldc+actFrom:i*ldc+end], i, actFrom)
+					}
+					actFrom = end
+				}
+			}
+		}
+	}
+}

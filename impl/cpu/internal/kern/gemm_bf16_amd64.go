@@ -1,0 +1,40 @@
+//go:build !purego
+
+package kern
+
+import "golang.org/x/sys/cpu"
+
+// HasBF16 reports whether the CPU (and the OS) can run the VDPBF16PS
+// kernels: AVX-512 with the AVX512_BF16 extension.
+func HasBF16() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512BF16 }
+
+// gemmBF16Asm runs the VDPBF16PS microkernel of rows rows (4, 8 or 12):
+// the bf16TileFn of the AVX-512 path.
+func gemmBF16Asm(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, pf []uint32) {
+	_ = a[(rows-1)*lda+kp-1]
+	_ = b[kp*bf16NR-1]
+	_ = c[(rows-1)*ldc+bf16NR-1]
+	var pbias, pres *float32
+	var ppf *uint32
+	if bias != nil {
+		_ = bias[bf16NR-1]
+		pbias = &bias[0]
+	}
+	if res != nil {
+		_ = res[(rows-1)*ldr+bf16NR-1]
+		pres = &res[0]
+	}
+	if len(pf) >= kp*bf16NR {
+		ppf = &pf[0]
+	}
+	switch rows {
+	case 4:
+		gemmBF16x4AVX512(kp, &a[0], lda, &b[0], &c[0], ldc, accumulate, pbias, pres, ldr, ppf)
+	case 8:
+		gemmBF16x8AVX512(kp, &a[0], lda, &b[0], &c[0], ldc, accumulate, pbias, pres, ldr, ppf)
+	case bf16MR:
+		gemmBF16x12AVX512(kp, &a[0], lda, &b[0], &c[0], ldc, accumulate, pbias, pres, ldr, ppf)
+	default:
+		panic("kern: no bf16 microkernel of this many rows")
+	}
+}

@@ -1,0 +1,11 @@
+//go:build purego || !amd64
+
+package kern
+
+// HasBF16 reports whether the VDPBF16PS kernels can run: never in this
+// build, where the Go twin computes the bf16 GEMM.
+func HasBF16() bool { return false }
+
+func gemmBF16Asm(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, pf []uint32) {
+	gemmBF16Go(rows, kp, a, lda, b, c, ldc, accumulate, bias, res, ldr, pf)
+}
