@@ -83,7 +83,7 @@ func addProductBF16(acc float32, x, y uint16) float32 {
 	p := float32(fx * fy) // the conversion keeps the compiler from fusing it into the sum
 	switch e := math.Float32bits(p) >> 23 & 0xff; {
 	case e != 0 && e != 0xff, // normal: the product is exact
-		e == 0 && (fx == 0 || fy == 0),        // an exact zero
+		e == 0 && (fx == 0 || fy == 0),              // an exact zero
 		e == 0xff && (isSpecial(x) || isSpecial(y)): // Inf or NaN from an Inf or NaN input
 		return flushTiny(acc + p)
 	}

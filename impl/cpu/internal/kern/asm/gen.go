@@ -47,10 +47,10 @@ func main() {
 type operands int
 
 const (
-	aPacked operands = iota // A and B packed in panels
-	aDirect                 // A read in place from its rows, B packed
-	bTaps                   // A packed, B's rows read in place at tap offsets
-	aDirectBF16             // aDirect on bf16 pairs, with VDPBF16PS (AVX512_BF16)
+	aPacked     operands = iota // A and B packed in panels
+	aDirect                     // A read in place from its rows, B packed
+	bTaps                       // A packed, B's rows read in place at tap offsets
+	aDirectBF16                 // aDirect on bf16 pairs, with VDPBF16PS (AVX512_BF16)
 )
 
 // gemmKernel emits
