@@ -23,7 +23,12 @@ SRC
   echo "install-deps: added $nvrtc_src (bookworm contrib non-free, for libnvrtc11.2)"
 fi
 
-pkgs=(python3-torch python3-torchvision python3-numpy libopenblas0-openmp libnvrtc11.2)
+pkgs=(python3-torch python3-torchvision python3-numpy libopenblas0-openmp libnvrtc11.2 python3-onnx)
+# Node.js and npm for the ONNX Runtime baseline (reference/bench_ort.js), from Debian when
+# the machine has none.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  pkgs+=(nodejs npm)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -47,6 +52,19 @@ for lib in libblas.so.3 liblapack.so.3; do
     update-alternatives --set "$lib-$arch" "$target" >/dev/null 2>&1 || true
   fi
 done
+
+# onnxruntime-node for the ONNX Runtime baseline, pinned, into a cache folder outside the
+# repository (where vitbench run -ort and bench_ort.js look). Its install script would
+# download GPU providers (and fails offline); the CPU binary ships inside the package.
+ort_version=1.30.0
+ort_dir=${XDG_CACHE_HOME:-$HOME/.cache}/vitbench/ort
+if [ "$(node -p "try { require('$ort_dir/node_modules/onnxruntime-node/package.json').version } catch (e) { '' }" 2>/dev/null)" != "$ort_version" ]; then
+  echo "install-deps: installing onnxruntime-node@$ort_version into $ort_dir"
+  mkdir -p "$ort_dir"
+  ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix "$ort_dir" --no-save --no-audit --no-fund --loglevel=error \
+    "onnxruntime-node@$ort_version" >/dev/null
+fi
+node -e "const o = require('$ort_dir/node_modules/onnxruntime-node'); console.log('install-deps: onnxruntime-node ' + o.env.versions.node)"
 
 /usr/bin/python3 - <<'PY'
 import numpy, torch, torchvision
