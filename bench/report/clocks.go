@@ -13,6 +13,7 @@ func writeClocks(w io.Writer, in Input, es, shown []entry) {
 	if l := clockLine(in, es, shown); l != "" {
 		fmt.Fprintf(w, "\n%s\n", Inline(l))
 	}
+	writeContentionNote(w, es, shown)
 }
 
 // clockLine says which clock the times of shown (the vitbench rows of a table) and of the

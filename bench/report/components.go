@@ -37,6 +37,7 @@ func writeComponents(w io.Writer, in Input, es []entry) error {
 		if e.Noisy {
 			noisy = "noisy"
 		}
+		noisy = contentionCell(noisy, es, e)
 		row := []string{e.Case, e.Backend, e.DType, fmt.Sprint(e.Batch), fmt.Sprint(e.Threads),
 			in.checkStatus(e.Case, e.Backend, e.DType),
 			fmtMsCI(e.MedianNs, e.CILowNs, e.CIHighNs), fmtMs(e.P90Ns),

@@ -60,6 +60,12 @@ func writeHeader(w io.Writer, in Input, es []entry) error {
 	fmt.Fprintf(w, "- Threads: %s\n", joinOr(threads))
 	fmt.Fprintf(w, "- Backends: %s\n", joinOr(backends))
 	fmt.Fprintf(w, "- Tools: %s\n", collect(toolLabel))
+	if sha := collect(func(m results.Meta) string { return m.Extra[results.WeightsKey] }); sha != dash {
+		fmt.Fprintf(w, "- Weights: SHA-256 %s (bench -weights: real weights, not synthesized)\n", sha)
+	}
+	if l := contentionSummary(in); l != "" {
+		fmt.Fprintf(w, "- Contention: %s\n", l)
+	}
 	return nil
 }
 

@@ -81,10 +81,10 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 		}
 		lat, p90, torchLat := dash, dash, dash
 		if b1 != nil {
-			lat, p90 = fmtMsCI(b1.MedianNs, b1.CILowNs, b1.CIHighNs), fmtMs(b1.P90Ns)
+			lat, p90 = fmtMsCI(b1.MedianNs, b1.CILowNs, b1.CIHighNs)+loadMark(b1.BenchRow), fmtMs(b1.P90Ns)
 		}
 		if tb1 != nil {
-			torchLat = fmtMs(tb1.MedianNs)
+			torchLat = fmtMs(tb1.MedianNs) + loadMark(tb1.BenchRow)
 		}
 		row := []string{g.first.Case, orDash(info.ImgSize), millions(info.Params), billions(gmacs),
 			g.first.Backend, g.first.DType, fmt.Sprint(g.first.Threads),

@@ -28,7 +28,7 @@ func writeNetworkSummary(w io.Writer, in Input, es []entry, groups []*netGroup, 
 		info := in.Cases[g.first.Case]
 		lat := dash
 		if i := slices.IndexFunc(g.rows, func(e entry) bool { return e.Batch == 1 }); i >= 0 {
-			lat = fmtMs(g.rows[i].MedianNs)
+			lat = fmtMs(g.rows[i].MedianNs) + loadMark(g.rows[i].BenchRow)
 		}
 		last := g.rows[len(g.rows)-1] // rows are in ascending batch
 		rate := imgPerSec(last.Batch, last.MedianNs)
