@@ -29,7 +29,11 @@ precision: ``fp32`` (the default) turns TF32 off for matmuls and cuDNN convoluti
 default would use it), ``tf32`` turns it on for both, ``bf16`` and ``fp16`` convert the module and
 its floating-point inputs to that type (PyTorch eager in bf16/fp16).  The rows' dtype field says
 which (``float32``, ``tf32``, ``bfloat16``, ``float16``); ``vitbench report`` pairs them with the
-``cuda``, ``cuda-tf32``, ``cuda-bf16`` and ``cuda-fp16`` rows.
+``cuda``, ``cuda-tf32``, ``cuda-bf16`` and ``cuda-fp16`` rows.  On the CPU ``--dtype bf16`` times each
+case twice, under ``torch.autocast("cpu", dtype=torch.bfloat16)`` (fp32 weights) and with the module and
+inputs converted to bf16 (``vitbench_ref.bf16``), and keeps the faster as the ``bfloat16`` row; its
+``# baseline`` label says which mode won and what the other measured (no NumPy rows: NumPy has no bf16).
+``vitbench report`` pairs those rows with the ``cpu-bf16`` backend's by that dtype (docs/baselines.md).
 
 Each row is followed by ``# baseline <result name>: <label>``, saying what code it ran (``baseline_label``:
 the reference module's path and what it computes with, e.g. Deformable DETR's grid_sample sampling or
@@ -73,6 +77,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from vitbench_ref import bf16 as BF16  # noqa: E402
 from vitbench_ref import cases as C  # noqa: E402
 from vitbench_ref import contention  # noqa: E402
 from vitbench_ref import modules as M  # noqa: E402
@@ -378,7 +383,8 @@ def use_sdpa(module):
     return module
 
 
-def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="fp32", variant=None, load=None):
+def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="fp32", variant=None, load=None,
+               bf16_mode=None):
     """Time one normalised case; return (samples as (runs, mean ns per run, mean end-to-end ns per
     run or None), MACs, bytes, peak RSS).
 
@@ -391,7 +397,9 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="
     until its calls' end-to-end times add up to min_sample_ns, as in vitbench's runner; on the CPU
     the end-to-end figure is None.  variant "sdpa" computes the attention with use_sdpa.  The
     samples are one contention window: when ``load`` is a list, (foreign load or None, contended)
-    is appended to it (vitbench_ref.contention, as vitbench measures its own rows)."""
+    is appended to it (vitbench_ref.contention, as vitbench measures its own rows).  bf16_mode
+    ("autocast" or "weights", vitbench_ref.bf16) runs the module in bf16 that way instead of the
+    dtype's conversion (--dtype bf16 on the CPU)."""
     reset_peak_rss()
     module, inputs, weights, (ins, ws, outs), _ = materialize(case, seed)
     args = module_args(inputs)  # every input, in the op's order (padding_mask as bool)
@@ -399,7 +407,9 @@ def bench_case(case, seed, count, warmup, min_sample_ns=0, device="cpu", dtype="
         module = module.to(device)
         args = [to_device(a, device) for a in args]
     cast = DTYPES[dtype][1]
-    if cast is not None:
+    if bf16_mode is not None:
+        module, args = BF16.prepare(module, args, bf16_mode)
+    elif cast is not None:
         module = module.to(getattr(torch, cast))
         args = [cast_floating(a, getattr(torch, cast)) for a in args]
     if variant == "sdpa":
@@ -546,7 +556,7 @@ def main(argv=None):
     ap.add_argument("--labels-only", action="store_true",
                     help="time nothing: write only the '# baseline' lines (what code each row runs) of the cases")
     args = ap.parse_args(argv)
-    if args.dtype != "fp32" and args.device != "cuda":
+    if args.dtype not in ("fp32", "bf16") and args.device != "cuda":
         ap.error("--dtype %s needs --device cuda" % args.dtype)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("bench_torch: --device cuda, but this torch %s (CUDA %s) sees no GPU "
@@ -603,7 +613,7 @@ def main(argv=None):
             if variant is None:
                 plain = got
             write_atomic(out, lines)
-        if plain is not None and case["op"] == "gemm" and args.device == "cpu":
+        if plain is not None and case["op"] == "gemm" and args.device == "cpu" and args.dtype == "fp32":
             macs, nbytes = plain
             np_samples = bench_numpy(case, args.seed, args.count, args.warmup, int(args.min_sample_ms * 1e6))
             lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes, backend="numpy")
@@ -625,7 +635,7 @@ def label_lines(todo, args):
             case = dict(case, batch=args.batch)
         for variant in variants_for(case, args.device):
             lines.append(baseline_line(case, args.threads, dtype=args.dtype, variant=variant))
-        if case["op"] == "gemm" and args.device == "cpu":
+        if case["op"] == "gemm" and args.device == "cpu" and args.dtype == "fp32":
             lines.append(baseline_line(case, args.threads, backend="numpy"))
     return lines
 
@@ -634,11 +644,22 @@ def bench_variant(lines, case, variant, args):
     """Time one case (one variant of it) and append its result lines, or its # FAILED line, to
     lines; returns (MACs, bytes) of the case, None when it failed."""
     label = case["name"] + ("/" + variant if variant else "")
-    load = []
+    load, mode_note = [], ""
     try:
-        samples, macs, nbytes, rss = bench_case(case, args.seed, args.count, args.warmup,
-                                                int(args.min_sample_ms * 1e6), args.device, args.dtype,
-                                                variant=variant, load=load)
+        if args.device == "cpu" and args.dtype == "bf16":
+            # Both ways of running bf16 on the CPU; the faster is the row, its label says which.
+            loads = {}
+
+            def run(mode):
+                loads[mode] = []
+                return bench_case(case, args.seed, args.count, args.warmup, int(args.min_sample_ms * 1e6),
+                                  args.device, args.dtype, variant=variant, load=loads[mode], bf16_mode=mode)
+            (samples, macs, nbytes, rss), mode, medians = BF16.faster(run)
+            load, mode_note = loads[mode], BF16.note(mode, medians)
+        else:
+            samples, macs, nbytes, rss = bench_case(case, args.seed, args.count, args.warmup,
+                                                    int(args.min_sample_ms * 1e6), args.device, args.dtype,
+                                                    variant=variant, load=load)
     except Exception as e:  # one case's failure must not lose the others
         msg = " ".join(("%s: %s" % (type(e).__name__, e)).split())
         lines.append("# FAILED %s: %s" % (result_name(case, args.threads, dtype=args.dtype, variant=variant), msg))
@@ -649,7 +670,7 @@ def bench_variant(lines, case, variant, args):
     lines.extend(result_line(case, args.threads, runs, ns, macs, nbytes, dtype=args.dtype, rss=rss, e2e=e2e,
                              variant=variant)
                  for runs, ns, e2e in samples)
-    lines.append(baseline_line(case, args.threads, dtype=args.dtype, variant=variant))
+    lines.append(baseline_line(case, args.threads, dtype=args.dtype, variant=variant) + mode_note)
     busy = ""
     if load:
         lines.append(contention.load_line(result_name(case, args.threads, dtype=args.dtype, variant=variant), *load[0]))

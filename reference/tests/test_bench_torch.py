@@ -102,8 +102,10 @@ class TestBenchTorch(unittest.TestCase):
         self.assertTrue(any(l.startswith("BenchmarkLayernorm/odd_b2_d147/backend=torch/") for l in lines), lines)
 
     def test_reduced_precision_needs_the_gpu(self):
-        with self.assertRaises(SystemExit):
-            BT.main(["-o", os.devnull, "--run", "^gemm/512$", "--dtype", "bf16"])
+        # bf16 runs on the CPU too (test_bench_torch_bf16); tf32 and fp16 are GPU precisions.
+        for dtype in ("tf32", "fp16"):
+            with self.assertRaises(SystemExit):
+                BT.main(["-o", os.devnull, "--run", "^gemm/512$", "--dtype", dtype])
 
 
 def math_sdpa(q, k, v):
