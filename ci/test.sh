@@ -126,7 +126,7 @@ emu_check() {
 # The fixtures but the four largest networks (ddetr_transformer, vit_b16,
 # volo_d1, volo_d1_b2): every kernel and op kind, on every edge path the
 # fixtures have. ci/emu-full.sh runs the rest on every variant.
-emu_subset='/|^(ddetr_transformer_.+|deformable_detr_r50_(small|b2|refine|two_stage)|deit_ti_distilled|t2t_vit_(7|14|t_14)|vit_s16|vit_ti16|vit_ti16_b2|vit_tiny_odd|volo_tiny_odd)$'
+emu_subset='/|^(ddetr_transformer_.+|deformable_detr_r50_(small|b2|refine|two_stage)|deit_ti_distilled|t2t_vit_(7|14|t_14)|vit_s16|vit_ti16|vit_ti16_b2|vit_tiny_odd|volo_tiny_odd|clip_vit_tiny_odd|clip_text_tiny_short|clip_tiny_b2)$'
 
 step "CUDA emulator: every committed fixture but the large networks through the unchanged CUDA backend on cuda-emu (random schedule at barriers), then the subset on cuda-emu-tf32, -bf16 and -fp16 at their tolerance classes"
 emu_check fp32 -backend cuda-emu -run "$not_large"
@@ -175,10 +175,10 @@ grep -q "## A/B: PyTorch → vitbench" "$tmp/run/report.md"
 "$tmp/vitbench" compare -max-slowdown 10% "$tmp/run" "$tmp/run" >/dev/null
 
 step "ONNX Runtime baseline end to end (two small cases): ORT columns; without onnxruntime-node the rows are NS with the reason"
-"$tmp/vitbench" run -o "$tmp/run-ort" -count 3 -min-sample 2ms -torch off -ort on -run '^(fold/odd_b2_dil|mhsa/odd_b2_hd20)$' >/dev/null
+"$tmp/vitbench" run -full -o "$tmp/run-ort" -count 3 -min-sample 2ms -torch off -ort on -run '^(fold/odd_b2_dil|mhsa/odd_b2_hd20)$' >/dev/null
 grep -q "vs ORT" "$tmp/run-ort/report.md" && grep -q "^- ran: ONNX Runtime 1.30.0" "$tmp/run-ort/report.md"
 grep -q "^BenchmarkFold/odd_b2_dil/backend=ort/" "$tmp/run-ort/ort.txt"
-NODE_PATH= "$tmp/vitbench" run -o "$tmp/run-no-ort" -count 3 -min-sample 2ms -torch off -ort on -ort-modules "$tmp/no-ort" \
+NODE_PATH= "$tmp/vitbench" run -full -o "$tmp/run-no-ort" -count 3 -min-sample 2ms -torch off -ort on -ort-modules "$tmp/no-ort" \
   -run '^fold/odd_b2_dil$' >/dev/null
 grep -q "| fold/odd_b2_dil .*| NS .*onnxruntime-node not installed" "$tmp/run-no-ort/report.md"
 

@@ -27,6 +27,10 @@ type RowLoad struct {
 //	# load Benchmark<Case>/backend=B/batch=N/threads=T/dtype=D: <foreign> [contended] [retimed <first> [contended]]
 const loadPrefix = "# load "
 
+// LoadLine is r's load line in the text format; "" when the row has no load record. A later
+// line for the same row replaces an earlier one when read (`run` appends the re-time's).
+func LoadLine(r BenchRow) string { return loadLine(r) }
+
 // loadLine is r's load line; "" when the row has no load record.
 func loadLine(r BenchRow) string {
 	l := r.Load
@@ -113,6 +117,10 @@ func parseLoadLine(line, where string) (key rowKey, l RowLoad, ok bool, err erro
 	}
 	return rowKey{nf.caseName, nf.backend, nf.batch, nf.threads, nf.dtype}, l, true, nil
 }
+
+// ParseBench reads a timing file's content (ReadBench without the file); name is used in
+// error messages.
+func ParseBench(data []byte, name string) (BenchFile, error) { return parseBench(data, name) }
 
 // rowKey identifies a row across the lines of a text file.
 type rowKey struct {

@@ -32,6 +32,9 @@ type benchConfig struct {
 	// opened, when set, are the backends to time (the caller opened them and
 	// closes them); backends is then ignored.
 	opened []bench.Backend
+	// prog, when set, counts the cases across calls (run's groups); else runBench
+	// counts its own.
+	prog *progress
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
@@ -151,7 +154,6 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 		defer closeAll(backends)
 	}
 	bf.Meta.Threads = threadsOf(backends[0], cfg.threads)
-	prog := newProgress(stderr)
 	code := exitOK
 	var failed []string // "case on backend: error", one per case without a result
 	done, total := 0, 0
@@ -159,6 +161,11 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 		if b.Info().Available {
 			total += len(list)
 		}
+	}
+	prog := cfg.prog
+	if prog == nil {
+		prog = newProgress(stderr)
+		prog.n = total
 	}
 	for _, b := range backends {
 		info := b.Info()

@@ -68,7 +68,7 @@ func TestBenchCSVFlag(t *testing.T) {
 func TestRunWritesCSV(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	const name = "layernorm/odd_b2_d147"
-	code, _, stderr := vitbench(t, "run", "-o", out, "-fixtures", fixtureRoot, "-torch", "off", "-run", "^"+name+"$",
+	code, _, stderr := vitbench(t, "run", "-full", "-o", out, "-fixtures", fixtureRoot, "-torch", "off", "-run", "^"+name+"$",
 		"-count", "2", "-min-sample", "0", "-threads", "1", "-machine", "ci-box")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)

@@ -174,7 +174,7 @@ func TestHostilePartialReport(t *testing.T) {
 	writeLongFixture(t, filepath.Join(root, "b_long"))
 	dir := t.TempDir()
 	out := filepath.Join(dir, "run")
-	r, after := signalAfterFirstResult(t, dir, syscall.SIGTERM, 0, "run", "-o", out, "-fixtures", root, "-torch", "off", "-count", "3", "-max-bytes", "3G", "-run", "^(soft_split/odd_c5_k3_s2_p1|vit_b16/long)$")
+	r, after := signalAfterFirstResult(t, dir, syscall.SIGTERM, 0, "run", "-full", "-o", out, "-fixtures", root, "-torch", "off", "-count", "3", "-max-bytes", "3G", "-run", "^(soft_split/odd_c5_k3_s2_p1|vit_b16/long)$")
 	wantExit(t, r, 143, "run, SIGTERM")
 	if after > maxStop {
 		t.Errorf("run took %v after SIGTERM to exit, want at most %v", after, maxStop)

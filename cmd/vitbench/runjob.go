@@ -31,6 +31,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	runRE := fs.String("run", "", "only cases whose name matches this regular expression")
 	threads := fs.Int("threads", 0, "CPU threads for vitbench and PyTorch (0 = all available)")
 	count := fs.Int("count", 10, "timed samples per case")
+	full := fs.Bool("full", false, "time and check every built-in case (default: the quick set, one case of every op kind, networks included)")
 	minSample := fs.Duration("min-sample", 10*time.Millisecond, "repeat runs within a sample until it lasts this long (vitbench and PyTorch alike)")
 	torch := fs.String("torch", "auto", "PyTorch baseline: auto (when python3 with torch is present), on (required) or off")
 	python := fs.String("python", "/usr/bin/python3", "Python interpreter with torch for reference/bench_torch.py")
@@ -111,8 +112,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	fmt.Fprintf(stderr, "fp32 FMA peak %.0f GFLOP/s on 1 thread, %.0f on %d; bandwidth %.1f / %.1f GB/s\n",
 		pk.FMAPerCore, pk.FMATotal, pk.Threads, pk.Bandwidth1T, pk.BandwidthTotal)
 
+	// The quick set by default (its fixtures checked, its cases timed), every case with -full.
+	list, checkRE, which := runCases(re, *full), re, "-full: every built-in case"
+	if !*full {
+		which = "the quick set: one case of every op kind; -full times all"
+		if len(list) == 0 {
+			return exitUsage, usagef("no case of the quick set matches -run (add -full to choose among every built-in case)")
+		}
+		checkRE = caseGroups(list, len(list))[0]
+	}
+	fmt.Fprintf(stderr, "== %d cases (%s)\n", len(list), which)
 	fmt.Fprintln(stderr, "== conformance (every backend)")
-	cf, checkCode, err := runCheck(checkConfig{backends: "all", fixtures: *dir, run: re, threads: *threads,
+	cf, checkCode, err := runCheck(checkConfig{backends: "all", fixtures: *dir, run: checkRE, threads: *threads,
 		limits: npy.Limits{MaxBytes: npy.DefaultMaxBytes}, maxBytes: int64(*budget), stop: stop}, stdout, stderr)
 	if _, ok := isInterrupted(err); ok {
 		stopErr, err = fmt.Errorf("conformance %w; timing and PyTorch skipped", err), nil
@@ -136,7 +147,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	torchOn := *torch != "off"
 	var torchText []byte
 	torchPath := filepath.Join(*outDir, "torch.txt")
-	groups := caseGroups(cases.Match(re), interleaveGroup)
+	groups := caseGroups(list, interleaveGroup)
 	ortOn := ortWanted(*ortMode, *nodeExe, *ortModules)
 	var ortText []byte
 	ortCfg := ortConfig{python: *python, refDir: filepath.Dir(*script), node: *nodeExe, modules: *ortModules,
@@ -163,13 +174,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(backends) == 0 {
 		backends = all // runBench reports them
 	}
-	for gi, group := range groups {
+	// One progress count over every group: k/N, elapsed time and ETA.
+	prog := newProgress(stderr)
+	prog.n = len(list) * len(backends)
+	rt := &runRetime{texts: []*[]byte{&torchText, &ortText}, prog: prog, stderr: stderr}
+	for gi := 0; gi < len(groups); gi = rt.next(gi, &bf, stopErr == nil) {
 		if stopErr != nil {
 			break
 		}
+		group := groups[gi]
+		rt.begin(&bf, len(cases.Match(group))*len(backends))
 		fmt.Fprintf(stderr, "== timing, group %d of %d (every available backend, then PyTorch)\n", gi+1, len(groups))
 		part, code, benchErr := runBench(benchConfig{opened: backends, run: group, threads: *threads, count: *count,
-			warmup: 3, minSample: *minSample, seed: 1, maxBytes: int64(*budget), stop: stop}, stderr)
+			warmup: 3, minSample: *minSample, seed: 1, maxBytes: int64(*budget), stop: stop, prog: prog}, stderr)
 		if gi == 0 {
 			bf.Meta = part.Meta
 		}
