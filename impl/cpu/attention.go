@@ -38,6 +38,7 @@ func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 	threads := min(b.threads, tasks)
 	scores, release := b.scratch(threads * rows * n)
 	defer release()
+	matmul := b.matmul()
 	parallelChunks(threads, tasks, 1, func(w, lo, hi int) {
 		s := scores[w*rows*n : (w+1)*rows*n]
 		for task := lo; task < hi; task++ {
@@ -50,12 +51,12 @@ func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 			base := qkv[img*n*3*e:]
 			q, k, v := base[r0*3*e+h*a.HeadDim:], base[e+h*a.HeadDim:], base[2*e+h*a.HeadDim:]
 			m := r1 - r0
-			kern.Sgemm(m, n, a.HeadDim, q, 3*e, k, 3*e, true, s, n)
+			matmul(m, n, a.HeadDim, q, 3*e, k, 3*e, true, s, n)
 			if a.Causal {
 				maskAbove(s, m, n, r0)
 			}
 			kern.Softmax(m, n, s, n, s, n, float32(a.Scale))
-			kern.Sgemm(m, a.HeadDim, n, s, n, v, 3*e, false, ctx[(img*n+r0)*e+h*a.HeadDim:], e)
+			matmul(m, a.HeadDim, n, s, n, v, 3*e, false, ctx[(img*n+r0)*e+h*a.HeadDim:], e)
 		}
 	})
 	return nil

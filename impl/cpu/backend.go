@@ -28,6 +28,9 @@ type Backend struct {
 	// arena is kernel scratch space reused across Enqueue calls, so the
 	// timed loop does not allocate; nodes run one at a time.
 	arena []float32
+	// bf16 makes this the cpu-bf16 backend (bf16.go): matrix products
+	// with bf16 inputs.
+	bf16 bool
 }
 
 // New returns a CPU backend using threads worker goroutines (0 = one per
@@ -40,7 +43,12 @@ func New(threads int) *Backend {
 }
 
 // Name implements bench.Backend.
-func (b *Backend) Name() string { return "cpu" }
+func (b *Backend) Name() string {
+	if b.bf16 {
+		return "cpu-bf16"
+	}
+	return "cpu"
+}
 
 // Threads is the worker count every kernel splits its work into.
 func (b *Backend) Threads() int { return b.threads }
@@ -70,8 +78,8 @@ func SetISA(isa string) error {
 
 // Info implements bench.Backend.
 func (b *Backend) Info() bench.Info {
-	return bench.Info{
-		Name: "cpu", Available: true, Device: CPUModel(),
+	info := bench.Info{
+		Name: b.Name(), Available: true, Device: CPUModel(),
 		Details: map[string]string{
 			"isa":        ISA(),
 			"isa_paths":  strings.Join(SupportedISAs(), ","),
@@ -80,6 +88,13 @@ func (b *Backend) Info() bench.Info {
 			"goarch":     runtime.GOARCH,
 		},
 	}
+	if b.bf16 {
+		info.Details["bf16_kernel"] = kern.BF16Kernel()
+		if reason := bf16Unavailable(); reason != "" {
+			info.Available, info.Reason = false, reason
+		}
+	}
+	return info
 }
 
 // CPUModel returns the processor's model name from /proc/cpuinfo, or GOARCH.
@@ -100,6 +115,11 @@ func (b *Backend) Supports(op string, dt bench.DType) error {
 		"class_attn_core", "aux_merge", "token_embed", "eot_pool", "clip_logits", "clip_visual", "clip_text", "clip":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
+	}
+	if b.bf16 {
+		if reason := bf16Unavailable(); reason != "" {
+			return fmt.Errorf("%s", reason)
+		}
 	}
 	if dt != bench.Float32 {
 		return fmt.Errorf("cpu: %s runs in float32 only, not %s", op, dt)
@@ -174,12 +194,12 @@ func (b *Backend) Upload(t bench.Tensor, src []float32) error {
 // Memory.
 func (b *Backend) packedWeight(t *tensor, n, k int, transB bool) *kern.PackedB {
 	p := t.packed
-	if p == nil || !p.Current() || p.N != n || p.K != k || p.TransB() != transB {
+	if p == nil || !p.Current() || p.N != n || p.K != k || p.TransB() != transB || p.BF16() != b.bf16 {
 		b.dropPacked(t)
 		if transB {
-			p = kern.PackBT(n, k, t.data, k)
+			p = b.packBT(n, k, t.data, k)
 		} else {
-			p = kern.PackBN(n, k, t.data, n)
+			p = b.packBN(n, k, t.data, n)
 		}
 		t.packed = p
 		b.account(p.Bytes())

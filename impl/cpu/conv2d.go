@@ -63,7 +63,7 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	if err := checkShapes("conv2d", out, []bench.Shape{{c.Batch, c.OutChans, oh, ow}}); err != nil {
 		return err
 	}
-	if useDirect(c) {
+	if useDirect(c) && !b.bf16 {
 		fw := b.foldConv(c, in[1:], true)
 		b.conv2dDirect(c, fw.pa, fw.geom, in[0].data, out[0].data, res)
 		return nil
@@ -137,7 +137,7 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, direct bool) *foldedWeigh
 		b.account(f.bytes())
 		return f
 	}
-	pb := kern.PackBT(o, k, wf, k)
+	pb := b.packBT(o, k, wf, k)
 	f := &foldedWeight{versions: versions, pbs: []*kern.PackedB{pb}, bias: bias}
 	f.held = pb.Bytes() + int64(len(bias))*4
 	if pb.Bytes() == 0 && c.BN {

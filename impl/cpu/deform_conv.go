@@ -196,7 +196,7 @@ func (b *Backend) deformWeights(dc ops.DeformConv2d, ws []*tensor) *foldedWeight
 				}
 			}
 		}
-		pb := kern.PackBT(og, taps*cg, re, taps*cg)
+		pb := b.packBT(og, taps*cg, re, taps*cg)
 		if pb.Bytes() == 0 { // the Go path multiplies by the reordered weight itself
 			f.held += int64(len(re)) * 4
 		}

@@ -36,6 +36,7 @@ func (b *Backend) performerCore(p ops.PerformerCore, in, out []*tensor) error {
 	kp, qp, kpT, kptv, d := buf[:t*m], buf[t*m:2*t*m], buf[2*t*m:2*t*m+m*t], buf[2*t*m+m*t:2*t*m+m*t+m*e], buf[2*t*m+m*t+m*e:]
 	ksum := make([]float64, m)
 	threads := b.threads
+	matmul := b.matmul()
 	if t*m*e < 1<<16 {
 		threads = 1
 	}
@@ -43,8 +44,8 @@ func (b *Backend) performerCore(p ops.PerformerCore, in, out []*tensor) error {
 		x := kqv[img*t*3*e:]
 		// Feature maps, rows split between workers.
 		parallelFor(threads, t, 16, func(lo, hi int) {
-			features(hi-lo, e, m, x[lo*3*e:], w, shift, kp[lo*m:])   // k: columns 0..E
-			features(hi-lo, e, m, x[lo*3*e+e:], w, shift, qp[lo*m:]) // q: columns E..2E
+			features(matmul, hi-lo, e, m, x[lo*3*e:], w, shift, kp[lo*m:])   // k: columns 0..E
+			features(matmul, hi-lo, e, m, x[lo*3*e+e:], w, shift, qp[lo*m:]) // q: columns E..2E
 		})
 		// The reductions over tokens: kptvᵀ [M, E] = φ(k)ᵀ·v and Σ_t φ(k).
 		clear(ksum)
@@ -54,11 +55,11 @@ func (b *Backend) performerCore(p ops.PerformerCore, in, out []*tensor) error {
 				ksum[j] += float64(v)
 			}
 		}
-		kern.Sgemm(m, e, t, kpT, t, x[2*e:], 3*e, false, kptv, e)
+		matmul(m, e, t, kpT, t, x[2*e:], 3*e, false, kptv, e)
 		dst := y[img*t*e : (img+1)*t*e]
 		parallelFor(threads, t, 16, func(lo, hi int) {
 			// D[t] = φ(q)[t]·Σ_t' φ(k)[t'];  out = φ(q)·kptv / (D + eps).
-			kern.Sgemm(hi-lo, e, m, qp[lo*m:], m, kptv, e, false, dst[lo*e:], e)
+			matmul(hi-lo, e, m, qp[lo*m:], m, kptv, e, false, dst[lo*e:], e)
 			for r := lo; r < hi; r++ {
 				var s float64
 				for j, v := range qp[r*m : (r+1)*m] {
@@ -73,9 +74,10 @@ func (b *Backend) performerCore(p ops.PerformerCore, in, out []*tensor) error {
 }
 
 // features writes φ(x) [T, M] for the rows x[r·3E : r·3E+E]:
-// φ(x)_j = exp(w_j·x − ‖x‖²/2) / √M, computed as exp(a − shift)·exp(shift)/√M.
-func features(t, e, m int, x, w []float32, shift float64, out []float32) {
-	kern.Sgemm(t, m, e, x, 3*e, w, e, true, out, m)
+// φ(x)_j = exp(w_j·x − ‖x‖²/2) / √M, computed as exp(a − shift)·exp(shift)/√M,
+// with the products w_j·x by matmul.
+func features(matmul matmulFn, t, e, m int, x, w []float32, shift float64, out []float32) {
+	matmul(t, m, e, x, 3*e, w, e, true, out, m)
 	scale := float32(math.Exp(shift) / math.Sqrt(float64(m)))
 	for r := 0; r < t; r++ {
 		row := out[r*m : (r+1)*m]

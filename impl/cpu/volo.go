@@ -236,14 +236,15 @@ func (b *Backend) classAttnCore(c ops.ClassAttnCore, in, out []*tensor) error {
 	}
 	scores, release := b.scratch(threads * n)
 	defer release()
+	matmul := b.matmul()
 	parallelChunks(threads, pairs, 1, func(w, lo, hi int) {
 		s := scores[w*n : (w+1)*n]
 		for p := lo; p < hi; p++ {
 			img, h := p/c.Heads, p%c.Heads
 			base := kv[img*n*2*e:]
-			kern.Sgemm(1, n, d, q[img*e+h*d:], e, base[h*d:], 2*e, true, s, n)
+			matmul(1, n, d, q[img*e+h*d:], e, base[h*d:], 2*e, true, s, n)
 			kern.Softmax(1, n, s, n, s, n, float32(c.Scale))
-			kern.Sgemm(1, d, n, s, n, base[e+h*d:], 2*e, false, y[img*e+h*d:], e)
+			matmul(1, d, n, s, n, base[e+h*d:], 2*e, false, y[img*e+h*d:], e)
 		}
 	})
 	return nil

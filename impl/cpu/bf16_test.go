@@ -1,0 +1,79 @@
+package cpu
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"vitbench/bench"
+	"vitbench/bench/accuracy"
+	"vitbench/impl/cpu/internal/kern"
+)
+
+// TestBF16BackendAvailability: cpu-bf16 runs where the CPU has
+// AVX512_BF16 and is NS with the reason everywhere else (the purego build
+// included), every op kind of the cpu backend supported or refused alike.
+func TestBF16BackendAvailability(t *testing.T) {
+	bb, err := bench.OpenBackend("cpu-bf16", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bb.(*Backend)
+	info := b.Info()
+	if b.Name() != "cpu-bf16" || info.Name != "cpu-bf16" {
+		t.Errorf("name %q, info name %q", b.Name(), info.Name)
+	}
+	if info.Available != kern.HasBF16() {
+		t.Fatalf("available %v, but HasBF16 %v", info.Available, kern.HasBF16())
+	}
+	err = b.Supports("gemm", bench.Float32)
+	if kern.HasBF16() {
+		if err != nil {
+			t.Errorf("gemm: %v", err)
+		}
+	} else if info.Reason == "" || err == nil || !strings.Contains(err.Error(), "AVX512_BF16") {
+		t.Errorf("without AVX512_BF16: reason %q, Supports %v", info.Reason, err)
+	}
+	if accuracy.Precision(b.Name()) != "bf16" {
+		t.Errorf("cpu-bf16 is not judged by the @bf16 tolerance classes")
+	}
+}
+
+// TestBF16BackendTwinAndRounding runs cases whose outputs are matrix
+// products (a Linear layer, a convolution with BatchNorm and ReLU, a patch
+// embedding) on cpu-bf16 with the VDPBF16PS kernels and with their Go twin
+// (ISA path go): the outputs must be the same bits. Against the cpu
+// backend they, and attention (whose softmax differs between the fp32
+// paths, so only this), must differ (the inputs were rounded) by no more
+// than bf16's rounding allows.
+func TestBF16BackendTwinAndRounding(t *testing.T) {
+	if !kern.HasBF16() {
+		t.Skip("no AVX512_BF16: kern's tests run the Go twin (TestSgemmBF16MatchesOracle)")
+	}
+	for _, name := range []string{"gemm/odd_m13_n37_k29", "gemm/b2_m7_n50_k300", "conv2d/volo_stem2_28", "patch_embed/odd_c5_e37_p7", "mhsa/odd_b2_hd20"} {
+		simd, _ := run(t, NewBF16(2), name, 3)
+		prev := kern.SetISA(kern.ISAGo)
+		twin, _ := run(t, NewBF16(2), name, 3)
+		kern.SetISA(prev)
+		fp32, _ := run(t, New(2), name, 3)
+		differ := 0
+		var num, den float64
+		for i := range simd {
+			if math.Float32bits(simd[i]) != math.Float32bits(twin[i]) && !strings.HasPrefix(name, "mhsa/") {
+				t.Fatalf("%s: out[%d] = %g with VDPBF16PS, %g with the Go twin", name, i, simd[i], twin[i])
+			}
+			if simd[i] != fp32[i] {
+				differ++
+			}
+			d := float64(simd[i] - fp32[i])
+			num += d * d
+			den += float64(fp32[i]) * float64(fp32[i])
+		}
+		if differ < len(simd)/2 {
+			t.Errorf("%s: only %d of %d outputs differ from fp32: the products were not rounded to bf16", name, differ, len(simd))
+		}
+		if nmse := num / den; nmse > 1e-4 {
+			t.Errorf("%s: NMSE %g against fp32, beyond bf16 rounding", name, nmse)
+		}
+	}
+}
