@@ -92,6 +92,8 @@ func (b *Backend) gemm(g ops.Gemm, in, out []*tensor) (func() error, error) {
 		act = 1
 	case "gelu":
 		act = 2
+	case "quick_gelu":
+		act = 3
 	default:
 		return nil, fmt.Errorf("cuda: gemm activation %q unknown", g.Act)
 	}
@@ -141,6 +143,10 @@ func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) (func() 
 	pairs := int64(a.Batch) * h
 	chunk := max(1, min(pairs, attentionBudget/(n*n*4)))
 	per := pairs * n * d // floats of one of q, k, v
+	softmax := "softmax_rows_f32"
+	if a.Causal {
+		softmax = "softmax_causal_rows_f32" // keys after the query masked
+	}
 	return func() error {
 		parts, release, err := b.scratchParts(3*per*4, per*4, chunk*n*n*4)
 		if err != nil {
@@ -159,7 +165,7 @@ func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) (func() 
 			if err := b.sgemm(false, true, int(n), int(n), int(d), q+off, int(d), k+off, int(d), s, int(n), int(cnt), nd, nd, n*n); err != nil {
 				return err
 			}
-			if err := b.launch("norm.cu", "softmax_rows_f32", dim3{uint32(cnt * n), 1, 1}, dim3{128, 1, 1}, 0, s, i32(a.Tokens), float32(a.Scale)); err != nil {
+			if err := b.launch("norm.cu", softmax, dim3{uint32(cnt * n), 1, 1}, dim3{128, 1, 1}, 0, s, i32(a.Tokens), float32(a.Scale)); err != nil {
 				return err
 			}
 			if err := b.sgemm(false, false, int(n), int(d), int(n), s, int(n), v+off, int(d), o+off, int(d), int(cnt), n*n, nd, nd); err != nil {

@@ -4,6 +4,8 @@
 //   v = c[r·n + j] + bias[j]                 (bias may be null)
 //   v = act(v)                               act: 0 none, 1 ReLU, 2 exact GELU 0.5·v·(1 + erf(v/√2)) in double
 //                                            (GELU(−∞) = 0, as the CPU backend, not NaN)
+//                                            3 QuickGELU v·sigmoid(1.702·v), 1.702·v rounded to float
+//                                            as PyTorch does, the rest in double
 //   c[r·n + j] = v + res[r·ldr + j]          (res may be null; it already points at its first column)
 extern "C" __global__ void gemm_epilogue_f32(float* c, const float* bias, const float* res, i64 ldr, i64 rows, int n,
                                              int act) {
@@ -17,6 +19,8 @@ extern "C" __global__ void gemm_epilogue_f32(float* c, const float* bias, const 
     } else if (act == 2) {
       double x = v;
       v = isinf(x) && x < 0 ? 0.f : (float)(0.5 * x * (1.0 + erf(x / 1.41421356237309504880)));
+    } else if (act == 3) {
+      v = (float)((double)v / (1.0 + exp(-(double)(1.702f * v))));
     }
     if (res) v += res[r * ldr + j];
     c[i] = v;

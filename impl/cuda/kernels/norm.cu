@@ -69,3 +69,23 @@ extern "C" __global__ void softmax_rows_f32(float* x, int n, float scale) {
   float inv = 1.f / block_sum(s);
   for (int j = threadIdx.x; j < n; j += blockDim.x) row[j] *= inv;
 }
+
+// Causal softmax_rows_f32: the rows are the query rows i = blockIdx.x mod n
+// of (image, head) score matrices [n, n]; keys j > i are masked (−∞ before
+// the softmax, so they come out 0):
+//   v[j] = scale·x[j] for j ≤ i;  m = max v;  row[j] = exp(v[j] − m)/Σ exp(v − m) (j ≤ i), 0 (j > i)
+extern "C" __global__ void softmax_causal_rows_f32(float* x, int n, float scale) {
+  float* row = x + (i64)blockIdx.x * n;
+  int q = (int)(blockIdx.x % n);
+  float m = NEG_INF;
+  for (int j = threadIdx.x; j <= q; j += blockDim.x) m = fmaxf(m, scale * row[j]);
+  m = block_max(m);
+  float s = 0.f;
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    float e = j <= q ? expf(scale * row[j] - m) : 0.f;
+    row[j] = e;
+    s += e;
+  }
+  float inv = 1.f / block_sum(s);
+  for (int j = threadIdx.x; j < n; j += blockDim.x) row[j] *= inv;
+}
