@@ -1,7 +1,11 @@
 package runner
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -52,4 +56,19 @@ func NPZWeights(spec bench.Spec, path string, seed uint64, lim npy.Limits) (data
 		}
 		return a.Data, nil
 	}, ar.Close, nil
+}
+
+// FileSHA256 returns the SHA-256 of the file at path in hex: the record of which weights a
+// timing ran with.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %v", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

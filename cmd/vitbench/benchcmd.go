@@ -154,6 +154,16 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 		defer closeAll(backends)
 	}
 	bf.Meta.Threads = threadsOf(backends[0], cfg.threads)
+	if cfg.weights != "" {
+		sum, err := runner.FileSHA256(cfg.weights)
+		if err != nil {
+			return bf, exitUsage, usagef("-weights: %v", err)
+		}
+		if bf.Meta.Extra == nil {
+			bf.Meta.Extra = map[string]string{}
+		}
+		bf.Meta.Extra[results.WeightsKey] = sum
+	}
 	code := exitOK
 	var failed []string // "case on backend: error", one per case without a result
 	done, total := 0, 0
@@ -193,8 +203,15 @@ func runBench(cfg benchConfig, stderr io.Writer) (results.BenchFile, int, error)
 				MaxBytes: cfg.maxBytes, CaseName: c.Name, Cancel: cfg.stop.Done()}
 			closeWeights := func() error { return nil }
 			if cfg.weights != "" {
+				// Weights that do not fit this case (a missing array, a wrong shape)
+				// are its FAIL row; the other cases still run.
 				if opt.Data, closeWeights, err = runner.NPZWeights(spec, cfg.weights, cfg.seed, npy.Limits{}); err != nil {
-					return bf, exitUsage, usageError{fmt.Errorf("case %s: %v", c.Name, err)}
+					prog.done(fmt.Sprintf("%-40s %-5s FAIL  the weights do not fit: %s", c.Name, b.Name(), short(err.Error())))
+					code = exitFail
+					failed = append(failed, fmt.Sprintf("%s on %s: %v", c.Name, b.Name(), err))
+					bf.Failed = append(bf.Failed, results.BenchFailure{Case: c.Name, Backend: b.Name(), Batch: batch,
+						Threads: threads, DType: string(c.DType), Error: err.Error()})
+					continue
 				}
 			}
 			row, err := runner.BenchRow(b, c.Name, spec, c.DType, batch, threads, opt)
