@@ -236,6 +236,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 			fmt.Fprintf(stderr, "vitbench run: no PyTorch column: %v\n", err)
 			torchOn = false
 		}
+		if torchOn && stopErr == nil && wantsTorchBF16(backends) {
+			// The bf16 PyTorch baseline, beside the cpu-bf16 rows (paired by dtype).
+			if err := runTorch(stop.Done(), *python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr,
+				"--dtype", "bf16"); err != nil {
+				fmt.Fprintf(stderr, "vitbench run: no bf16 PyTorch rows: %v\n", err)
+			} else if raw, err := safeio.ReadFile(partPath, results.MaxFileBytes); err == nil {
+				torchText = append(torchText, raw...)
+				os.Remove(partPath)
+			}
+			if stop.Stopped() {
+				stopErr = fmt.Errorf("PyTorch bf16 baseline %w", stop.interruptedErr(gi, len(groups), "groups"))
+			}
+		}
 	}
 	if stopErr != nil {
 		markPartial(&bf.Meta, stopErr)
@@ -322,9 +335,11 @@ func caseGroups(list []cases.Case, n int) []*regexp.Regexp {
 }
 
 // runTorch runs reference/bench_torch.py with the same cases, threads and
-// sample count, writing the Go benchmark format to out. When stop is closed
-// (a signal), the script is sent SIGTERM, and killed a second later.
-func runTorch(stop <-chan struct{}, python, script, out, runRE string, threads, count int, minSample time.Duration, stderr io.Writer) error {
+// sample count, writing the Go benchmark format to out; extra arguments follow
+// ("--dtype", "bf16"). When stop is closed (a signal), the script is sent
+// SIGTERM, and killed a second later.
+func runTorch(stop <-chan struct{}, python, script, out, runRE string, threads, count int, minSample time.Duration, stderr io.Writer,
+	extra ...string) error {
 	if _, err := os.Stat(script); err != nil {
 		return fmt.Errorf("%s not found (run from the repository root or pass -torch-script)", script)
 	}
@@ -336,6 +351,7 @@ func runTorch(stop <-chan struct{}, python, script, out, runRE string, threads, 
 	if runRE != "" {
 		args = append(args, "--run", runRE)
 	}
+	args = append(args, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
