@@ -155,6 +155,8 @@ var opClasses = map[string]string{
 	// Deformable DETR
 	"ddetr_transformer": "detector",
 	"deformable_detr":   "detector",
+	// DETR
+	"detr_transformer": "detector",
 	// whole classifiers
 	"vit":     "network",
 	"t2t_vit": "network",

@@ -61,10 +61,13 @@ func (LevelMasks) OpName() string { return "level_masks" }
 //
 //	e = (cumsum of unpadded pixels along the axis − 0.5) / (its last value + 1e-6) · 2π
 //	channel 2j = sin(e / 10000^(2j/128)),  channel 2j+1 = cos(e / 10000^(2j/128))
+//
+// NoOffset gives the original DETR's flavour, the same without the −0.5.
 type PositionSine struct {
-	Batch  int
-	Levels []Level
-	Masked bool
+	Batch    int
+	Levels   []Level
+	Masked   bool
+	NoOffset bool
 }
 
 // OpName implements bench.Node.

@@ -190,6 +190,10 @@ func (b *Backend) positionSine(n ops.PositionSine, in, out []*tensor) error {
 	}
 	dimT := sineDimT()
 	const scale = float32(2 * math.Pi)
+	offset := float32(0.5) // Deformable DETR's; the original DETR has none
+	if n.NoOffset {
+		offset = 0
+	}
 	y := out[0].data
 	for img := 0; img < n.Batch; img++ {
 		for _, lv := range n.Levels {
@@ -216,8 +220,8 @@ func (b *Backend) positionSine(n ops.PositionSine, in, out []*tensor) error {
 			}
 			for r := 0; r < lv.H; r++ {
 				for c := 0; c < lv.W; c++ {
-					ey := (yEmb[r*lv.W+c] - 0.5) / (yEmb[(lv.H-1)*lv.W+c] + 1e-6) * scale
-					ex := (xEmb[r*lv.W+c] - 0.5) / (xEmb[r*lv.W+lv.W-1] + 1e-6) * scale
+					ey := (yEmb[r*lv.W+c] - offset) / (yEmb[(lv.H-1)*lv.W+c] + 1e-6) * scale
+					ex := (xEmb[r*lv.W+c] - offset) / (xEmb[r*lv.W+lv.W-1] + 1e-6) * scale
 					o := y[(img*s+lv.Start+r*lv.W+c)*2*feats:]
 					for i := 0; i < feats; i += 2 {
 						a, bx := ey/dimT[i], ex/dimT[i]

@@ -7,7 +7,7 @@ import re
 
 import torch
 
-from . import clip, ddetr, deform, detector, layers, t2t, vit, volo
+from . import clip, ddetr, deform, detector, detr, layers, t2t, vit, volo
 from .layers import conv_out, pool_out
 
 # The built-in cases live in one file shared with the Go side (bench/cases/builtin.json): name,
@@ -95,6 +95,10 @@ PARAMS = {
     # layers, embed_dims, heads: lists of 4 ints (embed_dims[1:] equal).
     "volo": {"img_size": None, "layers": None, "embed_dims": None, "heads": None, "mlp_ratio": 3.0,
              "stem_hidden_dim": 64, "num_classes": 1000, "in_chans": 3, "probe": False},
+    # The original DETR's transformer (detr.py): sine positions of the padding mask, post-norm
+    # nn.MultiheadAttention encoder and decoder; feature_size is the C5 map [H, W].
+    "detr_transformer": {"feature_size": None, "d_model": 256, "heads": 8, "enc_layers": 6, "dec_layers": 6,
+                         "ffn_dim": 2048, "queries": 100, "padding_mask": False},
     # OpenAI CLIP (clip.py): the ViT image tower and the text tower with VisionTransformer's and the text
     # transformer's arguments, the network with CLIP's constructor arguments (vision_heads defaults to
     # vision_width // 64, as CLIP computes it) and texts, the number of token sequences compared.
@@ -111,7 +115,7 @@ PARAMS = {
 # they existed) stay as they were.
 OMIT_FALSE = {("ddetr_transformer", "box_refine"), ("deformable_detr", "box_refine"),
               ("ddetr_transformer", "two_stage"), ("deformable_detr", "two_stage")}
-PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation"}
+PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation", "feature_size"}
 # Params that stay a single integer even though other op kinds take a pair for the name.
 SCALAR = {("vit", "patch_size"), ("volo_stem", "patch_size"), ("clip_visual", "patch_size")} | {
     (op, k) for op in ("outlook_attention", "outlooker") for k in ("kernel_size", "padding", "stride")}
@@ -125,10 +129,10 @@ TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv
              "ddetr_transformer": "detector", "deformable_detr": "detector",
              "outlook_attention": "gemm", "outlooker": "gemm", "class_attention": "gemm", "class_block": "gemm",
              "volo_stem": "gemm", "volo": "network", "clip_visual": "network", "clip_text": "network",
-             "clip": "network"}
+             "clip": "network", "detr_transformer": "detector"}
 KIND = {"vit": "network", "t2t_vit": "network", "ddetr_transformer": "network",
         "deformable_detr": "network", "volo": "network", "clip_visual": "network", "clip_text": "network",
-        "clip": "network"}  # every other op kind is a component
+        "clip": "network", "detr_transformer": "network"}  # every other op kind is a component
 # The reference class of each op kind as case.json names it (``module``).  The op kinds that existed when
 # the modules were split into families keep the re-exporting ``modules`` path, so their fixtures stay byte
 # for byte; a new op kind names its family module.
@@ -159,7 +163,8 @@ MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "volo": "reference.vitbench_ref.volo.VOLO",
                "clip_visual": "reference.vitbench_ref.clip.CLIPVisual",
                "clip_text": "reference.vitbench_ref.clip.CLIPText",
-               "clip": "reference.vitbench_ref.clip.CLIP"}
+               "clip": "reference.vitbench_ref.clip.CLIP",
+               "detr_transformer": "reference.vitbench_ref.detr.DETRTransformer"}
 BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe",
          "mask", "padding_mask", "box_refine", "two_stage"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale", "kernel_ratio"}
@@ -295,6 +300,8 @@ def normalize_params(op, params):
         _check_volo(op, out)
     if op in clip.OPS:
         clip.check(op, out)
+    if op in detr.OPS:
+        detr.check(op, out)
     if op == "deform_conv2d":
         for key in ("in_chans", "out_chans"):
             if out[key] % out["groups"]:
@@ -526,6 +533,8 @@ def shapes(op, p, batch):
         return volo_shapes(op, p, b)
     if op in clip.OPS:
         return clip.shapes(op, p, b)
+    if op in detr.OPS:
+        return detr.shapes(op, p, b)
     if op == "deform_conv2d":
         ho, wo = conv_out(p)
         if ho < 1 or wo < 1:
@@ -877,6 +886,8 @@ def build_module(op, p):
         return volo.VOLOStem(p["in_chans"], p["hidden_dim"], p["embed_dim"], p["patch_size"])
     if op in clip.OPS:
         return clip.build(op, p)
+    if op in detr.OPS:
+        return detr.build(op, p)
     if op == "volo":
         return volo.VOLO(p["img_size"], p["layers"], p["embed_dims"], p["heads"], p["mlp_ratio"], p["stem_hidden_dim"],
                          p["num_classes"], p["in_chans"], p["probe"])
@@ -960,6 +971,8 @@ def macs(op, p, batch):
         return volo_macs(op, p, batch)
     if op in clip.OPS:
         return clip.macs(op, p, batch)
+    if op in detr.OPS:
+        return detr.macs(op, p, batch)
     if op == "deformable_detr":
         n, d, q, c = batch, p["d_model"], p["queries"], p["num_classes"]
         total = 0

@@ -122,20 +122,22 @@ class ResNet50Body(nn.Module):
         return [c3, c4, c5]
 
 
-def position_embedding_sine(mask, num_pos_feats=128, temperature=10000, scale=2 * math.pi, dtype=torch.float32):
+def position_embedding_sine(mask, num_pos_feats=128, temperature=10000, scale=2 * math.pi, dtype=torch.float32,
+                            offset=0.5):
     """Deformable DETR's ``PositionEmbeddingSine`` (normalize True; REFERENCE.md 4.2) of a bool mask
     ``[N, H, W]`` (True = padding) -> ``[N, 2*num_pos_feats, H, W]``: cumulative sums of the
     unpadded entries down the rows (y) and along the columns (x), ``(embed - 0.5) / (last + 1e-6) *
     scale`` (the -0.5 offset is Deformable DETR's), divided by ``temperature^(2*(i//2)/F)``, sin on
     even and cos on odd channels (interleaved), channels ``[pos_y, pos_x]``.  The original computes
     in float32 (``cumsum(dtype=float32)``); here in ``dtype`` so the float64 check is float64
-    throughout (float32 gives the original's arithmetic)."""
+    throughout (float32 gives the original's arithmetic).  ``offset=0`` is the original DETR's flavour
+    (``embed / (last + 1e-6) * scale``, no -0.5)."""
     not_mask = ~mask
     y_embed = not_mask.cumsum(1, dtype=dtype)
     x_embed = not_mask.cumsum(2, dtype=dtype)
     eps = 1e-6
-    y_embed = (y_embed - 0.5) / (y_embed[:, -1:, :] + eps) * scale
-    x_embed = (x_embed - 0.5) / (x_embed[:, :, -1:] + eps) * scale
+    y_embed = (y_embed - offset) / (y_embed[:, -1:, :] + eps) * scale
+    x_embed = (x_embed - offset) / (x_embed[:, :, -1:] + eps) * scale
     dim_t = torch.arange(num_pos_feats, dtype=dtype)
     dim_t = temperature ** (2 * torch.div(dim_t, 2, rounding_mode="floor") / num_pos_feats)
     pos_x = x_embed[:, :, :, None] / dim_t

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from . import cases as C
-from . import clip, ddetr, deform, layers, t2t, vit, volo
+from . import clip, ddetr, deform, detr, layers, t2t, vit, volo
 from .stored import stored_inputs
 from .synth import default_role, synth
 
@@ -38,7 +38,7 @@ _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 _STALE = ("inputs.npz", "weights.npz", "outputs.npz", "inputs", "weights", "outputs")
 
 
-def materialize(case, seed):
+def materialize(case, seed, given=None):
     """Build everything needed to run a (normalised) case.
 
     Returns ``(module, inputs, weights, shape_info, synth_arrays)``: the eval-mode module with its
@@ -46,7 +46,9 @@ def materialize(case, seed):
     input order), the weight arrays, ``(in_shapes, w_shapes, out_shapes)`` and the
     ``synth.arrays`` record (name -> {"center", "scale"}) chosen by :func:`default_role` or, for
     the arrays the case's ``synth_arrays`` names, taken from there; a stored input
-    (``stored.STORED``) is in ``inputs`` but not in the record.
+    (``stored.STORED``) is in ``inputs`` but not in the record.  ``given`` (name -> float32 array,
+    checked by checkpoint.convert) supplies every weight instead of the generator: real weights,
+    then not in the record either.
     """
     op, p, batch = case["op"], case["params"], case["batch"]
     in_shapes, w_shapes, out_shapes = C.shapes(op, p, batch)
@@ -73,6 +75,9 @@ def materialize(case, seed):
         record[name] = {"center": c, "scale": s}
         inputs[name] = synth(seed, name, shape, c, s)
     for name, shape in w_shapes.items():
+        if given is not None:
+            weights[name] = given[name]
+            continue
         c, s = role(name, shape, False)
         record[name] = {"center": c, "scale": s}
         weights[name] = synth(seed, name, shape, c, s)
@@ -133,6 +138,8 @@ def independent_metrics(case, inputs, weights, outputs, refs=None):
     (outlook_attention, outlooker, class_attention, class_block, volo_stem, volo): float64 NumPy
     (:mod:`volo`: the outlook attention's pooling and fold by explicit loops, scatter-add).  The
     CLIP op kinds (clip_visual, clip_text, clip): float64 NumPy (:func:`clip.independent_reference`).
+    detr_transformer: float64 NumPy (:func:`detr.detr_transformer_float64`: the sine positions, every
+    nn.MultiheadAttention from the packed in_proj's row blocks).
     """
     if refs is None:
         refs = independent_reference(case, inputs, weights)
@@ -169,6 +176,8 @@ def independent_reference(case, inputs, weights):
         return volo.independent_reference(case["op"], inputs, weights, p)
     if case["op"] in clip.OPS:
         return clip.independent_reference(case["op"], inputs, weights, p)
+    if case["op"] in detr.OPS:
+        return detr.independent_reference(case["op"], inputs, weights, p)
     if case["op"] == "deform_conv2d":
         return {"out": deform.deform_conv2d_float64(inputs["x"], inputs["offset"], inputs.get("mask"),
                                                      weights["weight"], weights.get("bias"), p)}
@@ -363,9 +372,10 @@ def check_topk_gap(name, scores, k, gap=TOPK_GAP):
     return worst
 
 
-def export_case(out_dir, case, seed, created, verify=True):
-    """Export one case into ``out_dir/<name>/``; return (case_dir, output shape, max check diff)."""
-    module, inputs, weights, shape_info, record = materialize(case, seed)
+def export_case(out_dir, case, seed, created, verify=True, given=None):
+    """Export one case into ``out_dir/<name>/``; return (case_dir, output shape, max check diff).
+    With ``given`` (real weights, see materialize) the weights are stored in weights.npz."""
+    module, inputs, weights, shape_info, record = materialize(case, seed, given)
     handle, scores = two_stage_score_hook(module, case)
     outputs = run_reference(module, inputs)
     if handle is not None:
@@ -401,6 +411,8 @@ def export_case(out_dir, case, seed, created, verify=True):
         doc["reference_error"] = noise
     write_text(os.path.join(case_dir, "case.json"), json.dumps(doc, indent=2, sort_keys=True) + "\n")
     write_npz(os.path.join(case_dir, "outputs.npz"), outputs)
+    if given is not None and weights:
+        write_npz(os.path.join(case_dir, "weights.npz"), weights)
     stored = {k: v for k, v in inputs.items() if k not in record}
     if stored:
         write_npz(os.path.join(case_dir, "inputs.npz"), stored)
@@ -441,6 +453,23 @@ def load_case_json(path):
     return [C.check_case(c) for c in items]
 
 
+def load_given_weights(path, todo):
+    """The weights of ``path`` (checkpoint.load) for the single case of ``todo``, checked by
+    checkpoint.convert; returns (arrays, None) or (None, message) naming every missing array
+    and shape mismatch."""
+    from . import checkpoint
+    if len(todo) != 1:
+        return None, "--weights needs exactly one case (--only or --case-json), got %d" % len(todo)
+    try:
+        sd = checkpoint.load(path)
+    except (OSError, ValueError, RuntimeError) as e:
+        return None, "%s: %s" % (path, e)
+    arrays, problems, _ = checkpoint.convert(todo[0], sd)
+    if problems:
+        return None, "%s does not fit %s:\n  %s" % (path, todo[0]["name"], "\n  ".join(problems))
+    return arrays, None
+
+
 def main(argv=None):
     """Command-line entry point; returns the process exit status."""
     ap = argparse.ArgumentParser(prog="export.py", description="Write vitbench reference fixtures (fixtures/FORMAT.md).")
@@ -454,6 +483,9 @@ def main(argv=None):
                          "(or a list) from FILE "
                          "instead of the built-in cases; may be repeated")
     ap.add_argument("--no-verify", action="store_true", help="skip the independent recomputation check")
+    ap.add_argument("--weights", default=None, metavar="FILE",
+                    help="real weights for the one case chosen (--only or --case-json): a .pth state_dict or the "
+                         ".npz of convert_checkpoint.py; stored in the fixture's weights.npz")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     args = ap.parse_args(argv)
 
@@ -474,12 +506,18 @@ def main(argv=None):
     if not todo:
         print("export: no case matches", file=sys.stderr)
         return 1
+    given = None
+    if args.weights:
+        given, err = load_given_weights(args.weights, todo)
+        if err:
+            print("export: %s" % err, file=sys.stderr)
+            return 2
     os.makedirs(args.out, exist_ok=True)
     created = created_stamp()
     for case in todo:
         t0 = time.perf_counter()
         seed = args.seed if args.seed is not None else case.get("seed", 1)
-        case_dir, shape, diff = export_case(args.out, case, seed, created, verify=not args.no_verify)
+        case_dir, shape, diff = export_case(args.out, case, seed, created, verify=not args.no_verify, given=given)
         if not args.quiet:
             print("%-32s out %-18s check %-9s %6.2fs  %s" % (
                 case["name"], shape, "-" if diff is None else "%.1e" % diff, time.perf_counter() - t0, case_dir),

@@ -130,6 +130,33 @@ def image_padding_mask(name):
     return build
 
 
+# DETR's feature-level masks: the padded batch image (Hp, Wp) and each image's valid (height, width);
+# the C5 map is (ceil(Hp / 32), ceil(Wp / 32)).
+DETR_IMAGE_SIZES = {"detr_transformer_small_b2": ((150, 220), [(150, 120), (90, 220)])}
+
+
+def detr_feature_mask(name):
+    """Builder of ``padding_mask [N, H*W]`` for the ``detr_transformer`` case ``name``: the batch's
+    image mask (``DETR_IMAGE_SIZES``, True = padding) taken to the C5 size ``feature_size`` as DETR
+    does, ``F.interpolate(mask[None].float(), size=(H, W)).to(torch.bool)[0]`` (nearest: source
+    index floor(dst * in/out)), flattened row-major."""
+    def build(params, batch, shape):
+        import torch
+        import torch.nn.functional as F
+        (hp, wp), images = DETR_IMAGE_SIZES[name]
+        h, w = params["feature_size"]
+        if (h, w) != (-(-hp // 32), -(-wp // 32)):
+            raise AssertionError("%s: feature_size %dx%d, a %dx%d image gives %dx%d"
+                                 % (name, h, w, hp, wp, -(-hp // 32), -(-wp // 32)))
+        mask = torch.ones(shape[0], hp, wp, dtype=torch.bool)
+        for i in range(shape[0]):
+            vh, vw = images[i % len(images)]
+            mask[i, :vh, :vw] = False
+        small = F.interpolate(mask[None].float(), size=(h, w)).to(torch.bool)[0]
+        return small.reshape(shape[0], -1).numpy().astype(np.float32)
+    return build
+
+
 # Valid (height, width) of each image of a padded batch whose image mask is stored (image i uses entry i mod len).
 IMAGE_VALID = {"deformable_detr_r50_b2": [(96, 128), (128, 100)]}
 
@@ -205,6 +232,8 @@ STORED = {
     "ms_deform_attn_core/borders": ("ms_deform_attn_core", {"sampling_locations": border_locations}),
     "ms_deform_attn/ref4_mask_b2": ("ms_deform_attn", {"padding_mask": padding_mask("ms_deform_attn/ref4_mask_b2")}),
     "ms_deform_attn/hd71_mask": ("ms_deform_attn", {"padding_mask": padding_mask("ms_deform_attn/hd71_mask")}),
+    "detr_transformer_small_b2": ("detr_transformer",
+                                  {"padding_mask": detr_feature_mask("detr_transformer_small_b2")}),
     "deform_conv2d/borders": ("deform_conv2d", {"offset": border_offsets}),
     "ddetr_transformer_small_b2": ("ddetr_transformer", {"padding_mask": image_padding_mask("ddetr_transformer_small_b2")}),
     "ddetr_transformer_refine_b2": ("ddetr_transformer",

@@ -1,0 +1,61 @@
+package ops
+
+import "vitbench/bench"
+
+// The nodes DETR's transformer adds (REFERENCE-2.md §8.4 of the spec
+// shelf; docs/reference-notes.md): nn.MultiheadAttention's core over
+// separate query, key and value tensors with a key padding mask, and the
+// stacking of every decoder layer's output.
+
+// MHACore is the middle of nn.MultiheadAttention when queries, keys and
+// values come from different tensors (DETR's encoder and decoder): per
+// image b and head h, with q, k and v read as column slices of wider
+// tensors (q [B, Queries, QLd] from column QOff, k [B, Keys, KLd] from
+// KOff, v [B, Keys, VLd] from VOff, each head h·HeadDim further),
+//
+//	S[i, j] = scale · Σ_d q[b, i, QOff + h·HeadDim + d] · k[b, j, KOff + h·HeadDim + d]
+//	S[i, j] = −∞ where mask[b, j] ≠ 0 (key_padding_mask, when Masked)
+//	P = softmax(S) over keys (numerically stable)
+//	out[b, i, h·HeadDim + d] = Σ_j P[i, j] · v[b, j, VOff + h·HeadDim + d]
+//
+// so out is [B, Queries, Heads·HeadDim]. A query whose every key is
+// masked has no defined output (PyTorch gives NaN); padded images always
+// leave unpadded keys.
+type MHACore struct {
+	Batch, Queries, Keys, Heads, HeadDim int
+	Scale                                float64
+	QLd, QOff, KLd, KOff, VLd, VOff      int
+	Masked                               bool
+}
+
+// OpName implements bench.Node.
+func (MHACore) OpName() string { return "mha_core" }
+
+// MACs counts the two attention products.
+func (a MHACore) MACs() int64 {
+	return 2 * int64(a.Batch) * int64(a.Heads) * int64(a.Queries) * int64(a.Keys) * int64(a.HeadDim)
+}
+
+// ScratchBytes implements bench.ScratchNode: one block of score rows
+// against every key per worker, at most every (image, head) pair's rows.
+func (a MHACore) ScratchBytes(workers int) int64 {
+	q, k := int64(a.Queries), int64(a.Keys)
+	rows := min(bench.MulSat(int64(a.Batch), int64(a.Heads), q), bench.MulSat(int64(workers), q))
+	return bench.MulSat(rows, k, 4)
+}
+
+// Concat writes Parts inputs of Elems values each one after another:
+// out[p·Elems + i] = in_p[i], so out holds Parts·Elems values (DETR's
+// stack of the decoder layers' outputs, hs [L, N, Q, D]).
+type Concat struct{ Parts, Elems int }
+
+// OpName implements bench.Node.
+func (Concat) OpName() string { return "concat" }
+
+// DETRQueries is the start of DETR's decoder: from query_embed.weight
+// [Q, D], the query positions qpos[b] = weight for every image and the
+// decoder input tgt = 0: two outputs [N, Q, D].
+type DETRQueries struct{ Batch, Queries, Dim int }
+
+// OpName implements bench.Node.
+func (DETRQueries) OpName() string { return "detr_queries" }

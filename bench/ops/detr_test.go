@@ -1,0 +1,51 @@
+package ops
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"vitbench/bench"
+)
+
+// TestDETRTransformerParams checks the original DETR transformer's
+// parameter count (docs/reference-notes.md, DETR: 17,363,456 for the
+// transformer alone, plus query_embed's 100·256) and that the graph of
+// the default and a padded configuration is well formed.
+func TestDETRTransformerParams(t *testing.T) {
+	for _, c := range []struct {
+		params string
+		batch  int
+	}{{`{"feature_size": [25, 34]}`, 1}, {`{"feature_size": [5, 7], "padding_mask": true}`, 2}} {
+		s, err := detrTransformerKind{}.Parse(json.RawMessage(c.params), c.batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := s.(*detrTransformer)
+		if got := bench.BytesOf(tr.transformerWeights()) / 4; got != 17363456 {
+			t.Errorf("%s: transformer alone has %d parameters, the original 17,363,456", c.params, got)
+		}
+		if got := s.Params(); got != 17363456+25600 {
+			t.Errorf("%s: %d parameters with query_embed, want 17,389,056", c.params, got)
+		}
+		if err := s.Graph().Validate(s); err != nil {
+			t.Errorf("%s: %v", c.params, err)
+		}
+	}
+}
+
+// TestDETRTransformerRejects: configurations the original cannot build
+// are errors naming the parameter.
+func TestDETRTransformerRejects(t *testing.T) {
+	for params, want := range map[string]string{
+		`{"feature_size": [5, 7], "d_model": 128}`: "d_model must be 256",
+		`{"feature_size": [5, 7], "heads": 7}`:     "not a multiple of heads",
+		`{"feature_size": [0, 7]}`:                 "feature_size",
+		`{"feature_size": [5, 7], "levels": 2}`:    "levels",
+	} {
+		_, err := detrTransformerKind{}.Parse(json.RawMessage(params), 1)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error mentioning %q", params, err, want)
+		}
+	}
+}

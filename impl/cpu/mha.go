@@ -1,0 +1,115 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"vitbench/bench"
+	"vitbench/bench/ops"
+	"vitbench/impl/cpu/internal/kern"
+)
+
+// The nodes of DETR's transformer; see package ops for what each computes.
+
+// mhaCore computes softmax(scale·Q Kᵀ + mask)·V for every (image, head)
+// from column slices of the q, k and v tensors, with the strided GEMM and
+// softmax kernels attention_core uses. Work is split into tasks of
+// (image, head, block of query rows); each worker owns a score buffer for
+// one block. Masked keys get a score of −∞ before the softmax.
+func (b *Backend) mhaCore(a ops.MHACore, in, out []*tensor) error {
+	e := a.Heads * a.HeadDim
+	nq, nk := a.Queries, a.Keys
+	for _, c := range []struct {
+		name    string
+		ld, off int
+	}{{"q", a.QLd, a.QOff}, {"k", a.KLd, a.KOff}, {"v", a.VLd, a.VOff}} {
+		if c.off < 0 || c.off+e > c.ld {
+			return fmt.Errorf("cpu: mha_core: %s columns [%d, %d) exceed its width %d", c.name, c.off, c.off+e, c.ld)
+		}
+	}
+	want := []bench.Shape{{a.Batch, nq, a.QLd}, {a.Batch, nk, a.KLd}, {a.Batch, nk, a.VLd}}
+	if a.Masked {
+		want = append(want, bench.Shape{a.Batch, nk})
+	}
+	if err := checkShapes("mha_core", in, want); err != nil {
+		return err
+	}
+	if err := checkShapes("mha_core", out, []bench.Shape{{a.Batch, nq, e}}); err != nil {
+		return err
+	}
+	qd, kd, vd, ctx := in[0].data, in[1].data, in[2].data, out[0].data
+	pairs := a.Batch * a.Heads
+	blocks := 1
+	for nq >= 64 && blocks < b.threads && pairs*blocks%b.threads != 0 {
+		blocks++
+	}
+	rows := (nq + blocks - 1) / blocks
+	tasks := pairs * blocks
+	threads := min(b.threads, tasks)
+	scores, release := b.scratch(threads * rows * nk)
+	defer release()
+	parallelChunks(threads, tasks, 1, func(w, lo, hi int) {
+		s := scores[w*rows*nk : (w+1)*rows*nk]
+		for task := lo; task < hi; task++ {
+			p, blk := task/blocks, task%blocks
+			r0, r1 := blk*rows, min((blk+1)*rows, nq)
+			if r0 >= r1 {
+				continue
+			}
+			img, h := p/a.Heads, p%a.Heads
+			q := qd[(img*nq+r0)*a.QLd+a.QOff+h*a.HeadDim:]
+			k := kd[img*nk*a.KLd+a.KOff+h*a.HeadDim:]
+			v := vd[img*nk*a.VLd+a.VOff+h*a.HeadDim:]
+			m := r1 - r0
+			kern.Sgemm(m, nk, a.HeadDim, q, a.QLd, k, a.KLd, true, s, nk)
+			if a.Masked {
+				maskKeys(s, m, nk, in[3].data[img*nk:(img+1)*nk])
+			}
+			kern.Softmax(m, nk, s, nk, s, nk, float32(a.Scale))
+			kern.Sgemm(m, a.HeadDim, nk, s, nk, v, a.VLd, false, ctx[(img*nq+r0)*e+h*a.HeadDim:], e)
+		}
+	})
+	return nil
+}
+
+// maskKeys sets every score s[i, j] (s [m, n]) to −∞ where mask[j] ≠ 0:
+// nn.MultiheadAttention's key_padding_mask.
+func maskKeys(s []float32, m, n int, mask []float32) {
+	inf := float32(math.Inf(-1))
+	for j, v := range mask {
+		if v != 0 {
+			for i := 0; i < m; i++ {
+				s[i*n+j] = inf
+			}
+		}
+	}
+}
+
+func (b *Backend) concat(n ops.Concat, in, out []*tensor) error {
+	if len(in) != n.Parts || len(out) != 1 || out[0].shape.Elems() != int64(n.Parts)*int64(n.Elems) {
+		return fmt.Errorf("cpu: concat of %d parts of %d values got %d inputs and an output of %d values",
+			n.Parts, n.Elems, len(in), out[0].shape.Elems())
+	}
+	for p, t := range in {
+		if t.shape.Elems() != int64(n.Elems) {
+			return fmt.Errorf("cpu: concat part %d has shape %v, not %d values", p, t.shape, n.Elems)
+		}
+		copy(out[0].data[p*n.Elems:(p+1)*n.Elems], t.data)
+	}
+	return nil
+}
+
+func (b *Backend) detrQueries(n ops.DETRQueries, in, out []*tensor) error {
+	q, d := n.Queries, n.Dim
+	if err := checkShapes("detr_queries", in, []bench.Shape{{q, d}}); err != nil {
+		return err
+	}
+	if err := checkShapes("detr_queries", out, []bench.Shape{{n.Batch, q, d}, {n.Batch, q, d}}); err != nil {
+		return err
+	}
+	for img := 0; img < n.Batch; img++ {
+		copy(out[0].data[img*q*d:(img+1)*q*d], in[0].data)
+	}
+	clear(out[1].data)
+	return nil
+}
