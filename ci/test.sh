@@ -169,7 +169,7 @@ step "the main job end to end (short), report with the PyTorch column"
 grep -q "PyTorch ms" "$tmp/run/report.md"
 grep -q "patch_embed/vit_s16" "$tmp/run/report.md"
 "$tmp/vitbench" compare "$tmp/run/bench.txt" "$tmp/run/bench.txt" >/dev/null
-test -s "$tmp/run/report-latency.png" && test -s "$tmp/run/report-roofline.png"
+test -s "$tmp/run/report-throughput.png" && test -s "$tmp/run/report-roofline.png"
 grep -q "](report-roofline.png)" "$tmp/run/report.md"
 grep -q "## A/B: PyTorch → vitbench" "$tmp/run/report.md"
 "$tmp/vitbench" compare -max-slowdown 10% "$tmp/run" "$tmp/run" >/dev/null

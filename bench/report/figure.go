@@ -43,7 +43,7 @@ const figureDPI = 110
 func WriteFigures(dir, prefix string, in Input) (refs []FigureRef, notes []string, err error) {
 	es := in.entries()
 	var figs []figure
-	for _, build := range []func(Input, []entry) (figure, string){latencyFigure, rooflineFigure} {
+	for _, build := range []func(Input, []entry) (figure, string){throughputFigure, rooflineFigure} {
 		f, note := build(in, es)
 		if note != "" {
 			notes = append(notes, note)

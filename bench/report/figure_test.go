@@ -79,8 +79,8 @@ func TestWriteFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	plots := sectionOf(t, buf.String(), "Plots")
-	for _, s := range []string{"![Latency per network and backend](report-latency.png)",
-		"](report-roofline.png)", "whiskers span the 10th to 90th percentile", "(2 threads)"} {
+	for _, s := range []string{"![Throughput per network (img/s, log scale)](report-throughput.png)",
+		"](report-roofline.png)", "whiskers from the 10th to the 90th percentile", "(2 threads)"} {
 		if !strings.Contains(plots, s) {
 			t.Errorf("Plots section lacks %q:\n%s", s, plots)
 		}
@@ -106,7 +106,7 @@ func TestWriteFiguresWithoutData(t *testing.T) {
 	in.FigureNotes = notes
 	var buf bytes.Buffer
 	Markdown(&buf, in)
-	for _, s := range []string{"- No latency chart: no network case was timed.\n",
+	for _, s := range []string{"- No throughput chart: no network case was timed.\n",
 		"- No roofline chart: no timed case on the CPU records both MACs and bytes.\n"} {
 		if !strings.Contains(buf.String(), s) {
 			t.Errorf("report lacks %q:\n%s", s, buf.String())

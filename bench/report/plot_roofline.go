@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -9,6 +10,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -16,8 +18,9 @@ import (
 // rooflinePoint is one timed case on the roofline: its arithmetic intensity (FLOP per byte
 // moved, 2·MACs / bytes) and achieved GFLOP/s (2·MACs / median).
 type rooflinePoint struct {
-	op, backend string
-	ai, gflops  float64
+	op, backend, caseName string
+	macs                  int64
+	ai, gflops            float64
 }
 
 // onHostCPU reports whether a backend's rows run on the host CPU, whose ceilings the
@@ -45,7 +48,7 @@ func rooflinePoints(in Input, es []entry) (pts []rooflinePoint, skipped int) {
 			continue
 		}
 		flops := 2 * float64(e.MACs)
-		pts = append(pts, rooflinePoint{op: in.opOf(e.Case), backend: e.Backend,
+		pts = append(pts, rooflinePoint{op: in.opOf(e.Case), backend: e.Backend, caseName: e.Case, macs: e.MACs,
 			ai: flops / float64(e.Bytes), gflops: flops / e.MedianNs})
 	}
 	return pts, skipped
@@ -75,7 +78,7 @@ func rooflineFigure(in Input, es []entry) (figure, string) {
 	title := "Roofline: achieved GFLOP/s against arithmetic intensity"
 	var caption strings.Builder
 	caption.WriteString("Each point is one timed case: x = 2·MACs / bytes moved (FLOP/byte), y = 2·MACs / median latency; " +
-		"colour and shape give the op kind, the fill the backend (legend)")
+		"colour and shape give the op kind, the fill the backend (legend); the biggest case of each op kind (most MACs) is named beside its vitbench point")
 	var refs []string
 	for _, b := range backends {
 		if isReference(b) {
@@ -100,7 +103,7 @@ func rooflineFigure(in Input, es []entry) (figure, string) {
 		fmt.Fprintf(&caption, " %d rows without MACs or bytes are not shown.", skipped)
 	}
 
-	f := figure{name: "roofline", title: title, caption: caption.String(), w: vg.Inch * 10.5, h: vg.Inch * 6.2}
+	f := figure{name: "roofline", title: title, caption: caption.String(), w: vg.Inch * 11, h: vg.Inch * 7.4}
 	f.draw = func(dc draw.Canvas) {
 		dc = drawTitle(dc, title)
 		p := plot.New()
@@ -120,10 +123,12 @@ func rooflineFigure(in Input, es []entry) (figure, string) {
 		legend.Top, legend.Left = true, true
 		legend.Padding = vg.Points(1.5)
 		legend.ThumbnailWidth = vg.Points(14)
-		addRoof(p, &legend, roof)
-		for i, op := range ops {
-			g := draw.GlyphStyle{Color: withAlpha(palette[i%len(palette)], 0xe0), Radius: vg.Points(3.6)}
-			shape := (i / len(palette)) % shapeCount
+		roofLine, roofLabels := addRoof(p, &legend, roof)
+		styles := opStyles(ops)
+		for _, op := range ops {
+			st := styles[op]
+			g := draw.GlyphStyle{Color: withAlpha(palette[st.color], 0xe0), Radius: vg.Points(3.6)}
+			shape := st.shape
 			for _, b := range backends {
 				var xys plotter.XYs
 				for _, pt := range pts {
@@ -146,6 +151,12 @@ func rooflineFigure(in Input, es []entry) (figure, string) {
 			lg.Shape = markGlyph{shape: shape}
 			legend.Add(op, glyphThumb{lg})
 		}
+		names := namedLabels(pts)
+		names.lineLabels = roofLabels
+		if roofLine != nil {
+			names.lines = []plotter.XYs{roofLine}
+		}
+		p.Add(names)
 		legend.Add("")
 		for _, b := range backends {
 			g := draw.GlyphStyle{Color: darkGrey, Radius: vg.Points(3.6), Shape: markGlyph{fill: fills[b]}}
@@ -160,6 +171,52 @@ func rooflineFigure(in Input, es []entry) (figure, string) {
 		legend.Draw(legArea)
 	}
 	return f, ""
+}
+
+// opStyle is the look of an op kind's points: an index into palette and a marker shape.
+type opStyle struct{ color, shape int }
+
+// opStyles gives each op kind, in the order given, its colour and marker: colour i mod 10
+// and shape (i + i/10) mod 5, so that kinds sharing a colour differ in shape, neighbours in
+// the legend differ in both, and up to 50 kinds get distinct pairs (then they repeat).
+func opStyles(ops []string) map[string]opStyle {
+	m := map[string]opStyle{}
+	for i, op := range ops {
+		m[op] = opStyle{color: i % len(palette), shape: (i + i/len(palette)) % shapeCount}
+	}
+	return m
+}
+
+// namedLabels names the case with the most MACs of each op kind among vitbench's points
+// (the biggest component of each kind, the biggest network of each family) next to its
+// point, clear of the other points and labels.
+func namedLabels(pts []rooflinePoint) pointLabels {
+	best := map[string]rooflinePoint{}
+	var order []string
+	for _, pt := range pts {
+		if isReference(pt.backend) {
+			continue
+		}
+		b, ok := best[pt.op]
+		if !ok {
+			order = append(order, pt.op)
+		}
+		if !ok || pt.macs > b.macs || (pt.macs == b.macs && pt.caseName < b.caseName) {
+			best[pt.op] = pt
+		}
+	}
+	// Place the biggest first: they get the nearest free spots.
+	slices.SortFunc(order, func(a, b string) int { return cmp.Compare(best[b].macs, best[a].macs) })
+	var pl pointLabels
+	for _, op := range order {
+		pt := best[op]
+		pl.at = append(pl.at, plotter.XY{X: pt.ai, Y: pt.gflops})
+		pl.texts = append(pl.texts, pt.caseName)
+	}
+	for _, pt := range pts {
+		pl.all = append(pl.all, plotter.XY{X: pt.ai, Y: pt.gflops})
+	}
+	return pl
 }
 
 // backendFills gives vitbench's backends solid markers and each reference backend the
@@ -210,12 +267,13 @@ func setLogRange(p *plot.Plot, pts []rooflinePoint, roof Roof) {
 		}
 	}
 	p.X.Min, p.X.Max = xmin/margin, xmax*margin
-	p.Y.Min, p.Y.Max = ymin/margin, ymax*margin*1.3 // room for the peak's label
+	p.Y.Min, p.Y.Max = ymin/margin, ymax*margin*2.5 // room for the peak's label and the case names
 }
 
 // addRoof draws the ceilings: the bandwidth slope and the compute peak, joined at the knee,
-// each labelled with its value along the line, and adds them to the legend.
-func addRoof(p *plot.Plot, legend *plot.Legend, roof Roof) {
+// each labelled with its value along the line, and adds them to the legend. It returns
+// the line and its labels (none without ceilings), for the case names to keep clear of.
+func addRoof(p *plot.Plot, legend *plot.Legend, roof Roof) (plotter.XYs, []lineLabel) {
 	x0, x1 := p.X.Min, p.X.Max
 	style := draw.LineStyle{Color: color.RGBA{0x33, 0x33, 0x33, 0xff}, Width: vg.Points(1.6)}
 	at := func(x float64) float64 {
@@ -228,7 +286,7 @@ func addRoof(p *plot.Plot, legend *plot.Legend, roof Roof) {
 		return roof.GBps * x
 	}
 	if roof.GFLOPs <= 0 && roof.GBps <= 0 {
-		return
+		return nil, nil
 	}
 	xs := []float64{x0}
 	if roof.GFLOPs > 0 && roof.GBps > 0 {
@@ -243,12 +301,13 @@ func addRoof(p *plot.Plot, legend *plot.Legend, roof Roof) {
 	}
 	l, err := plotter.NewLine(line)
 	if err != nil {
-		return
+		return nil, nil
 	}
 	l.LineStyle = style
 	p.Add(l)
+	var labels []lineLabel
 	if roof.GFLOPs > 0 {
-		p.Add(lineLabel{from: plotter.XY{X: x1, Y: roof.GFLOPs}, to: plotter.XY{X: x1 * 2, Y: roof.GFLOPs}, right: true,
+		labels = append(labels, lineLabel{from: plotter.XY{X: x1, Y: roof.GFLOPs}, to: plotter.XY{X: x1 * 2, Y: roof.GFLOPs}, right: true,
 			text: fmt.Sprintf("compute peak %.0f GFLOP/s", roof.GFLOPs)})
 	}
 	if roof.GBps > 0 {
@@ -257,10 +316,14 @@ func addRoof(p *plot.Plot, legend *plot.Legend, roof Roof) {
 		if roof.GFLOPs > 0 {
 			x = min(x1, roof.GFLOPs/roof.GBps)
 		}
-		p.Add(lineLabel{from: plotter.XY{X: x, Y: roof.GBps * x}, to: plotter.XY{X: x * 2, Y: roof.GBps * x * 2}, right: true,
+		labels = append(labels, lineLabel{from: plotter.XY{X: x, Y: roof.GBps * x}, to: plotter.XY{X: x * 2, Y: roof.GBps * x * 2}, right: true,
 			text: fmt.Sprintf("memory %.1f GB/s", roof.GBps)})
 	}
+	for _, lb := range labels {
+		p.Add(lb)
+	}
 	legend.Add("measured ceilings", l)
+	return line, labels
 }
 
 // lineLabel writes text just above a line through from and to, rotated to follow it on
@@ -273,6 +336,33 @@ type lineLabel struct {
 
 // Plot implements plot.Plotter.
 func (l lineLabel) Plot(c draw.Canvas, p *plot.Plot) {
+	pt, sty := l.place(c, p)
+	c.FillText(sty, pt, l.text)
+}
+
+// box returns the canvas rectangle the text covers (around its rotated outline).
+func (l lineLabel) box(c draw.Canvas, p *plot.Plot) vg.Rectangle {
+	pt, sty := l.place(c, p)
+	size := sty.Rectangle(l.text).Size()
+	cos, sin := vg.Length(math.Cos(sty.Rotation)), vg.Length(math.Sin(sty.Rotation))
+	along := size.X
+	if sty.XAlign == draw.XRight {
+		along = -along
+	}
+	corners := []vg.Point{pt, {X: pt.X + along*cos, Y: pt.Y + along*sin}}
+	for _, q := range corners[:2] {
+		corners = append(corners, vg.Point{X: q.X - size.Y*sin, Y: q.Y + size.Y*cos})
+	}
+	r := vg.Rectangle{Min: pt, Max: pt}
+	for _, q := range corners {
+		r.Min.X, r.Min.Y = min(r.Min.X, q.X), min(r.Min.Y, q.Y)
+		r.Max.X, r.Max.Y = max(r.Max.X, q.X), max(r.Max.Y, q.Y)
+	}
+	return r
+}
+
+// place returns where the text is anchored and its style (rotation, alignment).
+func (l lineLabel) place(c draw.Canvas, p *plot.Plot) (vg.Point, text.Style) {
 	tx, ty := p.Transforms(&c)
 	x0, y0 := tx(l.from.X), ty(l.from.Y)
 	angle := math.Atan2(float64(ty(l.to.Y)-y0), float64(tx(l.to.X)-x0))
@@ -289,7 +379,7 @@ func (l lineLabel) Plot(c draw.Canvas, p *plot.Plot) {
 	}
 	// Shift perpendicular to the line so the text sits above it.
 	pt := vg.Point{X: x0 - pad*vg.Length(math.Sin(angle)), Y: y0 + pad*vg.Length(math.Cos(angle))}
-	c.FillText(sty, pt, l.text)
+	return pt, sty
 }
 
 // glyphThumb shows a glyph as a legend thumbnail.

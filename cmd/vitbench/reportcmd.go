@@ -30,7 +30,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usagef("name at least one result file (vitbench bench -o, vitbench check -json, reference/bench_torch.py -o)")
 	}
 	if *out != "" {
-		if err := checkOutputs("-o", *out, "-o (latency chart)", figurePath(*out, "latency"),
+		if err := checkOutputs("-o", *out, "-o (throughput chart)", figurePath(*out, "throughput"),
 			"-o (roofline chart)", figurePath(*out, "roofline")); err != nil {
 			return exitUsage, err
 		}
@@ -107,7 +107,7 @@ func caseInfos() map[string]report.CaseInfo {
 	return m
 }
 
-// figurePath is where writeReport puts the chart kind ("latency", "roofline") of the
+// figurePath is where writeReport puts the chart kind ("throughput", "roofline") of the
 // report at path: path's name without extension, then -<kind>.png, beside it.
 func figurePath(path, kind string) string {
 	prefix := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))

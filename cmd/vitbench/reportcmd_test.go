@@ -8,7 +8,7 @@ import (
 )
 
 // TestReportWritesPlots: report -o writes the roofline beside the report with the
-// ceilings of -peak and links it; with no network timed, the latency chart is not
+// ceilings of -peak and links it; with no network timed, the throughput chart is not
 // written and the report says so. -base adds the A/B section against that file.
 func TestReportWritesPlots(t *testing.T) {
 	dir := t.TempDir()
@@ -31,7 +31,7 @@ func TestReportWritesPlots(t *testing.T) {
 	}
 	report := string(raw)
 	for _, s := range []string{"## Plots", "](r-roofline.png)", "(2 threads)",
-		"- No latency chart: no network case was timed.", "## A/B: base → this report", "| geomean "} {
+		"- No throughput chart: no network case was timed.", "## A/B: base → this report", "| geomean "} {
 		if !strings.Contains(report, s) {
 			t.Errorf("report lacks %q:\n%s", s, report)
 		}
@@ -39,8 +39,8 @@ func TestReportWritesPlots(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(dir, "out", "r-roofline.png")); err != nil || st.Size() < 1000 {
 		t.Errorf("roofline: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "out", "r-latency.png")); !os.IsNotExist(err) {
-		t.Errorf("latency chart written without networks: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, "out", "r-throughput.png")); !os.IsNotExist(err) {
+		t.Errorf("throughput chart written without networks: %v", err)
 	}
 	if !strings.Contains(stderr, "plot written to "+filepath.Join(dir, "out", "r-roofline.png")) {
 		t.Errorf("stderr: %s", stderr)

@@ -78,7 +78,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	var outs []string
 	for _, name := range []string{"peak.json", "check.json", "bench.txt", "bench.json", "bench.csv", "torch.txt", "ort.txt", "report.md",
-		"report-latency.png", "report-roofline.png"} {
+		"report-throughput.png", "report-roofline.png"} {
 		outs = append(outs, "-o", filepath.Join(*outDir, name))
 	}
 	if err := checkOutputs(outs...); err != nil {
