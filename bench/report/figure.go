@@ -35,8 +35,9 @@ type figure struct {
 // labels crisp at the widths Markdown viewers show.
 const figureDPI = 110
 
-// WriteFigures draws the report's charts — latency per network and backend, and the
-// roofline — as PNG files in dir named prefix-latency.png and prefix-roofline.png, each
+// WriteFigures draws the report's charts — every network's throughput on one axis per
+// backend, and the roofline — as PNG files in dir named prefix-throughput.png and
+// prefix-roofline.png, each
 // written atomically, and returns them as references relative to dir. A chart without data
 // is not written; notes then says, one line per chart, why. The images hold no timestamp:
 // the same input gives the same bytes.
