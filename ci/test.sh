@@ -164,6 +164,14 @@ step "fixtures exported outside the repository are checked with -fixtures"
 "$tmp/vitbench" check -fixtures "$tmp/exported"
 "$tmp/vitbench" check -fixtures "$tmp/custom"
 
+step "a fixture with real weights in one command: export.py --weights (a saved state_dict), then check reads its weights.npz"
+/usr/bin/python3 -c 'import sys; sys.path.insert(0, "reference"); import torch; from vitbench_ref import cases as C
+c = [c for c in C.select() if c["name"] == "vit_tiny_odd"][0]; m = C.build_module(c["op"], c["params"]); torch.manual_seed(3)
+torch.save({k: torch.randn(v.shape) * 0.05 + (1.0 if "norm" in k and k.endswith(".weight") else 0.0) for k, v in m.state_dict().items()}, sys.argv[1])' "$tmp/real.pth"
+/usr/bin/python3 reference/export.py --out "$tmp/realw" --only '^vit_tiny_odd$' --weights "$tmp/real.pth" -q
+test -s "$tmp/realw/vit_tiny_odd/weights.npz"
+"$tmp/vitbench" check -fixtures "$tmp/realw"
+
 step "the main job end to end (short), report with the PyTorch column"
 "$tmp/vitbench" run -o "$tmp/run" -count 3 -min-sample 2ms -torch on -run 'vit_s16|t2t_ss2' >/dev/null
 grep -q "PyTorch ms" "$tmp/run/report.md"

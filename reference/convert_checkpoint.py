@@ -23,36 +23,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from vitbench_ref import cases as C  # noqa: E402
-
-
-def state_dict_of(obj):
-    """The state_dict inside a loaded checkpoint object."""
-    if isinstance(obj, dict):
-        for key in ("model", "state_dict", "model_ema"):
-            if key in obj and isinstance(obj[key], dict):
-                return obj[key]
-        return obj
-    if hasattr(obj, "state_dict"):
-        return obj.state_dict()
-    raise ValueError("checkpoint holds a %s, not a state_dict" % type(obj).__name__)
-
-
-def convert(case, sd):
-    """Return (arrays, problems, ignored) for a normalised case and a state_dict."""
-    _, want, _ = C.shapes(case["op"], case["params"], 1)
-    arrays, problems = {}, []
-    for name, shape in sorted(want.items()):
-        if name not in sd:
-            problems.append("missing %s %s" % (name, shape))
-            continue
-        t = sd[name]
-        got = list(t.shape)
-        if got != shape:
-            problems.append("%s has shape %s, the case needs %s" % (name, got, shape))
-            continue
-        arrays[name] = np.ascontiguousarray(t.detach().cpu().float().numpy(), dtype="<f4")
-    ignored = sorted(k for k in sd if k not in want and not k.endswith("num_batches_tracked"))
-    return arrays, problems, ignored
+from vitbench_ref.checkpoint import convert, state_dict_of  # noqa: E402
 
 
 def main(argv=None):
