@@ -79,6 +79,7 @@ class TestBenchTorch(unittest.TestCase):
     def test_every_op_kind_has_a_label(self):
         from vitbench_ref import cases as C
         for op in C.PARAMS:
+            self.assertIn(op, BT.BASELINE_CODE, "op kind %s: no description of what its PyTorch row runs" % op)
             label = BT.baseline_label({"op": op})
             self.assertRegex(label, r"^(vitbench_ref|torch\.nn)\.\w+\.?\w*: \S", label)
         self.assertIn("unfold", BT.baseline_label({"op": "outlook_attention"}).lower())
