@@ -1827,7 +1827,7 @@ gemmTaps8x32AVX512_store:
 	RET
 
 // func gemmBF16x12AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *uint32)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
 TEXT ·gemmBF16x12AVX512(SB), NOSPLIT, $0-88
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
@@ -2475,7 +2475,7 @@ gemmBF16x12AVX512_store:
 	RET
 
 // func gemmBF16x8AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *uint32)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
 TEXT ·gemmBF16x8AVX512(SB), NOSPLIT, $0-88
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
@@ -2932,7 +2932,7 @@ gemmBF16x8AVX512_store:
 	RET
 
 // func gemmBF16x4AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *uint32)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
 TEXT ·gemmBF16x4AVX512(SB), NOSPLIT, $0-88
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
@@ -3198,7 +3198,7 @@ gemmBF16x4AVX512_store:
 	RET
 
 // func dpbf16AVX512(acc *uint32, a *uint32, b *uint32)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, AVX512_BF16
 TEXT ·dpbf16AVX512(SB), NOSPLIT, $0-24
 	MOVQ    acc+0(FP), AX
 	MOVQ    a+8(FP), CX

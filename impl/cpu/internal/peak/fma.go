@@ -15,6 +15,9 @@ type fmaKernel struct {
 	lanes  int // float32 lanes per instruction
 	chains int // independent dependency chains
 	run    func(n int, x, y float32, acc []float32)
+	// pairs is the multiply-adds per lane and instruction beyond one: 1
+	// for the bf16 dot product (dot.go), which does two.
+	pairs int
 }
 
 // loop runs n iterations; n <= 0 does nothing (the assembly loops need n > 0).
@@ -31,7 +34,7 @@ func (k fmaKernel) loop(n int, x, y float32, acc []float32) {
 // flops returns the floating-point operations of n iterations, counting a
 // multiply-add as 2.
 func (k fmaKernel) flops(n int) float64 {
-	return 2 * float64(k.lanes) * float64(k.chains) * float64(n)
+	return 2 * float64(1+k.pairs) * float64(k.lanes) * float64(k.chains) * float64(n)
 }
 
 // kernelFor returns the FMA loop of path p; ok is false when this build or

@@ -13,3 +13,8 @@ func fmaAVX512(n int, x float32, y float32, acc *[384]float32)
 //
 //go:noescape
 func fmaAVX2(n int, x float32, y float32, acc *[96]float32)
+
+// dotBF16AVX512 computes, n times, acc[i] += a.hi·b.hi + a.lo·b.lo for i < 384 (a, b: bf16 pairs): 24 independent chains of VDPBF16PS; n must be positive.
+//
+//go:noescape
+func dotBF16AVX512(n int, a uint32, b uint32, acc *[384]float32)

@@ -45,6 +45,14 @@ type Result struct {
 	FMATotal         float64 `json:"fma_gflops_total"`
 	FMAPerCoreMedian float64 `json:"fma_gflops_per_core_median"`
 	FMATotalMedian   float64 `json:"fma_gflops_total_median"`
+	// bf16 dot-product throughput (VDPBF16PS: two bf16 products summed
+	// into each fp32 lane, 4 flops per lane), GFLOP/s, best and median run,
+	// one thread and Threads together: the ceiling of the bf16 GEMM. Zero
+	// (and absent from the JSON) without AVX512_BF16 or on another path.
+	BF16PerCore       float64 `json:"bf16_dot_gflops_per_core,omitempty"`
+	BF16Total         float64 `json:"bf16_dot_gflops_total,omitempty"`
+	BF16PerCoreMedian float64 `json:"bf16_dot_gflops_per_core_median,omitempty"`
+	BF16TotalMedian   float64 `json:"bf16_dot_gflops_total_median,omitempty"`
 	// Memory bandwidth, GB/s (bytes read + written / time, 1e9 bytes),
 	// best run of the better of triad and copy: one thread, Threads threads.
 	Bandwidth1T    float64 `json:"bandwidth_gbps_1t"`
@@ -66,9 +74,11 @@ type Result struct {
 // the product is exact, so every path gives bit-identical results.
 const fmaX, fmaY = 0.5, 1
 
-// Measure times the FMA loop (one thread, then Threads together) and the
-// bandwidth kernels (one thread, then Threads together). It takes about
-// 2·(Count+2)·Duration plus the bandwidth passes.
+// Measure times the FMA loop (one thread, then Threads together), the
+// bf16 dot-product loop the same way on the AVX-512 path of a CPU with
+// AVX512_BF16, and the bandwidth kernels (one thread, then Threads
+// together). It takes about 2·(Count+2)·Duration per loop plus the
+// bandwidth passes.
 func Measure(opt Options) (Result, error) {
 	o, err := opt.withDefaults()
 	if err != nil {
@@ -91,6 +101,16 @@ func Measure(opt Options) (Result, error) {
 	}
 	r.FMAPerCore, r.FMAPerCoreMedian = slices.Max(one), median(one)
 	r.FMATotal, r.FMATotalMedian = slices.Max(all), median(all)
+	if d, ok := dotKernel(); ok && o.ISA == ISAAVX512 {
+		n := calibrate(d, o.Duration)
+		one := fmaRuns(d, n, 1, o.Count)
+		all := one
+		if o.Threads > 1 {
+			all = fmaRuns(d, n, o.Threads, o.Count)
+		}
+		r.BF16PerCore, r.BF16PerCoreMedian = slices.Max(one), median(one)
+		r.BF16Total, r.BF16TotalMedian = slices.Max(all), median(all)
+	}
 
 	bw := measureBandwidth(o.BandwidthBytes, o.Threads, o.Count)
 	r.BandwidthKernels1T, r.BandwidthKernelsTotal = bw.one, bw.all

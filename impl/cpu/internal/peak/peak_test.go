@@ -118,3 +118,53 @@ func TestMedian(t *testing.T) {
 		t.Errorf("median even = %v", m)
 	}
 }
+
+// TestDotKernel: where the CPU has AVX512_BF16, the bf16 dot-product loop
+// does exactly n VDPBF16PS on every lane of every chain (dotRef), writes
+// nothing outside its accumulators, and counts 4 flops per lane and
+// instruction; Measure then reports its peak, elsewhere none.
+func TestDotKernel(t *testing.T) {
+	k, ok := dotKernel()
+	if !ok {
+		r, err := Measure(Options{Duration: time.Millisecond, Count: 1, BandwidthBytes: 3 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.BF16PerCore != 0 || r.BF16Total != 0 {
+			t.Errorf("a bf16 peak without the bf16 loop: %+v", r)
+		}
+		return
+	}
+	const guard = 64
+	for _, n := range []int{0, 1, 2, 5, 13} {
+		buf := make([]float32, guard+k.lanes*k.chains+guard)
+		for i := range buf {
+			buf[i] = float32(math.NaN())
+		}
+		acc := buf[guard : len(buf)-guard]
+		copy(acc, initAcc(k))
+		want := initAcc(k)
+		dotRef(n, want)
+		k.loop(n, 0, 0, acc)
+		for i := range acc {
+			if math.Float32bits(acc[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n=%d: acc[%d] = %v, want %v", n, i, acc[i], want[i])
+			}
+		}
+		for i := range guard {
+			if !math.IsNaN(float64(buf[i])) || !math.IsNaN(float64(buf[len(buf)-1-i])) {
+				t.Fatalf("n=%d: write outside the accumulators", n)
+			}
+		}
+	}
+	if got := k.flops(1); got != 4*16*24 {
+		t.Errorf("flops of one iteration %v, want %v", got, 4*16*24)
+	}
+	r, err := Measure(Options{ISA: ISAAVX512, Duration: 2 * time.Millisecond, Count: 2, BandwidthBytes: 3 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(r.BF16PerCore > 0) || !(r.BF16Total > 0) || r.BF16PerCoreMedian > r.BF16PerCore {
+		t.Errorf("bf16 peak %+v", r)
+	}
+}

@@ -70,6 +70,7 @@ func vdpbf16ps(acc, src1, src2 VecPhysical) {
 		if i == 0 {
 			// What the instruction reads and writes, for avo's liveness.
 			in.Inputs, in.Outputs = []Op{acc, src1, src2}, []Op{acc}
+			in.ISA = []string{"AVX512_BF16"}
 		}
 		Instruction(in)
 	}

@@ -24,6 +24,9 @@ func main() {
 	fmaChains("fmaAVX2", 8,
 		[]VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11},
 		Y12, Y13)
+	dotChains("dotBF16AVX512", // gen_bf16.go
+		[]VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23},
+		Z24, Z25)
 	Generate()
 }
 

@@ -1,0 +1,43 @@
+package kern
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkGemmBF16 times the bf16 GEMM (weights packed once) against the
+// float32 one on the same shapes, one thread, and the bf16 microkernel
+// alone on panels that stay in L1.
+func BenchmarkGemmBF16(b *testing.B) {
+	for _, s := range [][3]int{{1024, 1024, 1024}, {197, 1152, 384}, {197, 384, 1536}} {
+		m, n, k := s[0], s[1], s[2]
+		rng := rand.New(rand.NewPCG(1, 2))
+		a, _ := guarded(rng, m*k, true)
+		w, _ := guarded(rng, n*k, true)
+		c := make([]float32, m*n)
+		for _, bf := range []bool{false, true} {
+			b.Run(fmt.Sprintf("bf16=%v/m=%d/n=%d/k=%d", bf, m, n, k), func(b *testing.B) {
+				pb := PackBT(n, k, w, k)
+				if bf {
+					pb = PackBTBF16(n, k, w, k)
+				}
+				for b.Loop() {
+					SgemmPacked(m, a, k, pb, c, n, nil, 0, n)
+				}
+				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+	kp := 128
+	a := make([]uint32, bf16MR*kp)
+	bb := make([]uint32, bf16NR*kp)
+	c := make([]float32, bf16MR*bf16NR)
+	tile := bf16Tile()
+	b.Run(fmt.Sprintf("micro-%s-12x32/kp=%d", BF16Kernel(), kp), func(b *testing.B) {
+		for b.Loop() {
+			tile(bf16MR, kp, a, kp, bb, c, bf16NR, 0, nil, nil, 0, nil)
+		}
+		b.ReportMetric(4*float64(bf16MR*bf16NR*kp)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+}

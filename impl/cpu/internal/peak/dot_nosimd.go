@@ -1,0 +1,6 @@
+//go:build purego || !amd64
+
+package peak
+
+// dotKernel: there is no bf16 dot-product loop in this build.
+func dotKernel() (fmaKernel, bool) { return fmaKernel{}, false }
