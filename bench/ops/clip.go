@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"vitbench/bench"
+	"vitbench/internal/mutation"
 )
 
 // OpenAI's CLIP (docs/reference-notes.md, CLIP): the image tower
@@ -54,6 +55,10 @@ type CLIPParams struct {
 }
 
 func sqrtInt(n int) float64 { return math.Sqrt(float64(n)) }
+
+// CLIPNoLnPre names the mutation (internal/mutation, builds with the
+// "mutation" tag only) that leaves ln_pre out of the image tower.
+const CLIPNoLnPre = "clip_no_ln_pre"
 
 // clipVisual is the ViT image tower over batch images.
 type clipVisual struct {
@@ -125,9 +130,13 @@ func (v clipVisual) steps(g *bench.Graph, out string) {
 		bench.Step{Node: Reshape{From: bench.Shape{w}, To: bench.Shape{1, 1, w}}, In: []string{"visual.class_embedding"}, Out: []string{"visual.cls"}},
 		bench.Step{Node: Reshape{From: bench.Shape{t, w}, To: bench.Shape{1, t, w}}, In: []string{"visual.positional_embedding"}, Out: []string{"visual.pos"}},
 		bench.Step{Node: TokensPrefix{Batch: b, Patches: n, Dim: w, Prefix: 1},
-			In: []string{"visual.patches", "visual.cls", "visual.pos"}, Out: []string{"visual.embed"}},
-		bench.Step{Node: LayerNorm{Batch: b, Tokens: t, Dim: w, Eps: clipEps},
-			In: []string{"visual.embed", "visual.ln_pre.weight", "visual.ln_pre.bias"}, Out: []string{"visual.ln_pre"}})
+			In: []string{"visual.patches", "visual.cls", "visual.pos"}, Out: []string{"visual.embed"}})
+	lnPre := bench.Step{Node: LayerNorm{Batch: b, Tokens: t, Dim: w, Eps: clipEps},
+		In: []string{"visual.embed", "visual.ln_pre.weight", "visual.ln_pre.bias"}, Out: []string{"visual.ln_pre"}}
+	if mutation.On(CLIPNoLnPre) {
+		lnPre = bench.Step{Node: Reshape{From: tok, To: tok}, In: []string{"visual.embed"}, Out: []string{"visual.ln_pre"}}
+	}
+	g.Steps = append(g.Steps, lnPre)
 	v.t.steps(g, "visual.transformer.", "visual.", "visual.ln_pre", "visual.final")
 	g.Steps = append(g.Steps,
 		bench.Step{Node: TakeToken{Batch: b, Tokens: t, Dim: w, Index: 0}, In: []string{"visual.final"}, Out: []string{"visual.token"}},

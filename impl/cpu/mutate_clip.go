@@ -1,0 +1,25 @@
+//go:build mutation
+
+package cpu
+
+import (
+	"vitbench/bench"
+	"vitbench/bench/ops"
+)
+
+// Mutations of CLIP's nodes: the activation and the text tower's pooling
+// (ln_pre left out is a graph mutation, bench/ops).
+
+func init() {
+	addMutation("quick_gelu_as_erf", "the exact erf GELU where CLIP has QuickGELU x·sigmoid(1.702·x)",
+		func(g ops.Gemm) bool { return g.Act == "quick_gelu" },
+		func(b *Backend, g ops.Gemm, in, out []*tensor) error { g.Act = "gelu"; return b.gemm(g, in, out) })
+	addMutation("eot_pool_last_position", "the text features taken at the last position instead of the end-of-text token", nil,
+		func(b *Backend, n ops.EOTPool, in, out []*tensor) error {
+			last := zeroTensor(bench.Shape{n.Batch, n.Context})
+			for s := 0; s < n.Batch; s++ {
+				last.data[s*n.Context+n.Context-1] = 1 // the argmax is then the last position
+			}
+			return b.eotPool(n, replaced(in, 1, last), out)
+		})
+}
