@@ -102,7 +102,7 @@ UNITS = [  # as vitbench writes them (bench/results/FORMAT.md)
 # a speed-up is measured against (bench/results/FORMAT.md).  The modules are this repository's
 # reference rewrites, in eager PyTorch, of the original models' code (reference/vitbench_ref).
 _VIT_ATTN = "attention as softmax(q k^T scale) v in eager ops, not scaled_dot_product_attention"
-_DDETR = ("Deformable DETR's pure-PyTorch sampling (ms_deform_attn_core_pytorch: F.grid_sample per level, "
+_DDETR = ("pure-PyTorch sampling (ms_deform_attn_core_pytorch: F.grid_sample per level, "
           "which the original repository runs only without its CUDA extension)")
 BASELINE_CODE = {
     "patch_embed": "timm-style PatchEmbed: nn.Conv2d (kernel = stride = patch), flatten, transpose",
@@ -119,18 +119,19 @@ BASELINE_CODE = {
     "t2t_module": "T2T-ViT tokens-to-token stage: nn.Unfold soft splits, Token_transformer/_performer",
     "t2t_vit": "T2T-ViT: nn.Unfold soft splits, Token_transformer/_performer, timm-style Blocks; " + _VIT_ATTN,
     "vit": "timm-style VisionTransformer / DeiT; " + _VIT_ATTN,
-    "ms_deform_attn_core": _DDETR,
-    "ms_deform_attn": "Deformable DETR MSDeformAttn with " + _DDETR,
-    "ddetr_transformer": "Deformable DETR transformer (MSDeformAttn layers) with " + _DDETR,
-    "deformable_detr": "Deformable DETR (ResNet-50 with FrozenBatchNorm2d, transformer) with " + _DDETR,
+    "ms_deform_attn_core": "Deformable DETR's " + _DDETR,
+    "ms_deform_attn": "Deformable DETR's MSDeformAttn with the " + _DDETR,
+    "ddetr_transformer": "Deformable DETR's transformer (MSDeformAttn layers) with the " + _DDETR,
+    "deformable_detr": "Deformable DETR (ResNet-50 with FrozenBatchNorm2d, its transformer) with the " + _DDETR,
     "deform_conv2d": "torchvision.ops.deform_conv2d",
-    "outlook_attention": "VOLO OutlookAttention: the original's nn.Unfold, matmul, F.fold path",
-    "outlooker": "VOLO Outlooker: OutlookAttention by nn.Unfold, matmul, F.fold",
-    "class_attention": "VOLO ClassAttention (eager attention)",
-    "class_block": "VOLO ClassBlock (eager attention)",
-    "volo_stem": "VOLO stem: nn.Conv2d, BatchNorm2d (eval, not folded), ReLU, projection conv",
-    "volo": "VOLO: outlook attention by nn.Unfold, matmul, F.fold; eager attention",
+    "outlook_attention": "the original VOLO's nn.Unfold, matmul, F.fold path",
+    "outlooker": "outlook attention by the original VOLO's nn.Unfold, matmul, F.fold",
+    "class_attention": "VOLO's class attention, eager",
+    "class_block": "VOLO's class block, eager attention",
+    "volo_stem": "nn.Conv2d, BatchNorm2d (eval, not folded), ReLU, projection conv",
+    "volo": "outlook attention by the original VOLO's nn.Unfold, matmul, F.fold; eager attention",
     "detr_transformer": "DETR transformer: nn.MultiheadAttention encoder and decoder (post-norm)",
+    "detr": "DETR (ResNet with FrozenBatchNorm2d, nn.MultiheadAttention transformer, heads)",
     "clip_visual": "OpenAI CLIP image tower: nn.MultiheadAttention blocks, QuickGELU",
     "clip_text": "OpenAI CLIP text tower: nn.MultiheadAttention blocks (causal mask), QuickGELU",
     "clip": "OpenAI CLIP: both towers, nn.MultiheadAttention blocks, QuickGELU",

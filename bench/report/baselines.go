@@ -19,11 +19,12 @@ type baselineCodes struct {
 	labels []string
 }
 
-// newBaselineCodes collects the labels of every PyTorch row of es, in es's order.
-func newBaselineCodes(es []entry) *baselineCodes {
+// newBaselineCodes collects the labels of the PyTorch rows of es for which keep is true (one
+// table's), in es's order, so that each table's markers run a, b, c, ….
+func newBaselineCodes(es []entry, keep func(entry) bool) *baselineCodes {
 	c := &baselineCodes{}
 	for _, e := range es {
-		if e.Backend == TorchBackend && e.Baseline != "" && !slices.Contains(c.labels, e.Baseline) {
+		if e.Backend == TorchBackend && e.Baseline != "" && keep(e) && !slices.Contains(c.labels, e.Baseline) {
 			c.labels = append(c.labels, e.Baseline)
 		}
 	}

@@ -49,12 +49,12 @@ func TestBaselineLabels(t *testing.T) {
 		t.Errorf("components: legend lists a marker no row uses:\n%s", comp)
 	}
 	nets := sectionOf(t, md, "Networks")
-	// Batch 1 is labelled (b), batch 8 is not: the detailed row has both, the compact
-	// row (at batch 8) the unknown one; the legend keeps the label whole.
-	if _, ok := tableLine(nets, "vit_b16", "1: 1.50×; 8: 1.25×", "| b, unknown |"); !ok {
-		t.Errorf("networks: detailed row lacks codes b, unknown:\n%s", nets)
+	// Each table's markers start at a. Batch 1 is labelled, batch 8 is not: the detailed row
+	// has both, the compact row (at batch 8) the unknown one; the legend keeps the label whole.
+	if _, ok := tableLine(nets, "vit_b16", "1: 1.50×; 8: 1.25×", "| a, unknown |"); !ok {
+		t.Errorf("networks: detailed row lacks codes a, unknown:\n%s", nets)
 	}
-	for _, s := range []string{"- PyTorch code b: vitbench_ref.vit.VisionTransformer: timm-style ViT | eager\n", "- PyTorch code unknown: "} {
+	for _, s := range []string{"- PyTorch code a: vitbench_ref.vit.VisionTransformer: timm-style ViT | eager\n", "- PyTorch code unknown: "} {
 		if !strings.Contains(nets, s) {
 			t.Errorf("networks: legend lacks %q:\n%s", s, nets)
 		}

@@ -17,7 +17,7 @@ import (
 // and the noisy flag (IQR/median > 10%); under the table, which clock each column used.
 func writeComponents(w io.Writer, in Input, es []entry) error {
 	multi := machineCount(es) > 1
-	codes := newBaselineCodes(es)
+	codes := newBaselineCodes(es, func(e entry) bool { return in.kind(e.Case) == KindComponent })
 	withOrt := in.hasOrt(es)
 	var cells [][]string
 	var shown []entry

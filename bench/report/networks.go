@@ -38,7 +38,7 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 		return nil
 	}
 	multi := machineCount(es) > 1
-	codes := newBaselineCodes(es)
+	codes := newBaselineCodes(es, func(e entry) bool { return in.kind(e.Case) == KindNetwork })
 	withOrt := in.hasOrt(es)
 	section(w, "Networks", "Throughput is batch / median latency at each batch size measured; PyTorch figures are from the same machine;"+
 		" vs PyTorch = PyTorch median / ours at each batch."+ceilingNote)
