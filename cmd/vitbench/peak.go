@@ -13,7 +13,8 @@ import (
 )
 
 // cmdPeak measures the ceilings kernel timings are read against: fp32 FMA
-// GFLOP/s and memory GB/s, on one thread and on all.
+// GFLOP/s, the bf16 dot product's (VDPBF16PS, where the CPU has it) and
+// memory GB/s, on one thread and on all.
 func cmdPeak(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlags("peak", stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -79,6 +80,10 @@ func writePeak(w io.Writer, r vcpu.PeakResult) error {
 	f := func(v float64) string { return fmt.Sprintf("%.1f", v) }
 	t.Append("fp32 FMA peak (best)", string(r.ISA), f(r.FMAPerCore), f(r.FMATotal), "GFLOP/s")
 	t.Append("fp32 FMA (median)", string(r.ISA), f(r.FMAPerCoreMedian), f(r.FMATotalMedian), "GFLOP/s")
+	if r.BF16PerCore > 0 {
+		t.Append("bf16 dot peak (best)", "avx512_bf16", f(r.BF16PerCore), f(r.BF16Total), "GFLOP/s")
+		t.Append("bf16 dot (median)", "avx512_bf16", f(r.BF16PerCoreMedian), f(r.BF16TotalMedian), "GFLOP/s")
+	}
 	t.Append("memory bandwidth (best)", "triad or copy", f(r.Bandwidth1T), f(r.BandwidthTotal), "GB/s")
 	t.Append("triad a = b + s·c (best)", "go loop", f(r.BandwidthKernels1T["triad"]), f(r.BandwidthKernelsTotal["triad"]), "GB/s")
 	t.Append("copy a = b (best)", "go memmove", f(r.BandwidthKernels1T["copy"]), f(r.BandwidthKernelsTotal["copy"]), "GB/s")

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"vitbench/bench"
 )
 
 func TestPeakJSON(t *testing.T) {
@@ -26,6 +28,17 @@ func TestPeakJSON(t *testing.T) {
 		"fma_gflops_total_median", "bandwidth_gbps_1t", "bandwidth_gbps_total"} {
 		if v, ok := r[k].(float64); !ok || !(v > 0) || math.IsInf(v, 0) {
 			t.Errorf("%s = %v, want a positive finite number", k, r[k])
+		}
+	}
+	// The bf16 dot-product peak is there exactly where cpu-bf16 can run.
+	be, err := bench.OpenBackend("cpu-bf16", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"bf16_dot_gflops_per_core", "bf16_dot_gflops_total", "bf16_dot_gflops_per_core_median", "bf16_dot_gflops_total_median"} {
+		v, ok := r[k].(float64)
+		if be.Info().Available != (ok && v > 0 && !math.IsInf(v, 0)) {
+			t.Errorf("%s = %v, cpu-bf16 available %v", k, r[k], be.Info().Available)
 		}
 	}
 	if r["duration_s"] != 0.05 {
