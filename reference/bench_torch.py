@@ -135,6 +135,8 @@ BASELINE_CODE = {
     "clip_visual": "OpenAI CLIP image tower: nn.MultiheadAttention blocks, QuickGELU",
     "clip_text": "OpenAI CLIP text tower: nn.MultiheadAttention blocks (causal mask), QuickGELU",
     "clip": "OpenAI CLIP: both towers, nn.MultiheadAttention blocks, QuickGELU",
+    "clip_resnet": "OpenAI CLIP ResNet image tower: conv/BatchNorm2d bottlenecks with average-pool "
+                   "downsampling, attention pooling by F.multi_head_attention_forward",
 }
 NUMPY_CODE = "NumPy x @ W.T (+ b) on the system BLAS"
 SDPA_CODE = " (variant: attention by torch.nn.functional.scaled_dot_product_attention)"
