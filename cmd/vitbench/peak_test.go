@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"vitbench/bench"
+	vcpu "vitbench/impl/cpu"
 )
 
 func TestPeakJSON(t *testing.T) {
@@ -68,5 +69,22 @@ func TestPeakBadUsage(t *testing.T) {
 		if code, _, _ := vitbench(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
+	}
+}
+
+// TestPeaksByBackend: the report reads cpu rows against the fp32 FMA peak
+// and cpu-bf16 rows against the bf16 dot product's, one thread's or all
+// threads' as the rows ran; without a bf16 figure cpu-bf16 has none.
+func TestPeaksByBackend(t *testing.T) {
+	pk := vcpu.PeakResult{FMAPerCore: 100, FMATotal: 190, BF16PerCore: 220, BF16Total: 430}
+	if got := peaksByBackend(pk, 1); got["cpu"] != 100 || got["cpu-bf16"] != 220 {
+		t.Errorf("one thread: %v", got)
+	}
+	if got := peaksByBackend(pk, 2); got["cpu"] != 190 || got["cpu-bf16"] != 430 {
+		t.Errorf("two threads: %v", got)
+	}
+	pk.BF16PerCore, pk.BF16Total = 0, 0
+	if got := peaksByBackend(pk, 2); len(got) != 1 {
+		t.Errorf("without a bf16 peak: %v", got)
 	}
 }

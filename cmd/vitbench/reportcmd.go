@@ -47,7 +47,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 		if err != nil {
 			return exitUsage, usageError{err}
 		}
-		in.PeakByBackend = map[string]float64{"cpu": cpuPeakFor(pk, threadsOfRows(in))}
+		in.PeakByBackend = peaksByBackend(pk, threadsOfRows(in))
 		in.Roof = roofFor(pk, threadsOfRows(in), *peakFile)
 	}
 	if *base != "" {
@@ -155,6 +155,20 @@ func readPeak(path string) (vcpu.PeakResult, error) {
 		return pk, fmt.Errorf("%s: no positive fma_gflops_total and fma_gflops_per_core", path)
 	}
 	return pk, nil
+}
+
+// peaksByBackend is the peak each CPU backend's rows are read against: the
+// fp32 FMA peak for cpu, the bf16 dot product's for cpu-bf16 (when the
+// peak file has one), each for threads threads as cpuPeakFor says.
+func peaksByBackend(pk vcpu.PeakResult, threads int) map[string]float64 {
+	m := map[string]float64{"cpu": cpuPeakFor(pk, threads)}
+	if pk.BF16PerCore > 0 {
+		m["cpu-bf16"] = pk.BF16Total
+		if threads == 1 {
+			m["cpu-bf16"] = pk.BF16PerCore
+		}
+	}
+	return m
 }
 
 // cpuPeakFor is the peak the CPU rows are read against: the one-thread

@@ -292,7 +292,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	fillMachines(&in, machine) // torch.txt does not name it
 	in.Title = "vitbench report"
-	in.PeakByBackend = map[string]float64{"cpu": cpuPeakFor(pk, bf.Meta.Threads)}
+	in.PeakByBackend = peaksByBackend(pk, bf.Meta.Threads)
 	in.Roof = roofFor(pk, bf.Meta.Threads, "peak.json") // beside the report
 	in.Base, in.BasePath = baseFile, *base
 	if stopErr != nil {
