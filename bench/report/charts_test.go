@@ -159,3 +159,32 @@ func TestThroughputOneAxis(t *testing.T) {
 		t.Errorf("volo_d1's bar says %q, want its speed-up 128/53 = 2.42×", hb.bars[3].text)
 	}
 }
+
+// TestThroughputReducedPrecision: PyTorch's bfloat16 row is a series of its own, and a
+// cuda-bf16 bar states its speed-up over that row, cuda's over PyTorch's float32 one.
+func TestThroughputReducedPrecision(t *testing.T) {
+	bf16 := func(r results.BenchRow) results.BenchRow { r.DType = "bfloat16"; return r }
+	in := Input{
+		Bench: []results.BenchFile{{Rows: []results.BenchRow{
+			row("vit_b16", "cuda", 1, 1, 30e6, 1e9), bf16(row("vit_b16", "cuda-bf16", 1, 1, 10e6, 1e9)),
+			row("vit_b16", "torch", 1, 1, 60e6, 1e9), bf16(row("vit_b16", "torch", 1, 1, 40e6, 1e9)),
+		}}},
+		Cases: map[string]CaseInfo{"vit_b16": {Kind: KindNetwork, Op: "vit"}},
+	}
+	bars := throughputBars(in, in.entries())
+	_, hb, _ := throughputPlot(bars)
+	got := map[string]string{}
+	for i, b := range bars {
+		got[b.s.label(false)] = hb.bars[i].text
+	}
+	want := map[string]string{"vitbench cuda": "33.3  (2.00× PyTorch)", "vitbench cuda-bf16": "100  (4.00× PyTorch)",
+		"PyTorch": "16.7", "PyTorch bfloat16": "25"}
+	if len(got) != len(want) {
+		t.Errorf("bars %q, want %q", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+}

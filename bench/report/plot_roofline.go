@@ -71,7 +71,7 @@ func rooflineFigure(in Input, es []entry) (figure, string) {
 		backends = appendNew(backends, p.backend)
 	}
 	slices.Sort(ops)
-	slices.SortFunc(backends, func(a, b string) int { return seriesOrder(series{"", a}, series{"", b}) })
+	slices.SortFunc(backends, func(a, b string) int { return seriesOrder(series{backend: a}, series{backend: b}) })
 
 	fills := backendFills(backends)
 	roof := in.Roof

@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"vitbench/bench/accuracy"
 )
 
 // throughputBar is one bar of the throughput chart: a network case on one series (machine
@@ -38,7 +40,8 @@ func familyRank(f string) int {
 }
 
 // throughputBars collects one bar per network case and series (machine, backend, PyTorch
-// included) at the largest batch measured for the case, grouped by family (op kind) in
+// included, its reduced-precision rows a series of their own) at the largest batch measured
+// for the case, grouped by family (op kind) in
 // familyOrder, cases by name within a family, series in seriesOrder within a case.
 func throughputBars(in Input, es []entry) []throughputBar {
 	maxBatch := map[string]int{}
@@ -54,8 +57,11 @@ func throughputBars(in Input, es []entry) []throughputBar {
 		if !ok || e.Batch != b || !finite(e.MedianNs) || e.MedianNs <= 0 || b <= 0 {
 			continue
 		}
-		s := series{e.machine, e.Backend}
-		key := e.Case + "\x00" + s.machine + "\x00" + s.backend
+		s := series{machine: e.machine, backend: e.Backend}
+		if isReference(e.Backend) && e.DType != "float32" {
+			s.dtype = e.DType
+		}
+		key := e.Case + "\x00" + s.machine + "\x00" + s.backend + "\x00" + s.dtype
 		if seen[key] {
 			continue // another dtype or thread count: the first (entries order) stands
 		}
@@ -134,7 +140,7 @@ func throughputPlot(bars []throughputBar) (*plot.Plot, *hbars, int) {
 				y := -float64(slot) + 0.4 - h*(float64(k)+0.5)
 				text := fmtImgs(b.rate)
 				if t := slices.IndexFunc(group, func(t throughputBar) bool {
-					return t.s == series{b.s.machine, TorchBackend}
+					return t.s == series{machine: b.s.machine, backend: TorchBackend, dtype: torchDType[accuracy.Precision(b.s.backend)]}
 				}); t >= 0 && !isReference(b.s.backend) {
 					text += fmt.Sprintf("  (%.2f× PyTorch)", b.rate/group[t].rate)
 				}

@@ -6,8 +6,9 @@ import (
 	"slices"
 )
 
-// series is one set of bars or points of a chart: a backend on a machine.
-type series struct{ machine, backend string }
+// series is one set of bars or points of a chart: a backend on a machine; dtype tells a
+// reference backend's reduced-precision rows apart ("bfloat16"; "" for float32).
+type series struct{ machine, backend, dtype string }
 
 // seriesOrder sorts series by machine, then vitbench's CPU backend first, PyTorch beside
 // it, then the other backends by name.
@@ -21,7 +22,7 @@ func seriesOrder(a, b series) int {
 		}
 		return 2
 	}
-	return cmp.Or(cmp.Compare(a.machine, b.machine), cmp.Compare(rank(a), rank(b)), cmp.Compare(a.backend, b.backend))
+	return cmp.Or(cmp.Compare(a.machine, b.machine), cmp.Compare(rank(a), rank(b)), cmp.Compare(a.backend, b.backend), cmp.Compare(a.dtype, b.dtype))
 }
 
 // label names a series in a legend or on an axis: "vitbench cpu", "PyTorch", prefixed
@@ -35,6 +36,9 @@ func (s series) label(multiMachine bool) string {
 		l = "NumPy"
 	case OrtBackend:
 		l = "ONNX Runtime"
+	}
+	if s.dtype != "" {
+		l += " " + s.dtype
 	}
 	if multiMachine {
 		l = s.machine + ": " + l
