@@ -169,6 +169,7 @@ var opClasses = map[string]string{
 	"clip_visual": "network",
 	"clip_text":   "network",
 	"clip":        "network",
+	"clip_resnet": "network",
 }
 
 // looser reports whether a allows more than b on any of its numbers.

@@ -112,7 +112,7 @@ func (b *Backend) Supports(op string, dt bench.DType) error {
 		"proposals", "zero_invalid", "topk_rows", "proposal_pos_embed", "split_columns",
 		"outlook_attention", "outlooker", "class_attention", "class_block", "volo_stem", "volo",
 		"avg_pool_nhwc", "outlook_core", "patch_rows_nhwc", "add_broadcast", "prepend_token", "put_token",
-		"class_attn_core", "aux_merge", "token_embed", "eot_pool", "clip_logits", "clip_visual", "clip_text", "clip",
+		"class_attn_core", "aux_merge", "token_embed", "eot_pool", "clip_logits", "clip_visual", "clip_text", "clip", "attn_pool_tokens", "clip_resnet",
 		"mha_core", "concat", "detr_queries", "detr_transformer":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
@@ -348,6 +348,8 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.eotPool(n, hin, hout)
 	case ops.ClipLogits:
 		return b.clipLogits(n, hin, hout)
+	case ops.AttnPoolTokens:
+		return b.attnPoolTokens(n, hin, hout)
 	case ops.MHACore:
 		return b.mhaCore(n, hin, hout)
 	case ops.Concat:

@@ -105,3 +105,32 @@ func (b *Backend) clipLogits(n ops.ClipLogits, in, out []*tensor) error {
 	}
 	return nil
 }
+
+// attnPoolTokens writes [mean of the tokens, tokens] + pos for every image.
+func (b *Backend) attnPoolTokens(n ops.AttnPoolTokens, in, out []*tensor) error {
+	t, c := n.Tokens, n.Chans
+	if err := checkShapes("attn_pool_tokens", in, []bench.Shape{{n.Batch, t, c}, {t + 1, c}}); err != nil {
+		return err
+	}
+	if err := checkShapes("attn_pool_tokens", out, []bench.Shape{{n.Batch, t + 1, c}}); err != nil {
+		return err
+	}
+	x, pos, y := in[0].data, in[1].data, out[0].data
+	parallelFor(b.threads, n.Batch, 1, func(lo, hi int) {
+		sum := make([]float64, c)
+		for img := lo; img < hi; img++ {
+			src, dst := x[img*t*c:(img+1)*t*c], y[img*(t+1)*c:(img+1)*(t+1)*c]
+			clear(sum)
+			for k := 0; k < t; k++ {
+				for j, v := range src[k*c : (k+1)*c] {
+					sum[j] += float64(v)
+				}
+			}
+			for j := range sum {
+				dst[j] = float32(sum[j]/float64(t)) + pos[j]
+			}
+			kern.Add(t*c, src, pos[c:], dst[c:])
+		}
+	})
+	return nil
+}

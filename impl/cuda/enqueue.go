@@ -88,7 +88,7 @@ func (b *Backend) plan(node bench.Node, in, out []*tensor) (func() error, error)
 	case ops.AvgPoolNHWC, ops.OutlookCore, ops.PatchRowsNHWC, ops.AddBroadcast, ops.PrependToken, ops.PutToken,
 		ops.ClassAttnCore, ops.AuxMerge:
 		return b.voloNode(n, in, out)
-	case ops.TokenEmbed, ops.EOTPool, ops.ClipLogits:
+	case ops.TokenEmbed, ops.EOTPool, ops.ClipLogits, ops.AttnPoolTokens:
 		return b.clipNode(n, in, out)
 	}
 	return nil, fmt.Errorf("%s: no kernel for op %q (node %T)", b.name, node.OpName(), node)

@@ -46,6 +46,19 @@ func (b *Backend) clipNode(node any, in, out []*tensor) (func() error, error) {
 			return b.launch1D("clip.cu", "clip_logits_f32", res, in[0].ptr, in[1].ptr, in[2].ptr, out[0].ptr,
 				i32(n.Images), i32(n.Texts), i32(n.Dim))
 		}, nil
+	case ops.AttnPoolTokens:
+		t, c := int64(n.Tokens), int64(n.Chans)
+		if err := checkElems("attn_pool_tokens", "input", in, int64(n.Batch)*t*c, (t+1)*c); err != nil {
+			return nil, err
+		}
+		res := int64(n.Batch) * (t + 1) * c
+		if err := checkElems("attn_pool_tokens", "output", out, res); err != nil {
+			return nil, err
+		}
+		return func() error {
+			return b.launch1D("clip.cu", "attn_pool_tokens_f32", res, in[0].ptr, in[1].ptr, out[0].ptr,
+				i32(n.Batch), i32(n.Tokens), i32(n.Chans))
+		}, nil
 	}
 	return nil, fmt.Errorf("cuda: clipNode given %T", node)
 }

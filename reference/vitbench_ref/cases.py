@@ -109,6 +109,8 @@ PARAMS = {
     "clip": {"embed_dim": None, "image_resolution": None, "vision_layers": None, "vision_width": None,
              "vision_patch_size": None, "vision_heads": "auto", "context_length": None, "vocab_size": None,
              "transformer_width": None, "transformer_heads": None, "transformer_layers": None, "texts": None},
+    # CLIP's ModifiedResNet image tower (RN50: layers [3, 4, 6, 3], width 64, heads 32, output_dim 1024).
+    "clip_resnet": {"layers": None, "output_dim": None, "heads": None, "input_resolution": None, "width": None},
 }
 # Params written out only when true: normalize_params drops them when false (their default), so the
 # normalised params of a case that does not use them (and the committed case.json files made before
@@ -120,7 +122,7 @@ PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation
 SCALAR = {("vit", "patch_size"), ("volo_stem", "patch_size"), ("clip_visual", "patch_size")} | {
     (op, k) for op in ("outlook_attention", "outlooker") for k in ("kernel_size", "padding", "stride")}
 # Params that are a list of 4 positive integers (one per VOLO stage).
-STAGE_LISTS = {("volo", "layers"), ("volo", "embed_dims"), ("volo", "heads")}
+STAGE_LISTS = {("volo", "layers"), ("volo", "embed_dims"), ("volo", "heads"), ("clip_resnet", "layers")}
 TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv2d": "gemm",
              "layernorm": "elementwise", "mhsa": "gemm", "block": "gemm", "fold": "elementwise",
              "avg_pool2d": "elementwise", "vit": "network", "token_transformer": "gemm",
@@ -129,9 +131,11 @@ TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv
              "ddetr_transformer": "detector", "deformable_detr": "detector",
              "outlook_attention": "gemm", "outlooker": "gemm", "class_attention": "gemm", "class_block": "gemm",
              "volo_stem": "gemm", "volo": "network", "clip_visual": "network", "clip_text": "network",
+             "clip_resnet": "network",
              "clip": "network", "detr_transformer": "detector"}
 KIND = {"vit": "network", "t2t_vit": "network", "ddetr_transformer": "network",
         "deformable_detr": "network", "volo": "network", "clip_visual": "network", "clip_text": "network",
+        "clip_resnet": "network",
         "clip": "network", "detr_transformer": "network"}  # every other op kind is a component
 # The reference class of each op kind as case.json names it (``module``).  The op kinds that existed when
 # the modules were split into families keep the re-exporting ``modules`` path, so their fixtures stay byte
@@ -164,6 +168,7 @@ MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "clip_visual": "reference.vitbench_ref.clip.CLIPVisual",
                "clip_text": "reference.vitbench_ref.clip.CLIPText",
                "clip": "reference.vitbench_ref.clip.CLIP",
+               "clip_resnet": "reference.vitbench_ref.clip.CLIPResNet",
                "detr_transformer": "reference.vitbench_ref.detr.DETRTransformer"}
 BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe",
          "mask", "padding_mask", "box_refine", "two_stage"}

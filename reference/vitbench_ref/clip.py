@@ -15,7 +15,7 @@ from torch import nn
 
 from .layers import layernorm_float64
 
-OPS = ("clip_visual", "clip_text", "clip")
+OPS = ("clip_visual", "clip_text", "clip", "clip_resnet")
 EPS = 1e-5
 
 
@@ -163,7 +163,171 @@ class CLIP(nn.Module):
         return {"logits": self.logit_scale.exp() * img @ txt.t()}
 
 
+class Bottleneck(nn.Module):
+    """CLIP's anti-aliased Bottleneck: 1x1 -> BN -> ReLU -> 3x3 (stride 1) -> BN -> ReLU ->
+    AvgPool2d(stride) when stride > 1 -> 1x1 (4x) -> BN, plus the shortcut (AvgPool2d(stride), 1x1,
+    BN when the stride or the width changes), then ReLU."""
+
+    def __init__(self, inplanes, planes, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.pool = nn.AvgPool2d(stride) if stride > 1 else nn.Identity()
+        self.conv3 = nn.Conv2d(planes, 4 * planes, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(4 * planes)
+        self.downsample = None
+        if stride > 1 or inplanes != 4 * planes:
+            # Keys "downsample.0" (conv) and "downsample.1" (BN), as the checkpoints name them.
+            self.downsample = nn.Sequential()
+            self.downsample.add_module("-1", nn.AvgPool2d(stride) if stride > 1 else nn.Identity())
+            self.downsample.add_module("0", nn.Conv2d(inplanes, 4 * planes, 1, bias=False))
+            self.downsample.add_module("1", nn.BatchNorm2d(4 * planes))
+
+    def forward(self, x):
+        out = torch.relu(self.bn1(self.conv1(x)))
+        out = torch.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(self.pool(out)))
+        short = x if self.downsample is None else self.downsample(x)
+        return torch.relu(out + short)
+
+
+class AttentionPool2d(nn.Module):
+    """The mean of the map's positions put in front of them, learned positions added, one
+    multi-head attention whose only query is that mean token (separate q, k, v projections, biases
+    concatenated in q, k, v order), c_proj: (B, C, s, s) -> (B, output_dim)."""
+
+    def __init__(self, spacial, embed, heads, output_dim):
+        super().__init__()
+        self.positional_embedding = nn.Parameter(torch.zeros(spacial * spacial + 1, embed))
+        self.k_proj = nn.Linear(embed, embed)
+        self.q_proj = nn.Linear(embed, embed)
+        self.v_proj = nn.Linear(embed, embed)
+        self.c_proj = nn.Linear(embed, output_dim)
+        self.heads = heads
+
+    def forward(self, x):
+        x = x.flatten(2).permute(2, 0, 1)  # (s*s, B, C)
+        x = torch.cat([x.mean(dim=0, keepdim=True), x], dim=0) + self.positional_embedding[:, None, :].to(x.dtype)
+        out, _ = torch.nn.functional.multi_head_attention_forward(
+            query=x[:1], key=x, value=x, embed_dim_to_check=x.shape[-1], num_heads=self.heads,
+            q_proj_weight=self.q_proj.weight, k_proj_weight=self.k_proj.weight, v_proj_weight=self.v_proj.weight,
+            in_proj_weight=None, in_proj_bias=torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias]),
+            bias_k=None, bias_v=None, add_zero_attn=False, dropout_p=0.0, out_proj_weight=self.c_proj.weight,
+            out_proj_bias=self.c_proj.bias, use_separate_proj_weight=True, training=False, need_weights=False)
+        return out[0]
+
+
+class ModifiedResNet(nn.Module):
+    """CLIP's ResNet image tower: three 3x3 convs (the first stride 2, widths width/2, width/2,
+    width) each with BN and ReLU, AvgPool2d(2), layer1..4 of Bottlenecks (planes width * 2^i, the
+    first block of layer2..4 stride 2), AttentionPool2d."""
+
+    def __init__(self, layers, output_dim, heads, input_resolution, width):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, width // 2, 3, stride=2, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width // 2)
+        self.conv2 = nn.Conv2d(width // 2, width // 2, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width // 2)
+        self.conv3 = nn.Conv2d(width // 2, width, 3, padding=1, bias=False)
+        self.bn3 = nn.BatchNorm2d(width)
+        self.avgpool = nn.AvgPool2d(2)
+        inplanes = width
+        for i, blocks in enumerate(layers):
+            planes = width * 2 ** i
+            mods = []
+            for j in range(blocks):
+                mods.append(Bottleneck(inplanes, planes, 2 if (j == 0 and i > 0) else 1))
+                inplanes = 4 * planes
+            setattr(self, "layer%d" % (i + 1), nn.Sequential(*mods))
+        self.attnpool = AttentionPool2d(input_resolution // 32, width * 32, heads, output_dim)
+
+    def forward(self, x):
+        for conv, bn in ((self.conv1, self.bn1), (self.conv2, self.bn2), (self.conv3, self.bn3)):
+            x = torch.relu(bn(conv(x)))
+        x = self.avgpool(x)
+        for i in range(4):
+            x = getattr(self, "layer%d" % (i + 1))(x)
+        return self.attnpool(x)
+
+
+class CLIPResNet(nn.Module):
+    """The ResNet image tower under ``visual.``; returns ``image_features``."""
+
+    def __init__(self, layers, output_dim, heads, input_resolution, width):
+        super().__init__()
+        self.visual = ModifiedResNet(layers, output_dim, heads, input_resolution, width)
+
+    def forward(self, image):
+        return {"image_features": self.visual(image)}
+
+
+def resnet_final_side(res):
+    """The side of layer4's output: ceil(res / 2) after the stem's stride-2 conv, then four 2x2 pools."""
+    s = (res + 1) // 2
+    for _ in range(4):
+        s //= 2
+    return s
+
+
+def resnet_shapes(p, b):
+    w, ws = p["width"], {}
+
+    def conv(name, bn, cin, cout, k):
+        ws["visual.%s.weight" % name] = [cout, cin, k, k]
+        for f in ("weight", "bias", "running_mean", "running_var"):
+            ws["visual.%s.%s" % (bn, f)] = [cout]
+    conv("conv1", "bn1", 3, w // 2, 3)
+    conv("conv2", "bn2", w // 2, w // 2, 3)
+    conv("conv3", "bn3", w // 2, w, 3)
+    cin = w
+    for i, blocks in enumerate(p["layers"]):
+        planes = w * 2 ** i
+        for j in range(blocks):
+            pre = "layer%d.%d." % (i + 1, j)
+            conv(pre + "conv1", pre + "bn1", cin, planes, 1)
+            conv(pre + "conv2", pre + "bn2", planes, planes, 3)
+            conv(pre + "conv3", pre + "bn3", planes, 4 * planes, 1)
+            if (j == 0 and i > 0) or cin != 4 * planes:
+                conv(pre + "downsample.0", pre + "downsample.1", cin, 4 * planes, 1)
+            cin = 4 * planes
+    s = p["input_resolution"] // 32
+    ws["visual.attnpool.positional_embedding"] = [s * s + 1, cin]
+    for name in ("k_proj", "q_proj", "v_proj"):
+        ws["visual.attnpool.%s.weight" % name] = [cin, cin]
+        ws["visual.attnpool.%s.bias" % name] = [cin]
+    ws["visual.attnpool.c_proj.weight"] = [p["output_dim"], cin]
+    ws["visual.attnpool.c_proj.bias"] = [p["output_dim"]]
+    res = p["input_resolution"]
+    return {"image": [b, 3, res, res]}, ws, {"image_features": [b, p["output_dim"]]}
+
+
+def resnet_macs(p, b):
+    """Every conv (B * Cout * Ho * Wo * Cin * k * k), the attention pool's q (one token), k, v (all
+    s*s + 1) and c_proj Linears and its two products with the single query."""
+    w, res = p["width"], p["input_resolution"]
+    m = 0
+    h = (res + 1) // 2
+    m += b * h * h * (w // 2 * 3 * 9 + w // 2 * w // 2 * 9 + w * w // 2 * 9)
+    h //= 2
+    cin = w
+    for i, blocks in enumerate(p["layers"]):
+        planes = w * 2 ** i
+        for j in range(blocks):
+            stride = 2 if (j == 0 and i > 0) else 1
+            ho = h // stride
+            m += b * h * h * cin * planes + b * h * h * planes * planes * 9 + b * ho * ho * planes * 4 * planes
+            if stride > 1 or cin != 4 * planes:
+                m += b * ho * ho * cin * 4 * planes
+            cin, h = 4 * planes, ho
+    n = h * h + 1
+    return m + b * cin * cin * (1 + 2 * n) + 2 * b * n * cin + b * cin * p["output_dim"]
+
+
 def build(op, p):
+    if op == "clip_resnet":
+        return CLIPResNet(p["layers"], p["output_dim"], p["heads"], p["input_resolution"], p["width"])
     if op == "clip_visual":
         return CLIPVisual(p["input_resolution"], p["patch_size"], p["width"], p["layers"], p["heads"], p["output_dim"])
     if op == "clip_text":
@@ -204,6 +368,13 @@ def _blocks(prefix, width, layers):
 
 def check(op, p):
     """Raise ValueError for params the original cannot build."""
+    if op == "clip_resnet":
+        if len(p["layers"]) != 4 or p["width"] % 2 or (32 * p["width"]) % p["heads"]:
+            raise ValueError("clip_resnet: 4 layers, an even width and 32 * width a multiple of heads")
+        if resnet_final_side(p["input_resolution"]) != p["input_resolution"] // 32:
+            raise ValueError("clip_resnet: input_resolution %d does not give a map of input_resolution // 32"
+                             % p["input_resolution"])
+        return
     if op != "clip_text":
         res, patch, width, _, heads, _ = _visual_args(op, p)
         if res < patch:
@@ -221,6 +392,8 @@ def check(op, p):
 def shapes(op, p, b, texts=None):
     """(inputs, weights, outputs) of a CLIP op kind at batch ``b`` (images or sequences; the clip
     network's texts come from its params)."""
+    if op == "clip_resnet":
+        return resnet_shapes(p, b)
     inputs, weights, outputs = {}, {}, {}
     if op != "clip_text":
         res, patch, width, layers, _, out = _visual_args(op, p)
@@ -251,6 +424,8 @@ def macs(op, p, b):
     """Conv1 and every Linear (rows * in * out), the attention products 2 * B * heads * N^2 * D per
     block (all positions, as PyTorch multiplies them under the causal mask too), the projections;
     the clip network adds images * texts * embed_dim for the similarities."""
+    if op == "clip_resnet":
+        return resnet_macs(p, b)
     m = 0
     if op != "clip_text":
         res, patch, width, layers, _, out = _visual_args(op, p)
@@ -314,6 +489,13 @@ def _text_float64(text, w, op, p):
 def independent_reference(op, inputs, weights, p):
     """Every output recomputed in float64 NumPy from the weights (independent of torch's
     MultiheadAttention, Embedding and LayerNorm)."""
+    if op == "clip_resnet":
+        # Not independent code: the same module in float64 (a NumPy ResNet would be slow); it bounds
+        # the float32 rounding of the stored output. The parts are checked in tests/test_clip.py.
+        m = build(op, p).double().eval()
+        m.load_state_dict({k: torch.from_numpy(v.astype(np.float64)) for k, v in weights.items()}, strict=False)
+        with torch.no_grad():
+            return m(torch.from_numpy(inputs["image"].astype(np.float64)))
     w = {k: v.astype(np.float64) for k, v in weights.items()}
     if op == "clip_visual":
         return {"image_features": _visual_float64(inputs["image"], w, op, p)}

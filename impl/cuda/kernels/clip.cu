@@ -49,3 +49,21 @@ extern "C" __global__ void clip_logits_f32(const float* img, const float* txt, c
     out[k] = (float)(exp((double)s[0]) * dot / (sqrt(na) * sqrt(nt)));
   }
 }
+
+// Attention-pool tokens: for b < B, c < C, with N map tokens x [B, N, C]
+// and positions pos [N+1, C]:
+//   out[(b·(N+1))·C + c] = mean_t x[(b·N + t)·C + c] + pos[c]      (the mean in double)
+//   out[(b·(N+1) + 1 + t)·C + c] = x[(b·N + t)·C + c] + pos[(1 + t)·C + c]
+extern "C" __global__ void attn_pool_tokens_f32(const float* x, const float* pos, float* out, int B, int N, int C) {
+  FOR_EACH(i, (i64)B * (N + 1) * C) {
+    i64 c = i % C, r = i / C;
+    i64 t = r % (N + 1), b = r / (N + 1);
+    if (t == 0) {
+      double s = 0;
+      for (int k = 0; k < N; ++k) s += x[(b * N + k) * C + c];
+      out[i] = (float)(s / N) + pos[c];
+    } else {
+      out[i] = x[(b * N + t - 1) * C + c] + pos[t * C + c];
+    }
+  }
+}
