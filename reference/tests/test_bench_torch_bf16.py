@@ -76,6 +76,12 @@ class TestBenchTorchBF16(unittest.TestCase):
         self.assertEqual(mode, "autocast")
         self.assertIn("weights failed: RuntimeError: no bf16 kernel", BF16.note(mode, seen))
 
+        def broken(m):
+            raise TypeError("no %s" % m)
+        with self.assertRaisesRegex(RuntimeError, "both modes failed: autocast: TypeError: no autocast; "
+                                                  "weights: TypeError: no weights"):
+            BF16.faster(broken)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -41,8 +41,8 @@ def median(samples):
 def faster(run):
     """Time every mode with run(mode) (bench_case's result: samples first) and return
     (the faster mode's result, that mode, {mode: median ns}).  A mode that raises is left
-    out (its error kept in the medians dict as a string); when both raise, the last error is
-    raised."""
+    out (its error kept in the medians dict as a string); when both raise, a RuntimeError
+    names each mode's error."""
     results, medians, err = {}, {}, None
     for mode in MODES:
         try:
@@ -53,7 +53,8 @@ def faster(run):
             continue
         medians[mode] = median(results[mode][0])
     if not results:
-        raise err
+        raise RuntimeError("bf16 on the CPU: both modes failed: " +
+                           "; ".join("%s: %s" % (m, " ".join(medians[m].split())) for m in MODES)) from err
     best = min(results, key=lambda m: medians[m])
     return results[best], best, medians
 
