@@ -45,8 +45,9 @@ func pairBF16(x0, x1 float32) uint32 { return uint32(RoundBF16(x0)) | uint32(Rou
 func packPairs(dst []uint32, src []float32) {
 	n := len(src) / 2
 	dst = dst[:(len(src)+1)/2]
-	for p := range n {
-		dst[p] = pairBF16(src[2*p], src[2*p+1])
+	src2 := src[:2*n]
+	for p := cvtBlocks(dst, src2) / 2; p < n; p++ {
+		dst[p] = uint32(RoundBF16(src2[2*p])) | uint32(RoundBF16(src2[2*p+1]))<<16 // pairBF16, inlined
 	}
 	if len(src)%2 != 0 {
 		dst[n] = uint32(RoundBF16(src[2*n]))

@@ -64,7 +64,8 @@ func TestDPBF16Twin(t *testing.T) {
 // TestVDPBF16PSEncoding disassembles this test binary with GNU objdump
 // (Go's objdump does not decode EVEX) and checks that the bytes the
 // generator writes for VDPBF16PS are that instruction with the intended
-// registers: in the probe, zmm0 += zmm1·zmm2; in the 12×32 microkernel,
+// registers (and VCVTNE2PS2BF16's, zmm2 = bf16(zmm1):bf16(zmm0)): in the
+// probe, zmm0 += zmm1·zmm2; in the 12×32 microkernel,
 // each accumulator zmm0–zmm23 += the broadcast pair (zmm26) · the B
 // vector of its column half (zmm24, zmm25), in both loops.
 func TestVDPBF16PSEncoding(t *testing.T) {
@@ -95,7 +96,7 @@ func TestVDPBF16PSEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dis := func(sym string) []string {
+	dis := func(sym, mnemonic string) []string {
 		var fn *gosym.Func
 		for _, name := range []string{sym + ".abi0", sym} {
 			if fn = tab.LookupFunc("vitbench/impl/cpu/internal/kern." + name); fn != nil {
@@ -112,16 +113,19 @@ func TestVDPBF16PSEncoding(t *testing.T) {
 		}
 		var ops []string
 		for _, line := range strings.Split(string(out), "\n") {
-			if i := strings.Index(line, "vdpbf16ps"); i >= 0 {
-				ops = append(ops, strings.TrimSpace(line[i+len("vdpbf16ps"):]))
+			if i := strings.Index(line, mnemonic); i >= 0 {
+				ops = append(ops, strings.TrimSpace(line[i+len(mnemonic):]))
 			}
 		}
 		return ops
 	}
-	if got := dis("dpbf16AVX512"); len(got) != 1 || got[0] != "%zmm2,%zmm1,%zmm0" {
+	if got := dis("dpbf16AVX512", "vdpbf16ps"); len(got) != 1 || got[0] != "%zmm2,%zmm1,%zmm0" {
 		t.Errorf("dpbf16AVX512 disassembles to vdpbf16ps %q, want one %%zmm2,%%zmm1,%%zmm0", got)
 	}
-	ops := dis("gemmBF16x12AVX512")
+	if got := dis("cvtBF16AVX512", "vcvtne2ps2bf16"); len(got) != 1 || got[0] != "%zmm0,%zmm1,%zmm2" {
+		t.Errorf("cvtBF16AVX512 disassembles to vcvtne2ps2bf16 %q, want one %%zmm0,%%zmm1,%%zmm2", got)
+	}
+	ops := dis("gemmBF16x12AVX512", "vdpbf16ps")
 	if len(ops) != 2*24 {
 		t.Fatalf("gemmBF16x12AVX512 has %d vdpbf16ps, want 48 (24 per loop): %q", len(ops), ops)
 	}
@@ -143,6 +147,36 @@ func TestVDPBF16PSEncoding(t *testing.T) {
 	for d := range 24 {
 		if seen[d] != 2 {
 			t.Errorf("accumulator zmm%d is the destination of %d vdpbf16ps, want 2", d, seen[d])
+		}
+	}
+}
+
+// TestCvtBF16Twin compares VCVTNE2PS2BF16 (cvtBF16AVX512) with its Go
+// twin RoundBF16 on random bit patterns (NaNs, infinities, subnormals and
+// ties among them), bit for bit.
+func TestCvtBF16Twin(t *testing.T) {
+	if !HasBF16() {
+		t.Skip("no AVX512_BF16 here")
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	src := make([]float32, 32*64)
+	for i := range src {
+		b := rng.Uint32()
+		switch i % 8 {
+		case 1:
+			b &= 0x807fffff // subnormal
+		case 2:
+			b = b&0xffff0000 | 0x8000 // a tie
+		case 3:
+			b |= 0x7f800000 // Inf or NaN
+		}
+		src[i] = math.Float32frombits(b)
+	}
+	got := make([]uint32, len(src)/2)
+	cvtBF16AVX512(len(src)/32, &src[0], &got[0])
+	for p, g := range got {
+		if want := uint32(RoundBF16(src[2*p])) | uint32(RoundBF16(src[2*p+1]))<<16; g != want {
+			t.Fatalf("src %#08x %#08x: VCVTNE2PS2BF16 %#08x, RoundBF16 %#08x", math.Float32bits(src[2*p]), math.Float32bits(src[2*p+1]), g, want)
 		}
 	}
 }

@@ -116,26 +116,43 @@ func packedLenBF16(n, k int) int {
 // the block's pairs; zero past n and past k.
 func packBF16(dst []uint32, n, k int, b []float32, ldb int, transB bool) {
 	panels := (n + bf16NR - 1) / bf16NR
-	at := func(q, j int) float32 { // op(B)[q, j], zero past k
-		if q >= k {
-			return 0
-		}
-		if transB {
-			return b[j*ldb+q]
-		}
-		return b[q*ldb+j]
-	}
 	for pc := 0; pc < k; pc += kcBlockBF16 {
 		kb := min(kcBlockBF16, k-pc)
 		kp := (kb + 1) / 2
 		block := dst[panels*bf16NR*(pc/2):]
 		for jr := 0; jr < n; jr += bf16NR {
 			panel := block[jr*kp : jr*kp+bf16NR*kp]
-			clear(panel)
-			for j := jr; j < min(jr+bf16NR, n); j++ {
-				for p := range kp {
-					q := pc + 2*p
-					panel[p*bf16NR+j-jr] = pairBF16(at(q, j), at(q+1, j))
+			nw := min(bf16NR, n-jr)
+			if nw < bf16NR {
+				clear(panel)
+			}
+			if transB {
+				// Column j of op(B) is row j of B: its pairs are adjacent.
+				var pairs [kcBlockBF16 / 2]uint32
+				for j := range nw {
+					packPairs(pairs[:kp], b[(jr+j)*ldb+pc:(jr+j)*ldb+pc+kb])
+					for p, v := range pairs[:kp] {
+						panel[p*bf16NR+j] = v
+					}
+				}
+				continue
+			}
+			// Rows q and q+1 of B give the pairs of a step of the panel:
+			// each row rounded (in pairs of adjacent columns), then the
+			// two interleaved.
+			var lo, hi [bf16NR / 2]uint32
+			for p := range kp {
+				q := pc + 2*p
+				packPairs(lo[:(nw+1)/2], b[q*ldb+jr:q*ldb+jr+nw])
+				if q+1 < pc+kb {
+					packPairs(hi[:(nw+1)/2], b[(q+1)*ldb+jr:(q+1)*ldb+jr+nw])
+				} else {
+					hi = [bf16NR / 2]uint32{}
+				}
+				dst := panel[p*bf16NR : p*bf16NR+nw]
+				for j := range dst {
+					sh := 16 * (j % 2)
+					dst[j] = lo[j/2]>>sh&0xffff | (hi[j/2]>>sh&0xffff)<<16
 				}
 			}
 		}

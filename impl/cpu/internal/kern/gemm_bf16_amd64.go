@@ -8,6 +8,20 @@ import "golang.org/x/sys/cpu"
 // kernels: AVX-512 with the AVX512_BF16 extension.
 func HasBF16() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512BF16 }
 
+// cvtBlocks rounds the first 32·⌊len(src)/32⌋ values of src to bf16
+// pairs in dst with VCVTNE2PS2BF16 (as packPairs) on the AVX-512 path of a
+// CPU with AVX512_BF16, and returns how many values it rounded (0
+// elsewhere).
+func cvtBlocks(dst []uint32, src []float32) int {
+	blocks := len(src) / 32
+	if blocks == 0 || active != ISAAVX512 || !HasBF16() {
+		return 0
+	}
+	_ = dst[16*blocks-1]
+	cvtBF16AVX512(blocks, &src[0], &dst[0])
+	return 32 * blocks
+}
+
 // gemmBF16Asm runs the VDPBF16PS microkernel of rows rows (4, 8 or 12):
 // the bf16TileFn of the AVX-512 path.
 func gemmBF16Asm(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, pf []uint32) {

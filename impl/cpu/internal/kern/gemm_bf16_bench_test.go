@@ -29,6 +29,33 @@ func BenchmarkGemmBF16(b *testing.B) {
 			})
 		}
 	}
+	// Attention's products of one head (ViT-S/16): QKᵀ and P·V, B packed
+	// per call.
+	for _, s := range []struct {
+		m, n, k int
+		transB  bool
+	}{{197, 197, 64, true}, {197, 64, 197, false}} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		a, _ := guarded(rng, s.m*s.k, true)
+		w, _ := guarded(rng, s.n*s.k, true)
+		c := make([]float32, s.m*s.n)
+		ldb := s.k
+		if !s.transB {
+			ldb = s.n
+		}
+		for _, bf := range []bool{false, true} {
+			b.Run(fmt.Sprintf("bf16=%v/sgemm/m=%d/n=%d/k=%d/transB=%v", bf, s.m, s.n, s.k, s.transB), func(b *testing.B) {
+				for b.Loop() {
+					if bf {
+						SgemmBF16(s.m, s.n, s.k, a, s.k, w, ldb, s.transB, c, s.n)
+					} else {
+						Sgemm(s.m, s.n, s.k, a, s.k, w, ldb, s.transB, c, s.n)
+					}
+				}
+				b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
 	kp := 128
 	a := make([]uint32, bf16MR*kp)
 	bb := make([]uint32, bf16NR*kp)

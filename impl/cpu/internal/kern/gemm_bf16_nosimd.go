@@ -6,6 +6,9 @@ package kern
 // build, where the Go twin computes the bf16 GEMM.
 func HasBF16() bool { return false }
 
+// cvtBlocks: this build rounds every value in Go (packPairs).
+func cvtBlocks(dst []uint32, src []float32) int { return 0 }
+
 func gemmBF16Asm(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, pf []uint32) {
 	gemmBF16Go(rows, kp, a, lda, b, c, ldc, accumulate, bias, res, ldr, pf)
 }

@@ -3197,6 +3197,32 @@ gemmBF16x4AVX512_store:
 	VZEROUPPER
 	RET
 
+// func cvtBF16AVX512(blocks int, src *float32, dst *uint32)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·cvtBF16AVX512(SB), NOSPLIT, $0-24
+	MOVQ blocks+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ dst+16(FP), DX
+
+cvtBF16AVX512_loop:
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+
+	// VCVTNE2PS2BF16 Z2, Z1, Z0 (Intel order: Z2 = bf16(Z1):bf16(Z0), high:low)
+	BYTE    $0x62
+	BYTE    $0xf2
+	BYTE    $0x77
+	BYTE    $0x48
+	BYTE    $0x72
+	BYTE    $0xd0
+	VMOVUPS Z2, (DX)
+	ADDQ    $0x80, CX
+	ADDQ    $0x40, DX
+	DECQ    AX
+	JNZ     cvtBF16AVX512_loop
+	VZEROUPPER
+	RET
+
 // func dpbf16AVX512(acc *uint32, a *uint32, b *uint32)
 // Requires: AVX, AVX512F, AVX512_BF16
 TEXT ·dpbf16AVX512(SB), NOSPLIT, $0-24

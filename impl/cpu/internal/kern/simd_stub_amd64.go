@@ -69,6 +69,11 @@ func gemmBF16x8AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int
 //go:noescape
 func gemmBF16x4AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *uint32)
 
+// cvtBF16AVX512 sets dst[p] = RoundBF16(src[2p]) | RoundBF16(src[2p+1])<<16 for p < 16·blocks, with VCVTNE2PS2BF16; blocks must be positive.
+//
+//go:noescape
+func cvtBF16AVX512(blocks int, src *float32, dst *uint32)
+
 // dpbf16AVX512 sets acc[i] = dpbf16(acc[i], a[i], b[i]) for i < 16 with one VDPBF16PS: the instruction dpbf16 (bf16.go) is the Go twin of, for the tests.
 //
 //go:noescape

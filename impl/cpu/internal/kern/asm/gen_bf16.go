@@ -11,12 +11,14 @@ import (
 
 // bf16Kernels emits the AVX512_BF16 kernels: the bf16 GEMM microkernels
 // (12, 8 and 4 rows of 32 columns; see gemmKernel, mode aDirectBF16) and
-// dpbf16AVX512, one VDPBF16PS on three vectors, with which the tests
-// compare the instruction with its Go twin.
+// cvtBF16AVX512 (rounding to bf16 pairs), and dpbf16AVX512, one VDPBF16PS
+// on three vectors, with which the tests compare the instruction with its
+// Go twin.
 func bf16Kernels(zmm []VecPhysical) {
 	gemmKernel("gemmBF16x12AVX512", 12, 12, 2, zmm, 64, aDirectBF16)
 	gemmKernel("gemmBF16x8AVX512", 8, 12, 2, zmm, 64, aDirectBF16)
 	gemmKernel("gemmBF16x4AVX512", 4, 12, 2, zmm, 64, aDirectBF16)
+	cvtBF16Kernel()
 	dpbf16Probe()
 }
 
@@ -46,32 +48,82 @@ func dpbf16Probe() {
 // vdpbf16ps emits VDPBF16PS zmm acc, zmm src1, zmm src2 (Intel operand
 // order: acc.fp32[i] += src1.bf16[2i+1]·src2.bf16[2i+1] + src1.bf16[2i]·
 // src2.bf16[2i]). avo v0.6.0 has no mnemonic for it, nor has the Go
-// assembler, so it is written as its bytes, the EVEX encoding
-// EVEX.512.F3.0F38.W0 52 /r with register operands:
-//
-//	62 P0 P1 P2 52 ModRM
-//	P0 = R̄ X̄ B̄ R̄′ 0 0 1 0    (map 0F38; R, R′: bits 3, 4 of acc; B, X: bits 3, 4 of src2)
-//	P1 = W=0 v̄v̄v̄v̄ 1 1 0        (vvvv: bits 0-3 of src1, inverted; pp = 10: F3)
-//	P2 = z=0 L′L=10 b=0 V̄′ aaa=000 (512 bits, no broadcast, no mask; V′: bit 4 of src1)
-//	ModRM = 11 acc[2:0] src2[2:0]
-//
-// The tests disassemble the assembled object (TestVDPBF16PSEncoding) and
-// compare it with its twin (TestDPBF16Twin).
+// assembler, so it is written as its bytes (evexRR): the EVEX encoding
+// EVEX.512.F3.0F38.W0 52 /r.
 func vdpbf16ps(acc, src1, src2 VecPhysical) {
-	d, s1, s2 := int(acc.PhysicalIndex()), int(src1.PhysicalIndex()), int(src2.PhysicalIndex())
+	Comment(fmt.Sprintf("VDPBF16PS Z%d, Z%d, Z%d (Intel order: Z%d += Z%d·Z%d in bf16 pairs)",
+		acc.PhysicalIndex(), src1.PhysicalIndex(), src2.PhysicalIndex(), acc.PhysicalIndex(), src1.PhysicalIndex(), src2.PhysicalIndex()))
+	evexRR(0x52, 0b10, acc, src1, src2, true)
+}
+
+// vcvtne2ps2bf16 emits VCVTNE2PS2BF16 zmm dst, zmm src1, zmm src2 (Intel
+// order: dst.bf16[i] = round(src2.fp32[i]), dst.bf16[16+i] =
+// round(src1.fp32[i]) for i < 16, to nearest even, subnormals to zero),
+// EVEX.512.F2.0F38.W0 72 /r, as its bytes (evexRR).
+func vcvtne2ps2bf16(dst, src1, src2 VecPhysical) {
+	Comment(fmt.Sprintf("VCVTNE2PS2BF16 Z%d, Z%d, Z%d (Intel order: Z%d = bf16(Z%d):bf16(Z%d), high:low)",
+		dst.PhysicalIndex(), src1.PhysicalIndex(), src2.PhysicalIndex(), dst.PhysicalIndex(), src1.PhysicalIndex(), src2.PhysicalIndex()))
+	evexRR(0x72, 0b11, dst, src1, src2, false)
+}
+
+// evexRR writes the bytes of the 512-bit EVEX instruction of map 0F38,
+// W0, prefix pp (01: 66, 10: F3, 11: F2) and opcode op with register
+// operands dst (ModRM.reg), src1 (EVEX.vvvv) and src2 (ModRM.rm), no mask,
+// no broadcast:
+//
+//	62 P0 P1 P2 op ModRM
+//	P0 = R̄ X̄ B̄ R̄′ 0 0 1 0    (map 0F38; R, R′: bits 3, 4 of dst; B, X: bits 3, 4 of src2)
+//	P1 = W=0 v̄v̄v̄v̄ 1 p p      (vvvv: bits 0-3 of src1, inverted)
+//	P2 = z=0 L′L=10 b=0 V̄′ aaa=000 (512 bits; V′: bit 4 of src1, inverted)
+//	ModRM = 11 dst[2:0] src2[2:0]
+//
+// accumulates says dst is also read. The tests disassemble the assembled
+// object (TestVDPBF16PSEncoding) and compare each instruction with its Go
+// twin (TestDPBF16Twin, TestCvtBF16Twin).
+func evexRR(op, pp int, dst, src1, src2 VecPhysical, accumulates bool) {
+	d, s1, s2 := int(dst.PhysicalIndex()), int(src1.PhysicalIndex()), int(src2.PhysicalIndex())
 	inv := func(x, bit int) int { return (x>>bit)&1 ^ 1 }
 	p0 := inv(d, 3)<<7 | inv(s2, 4)<<6 | inv(s2, 3)<<5 | inv(d, 4)<<4 | 0b0010
-	p1 := (^s1&15)<<3 | 1<<2 | 0b10
+	p1 := (^s1&15)<<3 | 1<<2 | pp
 	p2 := 0b10<<5 | inv(s1, 4)<<3
 	modrm := 0b11<<6 | (d&7)<<3 | s2&7
-	Comment(fmt.Sprintf("VDPBF16PS Z%d, Z%d, Z%d (Intel order: Z%d += Z%d·Z%d in bf16 pairs)", d, s1, s2, d, s1, s2))
-	for i, b := range []int{0x62, p0, p1, p2, 0x52, modrm} {
+	for i, b := range []int{0x62, p0, p1, p2, op, modrm} {
 		in := &ir.Instruction{Opcode: "BYTE", Operands: []Op{U8(uint8(b))}}
 		if i == 0 {
 			// What the instruction reads and writes, for avo's liveness.
-			in.Inputs, in.Outputs = []Op{acc, src1, src2}, []Op{acc}
+			in.Inputs, in.Outputs = []Op{src1, src2}, []Op{dst}
+			if accumulates {
+				in.Inputs = append(in.Inputs, dst)
+			}
 			in.ISA = []string{"AVX512_BF16"}
 		}
 		Instruction(in)
 	}
+}
+
+// cvtBF16Kernel emits
+//
+//	func cvtBF16AVX512(blocks int, src *float32, dst *uint32)
+//
+// which rounds 32·blocks floats to bf16 pairs, dst[p] = bf16(src[2p]) |
+// bf16(src[2p+1])<<16 for p < 16·blocks, 32 floats per VCVTNE2PS2BF16
+// (RoundBF16 is its Go twin). blocks must be positive.
+func cvtBF16Kernel() {
+	TEXT("cvtBF16AVX512", NOSPLIT, "func(blocks int, src *float32, dst *uint32)")
+	Pragma("noescape")
+	Doc("cvtBF16AVX512 sets dst[p] = RoundBF16(src[2p]) | RoundBF16(src[2p+1])<<16 for p < 16·blocks, with VCVTNE2PS2BF16; blocks must be positive.")
+	n := Load(Param("blocks"), GP64())
+	ps := Load(Param("src"), GP64())
+	pd := Load(Param("dst"), GP64())
+	Label("cvtBF16AVX512_loop")
+	VMOVUPS(Mem{Base: ps}, Z0)
+	VMOVUPS(Mem{Base: ps, Disp: 64}, Z1)
+	vcvtne2ps2bf16(Z2, Z1, Z0)
+	VMOVUPS(Z2, Mem{Base: pd})
+	ADDQ(Imm(128), ps)
+	ADDQ(Imm(64), pd)
+	DECQ(n)
+	JNZ(LabelRef("cvtBF16AVX512_loop"))
+	VZEROUPPER()
+	RET()
 }
