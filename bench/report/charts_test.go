@@ -174,8 +174,14 @@ func TestThroughputReducedPrecision(t *testing.T) {
 	bars := throughputBars(in, in.entries())
 	_, hb, _ := throughputPlot(bars)
 	got := map[string]string{}
+	var order []string
 	for i, b := range bars {
 		got[b.s.label(false)] = hb.bars[i].text
+		order = append(order, b.s.label(false))
+	}
+	// vitbench's backends first, PyTorch after them.
+	if o := strings.Join(order, ", "); o != "vitbench cuda, vitbench cuda-bf16, PyTorch, PyTorch bfloat16" {
+		t.Errorf("bar order %q", o)
 	}
 	want := map[string]string{"vitbench cuda": "33.3  (2.00× PyTorch)", "vitbench cuda-bf16": "100  (4.00× PyTorch)",
 		"PyTorch": "16.7", "PyTorch bfloat16": "25"}

@@ -10,17 +10,19 @@ import (
 // reference backend's reduced-precision rows apart ("bfloat16"; "" for float32).
 type series struct{ machine, backend, dtype string }
 
-// seriesOrder sorts series by machine, then vitbench's CPU backend first, PyTorch beside
-// it, then the other backends by name.
+// seriesOrder sorts series by machine, then vitbench's CPU backend first, vitbench's other
+// backends, PyTorch, the other reference backends, each group by name (and precision).
 func seriesOrder(a, b series) int {
 	rank := func(s series) int {
-		switch s.backend {
-		case "cpu":
+		switch {
+		case s.backend == "cpu":
 			return 0
-		case TorchBackend:
+		case !isReference(s.backend):
 			return 1
+		case s.backend == TorchBackend:
+			return 2
 		}
-		return 2
+		return 3
 	}
 	return cmp.Or(cmp.Compare(a.machine, b.machine), cmp.Compare(rank(a), rank(b)), cmp.Compare(a.backend, b.backend), cmp.Compare(a.dtype, b.dtype))
 }
