@@ -95,6 +95,15 @@ t0=$SECONDS
 echo "SIMD path check took $((SECONDS - t0))s"
 "$tmp/vitbench" check -fixtures fixtures -isa go -run "$not_large" -json "$tmp/check-go.json" >/dev/null
 
+step "vitbench check -backend cpu-bf16: committed fixtures but the large networks, @bf16 tolerances (NS rows without AVX512_BF16)"
+t0=$SECONDS
+if ! "$tmp/vitbench" check -fixtures fixtures -backend cpu-bf16 -run "$not_large" >"$tmp/check-bf16.log" 2>&1; then
+  grep -vE '^\[' "$tmp/check-bf16.log" | grep -vE '\| OK +\|'
+  exit 1
+fi
+tail -1 "$tmp/check-bf16.log"
+echo "cpu-bf16 check took $((SECONDS - t0))s"
+
 step "CUDA emulator: C++ tests of its scheduler and cuBLAS, plain and under AddressSanitizer + UndefinedBehaviorSanitizer"
 for san in "" "-fsanitize=address,undefined -fno-sanitize-recover=all"; do
   # shellcheck disable=SC2086 # san is a list of flags
