@@ -116,4 +116,19 @@ func TestNetworkSummary(t *testing.T) {
 	if !ok || strings.Join(got, ";") != strings.Join(want, ";") {
 		t.Errorf("compact row %q, want cells %q", got, want)
 	}
+
+	// Families in paper order in the compact table (ViT before Deformable DETR's
+	// transformer), by name in the detailed one.
+	in.Bench[0].Rows = append(in.Bench[0].Rows, row("ddetr_transformer", "cpu", 1, 2, 700e6, 9e10))
+	in.Cases["ddetr_transformer"] = CaseInfo{Name: "ddetr_transformer", Kind: KindNetwork, Op: "ddetr_transformer"}
+	in.Cases["vit_b16"] = CaseInfo{Name: "vit_b16", Kind: KindNetwork, Op: "vit", ImgSize: "224"}
+	nets = sectionOf(t, render(t, in), "Networks")
+	detail = strings.Index(nets, "### Every measurement")
+	compact, full := nets[:detail], nets[detail:]
+	if strings.Index(compact, "| vit_b16 ") > strings.Index(compact, "| ddetr_transformer ") {
+		t.Errorf("compact table: ddetr_transformer before vit_b16:\n%s", compact)
+	}
+	if strings.Index(full, "| vit_b16 ") < strings.Index(full, "| ddetr_transformer ") {
+		t.Errorf("detailed table: not by name:\n%s", full)
+	}
 }

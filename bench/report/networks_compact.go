@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -8,7 +9,7 @@ import (
 )
 
 // writeNetworkSummary writes the compact table papers print, one row per network and
-// backend: model, image size, params (M), GMACs per image, agreement with the reference
+// backend, families in familyOrder (ViT and DeiT first), cases by name within one: model, image size, params (M), GMACs per image, agreement with the reference
 // (status and top-1, without the NMSE), batch-1 median latency, img/s at the largest batch
 // measured (batch / median, the batch said when it is not 1), the speed-up over PyTorch at
 // that batch and the code PyTorch ran (a marker, spelled out under the table for every batch
@@ -22,6 +23,12 @@ func writeNetworkSummary(w io.Writer, in Input, es []entry, groups []*netGroup, 
 	}
 	multiBackend := len(backends) > 1
 	withOrt := in.hasOrt(es)
+	// Families in the order papers list them (familyOrder), as the throughput chart does.
+	groups = slices.Clone(groups)
+	slices.SortStableFunc(groups, func(a, b *netGroup) int {
+		fa, fb := in.opOf(a.first.Case), in.opOf(b.first.Case)
+		return cmp.Or(cmp.Compare(familyRank(fa), familyRank(fb)), cmp.Compare(fa, fb))
+	})
 	var cells [][]string
 	var codeCells []string
 	for _, g := range groups {
