@@ -59,3 +59,22 @@ type DETRQueries struct{ Batch, Queries, Dim int }
 
 // OpName implements bench.Node.
 func (DETRQueries) OpName() string { return "detr_queries" }
+
+// DETRPostProcess is DETR's PostProcess: from logits [N, Q, C+1] (the last
+// column is "no object"), boxes [N, Q, 4] (cx, cy, w, h) and, when Masked,
+// the image mask [N, H, W], for every query
+//
+//	p = softmax(logits[n, q, :]);  label = argmax_{c < C} p[c] (ties: lower c);  score = p[label]
+//	box = (cx − w/2, cy − h/2, cx + w/2, cy + h/2) · (W_n, H_n, W_n, H_n)
+//
+// with (H_n, W_n) the image's valid size (unpadded rows of column 0 and
+// columns of row 0; H and W without a mask): scores [N, Q], labels [N, Q]
+// (as float32) and boxes [N, Q, 4]. Every query is kept, in query order.
+type DETRPostProcess struct {
+	Batch, Queries, Classes int // Classes counts the real classes, without "no object"
+	Height, Width           int
+	Masked                  bool
+}
+
+// OpName implements bench.Node.
+func (DETRPostProcess) OpName() string { return "detr_post_process" }

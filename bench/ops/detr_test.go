@@ -49,3 +49,37 @@ func TestDETRTransformerRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestDETRParams checks the detectors' parameter counts against the
+// original's (docs/reference-notes.md, DETR: parameters() of the
+// instantiated modules; the DC5 variant has the same), the C5 size the
+// backbone gives (ceil(n/32), ceil(n/16) with DC5) and the graphs.
+func TestDETRParams(t *testing.T) {
+	for _, c := range []struct {
+		params string
+		want   int64
+		c5     [2]int
+	}{
+		{`{"img_size": [800, 1066]}`, 41524768, [2]int{25, 34}},
+		{`{"img_size": [800, 1066], "depth": 101}`, 60464672, [2]int{25, 34}},
+		{`{"img_size": [800, 1066], "dilate": true}`, 41524768, [2]int{50, 67}},
+		{`{"img_size": [97, 131], "padding_mask": true}`, 41524768, [2]int{4, 5}},
+	} {
+		s, err := detrKind{}.Parse(json.RawMessage(c.params), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Params(); got != c.want {
+			t.Errorf("%s: %d parameters, the original has %d", c.params, got, c.want)
+		}
+		if tr := s.(*detr).t; [2]int{tr.h, tr.w} != c.c5 {
+			t.Errorf("%s: C5 is %dx%d, want %v", c.params, tr.h, tr.w, c.c5)
+		}
+		if err := s.Graph().Validate(s); err != nil {
+			t.Errorf("%s: %v", c.params, err)
+		}
+	}
+	if _, err := (detrKind{}).Parse(json.RawMessage(`{"img_size": [64, 64], "depth": 34}`), 1); err == nil || !strings.Contains(err.Error(), "depth must be 50 or 101") {
+		t.Errorf("depth 34: got %v", err)
+	}
+}

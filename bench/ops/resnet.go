@@ -9,12 +9,17 @@ import (
 
 // resnet50 builds torchvision's ResNet-50 (v1.5: the stride in the 3×3
 // conv) with frozen BatchNorm (eps 1e-5) folded into every conv, as the
-// graph of Deformable DETR's backbone, under the state_dict prefix
-// "backbone.0.body.". After plan, weights and macs hold the weights its
-// graph reads and its multiply-accumulates.
+// graph of the DETR detectors' backbone, under the state_dict prefix
+// "backbone.0.body.". Depth 101 gives ResNet-101 (23 blocks in layer3);
+// dilate gives DETR's DC5 variant (layer4 without its stride: its first
+// block's 3×3 conv keeps dilation 1, the others get dilation and padding
+// 2, torchvision's replace_stride_with_dilation). After plan, weights and
+// macs hold the weights its graph reads and its multiply-accumulates.
 type resnet50 struct {
 	batch, h, w int
 	prefix      string
+	depth       int // 50 (the zero value's) or 101
+	dilate      bool
 	weights     []bench.ArraySpec
 	macs        int64
 	planned     bool // weights and macs are complete; steps adds no more
@@ -26,8 +31,17 @@ func (r *resnet50) plan() {
 	r.planned = true
 }
 
-// resnetStages are the blocks and widths of layer1..layer4.
+// resnetStages are the blocks and widths of layer1..layer4 of ResNet-50.
 var resnetStages = [4]struct{ blocks, width int }{{3, 64}, {4, 128}, {6, 256}, {3, 512}}
+
+// stages are r's blocks and widths: ResNet-101 has 23 blocks in layer3.
+func (r *resnet50) stages() [4]struct{ blocks, width int } {
+	st := resnetStages
+	if r.depth == 101 {
+		st[2].blocks = 23
+	}
+	return st
+}
 
 // halve is the size after a stride-2 conv or pool with "same" padding.
 func halve(n int) int { return (n + 1) / 2 }
@@ -37,6 +51,9 @@ func halve(n int) int { return (n + 1) / 2 }
 func (r *resnet50) stageSize(s int) (int, int) {
 	h, w := halve(halve(r.h)), halve(halve(r.w))
 	for i := 1; i <= s; i++ {
+		if i == 3 && r.dilate {
+			break
+		}
 		h, w = halve(h), halve(w)
 	}
 	return h, w
@@ -45,8 +62,13 @@ func (r *resnet50) stageSize(s int) (int, int) {
 // conv appends a conv + frozen BN (+ residual) (+ ReLU) step reading in
 // (and res, unless "") and writing out.
 func (r *resnet50) conv(g *bench.Graph, name, in, out string, cin, cout, h, w, k, stride, pad int, relu bool, res ...string) {
+	r.convDil(g, name, in, out, cin, cout, h, w, k, stride, pad, 1, relu, res...)
+}
+
+// convDil is conv with a dilation.
+func (r *resnet50) convDil(g *bench.Graph, name, in, out string, cin, cout, h, w, k, stride, pad, dil int, relu bool, res ...string) {
 	u := Unfold{Batch: r.batch, InChans: cin, Height: h, Width: w, KernelH: k, KernelW: k, StrideH: stride, StrideW: stride,
-		PadH: pad, PadW: pad, DilationH: 1, DilationW: 1}
+		PadH: pad, PadW: pad, DilationH: dil, DilationW: dil}
 	c := Conv2d{Unfold: u, OutChans: cout, BN: true, BNEps: 1e-5, ReLU: relu, Residual: len(res) > 0}
 	p := r.prefix + name
 	bn := r.prefix + bnOf(name)
@@ -94,14 +116,20 @@ func (r *resnet50) steps(g *bench.Graph, image, c3, c4, c5 string) {
 		In: []string{"r50.stem"}, Out: []string{"r50.pool"}})
 	x, cin := "r50.pool", 64
 	outs := []string{"", c3, c4, c5}
-	for s, st := range resnetStages {
+	for s, st := range r.stages() {
 		width, cout := st.width, 4*st.width
 		oh, ow := r.stageSize(s)
 		for j := 0; j < st.blocks; j++ {
 			p := fmt.Sprintf("layer%d.%d.", s+1, j)
-			stride := 1
+			stride, dil := 1, 1
 			if j == 0 && s > 0 {
 				stride = 2
+			}
+			if s == 3 && r.dilate {
+				stride = 1
+				if j > 0 {
+					dil = 2
+				}
 			}
 			tag := fmt.Sprintf("r50.s%d.", s)
 			t1 := tag + "t1"
@@ -109,7 +137,7 @@ func (r *resnet50) steps(g *bench.Graph, image, c3, c4, c5 string) {
 				t1 = tag + "t1in" // at the input's size: the stride is in conv2
 			}
 			r.conv(g, p+"conv1", x, t1, cin, width, h, w, 1, 1, 0, true)
-			r.conv(g, p+"conv2", t1, tag+"t2", width, width, h, w, 3, stride, 1, true)
+			r.convDil(g, p+"conv2", t1, tag+"t2", width, width, h, w, 3, stride, dil, dil, true)
 			identity := x
 			if j == 0 {
 				r.conv(g, p+"downsample.0", x, tag+"id", cin, cout, h, w, 1, stride, 0, false)

@@ -113,7 +113,7 @@ func (b *Backend) Supports(op string, dt bench.DType) error {
 		"outlook_attention", "outlooker", "class_attention", "class_block", "volo_stem", "volo",
 		"avg_pool_nhwc", "outlook_core", "patch_rows_nhwc", "add_broadcast", "prepend_token", "put_token",
 		"class_attn_core", "aux_merge", "token_embed", "eot_pool", "clip_logits", "clip_visual", "clip_text", "clip", "attn_pool_tokens", "clip_resnet",
-		"mha_core", "concat", "detr_queries", "detr_transformer":
+		"mha_core", "concat", "detr_queries", "detr_transformer", "detr_post_process", "detr":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
 	}
@@ -356,6 +356,8 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.concat(n, hin, hout)
 	case ops.DETRQueries:
 		return b.detrQueries(n, hin, hout)
+	case ops.DETRPostProcess:
+		return b.detrPostProcess(n, hin, hout)
 	}
 	return fmt.Errorf("cpu: no kernel for op %q", node.OpName())
 }

@@ -113,3 +113,48 @@ func (b *Backend) detrQueries(n ops.DETRQueries, in, out []*tensor) error {
 	clear(out[1].data)
 	return nil
 }
+
+func (b *Backend) detrPostProcess(n ops.DETRPostProcess, in, out []*tensor) error {
+	q, c := n.Queries, n.Classes+1
+	want := []bench.Shape{{n.Batch, q, c}, {n.Batch, q, 4}}
+	if n.Masked {
+		want = append(want, bench.Shape{n.Batch, n.Height, n.Width})
+	}
+	if err := checkShapes("detr_post_process", in, want); err != nil {
+		return err
+	}
+	if err := checkShapes("detr_post_process", out, []bench.Shape{{n.Batch, q}, {n.Batch, q}, {n.Batch, q, 4}}); err != nil {
+		return err
+	}
+	logits, boxes := in[0].data, in[1].data
+	scores, labels, out4 := out[0].data, out[1].data, out[2].data
+	for img := 0; img < n.Batch; img++ {
+		w, h := float32(n.Width), float32(n.Height)
+		if n.Masked {
+			vh, vw := validExtent(in[2].data[img*n.Height*n.Width:(img+1)*n.Height*n.Width], n.Height, n.Width)
+			w, h = float32(vw), float32(vh)
+		}
+		for r := img * q; r < (img+1)*q; r++ {
+			row := logits[r*c : (r+1)*c]
+			mx := row[0]
+			for _, v := range row {
+				mx = max(mx, v)
+			}
+			var sum float64
+			best := 0
+			for j, v := range row {
+				sum += math.Exp(float64(v - mx))
+				if j < n.Classes && v > row[best] {
+					best = j
+				}
+			}
+			scores[r] = float32(math.Exp(float64(row[best]-mx)) / sum)
+			labels[r] = float32(best)
+			bx := boxes[r*4:]
+			cx, cy, bw, bh := bx[0], bx[1], bx[2], bx[3]
+			o := out4[r*4:]
+			o[0], o[1], o[2], o[3] = (cx-0.5*bw)*w, (cy-0.5*bh)*h, (cx+0.5*bw)*w, (cy+0.5*bh)*h
+		}
+	}
+	return nil
+}

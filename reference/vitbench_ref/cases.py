@@ -99,6 +99,10 @@ PARAMS = {
     # nn.MultiheadAttention encoder and decoder; feature_size is the C5 map [H, W].
     "detr_transformer": {"feature_size": None, "d_model": 256, "heads": 8, "enc_layers": 6, "dec_layers": 6,
                          "ffn_dim": 2048, "queries": 100, "padding_mask": False},
+    # The whole DETR detector (detr.py): ResNet-50 (depth 50) or -101, dilate = DC5; img_size is the
+    # padded batch image [H, W].
+    "detr": {"img_size": None, "depth": 50, "dilate": False, "num_classes": 91, "queries": 100, "d_model": 256,
+             "heads": 8, "enc_layers": 6, "dec_layers": 6, "ffn_dim": 2048, "padding_mask": False},
     # OpenAI CLIP (clip.py): the ViT image tower and the text tower with VisionTransformer's and the text
     # transformer's arguments, the network with CLIP's constructor arguments (vision_heads defaults to
     # vision_width // 64, as CLIP computes it) and texts, the number of token sequences compared.
@@ -132,11 +136,13 @@ TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv
              "outlook_attention": "gemm", "outlooker": "gemm", "class_attention": "gemm", "class_block": "gemm",
              "volo_stem": "gemm", "volo": "network", "clip_visual": "network", "clip_text": "network",
              "clip_resnet": "network",
-             "clip": "network", "detr_transformer": "detector"}
+             "clip": "network", "detr_transformer": "detector",
+             "detr": "detector"}
 KIND = {"vit": "network", "t2t_vit": "network", "ddetr_transformer": "network",
         "deformable_detr": "network", "volo": "network", "clip_visual": "network", "clip_text": "network",
         "clip_resnet": "network",
-        "clip": "network", "detr_transformer": "network"}  # every other op kind is a component
+        "clip": "network", "detr_transformer": "network",
+        "detr": "network"}  # every other op kind is a component
 # The reference class of each op kind as case.json names it (``module``).  The op kinds that existed when
 # the modules were split into families keep the re-exporting ``modules`` path, so their fixtures stay byte
 # for byte; a new op kind names its family module.
@@ -169,9 +175,10 @@ MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "clip_text": "reference.vitbench_ref.clip.CLIPText",
                "clip": "reference.vitbench_ref.clip.CLIP",
                "clip_resnet": "reference.vitbench_ref.clip.CLIPResNet",
-               "detr_transformer": "reference.vitbench_ref.detr.DETRTransformer"}
+               "detr_transformer": "reference.vitbench_ref.detr.DETRTransformer",
+               "detr": "reference.vitbench_ref.detr.DETR"}
 BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe",
-         "mask", "padding_mask", "box_refine", "two_stage"}
+         "mask", "padding_mask", "box_refine", "two_stage", "dilate"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale", "kernel_ratio"}
 
 

@@ -17,6 +17,13 @@ RESNET50_BLOCKS = (3, 4, 6, 3)
 RESNET50_WIDTHS = (64, 128, 256, 512)  # bottleneck width per stage; output channels are 4x
 
 
+def resnet_blocks(depth):
+    """The blocks per stage of ResNet-50 or ResNet-101."""
+    if depth not in (50, 101):
+        raise ValueError("ResNet depth must be 50 or 101, got %r" % (depth,))
+    return RESNET50_BLOCKS if depth == 50 else (3, 4, 23, 3)
+
+
 def _conv_size(n, k, s, p):
     return (n + 2 * p - k) // s + 1
 
@@ -75,11 +82,11 @@ class Bottleneck(nn.Module):
     conv, ReLU after the first two and after the residual sum; ``downsample`` (1x1 conv with the
     stride + FrozenBN) on the identity of each stage's first block."""
 
-    def __init__(self, cin, width, stride, downsample):
+    def __init__(self, cin, width, stride, downsample, dilation=1):
         super().__init__()
         self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
         self.bn1 = FrozenBatchNorm2d(width)
-        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, dilation, dilation, bias=False)
         self.bn2 = FrozenBatchNorm2d(width)
         self.conv3 = nn.Conv2d(width, 4 * width, 1, bias=False)
         self.bn3 = FrozenBatchNorm2d(4 * width)
@@ -98,17 +105,23 @@ class ResNet50Body(nn.Module):
     """ResNet-50 without avgpool / fc (Deformable DETR's ``IntermediateLayerGetter`` body), written
     from the spec: ``forward(x) -> [C3, C4, C5]`` (outputs of layer2, layer3, layer4).  State dict
     as torchvision's resnet50 minus ``fc``: ``conv1``, ``bn1``, ``layer{1..4}.{j}.{conv1, bn1, conv2,
-    bn2, conv3, bn3}``, ``layer{1..4}.0.downsample.{0, 1}``."""
+    bn2, conv3, bn3}``, ``layer{1..4}.0.downsample.{0, 1}``.  ``depth=101``: ResNet-101 (23 blocks in
+    layer3); ``dilate``: torchvision's replace_stride_with_dilation on layer4 (DETR's DC5): no stride
+    there, its first block's 3x3 conv keeps dilation 1, the others get dilation (and padding) 2."""
 
-    def __init__(self):
+    def __init__(self, depth=50, dilate=False):
         super().__init__()
         self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
         self.bn1 = FrozenBatchNorm2d(64)
         cin = 64
-        for stage, (blocks, width) in enumerate(zip(RESNET50_BLOCKS, RESNET50_WIDTHS)):
+        for stage, (blocks, width) in enumerate(zip(resnet_blocks(depth), RESNET50_WIDTHS)):
             layer = []
             for j in range(blocks):
-                layer.append(Bottleneck(cin, width, 2 if (j == 0 and stage > 0) else 1, j == 0))
+                stride = 2 if (j == 0 and stage > 0) else 1
+                dil = 1
+                if stage == 3 and dilate:
+                    stride, dil = 1, (2 if j > 0 else 1)
+                layer.append(Bottleneck(cin, width, stride, j == 0, dil))
                 cin = 4 * width
             setattr(self, "layer%d" % (stage + 1), nn.Sequential(*layer))
 

@@ -1,5 +1,5 @@
 """DETR reference modules (the original facebookresearch/detr semantics, eval mode; see
-../../docs/reference-notes.md) and their independent float64 NumPy recomputation.
+../../docs/reference-notes.md) and the independent float64 NumPy recomputation of its transformer.
 
 Op kind ``detr_transformer`` (:class:`DETRTransformer`): the sine position embedding of the padding
 mask (normalized, scale 2*pi, **no** -0.5 offset, unlike Deformable DETR) and the original's
@@ -15,10 +15,10 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from .detector import position_embedding_sine
-from .layers import layernorm_float64
+from .detector import ResNet50Body, position_embedding_sine, resnet_blocks
+from .layers import MLP, box_cxcywh_to_xyxy, layernorm_float64
 
-OPS = ("detr_transformer",)
+OPS = ("detr_transformer", "detr")
 
 
 class EncoderLayer(nn.Module):
@@ -137,6 +137,76 @@ class DETRTransformer(nn.Module):
         return {"memory": memory.transpose(0, 1), "hs": hs}
 
 
+class DETRBackbone(nn.Module):
+    """DETR's ``Backbone``: its only child is ``body`` (keys ``body.*``); the sine positions of the
+    Joiner have no parameters and are computed in :class:`DETR`."""
+
+    def __init__(self, depth=50, dilate=False):
+        super().__init__()
+        self.body = ResNet50Body(depth, dilate)
+
+    def forward(self, x):
+        return self.body(x)[-1]
+
+
+def detr_postprocess(logits, boxes, sizes):
+    """DETR's ``PostProcess``: ``prob = softmax(logits [N, Q, C+1])``, the best of the first C
+    columns (the last is "no object") gives each query's score and label, its box (cx, cy, w, h) ->
+    (x0, y0, x1, y1) times ``[w, h, w, h]`` of ``sizes [N, 2]`` (each image's (h, w)).  Every query
+    is kept.  Returns ``(scores [N, Q], labels [N, Q] (float), boxes [N, Q, 4])``."""
+    prob = F.softmax(logits, -1)
+    scores, labels = prob[..., :-1].max(-1)
+    img_h, img_w = sizes.to(logits.dtype).unbind(1)
+    scale = torch.stack([img_w, img_h, img_w, img_h], dim=1)
+    return scores, labels.to(logits.dtype), box_cxcywh_to_xyxy(boxes) * scale[:, None, :]
+
+
+class DETR(nn.Module):
+    """Op kind ``detr``: the DETR detector for padded batch images of ``img_size`` (H, W).
+    ``depth`` 50 or 101, ``dilate`` the DC5 variant.  Children in the original's order, so the
+    state_dict is the original's: ``transformer.*``, ``class_embed`` (Linear(d, num_classes + 1)),
+    ``bbox_embed.layers.{0,1,2}`` (MLP d -> d -> d -> 4), ``query_embed``, ``input_proj`` (1x1 conv
+    2048 -> d), ``backbone.0.body.*`` (ResNet with FrozenBatchNorm2d).
+
+    ``forward(images [N, 3, H, W], image_mask=None [N, H, W], nonzero = padded)``: C5 of the body;
+    its mask ``F.interpolate(image_mask[None].float(), C5 size).to(bool)[0]`` (nearest: the top-left
+    pixel of each cell); no mask means nothing is padded; the sine positions of that mask (no
+    offset); ``input_proj(C5)`` flattened to ``[N, S, d]``; the transformer; the heads on the last
+    decoder layer (``pred_logits [N, Q, C+1]``, ``pred_boxes = sigmoid(mlp) [N, Q, 4]``) and
+    :func:`detr_postprocess` with each image's valid (h, w) (unpadded rows of column 0, columns of
+    row 0; the whole image without a mask) as its target size."""
+
+    def __init__(self, img_size, depth=50, dilate=False, num_classes=91, queries=100, d_model=256, heads=8,
+                 enc_layers=6, dec_layers=6, ffn_dim=2048):
+        super().__init__()
+        self.img_size = tuple(img_size)
+        self.transformer = Transformer(d_model, heads, enc_layers, dec_layers, ffn_dim)
+        self.class_embed = nn.Linear(d_model, num_classes + 1)
+        self.bbox_embed = MLP(d_model, d_model, 4, 3)
+        self.query_embed = nn.Embedding(queries, d_model)
+        self.input_proj = nn.Conv2d(2048, d_model, 1)
+        self.backbone = nn.ModuleList([DETRBackbone(depth, dilate)])
+        self.eval()
+
+    def forward(self, images, image_mask=None):
+        n, _, h, w = images.shape
+        if (h, w) != self.img_size:
+            raise ValueError("images are %dx%d, the module was built for %dx%d" % ((h, w) + self.img_size))
+        mask = torch.zeros(n, h, w, dtype=torch.bool) if image_mask is None else image_mask != 0
+        c5 = self.backbone[0](images)
+        fh, fw = c5.shape[-2:]
+        m = F.interpolate(mask[None].float(), size=(fh, fw)).to(torch.bool)[0]
+        pos = position_embedding_sine(m, self.query_embed.weight.shape[1] // 2, dtype=images.dtype, offset=0)
+        src = self.input_proj(c5)
+        hs = self.transformer(src.flatten(2).permute(2, 0, 1), m.flatten(1), self.query_embed.weight,
+                              pos.flatten(2).permute(2, 0, 1))[0]
+        logits = self.class_embed(hs[-1])
+        boxes = self.bbox_embed(hs[-1]).sigmoid()
+        sizes = torch.stack([(~mask[:, :, 0]).sum(1), (~mask[:, 0, :]).sum(1)], 1)
+        scores, labels, pboxes = detr_postprocess(logits, boxes, sizes)
+        return {"pred_logits": logits, "pred_boxes": boxes, "scores": scores, "labels": labels, "boxes": pboxes}
+
+
 # ---------------------------------------------------------------------------------------------
 # Independent float64 NumPy recomputation.
 
@@ -222,6 +292,8 @@ def detr_transformer_float64(src, padding_mask, weights, p):
 
 def check(op, p):
     """Raise ValueError for params DETR's modules cannot take."""
+    if op == "detr":
+        resnet_blocks(p["depth"])
     if p["d_model"] != 256:
         raise ValueError("%s: d_model must be 256 (the sine embedding's 2*128 features), got %d" % (op, p["d_model"]))
     if p["d_model"] % p["heads"]:
@@ -256,10 +328,60 @@ def transformer_weights(p):
     return out
 
 
+def backbone_weights(depth):
+    """``backbone.0.body.*`` of ResNet-50/101 (name -> shape), in module order: each conv's weight,
+    then its FrozenBatchNorm2d's weight, bias, running_mean, running_var."""
+    out = {}
+
+    def conv(name, bn, cout, cin, k):
+        out["backbone.0.body.%s.weight" % name] = [cout, cin, k, k]
+        for s in ("weight", "bias", "running_mean", "running_var"):
+            out["backbone.0.body.%s.%s" % (bn, s)] = [cout]
+
+    conv("conv1", "bn1", 64, 3, 7)
+    cin = 64
+    for stage, (blocks, width) in enumerate(zip(resnet_blocks(depth), (64, 128, 256, 512))):
+        for j in range(blocks):
+            pre = "layer%d.%d." % (stage + 1, j)
+            conv(pre + "conv1", pre + "bn1", width, cin, 1)
+            conv(pre + "conv2", pre + "bn2", width, width, 3)
+            conv(pre + "conv3", pre + "bn3", 4 * width, width, 1)
+            if j == 0:
+                conv(pre + "downsample.0", pre + "downsample.1", 4 * width, cin, 1)
+            cin = 4 * width
+    return out
+
+
+def c5_size(p):
+    """The C5 map of ``detr``'s padded image: every stride-2 step maps n -> ceil(n / 2); five of them
+    (four with dilate)."""
+    h, w = p["img_size"]
+    for _ in range(4 if p["dilate"] else 5):
+        h, w = -(-h // 2), -(-w // 2)
+    return h, w
+
+
 def shapes(op, p, b):
-    """``(inputs, weights, outputs)`` of ``detr_transformer``: inputs ``src [N, H*W, d]`` and, with
+    """``(inputs, weights, outputs)``.  ``detr_transformer``: inputs ``src [N, H*W, d]`` and, with
     padding_mask, ``padding_mask [N, H*W]`` (nonzero = padded); weights ``transformer.*`` then
-    ``query_embed.weight [Q, d]``; outputs ``memory [N, H*W, d]`` and ``hs [dec_layers, N, Q, d]``."""
+    ``query_embed.weight [Q, d]``; outputs ``memory [N, H*W, d]`` and ``hs [dec_layers, N, Q, d]``.
+    ``detr``: inputs ``images [N, 3, H, W]`` and, with padding_mask, ``image_mask [N, H, W]``;
+    weights the detector's state_dict (:class:`DETR`); outputs ``pred_logits [N, Q, C+1]``,
+    ``pred_boxes [N, Q, 4]``, ``scores [N, Q]``, ``labels [N, Q]``, ``boxes [N, Q, 4]``."""
+    if op == "detr":
+        h, w = p["img_size"]
+        d, q, c = p["d_model"], p["queries"], p["num_classes"] + 1
+        inputs = {"images": [b, 3, h, w]}
+        if p["padding_mask"]:
+            inputs["image_mask"] = [b, h, w]
+        weights = transformer_weights(p)
+        weights.update({"class_embed.weight": [c, d], "class_embed.bias": [c]})
+        for j, o in enumerate((d, d, 4)):
+            weights.update({"bbox_embed.layers.%d.weight" % j: [o, d], "bbox_embed.layers.%d.bias" % j: [o]})
+        weights.update({"query_embed.weight": [q, d], "input_proj.weight": [d, 2048, 1, 1], "input_proj.bias": [d]})
+        weights.update(backbone_weights(p["depth"]))
+        return inputs, weights, {"pred_logits": [b, q, c], "pred_boxes": [b, q, 4], "scores": [b, q],
+                                 "labels": [b, q], "boxes": [b, q, 4]}
     h, w = p["feature_size"]
     d, q = p["d_model"], p["queries"]
     inputs = {"src": [b, h * w, d]}
@@ -271,13 +393,23 @@ def shapes(op, p, b):
 
 
 def build(op, p):
+    if op == "detr":
+        return DETR(p["img_size"], p["depth"], p["dilate"], p["num_classes"], p["queries"], p["d_model"], p["heads"],
+                    p["enc_layers"], p["dec_layers"], p["ffn_dim"])
     return DETRTransformer(p["feature_size"], p["d_model"], p["heads"], p["enc_layers"], p["dec_layers"],
                            p["ffn_dim"], p["queries"])
 
 
 def macs(op, p, b):
     """MACs as the Go graph computes them: every nn.MultiheadAttention input through the whole packed
-    in_proj (3d columns), the attention products, out_proj and the feed-forward layers."""
+    in_proj (3d columns), the attention products, out_proj and the feed-forward layers; for ``detr``
+    also the backbone's convolutions (:func:`backbone_macs`), input_proj and the two heads."""
+    if op == "detr":
+        fh, fw = c5_size(p)
+        d, q = p["d_model"], p["queries"]
+        tp = dict(p, feature_size=[fh, fw])
+        return (backbone_macs(p, b) + b * fh * fw * 2048 * d + macs("detr_transformer", tp, b)
+                + b * q * d * (p["num_classes"] + 1) + b * q * (2 * d * d + 4 * d))
     h, w = p["feature_size"]
     s, q, d, f = h * w, p["queries"], p["d_model"], p["ffn_dim"]
     enc = 2 * b * s * d * 3 * d + 2 * b * s * s * d + b * s * d * d + 2 * b * s * d * f
@@ -286,5 +418,40 @@ def macs(op, p, b):
     return p["enc_layers"] * enc + p["dec_layers"] * dec
 
 
+def backbone_macs(p, b):
+    """The ResNet body's convolution MACs for ``detr``'s image size (stride-2 steps n -> ceil(n/2))."""
+    h, w = p["img_size"]
+    h, w = -(-h // 2), -(-w // 2)
+    total = b * h * w * 64 * 3 * 49
+    h, w = -(-h // 2), -(-w // 2)  # maxpool
+    cin = 64
+    for stage, (blocks, width) in enumerate(zip(resnet_blocks(p["depth"]), (64, 128, 256, 512))):
+        for j in range(blocks):
+            hi, wi = h, w
+            if j == 0 and stage > 0 and not (stage == 3 and p["dilate"]):
+                h, w = -(-h // 2), -(-w // 2)
+            total += b * hi * wi * width * cin + b * h * w * width * width * 9 + b * h * w * 4 * width * width
+            if j == 0:
+                total += b * h * w * 4 * width * cin
+            cin = 4 * width
+    return total
+
+
+def detr_float64(inputs, weights, p):
+    """``detr`` run in float64: the module built afresh with the weights and inputs as float64 (the
+    image mask stays a mask).  Not independent code: it bounds the float32 rounding of the stored
+    outputs; the parts are tested separately (tests/test_detr_network.py)."""
+    module = DETR(p["img_size"], p["depth"], p["dilate"], p["num_classes"], p["queries"], p["d_model"], p["heads"],
+                  p["enc_layers"], p["dec_layers"], p["ffn_dim"]).double()
+    module.load_state_dict({k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in weights.items()},
+                           strict=True)
+    args = [torch.from_numpy(np.asarray(v, dtype=np.float64)) for v in inputs.values()]
+    with torch.no_grad():
+        out = module(*args)
+    return {k: v.numpy() for k, v in out.items()}
+
+
 def independent_reference(op, inputs, weights, p):
+    if op == "detr":
+        return detr_float64(inputs, weights, p)
     return detr_transformer_float64(inputs["src"], inputs.get("padding_mask"), weights, p)

@@ -158,7 +158,7 @@ def detr_feature_mask(name):
 
 
 # Valid (height, width) of each image of a padded batch whose image mask is stored (image i uses entry i mod len).
-IMAGE_VALID = {"deformable_detr_r50_b2": [(96, 128), (128, 100)]}
+IMAGE_VALID = {"deformable_detr_r50_b2": [(96, 128), (128, 100)], "detr_r50_small_b2": [(100, 90), (70, 130)]}
 
 
 def image_mask(name):
@@ -232,6 +232,7 @@ STORED = {
     "ms_deform_attn_core/borders": ("ms_deform_attn_core", {"sampling_locations": border_locations}),
     "ms_deform_attn/ref4_mask_b2": ("ms_deform_attn", {"padding_mask": padding_mask("ms_deform_attn/ref4_mask_b2")}),
     "ms_deform_attn/hd71_mask": ("ms_deform_attn", {"padding_mask": padding_mask("ms_deform_attn/hd71_mask")}),
+    "detr_r50_small_b2": ("detr", {"image_mask": image_mask("detr_r50_small_b2")}),
     "detr_transformer_small_b2": ("detr_transformer",
                                   {"padding_mask": detr_feature_mask("detr_transformer_small_b2")}),
     "deform_conv2d/borders": ("deform_conv2d", {"offset": border_offsets}),
