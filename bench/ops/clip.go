@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"vitbench/bench"
+	"vitbench/bench/synth"
 	"vitbench/internal/mutation"
 )
 
@@ -353,4 +354,44 @@ func init() {
 	bench.RegisterOpKind(clipVisualKind{})
 	bench.RegisterOpKind(clipTextKind{})
 	bench.RegisterOpKind(clipKind{})
+}
+
+// tokenIDs are synthesized token ids for timing and backend agreement
+// (fixtures store the exporter's): per sequence start-of-text (vocab − 2),
+// tokens in [1, vocab − 2), end-of-text (vocab − 1) and zeros, the first
+// sequence filling the context, the others ending at positions drawn from
+// the generator.
+func tokenIDs(batch, context, vocab int, seed uint64) []float32 {
+	u := synth.Generate(seed, "text", synth.Params{Center: 0.5, Scale: 0.5}, batch*context)
+	out := make([]float32, batch*context)
+	for s := 0; s < batch; s++ {
+		row, draw := out[s*context:(s+1)*context], u[s*context:(s+1)*context]
+		end := context - 1
+		if s > 0 {
+			end = 1 + int(draw[0]*float32(context-1))
+			end = min(end, context-1)
+		}
+		row[0] = float32(vocab - 2)
+		for t := 1; t < end; t++ {
+			row[t] = float32(1 + int(draw[t]*float32(max(vocab-3, 1)))%max(vocab-3, 1))
+		}
+		row[end] = float32(vocab - 1)
+	}
+	return out
+}
+
+// SynthInput implements runner.InputSynthesizer: the token ids.
+func (s *clipTextSpec) SynthInput(name string, seed uint64) []float32 {
+	if name != "text" {
+		return nil
+	}
+	return tokenIDs(s.c.batch, s.c.context, s.c.vocab, seed)
+}
+
+// SynthInput implements runner.InputSynthesizer: the token ids.
+func (s *clipSpec) SynthInput(name string, seed uint64) []float32 {
+	if name != "text" {
+		return nil
+	}
+	return tokenIDs(s.c.batch, s.c.context, s.c.vocab, seed)
 }

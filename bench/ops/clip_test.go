@@ -126,3 +126,56 @@ func TestCLIPGraph(t *testing.T) {
 }
 
 func mustString(v any) string { return string(mustJSON(v)) }
+
+// TestCLIPTokenIDs: the synthesized token ids that timing and agreement
+// runs use are what the tokenizer makes (SOT, tokens, one EOT, zeros), the
+// first sequence filling the context and the others ending early.
+func TestCLIPTokenIDs(t *testing.T) {
+	s, err := clipTextKind{}.Parse(json.RawMessage(`{"context_length": 77, "vocab_size": 49408, "width": 64,
+		"heads": 1, "layers": 1, "embed_dim": 8}`), 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := s.(*clipTextSpec).SynthInput("text", 1)
+	if len(ids) != 6*77 {
+		t.Fatalf("%d ids", len(ids))
+	}
+	short := 0
+	for b := 0; b < 6; b++ {
+		row := ids[b*77 : (b+1)*77]
+		end := -1
+		for i, v := range row {
+			if v != float32(int(v)) || v < 0 || v >= 49408 {
+				t.Fatalf("sequence %d: id %g at %d", b, v, i)
+			}
+			if v == 49407 {
+				if end >= 0 {
+					t.Fatalf("sequence %d: two EOT tokens", b)
+				}
+				end = i
+			}
+		}
+		if row[0] != 49406 || end < 1 || (b == 0 && end != 76) {
+			t.Fatalf("sequence %d: starts with %g, EOT at %d", b, row[0], end)
+		}
+		for i := 1; i < end; i++ {
+			if row[i] < 1 || row[i] >= 49406 {
+				t.Fatalf("sequence %d: token %g at %d", b, row[i], i)
+			}
+		}
+		for _, v := range row[end+1:] {
+			if v != 0 {
+				t.Fatalf("sequence %d: %g after EOT", b, v)
+			}
+		}
+		if end < 76 {
+			short++
+		}
+	}
+	if short != 5 {
+		t.Errorf("%d of the 5 later sequences end before the context", short)
+	}
+	if (&clipTextSpec{}).SynthInput("image", 1) != nil {
+		t.Error("SynthInput answers for an input other than text")
+	}
+}

@@ -40,8 +40,16 @@ type BenchOptions struct {
 	Cancel <-chan struct{}
 }
 
+// InputSynthesizer is a Spec with inputs the generator's uniform values
+// cannot be (CLIP's token ids): SynthInput returns such an input for seed,
+// or nil for the generator's default.
+type InputSynthesizer interface {
+	SynthInput(name string, seed uint64) []float32
+}
+
 // SynthData returns a data source for Prepare that generates every input
-// and weight with the deterministic generator and the default roles.
+// and weight with the deterministic generator and the default roles (a
+// Spec's own inputs where it is an InputSynthesizer).
 func SynthData(spec bench.Spec, seed uint64) func(group, name string) ([]float32, error) {
 	shapes := map[string]bench.Shape{}
 	for _, a := range spec.Inputs() {
@@ -54,6 +62,11 @@ func SynthData(spec bench.Spec, seed uint64) func(group, name string) ([]float32
 		sh, ok := shapes[group+"/"+name]
 		if !ok {
 			return nil, fmt.Errorf("no %s array %q", group, name)
+		}
+		if in, ok := spec.(InputSynthesizer); ok && group == "inputs" {
+			if v := in.SynthInput(name, seed); v != nil {
+				return v, nil
+			}
 		}
 		p := synth.DefaultParams(name, sh, group == "inputs")
 		return synth.Generate(seed, name, p, int(sh.Elems())), nil
