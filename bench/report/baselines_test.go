@@ -120,6 +120,9 @@ func TestNetworkSummary(t *testing.T) {
 	// Families in paper order in the compact table (ViT before Deformable DETR's
 	// transformer), by name in the detailed one.
 	in.Bench[0].Rows = append(in.Bench[0].Rows, row("ddetr_transformer", "cpu", 1, 2, 700e6, 9e10))
+	dt := row("ddetr_transformer", "torch", 1, 2, 16e9, 9e10)
+	dt.Baseline = "ddetr code"
+	in.Bench[1].Rows = append(in.Bench[1].Rows, dt)
 	in.Cases["ddetr_transformer"] = CaseInfo{Name: "ddetr_transformer", Kind: KindNetwork, Op: "ddetr_transformer"}
 	in.Cases["vit_b16"] = CaseInfo{Name: "vit_b16", Kind: KindNetwork, Op: "vit", ImgSize: "224"}
 	nets = sectionOf(t, render(t, in), "Networks")
@@ -130,5 +133,9 @@ func TestNetworkSummary(t *testing.T) {
 	}
 	if strings.Index(full, "| vit_b16 ") < strings.Index(full, "| ddetr_transformer ") {
 		t.Errorf("detailed table: not by name:\n%s", full)
+	}
+	// Markers follow the compact table: the ViT's label is a, the transformer's b.
+	if _, ok := tableLine(compact, "ddetr_transformer", "| b "); !ok || !strings.Contains(compact, "- PyTorch code b: ddetr code\n") {
+		t.Errorf("compact table: ddetr_transformer's code is not b:\n%s", compact)
 	}
 }

@@ -1,8 +1,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -38,7 +40,13 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 		return nil
 	}
 	multi := machineCount(es) > 1
-	codes := newBaselineCodes(es, func(e entry) bool { return in.kind(e.Case) == KindNetwork })
+	// Markers in the compact table's order: by family first (familyOrder).
+	byFamily := slices.Clone(es)
+	slices.SortStableFunc(byFamily, func(a, b entry) int {
+		fa, fb := in.opOf(a.Case), in.opOf(b.Case)
+		return cmp.Or(cmp.Compare(familyRank(fa), familyRank(fb)), cmp.Compare(fa, fb))
+	})
+	codes := newBaselineCodes(byFamily, func(e entry) bool { return in.kind(e.Case) == KindNetwork })
 	withOrt := in.hasOrt(es)
 	section(w, "Networks", "Throughput is batch / median latency at each batch size measured; PyTorch figures are from the same machine;"+
 		" vs PyTorch = PyTorch median / ours at each batch."+ceilingNote)
