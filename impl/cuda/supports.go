@@ -9,7 +9,7 @@ import (
 // opsWithKernels maps every node op this backend runs to whether it needs
 // cuBLAS (its products go through cuBLAS GEMMs).
 var opsWithKernels = map[string]bool{
-	"gemm": true, "attention_core": true, "patch_embed": true, "conv2d": true, "performer_core": true,
+	"gemm": true, "attention_core": true, "mha_core": true, "patch_embed": true, "conv2d": true, "performer_core": true,
 	"deform_conv2d": true,
 	"soft_split":    false, "layernorm": false, "fold": false, "avg_pool2d": false, "tokens_prefix": false,
 	"take_token": false, "average": false, "reshape": false, "tokens_to_image": false,
@@ -22,6 +22,7 @@ var opsWithKernels = map[string]bool{
 	"avg_pool_nhwc": false, "outlook_core": false, "patch_rows_nhwc": false, "add_broadcast": false,
 	"prepend_token": false, "put_token": false, "class_attn_core": false, "aux_merge": false,
 	"token_embed": false, "eot_pool": false, "clip_logits": false, "attn_pool_tokens": false,
+	"concat": false, "detr_queries": false, "detr_post_process": false,
 }
 
 // Supports implements bench.Backend: float32 for every node op above,

@@ -27,3 +27,38 @@ extern "C" __global__ void heads_merge_f32(const float* o, float* ctx, int B, in
     ctx[i] = o[((b * H + h) * N + n) * D + d];
   }
 }
+
+// Gather one of q, k, v of nn.MultiheadAttention's core from a column
+// slice of a wider tensor src [B, N, ld] (columns off … off + H·D) into
+// heads: for b, h, n < N, d < D:
+//   dst[((b·H + h)·N + n)·D + d] = src[(b·N + n)·ld + off + h·D + d]
+extern "C" __global__ void heads_split_f32(const float* src, float* dst, int B, int N, int H, int D, int ld, int off) {
+  FOR_EACH(i, (i64)B * H * N * D) {
+    i64 d = i % D, t = i / D;
+    i64 n = t % N;
+    t /= N;
+    i64 h = t % H, b = t / H;
+    dst[i] = src[(b * N + n) * ld + off + h * D + d];
+  }
+}
+
+// softmax_rows_f32 with a key padding mask: rows of nk scores, nq rows per
+// (image, head) pair, pairs p0, p0 + 1, … (image = pair / H); keys j with
+// mask[image·nk + j] ≠ 0 are −∞ before the softmax (so they come out 0).
+extern "C" __global__ void softmax_keymask_rows_f32(float* x, int nq, int nk, float scale, const float* mask, int H,
+                                                     i64 p0) {
+  float* row = x + (i64)blockIdx.x * nk;
+  const float* mk = mask + ((p0 + blockIdx.x / nq) / H) * nk;
+  float m = NEG_INF;
+  for (int j = threadIdx.x; j < nk; j += blockDim.x)
+    if (mk[j] == 0.f) m = fmaxf(m, scale * row[j]);
+  m = block_max(m);
+  float s = 0.f;
+  for (int j = threadIdx.x; j < nk; j += blockDim.x) {
+    float e = mk[j] == 0.f ? expf(scale * row[j] - m) : 0.f;
+    row[j] = e;
+    s += e;
+  }
+  float inv = 1.f / block_sum(s);
+  for (int j = threadIdx.x; j < nk; j += blockDim.x) row[j] *= inv;
+}
