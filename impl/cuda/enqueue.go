@@ -92,6 +92,8 @@ func (b *Backend) plan(node bench.Node, in, out []*tensor) (func() error, error)
 		return b.voloNode(n, in, out)
 	case ops.TokenEmbed, ops.EOTPool, ops.ClipLogits, ops.AttnPoolTokens:
 		return b.clipNode(n, in, out)
+	case ops.Concat, ops.DETRQueries, ops.DETRPostProcess:
+		return b.detrTransformerNode(n, in, out)
 	}
 	return nil, fmt.Errorf("%s: no kernel for op %q (node %T)", b.name, node.OpName(), node)
 }

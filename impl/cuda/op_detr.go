@@ -95,7 +95,11 @@ func (b *Backend) detrNode(node any, in, out []*tensor) (func() error, error) {
 				return err
 			}
 			defer release()
-			if err := b.launch1D("detr.cu", "sine_coords_f32", rows, maskOf(in, n.Masked, 0), parts[0], i32(n.Batch), lv); err != nil {
+			off := float32(0.5) // Deformable DETR's; the original DETR has none
+			if n.NoOffset {
+				off = 0
+			}
+			if err := b.launch1D("detr.cu", "sine_coords_f32", rows, maskOf(in, n.Masked, 0), parts[0], i32(n.Batch), lv, off); err != nil {
 				return err
 			}
 			return b.launch1D("detr.cu", "position_sine_f32", rows*256, parts[0], out[0].ptr, rows, newSineTable())

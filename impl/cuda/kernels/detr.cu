@@ -195,7 +195,7 @@ extern "C" __global__ void level_masks_f32(const float* mask, float* out, int N,
 //   ey = (#unpadded in column c, rows 0..r − 0.5) / (#unpadded in column c + 1e-6) · 2π
 //   ex = (#unpadded in row r, columns 0..c − 0.5) / (#unpadded in row r + 1e-6) · 2π
 //   emb[n, s] = (ey, ex)
-extern "C" __global__ void sine_coords_f32(const float* mask, float* emb, int N, Levels L) {
+extern "C" __global__ void sine_coords_f32(const float* mask, float* emb, int N, Levels L, float off) {
   i64 S = total_rows(L);
   FOR_EACH(i, (i64)N * S) {
     i64 s = i % S, n = i / S;
@@ -216,8 +216,8 @@ extern "C" __global__ void sine_coords_f32(const float* mask, float* emb, int N,
       if (x <= c) xcum += v;
     }
     const float scale = 6.28318530717958647692f;
-    emb[i * 2] = (ycum - 0.5f) / (ytot + 1e-6f) * scale;
-    emb[i * 2 + 1] = (xcum - 0.5f) / (xtot + 1e-6f) * scale;
+    emb[i * 2] = (ycum - off) / (ytot + 1e-6f) * scale;
+    emb[i * 2 + 1] = (xcum - off) / (xtot + 1e-6f) * scale;
   }
 }
 
@@ -248,5 +248,52 @@ extern "C" __global__ void box_decode_f32(const float* t, const float* ref, floa
     float v = t[i];
     if (j < R) v += inverse_sigmoid(ref[(i / 4) * R + j]);
     out[i] = sigmoid_d(v);
+  }
+}
+
+// DETRQueries: for i < N·Q·D: qpos[i] = w[i mod Q·D] (query_embed.weight
+// repeated over the batch) and tgt[i] = 0 (the decoder's input).
+extern "C" __global__ void detr_queries_f32(const float* w, float* qpos, float* tgt, i64 n, i64 qd) {
+  FOR_EACH(i, n) {
+    qpos[i] = w[i % qd];
+    tgt[i] = 0.f;
+  }
+}
+
+// DETRPostProcess, one thread per query row r < N·Q of logits [N·Q, C+1]:
+//   p = softmax(logits[r]); label = the first argmax of p[0 .. C); score = p[label]
+//   boxes[r] = (cx − w/2, cy − h/2, cx + w/2, cy + h/2) · (W_n, H_n, W_n, H_n)
+// with (H_n, W_n) image n's unpadded rows of column 0 and columns of row 0
+// of mask [N, H, W] (H and W without a mask).
+extern "C" __global__ void detr_post_process_f32(const float* logits, const float* box, const float* mask, float* scores,
+                                                 float* labels, float* boxes, int N, int Q, int C, int H, int W) {
+  FOR_EACH(r, (i64)N * Q) {
+    const float* row = logits + r * (C + 1);
+    float mx = row[0];
+    for (int j = 1; j <= C; ++j) mx = fmaxf(mx, row[j]);
+    double sum = 0.0;
+    int best = 0;
+    for (int j = 0; j <= C; ++j) {
+      sum += exp((double)(row[j] - mx));
+      if (j < C && row[j] > row[best]) best = j;
+    }
+    scores[r] = (float)(exp((double)(row[best] - mx)) / sum);
+    labels[r] = (float)best;
+    i64 n = r / Q;
+    float vh = (float)H, vw = (float)W;
+    if (mask) {
+      const float* m = mask + n * (i64)H * W;
+      int rows = 0, cols = 0;
+      for (int y = 0; y < H; ++y) rows += m[(i64)y * W] == 0.f;
+      for (int x = 0; x < W; ++x) cols += m[x] == 0.f;
+      vh = (float)rows, vw = (float)cols;
+    }
+    const float* b = box + r * 4;
+    float cx = b[0], cy = b[1], bw = b[2], bh = b[3];
+    float* o = boxes + r * 4;
+    o[0] = (cx - 0.5f * bw) * vw;
+    o[1] = (cy - 0.5f * bh) * vh;
+    o[2] = (cx + 0.5f * bw) * vw;
+    o[3] = (cy + 0.5f * bh) * vh;
   }
 }
