@@ -5232,6 +5232,212 @@ quickGELUAVX512_done:
 	VZEROUPPER
 	RET
 
+// func siluAVX512(n int, x *float32, y *float32)
+// Requires: AVX, AVX512F
+TEXT ·siluAVX512(SB), NOSPLIT, $0-24
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DI
+	VMOVUPS vk_explo<>+0(SB), Z0
+
+siluAVX512_blocks:
+	CMPQ CX, $0x00000040
+	JB   siluAVX512_vectors
+
+	// r = −|x|
+	VMOVUPS (SI), Z1
+	VPORD   vk_signmask<>+0(SB), Z1, Z5
+	VMOVUPS 64(SI), Z2
+	VPORD   vk_signmask<>+0(SB), Z2, Z8
+	VMOVUPS 128(SI), Z3
+	VPORD   vk_signmask<>+0(SB), Z3, Z11
+	VMOVUPS 192(SI), Z4
+	VPORD   vk_signmask<>+0(SB), Z4, Z14
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z5, Z0, Z5
+	VMULPS      vk_log2e<>+0(SB), Z5, Z6
+	VRNDSCALEPS $0x00, Z6, Z6
+	VMAXPS      Z8, Z0, Z8
+	VMULPS      vk_log2e<>+0(SB), Z8, Z9
+	VRNDSCALEPS $0x00, Z9, Z9
+	VMAXPS      Z11, Z0, Z11
+	VMULPS      vk_log2e<>+0(SB), Z11, Z12
+	VRNDSCALEPS $0x00, Z12, Z12
+	VMAXPS      Z14, Z0, Z14
+	VMULPS      vk_log2e<>+0(SB), Z14, Z15
+	VRNDSCALEPS $0x00, Z15, Z15
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z6, Z5
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z9, Z8
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z12, Z11
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z15, Z14
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z6, Z5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z9, Z8
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z12, Z11
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z15, Z14
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z7
+	VMOVUPS     vk_expc4<>+0(SB), Z10
+	VMOVUPS     vk_expc4<>+0(SB), Z13
+	VMOVUPS     vk_expc4<>+0(SB), Z16
+	VFMADD213PS vk_expc3<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc3<>+0(SB), Z8, Z10
+	VFMADD213PS vk_expc3<>+0(SB), Z11, Z13
+	VFMADD213PS vk_expc3<>+0(SB), Z14, Z16
+	VFMADD213PS vk_expc2<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc2<>+0(SB), Z8, Z10
+	VFMADD213PS vk_expc2<>+0(SB), Z11, Z13
+	VFMADD213PS vk_expc2<>+0(SB), Z14, Z16
+	VFMADD213PS vk_expc1<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc1<>+0(SB), Z8, Z10
+	VFMADD213PS vk_expc1<>+0(SB), Z11, Z13
+	VFMADD213PS vk_expc1<>+0(SB), Z14, Z16
+	VFMADD213PS vk_expc0<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc0<>+0(SB), Z8, Z10
+	VFMADD213PS vk_expc0<>+0(SB), Z11, Z13
+	VFMADD213PS vk_expc0<>+0(SB), Z14, Z16
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z8, Z10
+	VFMADD213PS vk_one<>+0(SB), Z11, Z13
+	VFMADD213PS vk_one<>+0(SB), Z14, Z16
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z8, Z10
+	VFMADD213PS vk_one<>+0(SB), Z11, Z13
+	VFMADD213PS vk_one<>+0(SB), Z14, Z16
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z6, Z7, Z7
+	VSCALEFPS Z9, Z10, Z10
+	VSCALEFPS Z12, Z13, Z13
+	VSCALEFPS Z15, Z16, Z16
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z1, K2
+	VMOVAPS Z7, Z6
+	VMOVUPS vk_one<>+0(SB), K2, Z6
+	VADDPS  vk_one<>+0(SB), Z7, Z5
+	VMULPS  Z6, Z1, Z1
+	VDIVPS  Z5, Z1, Z1
+	VMOVUPS Z1, (DI)
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z2, K2
+	VMOVAPS Z10, Z9
+	VMOVUPS vk_one<>+0(SB), K2, Z9
+	VADDPS  vk_one<>+0(SB), Z10, Z8
+	VMULPS  Z9, Z2, Z2
+	VDIVPS  Z8, Z2, Z2
+	VMOVUPS Z2, 64(DI)
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z3, K2
+	VMOVAPS Z13, Z12
+	VMOVUPS vk_one<>+0(SB), K2, Z12
+	VADDPS  vk_one<>+0(SB), Z13, Z11
+	VMULPS  Z12, Z3, Z3
+	VDIVPS  Z11, Z3, Z3
+	VMOVUPS Z3, 128(DI)
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z4, K2
+	VMOVAPS Z16, Z15
+	VMOVUPS vk_one<>+0(SB), K2, Z15
+	VADDPS  vk_one<>+0(SB), Z16, Z14
+	VMULPS  Z15, Z4, Z4
+	VDIVPS  Z14, Z4, Z4
+	VMOVUPS Z4, 192(DI)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x00000040, CX
+	JMP     siluAVX512_blocks
+
+siluAVX512_vectors:
+	CMPQ CX, $0x00000010
+	JB   siluAVX512_tail
+
+	// r = −|x|
+	VMOVUPS (SI), Z1
+	VPORD   vk_signmask<>+0(SB), Z1, Z5
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z5, Z0, Z5
+	VMULPS      vk_log2e<>+0(SB), Z5, Z6
+	VRNDSCALEPS $0x00, Z6, Z6
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z6, Z5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z6, Z5
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z7
+	VFMADD213PS vk_expc3<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc2<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc1<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc0<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z6, Z7, Z7
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z1, K2
+	VMOVAPS Z7, Z6
+	VMOVUPS vk_one<>+0(SB), K2, Z6
+	VADDPS  vk_one<>+0(SB), Z7, Z5
+	VMULPS  Z6, Z1, Z1
+	VDIVPS  Z5, Z1, Z1
+	VMOVUPS Z1, (DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     siluAVX512_vectors
+
+siluAVX512_tail:
+	TESTQ CX, CX
+	JZ    siluAVX512_done
+
+	// K1 = lanes < n
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+
+	// r = −|x|
+	VMOVUPS.Z (SI), K1, Z1
+	VPORD     vk_signmask<>+0(SB), Z1, Z5
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z5, Z0, Z5
+	VMULPS      vk_log2e<>+0(SB), Z5, Z6
+	VRNDSCALEPS $0x00, Z6, Z6
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z6, Z5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z6, Z5
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z7
+	VFMADD213PS vk_expc3<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc2<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc1<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc0<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z6, Z7, Z7
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z1, K2
+	VMOVAPS Z7, Z6
+	VMOVUPS vk_one<>+0(SB), K2, Z6
+	VADDPS  vk_one<>+0(SB), Z7, Z5
+	VMULPS  Z6, Z1, Z1
+	VDIVPS  Z5, Z1, Z1
+	VMOVUPS Z1, K1, (DI)
+
+siluAVX512_done:
+	VZEROUPPER
+	RET
+
 // func softmaxRowAVX512(n int, x *float32, y *float32, scale float32)
 // Requires: AVX, AVX512DQ, AVX512F, SSE
 TEXT ·softmaxRowAVX512(SB), NOSPLIT, $0-28
@@ -6953,6 +7159,195 @@ quickGELUAVX2_tail:
 	VMASKMOVPS Y1, Y15, (DI)
 
 quickGELUAVX2_done:
+	VZEROUPPER
+	RET
+
+// func siluAVX2(n int, x *float32, y *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·siluAVX2(SB), NOSPLIT, $0-24
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DI
+	VMOVUPS vk_explo<>+0(SB), Y0
+
+siluAVX2_blocks:
+	CMPQ CX, $0x00000010
+	JB   siluAVX2_vectors
+
+	// r = −|x|
+	VMOVUPS (SI), Y1
+	VORPS   vk_signmask<>+0(SB), Y1, Y3
+	VMOVUPS 32(SI), Y2
+	VORPS   vk_signmask<>+0(SB), Y2, Y6
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y3, Y0, Y3
+	VMULPS   vk_log2e<>+0(SB), Y3, Y4
+	VROUNDPS $0x00, Y4, Y4
+	VMAXPS   Y6, Y0, Y6
+	VMULPS   vk_log2e<>+0(SB), Y6, Y7
+	VROUNDPS $0x00, Y7, Y7
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y4, Y3
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y7, Y6
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y4, Y3
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y7, Y6
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y5
+	VMOVUPS     vk_expc4<>+0(SB), Y8
+	VFMADD213PS vk_expc3<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc3<>+0(SB), Y6, Y8
+	VFMADD213PS vk_expc2<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc2<>+0(SB), Y6, Y8
+	VFMADD213PS vk_expc1<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc1<>+0(SB), Y6, Y8
+	VFMADD213PS vk_expc0<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc0<>+0(SB), Y6, Y8
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y6, Y8
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y6, Y8
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y4, Y4
+	VPSRAD    $0x01, Y4, Y3
+	VPSUBD    Y3, Y4, Y4
+	VPADDD    vk_bias127<>+0(SB), Y3, Y3
+	VPSLLD    $0x17, Y3, Y3
+	VPADDD    vk_bias127<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y3, Y5, Y5
+	VMULPS    Y4, Y5, Y5
+	VCVTPS2DQ Y7, Y7
+	VPSRAD    $0x01, Y7, Y6
+	VPSUBD    Y6, Y7, Y7
+	VPADDD    vk_bias127<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VPADDD    vk_bias127<>+0(SB), Y7, Y7
+	VPSLLD    $0x17, Y7, Y7
+	VMULPS    Y6, Y8, Y8
+	VMULPS    Y7, Y8, Y8
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS    $0x1d, vk_zero<>+0(SB), Y1, Y3
+	VBLENDVPS Y3, vk_one<>+0(SB), Y5, Y4
+	VADDPS    vk_one<>+0(SB), Y5, Y3
+	VMULPS    Y4, Y1, Y1
+	VDIVPS    Y3, Y1, Y1
+	VMOVUPS   Y1, (DI)
+	VCMPPS    $0x1d, vk_zero<>+0(SB), Y2, Y6
+	VBLENDVPS Y6, vk_one<>+0(SB), Y8, Y7
+	VADDPS    vk_one<>+0(SB), Y8, Y6
+	VMULPS    Y7, Y2, Y2
+	VDIVPS    Y6, Y2, Y2
+	VMOVUPS   Y2, 32(DI)
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	SUBQ      $0x00000010, CX
+	JMP       siluAVX2_blocks
+
+siluAVX2_vectors:
+	CMPQ CX, $0x00000008
+	JB   siluAVX2_tail
+
+	// r = −|x|
+	VMOVUPS (SI), Y1
+	VORPS   vk_signmask<>+0(SB), Y1, Y3
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y3, Y0, Y3
+	VMULPS   vk_log2e<>+0(SB), Y3, Y4
+	VROUNDPS $0x00, Y4, Y4
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y4, Y3
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y4, Y3
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y5
+	VFMADD213PS vk_expc3<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc2<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc1<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc0<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y4, Y4
+	VPSRAD    $0x01, Y4, Y3
+	VPSUBD    Y3, Y4, Y4
+	VPADDD    vk_bias127<>+0(SB), Y3, Y3
+	VPSLLD    $0x17, Y3, Y3
+	VPADDD    vk_bias127<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y3, Y5, Y5
+	VMULPS    Y4, Y5, Y5
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS    $0x1d, vk_zero<>+0(SB), Y1, Y3
+	VBLENDVPS Y3, vk_one<>+0(SB), Y5, Y4
+	VADDPS    vk_one<>+0(SB), Y5, Y3
+	VMULPS    Y4, Y1, Y1
+	VDIVPS    Y3, Y1, Y1
+	VMOVUPS   Y1, (DI)
+	ADDQ      $0x00000020, SI
+	ADDQ      $0x00000020, DI
+	SUBQ      $0x00000008, CX
+	JMP       siluAVX2_vectors
+
+siluAVX2_tail:
+	TESTQ CX, CX
+	JZ    siluAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+
+	// r = −|x|
+	VMASKMOVPS (SI), Y15, Y1
+	VORPS      vk_signmask<>+0(SB), Y1, Y3
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y3, Y0, Y3
+	VMULPS   vk_log2e<>+0(SB), Y3, Y4
+	VROUNDPS $0x00, Y4, Y4
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y4, Y3
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y4, Y3
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y5
+	VFMADD213PS vk_expc3<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc2<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc1<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc0<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y4, Y4
+	VPSRAD    $0x01, Y4, Y3
+	VPSUBD    Y3, Y4, Y4
+	VPADDD    vk_bias127<>+0(SB), Y3, Y3
+	VPSLLD    $0x17, Y3, Y3
+	VPADDD    vk_bias127<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y3, Y5, Y5
+	VMULPS    Y4, Y5, Y5
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS     $0x1d, vk_zero<>+0(SB), Y1, Y3
+	VBLENDVPS  Y3, vk_one<>+0(SB), Y5, Y4
+	VADDPS     vk_one<>+0(SB), Y5, Y3
+	VMULPS     Y4, Y1, Y1
+	VDIVPS     Y3, Y1, Y1
+	VMASKMOVPS Y1, Y15, (DI)
+
+siluAVX2_done:
 	VZEROUPPER
 	RET
 

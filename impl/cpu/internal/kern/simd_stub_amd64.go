@@ -120,6 +120,12 @@ func expAVX512(n int, x *float32, y *float32)
 //go:noescape
 func quickGELUAVX512(n int, x *float32, y *float32)
 
+// siluAVX512 sets y[i] = x[i]·sigmoid(x[i]) for i < n, computed as x·(x ≥ 0 ? 1 : e)/(1 + e)
+// with e = exp(−|x|).
+//
+//go:noescape
+func siluAVX512(n int, x *float32, y *float32)
+
 // softmaxRowAVX512 sets y[i] = exp(v[i] − m)/Σ_j exp(v[j] − m) for i < n, where v = scale·x (rounded) and m = max v;
 // y is first written with the exponentials, then scaled by 1/Σ. n must be positive.
 //
@@ -177,6 +183,12 @@ func expAVX2(n int, x *float32, y *float32)
 //
 //go:noescape
 func quickGELUAVX2(n int, x *float32, y *float32)
+
+// siluAVX2 sets y[i] = x[i]·sigmoid(x[i]) for i < n, computed as x·(x ≥ 0 ? 1 : e)/(1 + e)
+// with e = exp(−|x|).
+//
+//go:noescape
+func siluAVX2(n int, x *float32, y *float32)
 
 // softmaxRowAVX2 sets y[i] = exp(v[i] − m)/Σ_j exp(v[j] − m) for i < n, where v = scale·x (rounded) and m = max v;
 // y is first written with the exponentials, then scaled by 1/Σ. n must be positive.

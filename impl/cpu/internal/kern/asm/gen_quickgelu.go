@@ -16,10 +16,24 @@ import (
 // PyTorch's x * torch.sigmoid(1.702 * x) does.
 func (s vecISA) quickGELU() {
 	name := "quickGELU" + s.suffix
+	s.sigmoidGate(name, "c1702", name+" sets y[i] = x[i]·sigmoid(1.702·x[i]) for i < n, computed as x·(x ≥ 0 ? 1 : e)/(1 + e)",
+		"with e = exp(−|1.702·x|).")
+}
+
+// silu emits y = x·sigmoid(x), the swish of VQGAN's nonlinearity, the
+// same way with e = exp(−|x|).
+func (s vecISA) silu() {
+	name := "silu" + s.suffix
+	s.sigmoidGate(name, "", name+" sets y[i] = x[i]·sigmoid(x[i]) for i < n, computed as x·(x ≥ 0 ? 1 : e)/(1 + e)",
+		"with e = exp(−|x|).")
+}
+
+// sigmoidGate emits y = x·sigmoid(a·x) with a the constant named slope
+// (a = 1 when slope is "").
+func (s vecISA) sigmoidGate(name, slope string, doc ...string) {
 	TEXT(name, NOSPLIT, "func(n int, x, y *float32)")
 	Pragma("noescape")
-	Doc(name+" sets y[i] = x[i]·sigmoid(1.702·x[i]) for i < n, computed as x·(x ≥ 0 ? 1 : e)/(1 + e)",
-		"with e = exp(−|1.702·x|).")
+	Doc(doc...)
 	Load(Param("n"), RCX)
 	Load(Param("x"), RSI)
 	Load(Param("y"), RDI)
@@ -28,14 +42,22 @@ func (s vecISA) quickGELU() {
 	xs := s.v[1 : 1+s.unroll]
 	rs := s.expRegSet(s.unroll, 1+s.unroll)
 	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
-		Comment("r = −|1.702·x|")
+		if slope != "" {
+			Comment("r = −|1.702·x|")
+		} else {
+			Comment("r = −|x|")
+		}
 		for j := 0; j < u; j++ {
 			s.ld(at(0, j), xs[j], tail)
-			VMULPS(k("c1702"), xs[j], rs[j].r)
+			src := xs[j]
+			if slope != "" {
+				VMULPS(k(slope), xs[j], rs[j].r)
+				src = rs[j].r
+			}
 			if s.avx512 {
-				VPORD(k("signmask"), rs[j].r, rs[j].r)
+				VPORD(k("signmask"), src, rs[j].r)
 			} else {
-				VORPS(k("signmask"), rs[j].r, rs[j].r)
+				VORPS(k("signmask"), src, rs[j].r)
 			}
 		}
 		s.exp(rs[:u], lo)

@@ -28,6 +28,7 @@ func vectorKernels() {
 		s.erfKernel()
 		s.expKernel()
 		s.quickGELU() // gen_quickgelu.go
+		s.silu()
 		s.softmaxRow()
 		s.layerNormRow()
 		s.weightedRows() // gen_gather.go
@@ -89,7 +90,7 @@ func declareConsts() {
 	// Elementary Functions, 1980).
 	f("ln2hi", 0.693145751953125)
 	f("ln2lo", float32(math.Ln2-0.693145751953125))
-	f("explo", -104) // exp(−104) < 2⁻¹⁴⁹/2: rounds to 0
+	f("explo", -104)  // exp(−104) < 2⁻¹⁴⁹/2: rounds to 0
 	f("c1702", 1.702) // QuickGELU's slope
 	constU32("absmask", 0x7fffffff)
 	constU32("signmask", 0x80000000)
