@@ -24,6 +24,7 @@ from vitbench_ref.modules import (attention_float64, avg_pool_float64, block_flo
                                   ms_deform_attn_float64, deform_conv2d_float64, ddetr_transformer_float64)
 from vitbench_ref.synth import synth
 from vitbench_ref import volo
+from vitbench_ref import clip
 
 torch.set_num_threads(2)
 TOL = {"exact": (0.0, 0.0, 0.0), "elementwise": (1.3e-6, 1e-5, 1e-10), "gemm": (1e-3, 1e-3, 5e-4),
@@ -85,6 +86,18 @@ def recompute(doc, stored=None):
         if not isinstance(second, dict):
             second = {"out": second}
         return loops, {k: v.double() for k, v in second.items()}
+    if doc["op"] in clip.OPS:
+        # float64 NumPy (the ResNet tower: its module in float64), and the module in float32.
+        np_a = {k: v.numpy() for k, v in arrays.items()}
+        ins = {k: np_a[k] for k in C.shapes(doc["op"], p, doc["batch"])[0]}
+        ref = clip.independent_reference(doc["op"], ins, {k: np_a[k] for k in doc["weights"]}, p)
+        module = C.build_module(doc["op"], p)
+        module.load_state_dict(dict({k: arrays[k] for k in doc["weights"]},
+                                    **{k: v for k, v in module.state_dict().items() if k.endswith("num_batches_tracked")}),
+                               strict=True)
+        with torch.no_grad():
+            second = module.eval()(*E.module_args(ins))
+        return ref, {k: v.double() for k, v in second.items()}
     if doc["op"] in ("ms_deform_attn_core", "ms_deform_attn", "deform_conv2d"):
         np_a = {k: v.numpy() for k, v in arrays.items()}
         if doc["op"] == "ms_deform_attn_core":
