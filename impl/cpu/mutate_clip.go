@@ -16,7 +16,10 @@ func init() {
 		func(b *Backend, g ops.Gemm, in, out []*tensor) error { g.Act = "gelu"; return b.gemm(g, in, out) })
 	addMutation("causal_mask_dropped", "the text tower's attention without its causal mask (every token sees the whole context)",
 		func(a ops.AttentionCore) bool { return a.Causal },
-		func(b *Backend, a ops.AttentionCore, in, out []*tensor) error { a.Causal = false; return b.attentionCore(a, in, out) })
+		func(b *Backend, a ops.AttentionCore, in, out []*tensor) error {
+			a.Causal = false
+			return b.attentionCore(a, in, out)
+		})
 	addMutation("eot_pool_last_position", "the text features taken at the last position instead of the end-of-text token", nil,
 		func(b *Backend, n ops.EOTPool, in, out []*tensor) error {
 			last := zeroTensor(bench.Shape{n.Batch, n.Context})
