@@ -48,6 +48,7 @@ func (b *Backend) mhaCore(a ops.MHACore, in, out []*tensor) error {
 	threads := min(b.threads, tasks)
 	scores, release := b.scratch(threads * rows * nk)
 	defer release()
+	matmul := b.matmul() // bf16 products on cpu-bf16
 	parallelChunks(threads, tasks, 1, func(w, lo, hi int) {
 		s := scores[w*rows*nk : (w+1)*rows*nk]
 		for task := lo; task < hi; task++ {
@@ -61,12 +62,12 @@ func (b *Backend) mhaCore(a ops.MHACore, in, out []*tensor) error {
 			k := kd[img*nk*a.KLd+a.KOff+h*a.HeadDim:]
 			v := vd[img*nk*a.VLd+a.VOff+h*a.HeadDim:]
 			m := r1 - r0
-			kern.Sgemm(m, nk, a.HeadDim, q, a.QLd, k, a.KLd, true, s, nk)
+			matmul(m, nk, a.HeadDim, q, a.QLd, k, a.KLd, true, s, nk)
 			if a.Masked {
 				maskKeys(s, m, nk, in[3].data[img*nk:(img+1)*nk])
 			}
 			kern.Softmax(m, nk, s, nk, s, nk, float32(a.Scale))
-			kern.Sgemm(m, a.HeadDim, nk, s, nk, v, a.VLd, false, ctx[(img*nq+r0)*e+h*a.HeadDim:], e)
+			matmul(m, a.HeadDim, nk, s, nk, v, a.VLd, false, ctx[(img*nq+r0)*e+h*a.HeadDim:], e)
 		}
 	})
 	return nil
