@@ -21,8 +21,8 @@ from vitbench_ref import onnx_export as OX
 
 SCRIPT = os.path.join(_paths.REFERENCE, "bench_ort.js")
 # One case per exporter path: Col2Im, DeformConv with a mask and groups, GridSample, attention,
-# LayerNorm + GELU + the whole network.
-SMALL = "^(fold/odd_b2_dil|deform_conv2d/groups_b2|ms_deform_attn_core/borders|mhsa/odd_b2_hd20|vit_tiny_odd)$"
+# LayerNorm + GELU + a whole ViT, and a whole VOLO (Col2Im with the sizes the tracer takes from shapes).
+SMALL = "^(fold/odd_b2_dil|deform_conv2d/groups_b2|ms_deform_attn_core/borders|mhsa/odd_b2_hd20|vit_tiny_odd|volo_tiny_odd)$"
 LINE = re.compile(r"^Benchmark(?P<case>\S+)/backend=ort/batch=(?P<batch>\d+)/threads=1/dtype=float32 \t(?P<runs>\d+)\t"
                   r"(?P<ns>\d+) ns/op\t.*\t(?P<macs>\d+) MACs/op\t(?P<moved>\d+) moved-B/op(\t\d+ B/rss)?$")
 
@@ -56,7 +56,7 @@ class TestOnnxExport(unittest.TestCase):
 
     def test_ort_matches_torch(self):
         got = {c["case"]: c for c in self.manifest["cases"]}
-        self.assertEqual(len(got), 5)
+        self.assertEqual(len(got), 6)
         for name, c in got.items():
             self.assertNotIn("ns", c, name)
         r = subprocess.run([node(), SCRIPT, "--manifest", os.path.join(self.tmp, "manifest.json"), "--outputs",

@@ -56,6 +56,7 @@ _SAME_17_19 = {
     "Sign", "Sin", "Size", "Slice", "Softmax", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "TopK",
     "Transpose", "Trilu", "Unsqueeze", "Where", "Xor", "ReduceSum", "Col2Im", "DeformConv", "Sinh", "Cosh",
     "Round", "IsNaN", "IsInf", "OneHot", "Softplus", "LeakyRelu", "HardSigmoid", "Atan", "Asin", "Acos",
+    "InstanceNormalization", "NonMaxSuppression", "RoiAlign", "Dropout", "PRelu", "HardSwish", "Selu",
 }
 
 
@@ -78,9 +79,18 @@ def register_symbolics():
         return
     from torch.onnx import symbolic_helper as sh
 
-    @sh.parse_args("v", "is", "is", "is", "is", "is")
+    @sh.parse_args("v", "v", "is", "is", "is", "is")
     def col2im(g, x, output_size, kernel_size, dilation, padding, stride):
-        image = g.op("Constant", value_t=torch.tensor(list(output_size), dtype=torch.int64))
+        size = sh._maybe_get_const(output_size, "is")
+        if not sh._is_value(size):
+            image = g.op("Constant", value_t=torch.tensor(list(size), dtype=torch.int64))
+        elif sh._is_packed_list(size):
+            # Sizes the tracer took from a tensor's shape (inside a network): one int64 vector.
+            zero = g.op("Constant", value_t=torch.tensor([0], dtype=torch.int64))
+            image = g.op("Concat", *[g.op("Unsqueeze", g.op("Cast", v, to_i=7), zero) for v in sh._unpack_list(size)],
+                         axis_i=0)
+        else:
+            image = g.op("Cast", size, to_i=7)
         block = g.op("Constant", value_t=torch.tensor(list(kernel_size), dtype=torch.int64))
         return g.op(TMP_DOMAIN + "::Col2Im", x, image, block, dilations_i=list(dilation),
                     pads_i=list(padding) + list(padding), strides_i=list(stride))
