@@ -38,6 +38,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	script := fs.String("torch-script", "reference/bench_torch.py", "the PyTorch timing script")
 	ortMode := fs.String("ort", "off", "ONNX Runtime baseline (reference/bench_ort.js, ort.txt): off, auto (when node and onnxruntime-node are installed) or on (cases it cannot run are NS rows with the reason)")
 	nodeExe := fs.String("node", "node", "Node.js for reference/bench_ort.js")
+	torchBF16 := fs.String("torch-bf16", "off", "bf16 PyTorch baseline on the CPU (bench_torch.py --dtype bf16, beside cpu-bf16): off, auto (when a CPU bf16 backend is timed) or on")
 	ortModules := fs.String("ort-modules", defaultOrtModules(), "the node_modules folder holding onnxruntime-node")
 	budget := maxBytesFlag(fs)
 	machineArg := machineFlag(fs)
@@ -52,6 +53,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if *ortMode != "auto" && *ortMode != "on" && *ortMode != "off" {
 		return exitUsage, usagef("-ort must be auto, on or off")
+	}
+	if *torchBF16 != "auto" && *torchBF16 != "on" && *torchBF16 != "off" {
+		return exitUsage, usagef("-torch-bf16 must be auto, on or off")
 	}
 	re, err := compileRun(*runRE)
 	if err != nil {
@@ -236,7 +240,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 			fmt.Fprintf(stderr, "vitbench run: no PyTorch column: %v\n", err)
 			torchOn = false
 		}
-		if torchOn && stopErr == nil && wantsTorchBF16(backends) {
+		if torchOn && stopErr == nil && (*torchBF16 == "on" || *torchBF16 == "auto" && wantsTorchBF16(backends)) {
 			// The bf16 PyTorch baseline, beside the cpu-bf16 rows (paired by dtype).
 			if err := runTorch(stop.Done(), *python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr,
 				"--dtype", "bf16"); err != nil {
