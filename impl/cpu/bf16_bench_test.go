@@ -1,0 +1,88 @@
+package cpu
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"vitbench/bench"
+	"vitbench/bench/cases"
+	"vitbench/bench/runner"
+	"vitbench/impl/cpu/internal/kern"
+)
+
+// BenchmarkBF16AB times built-in cases on cpu and cpu-bf16 in pairs, one
+// run of each back to back, so that the two sides of each ratio see the
+// same load; it reports the median of the paired speed-ups and each
+// side's median time; for a gemm case also the median share of the bf16
+// dot-product peak (all threads) measured right after each pair.
+// VITBENCH_AB_CASES names the cases (comma-separated;
+// default gemm/1024, vit_s16, deit_ti at batch 1):
+//
+//	go test ./impl/cpu -run '^$' -bench BF16AB -benchtime 20x
+func BenchmarkBF16AB(b *testing.B) {
+	if !kern.HasBF16() {
+		b.Skip("no AVX512_BF16")
+	}
+	names := []string{"gemm/1024", "vit_s16", "deit_ti"}
+	if v := os.Getenv("VITBENCH_AB_CASES"); v != "" {
+		names = strings.Split(v, ",")
+	}
+	for _, name := range names {
+		b.Run(name, func(b *testing.B) {
+			c, ok := cases.Lookup(name)
+			if !ok {
+				b.Fatalf("no case %s", name)
+			}
+			s, err := c.Spec(1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var progs [2]*runner.Program
+			for i, be := range []*Backend{New(0), NewBF16(0)} {
+				p, err := runner.Prepare(be, s, bench.Float32, runner.SynthData(s, 1))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer p.Close()
+				for range 2 { // warm-up: weights packed, caches filled
+					if err := p.Run(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				progs[i] = p
+			}
+			var fp32, bf16, ratio, ofPeak []float64
+			for b.Loop() {
+				var d [2]time.Duration
+				for i, p := range progs {
+					t0 := time.Now()
+					if err := p.Run(); err != nil {
+						b.Fatal(err)
+					}
+					d[i] = time.Since(t0)
+				}
+				fp32 = append(fp32, d[0].Seconds())
+				bf16 = append(bf16, d[1].Seconds())
+				ratio = append(ratio, d[0].Seconds()/d[1].Seconds())
+				if strings.HasPrefix(name, "gemm/") {
+					pk, err := MeasurePeak(PeakOptions{Duration: 20 * time.Millisecond, Count: 1, BandwidthBytes: 3 << 20})
+					if err != nil {
+						b.Fatal(err)
+					}
+					ofPeak = append(ofPeak, 2*float64(s.MACs())/d[1].Seconds()/1e9/pk.BF16Total)
+				}
+			}
+			med := func(x []float64) float64 { s := slices.Sorted(slices.Values(x)); return s[len(s)/2] }
+			b.ReportMetric(med(ratio), "x-speedup")
+			b.ReportMetric(med(fp32)*1e3, "fp32-ms")
+			b.ReportMetric(med(bf16)*1e3, "bf16-ms")
+			b.ReportMetric(2*float64(s.MACs())/med(bf16)/1e9, "bf16-GFLOP/s")
+			if ofPeak != nil {
+				b.ReportMetric(100*med(ofPeak), "bf16-%peak")
+			}
+		})
+	}
+}
