@@ -205,8 +205,7 @@ def export_case(case, seed, out_dir, outputs=False):
             # from shapes) say nothing about these fixed-shape models.
             warnings.simplefilter("ignore")
             torch.onnx.export(module, tuple(args), model_path, input_names=names, output_names=out_names,
-                              opset_version=TORCH_OPSET, do_constant_folding=True,
-                              custom_opsets={TMP_DOMAIN: 1})
+                              opset_version=TORCH_OPSET, do_constant_folding=True)
         model = onnx.load(model_path)
         upgrade_opset(model)
         onnx.save(model, model_path)
