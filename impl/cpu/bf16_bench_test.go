@@ -3,6 +3,7 @@ package cpu
 import (
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,8 @@ import (
 // side's median time; for a gemm case also the median share of the bf16
 // dot-product peak (all threads) measured right after each pair.
 // VITBENCH_AB_CASES names the cases (comma-separated;
-// default gemm/1024, vit_s16, deit_ti at batch 1):
+// default gemm/1024, vit_s16, deit_ti at batch 1), VITBENCH_AB_THREADS
+// the threads of both backends and of the peak (default all):
 //
 //	go test ./impl/cpu -run '^$' -bench BF16AB -benchtime 20x
 func BenchmarkBF16AB(b *testing.B) {
@@ -40,8 +42,10 @@ func BenchmarkBF16AB(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			threads, _ := strconv.Atoi(os.Getenv("VITBENCH_AB_THREADS"))
 			var progs [2]*runner.Program
-			for i, be := range []*Backend{New(0), NewBF16(0)} {
+			bes := []*Backend{New(threads), NewBF16(threads)}
+			for i, be := range bes {
 				p, err := runner.Prepare(be, s, bench.Float32, runner.SynthData(s, 1))
 				if err != nil {
 					b.Fatal(err)
@@ -68,7 +72,7 @@ func BenchmarkBF16AB(b *testing.B) {
 				bf16 = append(bf16, d[1].Seconds())
 				ratio = append(ratio, d[0].Seconds()/d[1].Seconds())
 				if strings.HasPrefix(name, "gemm/") {
-					pk, err := MeasurePeak(PeakOptions{Duration: 20 * time.Millisecond, Count: 1, BandwidthBytes: 3 << 20})
+					pk, err := MeasurePeak(PeakOptions{Threads: bes[1].Threads(), Duration: 20 * time.Millisecond, Count: 1, BandwidthBytes: 3 << 20})
 					if err != nil {
 						b.Fatal(err)
 					}

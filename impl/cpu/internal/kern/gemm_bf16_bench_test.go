@@ -3,7 +3,9 @@ package kern
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 )
 
 // BenchmarkGemmBF16 times the bf16 GEMM (weights packed once) against the
@@ -67,4 +69,35 @@ func BenchmarkGemmBF16(b *testing.B) {
 		}
 		b.ReportMetric(4*float64(bf16MR*bf16NR*kp)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
+}
+
+// BenchmarkBF16GELUShare measures what the GELU after a bf16 MLP's first
+// product costs (ViT-S/16's fc1, 197×1536×384, and ViT-B/16's): the same
+// GEMM with and without the GELU epilogue, run back to back in pairs; the
+// median paired ratio minus one is the share an epilogue in registers
+// could at most save.
+func BenchmarkBF16GELUShare(b *testing.B) {
+	for _, s := range [][3]int{{197, 1536, 384}, {197, 3072, 768}} {
+		m, n, k := s[0], s[1], s[2]
+		rng := rand.New(rand.NewPCG(1, 2))
+		a, _ := guarded(rng, m*k, true)
+		w, _ := guarded(rng, n*k, true)
+		bias, _ := guarded(rng, n, true)
+		c := make([]float32, m*n)
+		pb := PackBTBF16(n, k, w, k)
+		b.Run(fmt.Sprintf("m=%d/n=%d/k=%d", m, n, k), func(b *testing.B) {
+			var ratios []float64
+			for b.Loop() {
+				var d [2]time.Duration
+				for i, act := range []Act{ActNone, ActGELU} {
+					t0 := time.Now()
+					SgemmPackedEpi(m, a, k, pb, c, n, Epilogue{Bias: bias, Act: act}, 0, n)
+					d[i] = time.Since(t0)
+				}
+				ratios = append(ratios, d[1].Seconds()/d[0].Seconds())
+			}
+			slices.Sort(ratios)
+			b.ReportMetric(100*(ratios[len(ratios)/2]-1), "gelu-%")
+		})
+	}
 }
