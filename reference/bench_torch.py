@@ -137,6 +137,16 @@ BASELINE_CODE = {
     "clip": "OpenAI CLIP: both towers, nn.MultiheadAttention blocks, QuickGELU",
     "clip_resnet": "OpenAI CLIP ResNet image tower: conv/BatchNorm2d bottlenecks with average-pool "
                    "downsampling, attention pooling by F.multi_head_attention_forward",
+    "group_norm": "nn.GroupNorm (PyTorch's own kernel), then x * torch.sigmoid(x) when swish",
+    "vq_resnet_block": "taming's ResnetBlock: nn.GroupNorm, x * sigmoid(x), nn.Conv2d",
+    "vq_attn_block": "taming's AttnBlock: nn.GroupNorm, 1x1 nn.Conv2d, torch.bmm, softmax",
+    "vq_downsample": "F.pad (right and bottom), nn.Conv2d stride 2",
+    "vq_upsample": "F.interpolate (nearest), nn.Conv2d",
+    "vector_quantize": "VectorQuantizer2's forward: torch.sum of squares, z @ e^T, torch.argmin, F.embedding",
+    "vq_encoder": "taming's Encoder: nn.Conv2d, nn.GroupNorm, x * sigmoid(x), torch.bmm attention",
+    "vq_decoder": "taming's Decoder: nn.Conv2d, nn.GroupNorm, x * sigmoid(x), torch.bmm attention, F.interpolate",
+    "vqgan": "taming's VQModel: Encoder, quant_conv, VectorQuantizer2 (argmin over the codebook), post_quant_conv, "
+             "Decoder",
 }
 NUMPY_CODE = "NumPy x @ W.T (+ b) on the system BLAS"
 SDPA_CODE = " (variant: attention by torch.nn.functional.scaled_dot_product_attention)"

@@ -118,6 +118,15 @@ var overrides = []override{
 			"a weak verdict for that case until its fixture's encoder scores are well separated",
 	},
 	{
+		op: "vqgan", precision: "bf16",
+		tol: Tolerance{Class: "network", RTol: 2e-1, ATol: 2, NMSE: 3e-1},
+		reason: "bf16 products move the quantizer's input by about 1%, which flips the codes whose distance gap is smaller " +
+			"(vqgan_small on cpu-bf16: 4 of 256 codes, vqgan_small_odd_b2: 4 of 198), and a flipped code changes the " +
+			"reconstruction over its receptive field (max |diff| 1.42 and 1.51, NMSE 0.20): dec is bounded only loosely; " +
+			"the indices may differ at 1 position in 16 (bench/runner/codes.go), and the encoder and decoder are judged " +
+			"alone at network@bf16 (vq_encoder_small, vq_decoder_small)",
+	},
+	{
 		op: "token_performer", precision: "fp16",
 		tol: Tolerance{Class: "gemm", RTol: 2e-2, ATol: 5e-2, NMSE: 1e-4},
 		reason: "the performer's features exp(w·x − ‖x‖²/2)/√m fall below half's normal range (6.1e-5) and " +
@@ -170,6 +179,17 @@ var opClasses = map[string]string{
 	"clip_text":   "network",
 	"clip":        "network",
 	"clip_resnet": "network",
+	// VQGAN (taming-transformers): components, the autoencoder's halves and the whole VQModel;
+	// codebook indices are judged exactly but for near-ties (bench/runner/codes.go)
+	"group_norm":      "elementwise",
+	"vq_resnet_block": "gemm",
+	"vq_attn_block":   "gemm",
+	"vq_downsample":   "gemm",
+	"vq_upsample":     "gemm",
+	"vector_quantize": "gemm",
+	"vq_encoder":      "network",
+	"vq_decoder":      "network",
+	"vqgan":           "network",
 }
 
 // looser reports whether a allows more than b on any of its numbers.

@@ -33,9 +33,13 @@ func (m MaxPool2d) OutW() int { return (m.Width+2*m.Pad-m.Kernel)/m.Stride + 1 }
 //
 //	μ, σ² = mean and biased variance over the group's channels and pixels
 //	out[b, c, y, x] = (x[b, c, y, x] − μ) / √(σ² + eps) · weight[c] + bias[c]
+//
+// With Swish (VQGAN's Normalize followed by its nonlinearity) the result
+// r then becomes r·sigmoid(r).
 type GroupNorm struct {
 	Batch, Chans, Groups, Height, Width int
 	Eps                                 float64
+	Swish                               bool
 }
 
 // OpName implements bench.Node.

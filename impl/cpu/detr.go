@@ -100,6 +100,9 @@ func (b *Backend) groupNorm(n ops.GroupNorm, in, out []*tensor) error {
 				for i, e := range row {
 					o[i] = e*s + sh
 				}
+				if n.Swish {
+					kern.SiLU(len(o), o, o)
+				}
 			}
 		}
 	})

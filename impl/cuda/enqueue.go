@@ -94,6 +94,8 @@ func (b *Backend) plan(node bench.Node, in, out []*tensor) (func() error, error)
 		return b.clipNode(n, in, out)
 	case ops.Concat, ops.DETRQueries, ops.DETRPostProcess:
 		return b.detrTransformerNode(n, in, out)
+	case ops.PadRightBottom, ops.UpsampleNearest2x, ops.VectorQuantize:
+		return b.vqganNode(n, in, out)
 	}
 	return nil, fmt.Errorf("%s: no kernel for op %q (node %T)", b.name, node.OpName(), node)
 }

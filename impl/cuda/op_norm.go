@@ -46,6 +46,6 @@ func (b *Backend) groupNorm(n ops.GroupNorm, in, out []*tensor) (func() error, e
 	}
 	return func() error {
 		return b.launch("norm.cu", "group_norm_f32", dim3{uint32(n.Batch * n.Groups), 1, 1}, dim3{256, 1, 1}, 0,
-			in[0].ptr, in[1].ptr, in[2].ptr, out[0].ptr, i32(n.Groups), i32(n.Chans/n.Groups), hw, n.Eps)
+			in[0].ptr, in[1].ptr, in[2].ptr, out[0].ptr, i32(n.Groups), i32(n.Chans/n.Groups), hw, n.Eps, boolI32(n.Swish))
 	}, nil
 }

@@ -23,6 +23,7 @@ var opsWithKernels = map[string]bool{
 	"prepend_token": false, "put_token": false, "class_attn_core": false, "aux_merge": false,
 	"token_embed": false, "eot_pool": false, "clip_logits": false, "attn_pool_tokens": false,
 	"concat": false, "detr_queries": false, "detr_post_process": false,
+	"pad_right_bottom": false, "upsample_nearest2x": false, "vector_quantize": false,
 }
 
 // Supports implements bench.Backend: float32 for every node op above,

@@ -7,7 +7,7 @@ import re
 
 import torch
 
-from . import clip, ddetr, deform, detector, detr, layers, t2t, vit, volo
+from . import clip, ddetr, deform, detector, detr, layers, t2t, vit, volo, vqgan
 from .layers import conv_out, pool_out
 
 # The built-in cases live in one file shared with the Go side (bench/cases/builtin.json): name,
@@ -115,13 +115,27 @@ PARAMS = {
              "transformer_width": None, "transformer_heads": None, "transformer_layers": None, "texts": None},
     # CLIP's ModifiedResNet image tower (RN50: layers [3, 4, 6, 3], width 64, heads 32, output_dim 1024).
     "clip_resnet": {"layers": None, "output_dim": None, "heads": None, "input_resolution": None, "width": None},
+    # VQGAN (vqgan.py): components on one [B, C, H, W] map; the networks take taming's ddconfig (double_z
+    # false), vqgan also embed_dim and n_embed; img_size (the image) defaults to resolution, z_size (the
+    # decoder's latent) to resolution / 2^(levels - 1).
+    "group_norm": {"chans": None, "img_size": None, "groups": 32, "eps": 1e-6, "swish": False},
+    "vq_resnet_block": {"in_chans": None, "out_chans": None, "img_size": None},
+    "vq_attn_block": {"chans": None, "img_size": None},
+    "vq_downsample": {"chans": None, "img_size": None},
+    "vq_upsample": {"chans": None, "img_size": None},
+    "vector_quantize": {"chans": None, "codes": None, "img_size": None},
+    "vq_encoder": dict({k: None for k in vqgan.DDCONFIG}, img_size="auto"),
+    "vq_decoder": dict({k: None for k in vqgan.DDCONFIG}, z_size="auto"),
+    "vqgan": dict({k: None for k in vqgan.DDCONFIG}, embed_dim=None, n_embed=None, img_size="auto"),
 }
+# Params that are a list of integers (VQGAN's ch_mult, non-empty, and attn_resolutions).
+INT_LISTS = {(op, k) for op in vqgan.NETWORKS for k in ("ch_mult", "attn_resolutions")}
 # Params written out only when true: normalize_params drops them when false (their default), so the
 # normalised params of a case that does not use them (and the committed case.json files made before
 # they existed) stay as they were.
 OMIT_FALSE = {("ddetr_transformer", "box_refine"), ("deformable_detr", "box_refine"),
               ("ddetr_transformer", "two_stage"), ("deformable_detr", "two_stage")}
-PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation", "feature_size"}
+PAIRS = {"patch_size", "img_size", "kernel_size", "stride", "padding", "dilation", "feature_size", "z_size"}
 # Params that stay a single integer even though other op kinds take a pair for the name.
 SCALAR = {("vit", "patch_size"), ("volo_stem", "patch_size"), ("clip_visual", "patch_size")} | {
     (op, k) for op in ("outlook_attention", "outlooker") for k in ("kernel_size", "padding", "stride")}
@@ -137,12 +151,15 @@ TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv
              "volo_stem": "gemm", "volo": "network", "clip_visual": "network", "clip_text": "network",
              "clip_resnet": "network",
              "clip": "network", "detr_transformer": "detector",
-             "detr": "detector"}
+             "detr": "detector", "group_norm": "elementwise", "vq_resnet_block": "gemm", "vq_attn_block": "gemm",
+             "vq_downsample": "gemm", "vq_upsample": "gemm", "vector_quantize": "gemm", "vq_encoder": "network",
+             "vq_decoder": "network", "vqgan": "network"}
 KIND = {"vit": "network", "t2t_vit": "network", "ddetr_transformer": "network",
         "deformable_detr": "network", "volo": "network", "clip_visual": "network", "clip_text": "network",
         "clip_resnet": "network",
         "clip": "network", "detr_transformer": "network",
-        "detr": "network"}  # every other op kind is a component
+        "detr": "network", "vq_encoder": "network", "vq_decoder": "network",
+        "vqgan": "network"}  # every other op kind is a component
 # The reference class of each op kind as case.json names it (``module``).  The op kinds that existed when
 # the modules were split into families keep the re-exporting ``modules`` path, so their fixtures stay byte
 # for byte; a new op kind names its family module.
@@ -176,9 +193,18 @@ MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "clip": "reference.vitbench_ref.clip.CLIP",
                "clip_resnet": "reference.vitbench_ref.clip.CLIPResNet",
                "detr_transformer": "reference.vitbench_ref.detr.DETRTransformer",
-               "detr": "reference.vitbench_ref.detr.DETR"}
+               "detr": "reference.vitbench_ref.detr.DETR",
+               "group_norm": "reference.vitbench_ref.vqgan.GroupNormAct",
+               "vq_resnet_block": "reference.vitbench_ref.vqgan.ResnetBlock",
+               "vq_attn_block": "reference.vitbench_ref.vqgan.AttnBlock",
+               "vq_downsample": "reference.vitbench_ref.vqgan.Downsample",
+               "vq_upsample": "reference.vitbench_ref.vqgan.Upsample",
+               "vector_quantize": "reference.vitbench_ref.vqgan.VectorQuantizer",
+               "vq_encoder": "reference.vitbench_ref.vqgan.VQEncoder",
+               "vq_decoder": "reference.vitbench_ref.vqgan.VQDecoder",
+               "vqgan": "reference.vitbench_ref.vqgan.VQModel"}
 BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe",
-         "mask", "padding_mask", "box_refine", "two_stage", "dilate"}
+         "mask", "padding_mask", "box_refine", "two_stage", "dilate", "swish"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale", "kernel_ratio"}
 
 
@@ -215,6 +241,17 @@ def normalize_params(op, params):
                 if not isinstance(v, list):
                     raise ValueError("%s: level_start_index must be a list of integers" % op)
                 v = [_as_int(i, "level_start_index") for i in v]
+        elif (op, key) in INT_LISTS:
+            if not isinstance(v, list) or (key == "ch_mult" and not v):
+                raise ValueError("%s: %s must be a list of integers, got %r" % (op, key, v))
+            v = [_as_int(i, key) for i in v]
+            if v and min(v) < 1:
+                raise ValueError("%s: %s entries must be >= 1, got %r" % (op, key, v))
+        elif key == "img_size" and v == "auto":
+            v = [_as_int(params["resolution"], "resolution")] * 2
+        elif key == "z_size" and v == "auto":
+            r = _as_int(params["resolution"], "resolution") // 2 ** (len(params["ch_mult"]) - 1)
+            v = [r, r]
         elif key == "vision_heads" and v == "auto":
             v = _as_int(params["vision_width"], "vision_width") // 64
         elif key == "head_dim" and v == "auto":
@@ -312,6 +349,8 @@ def normalize_params(op, params):
         _check_volo(op, out)
     if op in clip.OPS:
         clip.check(op, out)
+    if op in vqgan.OPS:
+        vqgan.check(op, out)
     if op in detr.OPS:
         detr.check(op, out)
     if op == "deform_conv2d":
@@ -545,6 +584,8 @@ def shapes(op, p, batch):
         return volo_shapes(op, p, b)
     if op in clip.OPS:
         return clip.shapes(op, p, b)
+    if op in vqgan.OPS:
+        return vqgan.shapes(op, p, b)
     if op in detr.OPS:
         return detr.shapes(op, p, b)
     if op == "deform_conv2d":
@@ -898,6 +939,8 @@ def build_module(op, p):
         return volo.VOLOStem(p["in_chans"], p["hidden_dim"], p["embed_dim"], p["patch_size"])
     if op in clip.OPS:
         return clip.build(op, p)
+    if op in vqgan.OPS:
+        return vqgan.build(op, p)
     if op in detr.OPS:
         return detr.build(op, p)
     if op == "volo":

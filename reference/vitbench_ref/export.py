@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from . import cases as C
-from . import clip, ddetr, deform, detr, layers, t2t, vit, volo
+from . import clip, ddetr, deform, detr, layers, t2t, vit, volo, vqgan
 from .stored import stored_inputs
 from .synth import default_role, synth
 
@@ -176,6 +176,8 @@ def independent_reference(case, inputs, weights):
         return volo.independent_reference(case["op"], inputs, weights, p)
     if case["op"] in clip.OPS:
         return clip.independent_reference(case["op"], inputs, weights, p)
+    if case["op"] in vqgan.OPS:
+        return vqgan.independent_reference(case["op"], inputs, weights, p)
     if case["op"] in detr.OPS:
         return detr.independent_reference(case["op"], inputs, weights, p)
     if case["op"] == "deform_conv2d":

@@ -223,6 +223,35 @@ def token_ids(params, batch, shape):
     return out.astype(np.float32)
 
 
+def codebook_ties(params, batch, shape):
+    """``z [B, C, H, W]`` of a vector_quantize case that puts the codebook search on its edges: the
+    codebook is the generator's ``embedding.weight`` at seed 1 (the case's), and the positions in
+    raster order take, in turn, a codebook row exactly (distance about 0, the expanded form may be
+    slightly negative), the float32 midpoint of two rows (a near-tie between them: their distances
+    differ only by the midpoint's rounding), a midpoint moved 1e-3 of the rows' distance towards
+    the first (a clear winner by a small margin) and a random vector."""
+    from .synth import default_role, synth
+    rng = np.random.default_rng(SEED + 3)
+    codes, c = params["codes"], params["chans"]
+    name = "embedding.weight"
+    e = synth(1, name, [codes, c], *default_role(name, [codes, c], False)).astype(np.float32)
+    b, _, h, w = shape
+    n = b * h * w
+    z = np.empty((n, c), dtype=np.float32)
+    for i in range(n):
+        a, o = rng.choice(codes, 2, replace=False)
+        kind = i % 4
+        if kind == 0:
+            z[i] = e[a]
+        elif kind == 1:
+            z[i] = (e[a] + e[o]) / np.float32(2)
+        elif kind == 2:
+            z[i] = (e[a] + e[o]) / np.float32(2) + np.float32(1e-3) * (e[a] - e[o])
+        else:
+            z[i] = rng.standard_normal(c).astype(np.float32) * np.float32(0.2)
+    return np.ascontiguousarray(z.reshape(b, h, w, c).transpose(0, 3, 1, 2))
+
+
 # op kind -> {input name: builder}: inputs stored for every case of the op kind (CLIP's token ids,
 # which uniform values cannot be).
 BY_OP = {op: {"text": token_ids} for op in ("clip_text", "clip")}
@@ -242,6 +271,7 @@ STORED = {
     "ddetr_transformer_two_stage_ties_b2": ("ddetr_transformer",
                                             {"padding_mask": image_padding_mask("ddetr_transformer_two_stage_ties_b2")}),
     "deformable_detr_r50_b2": ("deformable_detr", {"image_mask": image_mask("deformable_detr_r50_b2")}),
+    "vector_quantize/ties_b2": ("vector_quantize", {"z": codebook_ties}),
 }
 
 

@@ -28,9 +28,10 @@ extern "C" __global__ void layernorm_f32(const float* x, const float* gamma, con
 // channels of hw pixels, contiguous):
 //   μ, σ² = mean and biased variance of the group (in double)
 //   out[b, c, p] = x[b, c, p] · s + (beta[c] − μ·s),  s = gamma[c] / √(σ² + eps)
+// then, when swish ≠ 0 (VQGAN's Normalize + nonlinearity), out = out·sigmoid(out).
 // One block per (b, g).
 extern "C" __global__ void group_norm_f32(const float* x, const float* gamma, const float* beta, float* out, int G,
-                                          int cg, i64 hw, double eps) {
+                                          int cg, i64 hw, double eps, int swish) {
   i64 size = (i64)cg * hw;
   const float* v = x + (i64)blockIdx.x * size;
   float* o = out + (i64)blockIdx.x * size;
@@ -48,7 +49,13 @@ extern "C" __global__ void group_norm_f32(const float* x, const float* gamma, co
     int c = c0 + (int)(i / hw);
     float sc = (float)rstd * gamma[c];
     float sh = beta[c] - (float)mean * sc;
-    o[i] = v[i] * sc + sh;
+    float r = v[i] * sc + sh;
+    // swish r·sigmoid(r) as the CPU backend's SiLU: r·(r ≥ 0 ? 1 : e)/(1 + e), e = exp(−|r|)
+    if (swish) {
+      float e = expf(-fabsf(r));
+      r = r * (r >= 0.f ? 1.f : e) / (1.f + e);
+    }
+    o[i] = r;
   }
 }
 

@@ -1,0 +1,77 @@
+package ops
+
+import (
+	"math"
+	"testing"
+
+	"vitbench/bench"
+)
+
+// vqImageNet is taming's configs/imagenet_vqgan.yaml (f16, codebook 1024).
+const vqImageNet = `"resolution": 256, "in_channels": 3, "out_ch": 3, "ch": 128, "ch_mult": [1, 1, 2, 2, 4],
+	"num_res_blocks": 2, "attn_resolutions": [16], "z_channels": 256`
+
+// TestVQGANParamsAndMACs checks the parameter counts of the ImageNet f16
+// VQGAN (docs/reference-notes.md, VQGAN: counted by instantiating the
+// original modules) exactly, and the MACs at 256×256 within 1%.
+func TestVQGANParamsAndMACs(t *testing.T) {
+	for _, c := range []struct {
+		op, params string
+		want       int64
+		gmacs      float64
+	}{
+		{"vq_encoder", "{" + vqImageNet + "}", 29298176, 69.20},
+		{"vq_decoder", "{" + vqImageNet + "}", 42449795, 126.36},
+		{"vqgan", "{" + vqImageNet + `, "embed_dim": 256, "n_embed": 1024}`, 72141699, 195.7},
+		{"vector_quantize", `{"chans": 256, "codes": 1024, "img_size": 16}`, 262144, 0.067},
+		{"vq_resnet_block", `{"in_chans": 128, "out_chans": 256, "img_size": 64}`, 919040, 0},
+		{"vq_attn_block", `{"chans": 512, "img_size": 16}`, 1051648, 0},
+		{"vq_downsample", `{"chans": 128, "img_size": 256}`, 147584, 0},
+		{"vq_upsample", `{"chans": 512, "img_size": 16}`, 2359808, 0},
+	} {
+		k, err := bench.LookupOpKind(c.op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := k.Parse([]byte(c.params), 1)
+		if err != nil {
+			t.Fatalf("%s: %v", c.op, err)
+		}
+		if got := s.Params(); got != c.want {
+			t.Errorf("%s: %d params, want %d", c.op, got, c.want)
+		}
+		if c.gmacs > 0 {
+			if g := float64(s.MACs()) / 1e9; math.Abs(g-c.gmacs) > 0.01*c.gmacs {
+				t.Errorf("%s: %.2f GMACs, want %.2f (±1%%)", c.op, g, c.gmacs)
+			}
+		}
+		if err := s.Graph().Validate(s); err != nil {
+			t.Errorf("%s: %v", c.op, err)
+		}
+	}
+}
+
+// TestVQGANOddSize: a 250×37 image gives 15×2 latents (each Downsample
+// ⌊(n − 2)/2⌋ + 1: 250 → 125 → 62 → 31 → 15) and a 240×32 reconstruction;
+// bad params are errors.
+func TestVQGANOddSize(t *testing.T) {
+	k, _ := bench.LookupOpKind("vqgan")
+	s, err := k.Parse([]byte("{"+vqImageNet+`, "embed_dim": 256, "n_embed": 1024, "img_size": [250, 37]}`), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := s.Outputs()
+	if !out[0].Shape.Equal(bench.Shape{2, 3, 240, 32}) || !out[1].Shape.Equal(bench.Shape{2, 15, 2}) {
+		t.Errorf("outputs %v, want dec [2 3 240 32] and indices [2 15 2]", out)
+	}
+	for _, bad := range []string{
+		"{" + vqImageNet + `}`, // no codebook
+		`{"resolution": 256, "in_channels": 3, "out_ch": 3, "ch": 100, "ch_mult": [1], "num_res_blocks": 1, "attn_resolutions": [], "z_channels": 4, "embed_dim": 4, "n_embed": 8}`,
+		"{" + vqImageNet + `, "embed_dim": 256, "n_embed": 1024, "z_size": 16}`,
+		"{" + vqImageNet + `, "embed_dim": 256, "n_embed": 1024, "img_size": 15}`,
+	} {
+		if _, err := k.Parse([]byte(bad), 1); err == nil {
+			t.Errorf("vqgan accepted %s", bad)
+		}
+	}
+}
