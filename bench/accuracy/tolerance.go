@@ -170,6 +170,14 @@ var opClasses = map[string]string{
 	// DETR
 	"detr_transformer": "detector",
 	"detr":             "detector",
+	// IPT: the mean shift, the head, tail and transformer layers, the network on one tile and tiled
+	"mean_shift":        "elementwise",
+	"ipt_head":          "gemm",
+	"ipt_tail":          "gemm",
+	"ipt_encoder_layer": "gemm",
+	"ipt_decoder_layer": "gemm",
+	"ipt":               "network",
+	"ipt_chop":          "network",
 	// whole classifiers
 	"vit":     "network",
 	"t2t_vit": "network",

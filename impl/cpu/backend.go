@@ -104,7 +104,9 @@ func CPUModel() string { return cpuinfo.Model() }
 // a kernel for.
 func (b *Backend) Supports(op string, dt bench.DType) error {
 	switch op {
-	case "patch_embed", "soft_split", "gemm", "conv2d", "layernorm", "attention_core", "fold", "avg_pool2d",
+	case "mean_shift", "pixel_shuffle", "chop_tiles", "chop_stitch", "ipt", "ipt_chop", "ipt_head", "ipt_tail",
+		"ipt_encoder_layer", "ipt_decoder_layer",
+		"patch_embed", "soft_split", "gemm", "conv2d", "layernorm", "attention_core", "fold", "avg_pool2d",
 		"tokens_prefix", "take_token", "average", "reshape", "performer_core", "tokens_to_image",
 		"ms_deform_attn_core", "ms_deform_attn", "deform_conv2d",
 		"add", "sigmoid", "level_embed", "valid_ratios", "encoder_ref_points", "query_embed", "scale_refs", "merge_qkv",
@@ -252,6 +254,14 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		}
 	}
 	switch n := node.(type) {
+	case ops.MeanShift:
+		return b.meanShift(n, hin, hout)
+	case ops.PixelShuffle:
+		return b.pixelShuffle(n, hin, hout)
+	case ops.ChopTiles:
+		return b.chopTiles(n, hin, hout)
+	case ops.ChopStitch:
+		return b.chopStitch(n, hin, hout)
 	case ops.PatchEmbed:
 		return b.patchEmbed(n, hin, hout)
 	case ops.Unfold:

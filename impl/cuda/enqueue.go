@@ -57,6 +57,8 @@ func (b *Backend) plan(node bench.Node, in, out []*tensor) (func() error, error)
 		return b.attentionCore(n, in, out)
 	case ops.MHACore:
 		return b.mhaCore(n, in, out)
+	case ops.MeanShift, ops.PixelShuffle, ops.ChopTiles, ops.ChopStitch:
+		return b.iptNode(n, in, out)
 	case ops.PatchEmbed:
 		return b.patchEmbed(n, in, out)
 	case ops.Conv2d:

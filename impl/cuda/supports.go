@@ -11,7 +11,8 @@ import (
 var opsWithKernels = map[string]bool{
 	"gemm": true, "attention_core": true, "mha_core": true, "patch_embed": true, "conv2d": true, "performer_core": true,
 	"deform_conv2d": true,
-	"soft_split":    false, "layernorm": false, "fold": false, "avg_pool2d": false, "tokens_prefix": false,
+	"mean_shift":    false, "pixel_shuffle": false, "chop_tiles": false, "chop_stitch": false,
+	"soft_split": false, "layernorm": false, "fold": false, "avg_pool2d": false, "tokens_prefix": false,
 	"take_token": false, "average": false, "reshape": false, "tokens_to_image": false,
 	"ms_deform_attn_core": false, "ms_deform_attn": false, "add": false, "sigmoid": false, "level_embed": false,
 	"valid_ratios": false, "encoder_ref_points": false, "query_embed": false, "scale_refs": false,

@@ -9,6 +9,7 @@ import torch
 
 from . import clip, ddetr, deform, detector, detr, layers, t2t, vit, volo, vqgan
 from .layers import conv_out, pool_out
+from . import ipt
 
 # The built-in cases live in one file shared with the Go side (bench/cases/builtin.json): name,
 # kind, op, batch, tolerance class, params, and "fixture": false for timing-only cases whose
@@ -206,6 +207,11 @@ MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
 BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe",
          "mask", "padding_mask", "box_refine", "two_stage", "dilate", "swish"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale", "kernel_ratio"}
+# IPT (ipt.py): option.py's names, validated and completed by ipt.normalize.
+PARAMS.update({op: dict(ipt.PARAMS[op]) for op in ipt.OPS})
+TOLERANCE.update(ipt.TOLERANCE)
+KIND.update({"ipt": "network", "ipt_chop": "network"})
+MODULE_PATH.update({op: "reference.vitbench_ref.ipt." + cls for op, cls in ipt.CLASSES.items()})
 
 
 def _as_int(v, what):
@@ -218,6 +224,8 @@ def normalize_params(op, params):
     """Validate ``params`` for op kind ``op`` and return them complete, with every default filled
     in and every pair written as ``[h, w]``.  Unknown keys, missing required keys and
     non-positive sizes raise ValueError (as the Go side does for unknown keys)."""
+    if op in ipt.OPS:
+        return ipt.normalize(op, params)
     if op not in PARAMS:
         raise ValueError("unknown op kind %r (known: %s)" % (op, ", ".join(sorted(PARAMS))))
     spec = PARAMS[op]
@@ -588,6 +596,8 @@ def shapes(op, p, batch):
         return vqgan.shapes(op, p, b)
     if op in detr.OPS:
         return detr.shapes(op, p, b)
+    if op in ipt.OPS:
+        return ipt.shapes(op, p, b)
     if op == "deform_conv2d":
         ho, wo = conv_out(p)
         if ho < 1 or wo < 1:
@@ -943,6 +953,8 @@ def build_module(op, p):
         return vqgan.build(op, p)
     if op in detr.OPS:
         return detr.build(op, p)
+    if op in ipt.OPS:
+        return ipt.build(op, p)
     if op == "volo":
         return volo.VOLO(p["img_size"], p["layers"], p["embed_dims"], p["heads"], p["mlp_ratio"], p["stem_hidden_dim"],
                          p["num_classes"], p["in_chans"], p["probe"])
@@ -1028,6 +1040,8 @@ def macs(op, p, batch):
         return clip.macs(op, p, batch)
     if op in detr.OPS:
         return detr.macs(op, p, batch)
+    if op in ipt.OPS:
+        return ipt.macs(op, p, batch)
     if op == "deformable_detr":
         n, d, q, c = batch, p["d_model"], p["queries"], p["num_classes"]
         total = 0

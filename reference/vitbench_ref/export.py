@@ -30,6 +30,7 @@ import torch
 from . import cases as C
 from . import clip, ddetr, deform, detr, layers, t2t, vit, volo, vqgan
 from .stored import stored_inputs
+from . import ipt
 from .synth import default_role, synth
 
 FORMAT_VERSION = 1
@@ -180,6 +181,8 @@ def independent_reference(case, inputs, weights):
         return vqgan.independent_reference(case["op"], inputs, weights, p)
     if case["op"] in detr.OPS:
         return detr.independent_reference(case["op"], inputs, weights, p)
+    if case["op"] in ipt.OPS:
+        return ipt.independent_reference(case["op"], inputs, weights, p)
     if case["op"] == "deform_conv2d":
         return {"out": deform.deform_conv2d_float64(inputs["x"], inputs["offset"], inputs.get("mask"),
                                                      weights["weight"], weights.get("bias"), p)}
