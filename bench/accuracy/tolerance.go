@@ -127,6 +127,13 @@ var overrides = []override{
 			"alone at network@bf16 (vq_encoder_small, vq_decoder_small)",
 	},
 	{
+		op: "vqgan", precision: "fp16",
+		tol: Tolerance{Class: "network", RTol: 5e-2, ATol: 1, NMSE: 1e-1},
+		reason: "half-precision products flip codes as bf16 ones do, fewer (vqgan_small_odd_b2 on cuda-emu-fp16: " +
+			"max |diff| 0.74, NMSE 5.4e-2 in dec; vqgan_small within network@fp16); the encoder and decoder are judged " +
+			"alone at network@fp16",
+	},
+	{
 		op: "token_performer", precision: "fp16",
 		tol: Tolerance{Class: "gemm", RTol: 2e-2, ATol: 5e-2, NMSE: 1e-4},
 		reason: "the performer's features exp(w·x − ‖x‖²/2)/√m fall below half's normal range (6.1e-5) and " +
