@@ -78,3 +78,13 @@ type DETRPostProcess struct {
 
 // OpName implements bench.Node.
 func (DETRPostProcess) OpName() string { return "detr_post_process" }
+
+// RowSlice copies rows [Off, Off+Rows) of a row-major matrix x [R, Cols]
+// (a vector [R] with Cols 1): out[i, j] = x[Off + i, j], out [Rows, Cols].
+// DETR's graph cuts nn.MultiheadAttention's packed in_proj_weight and
+// in_proj_bias into the q, k and v blocks each input needs, so no input
+// goes through the whole packed projection.
+type RowSlice struct{ Rows, Cols, Off int }
+
+// OpName implements bench.Node.
+func (RowSlice) OpName() string { return "row_slice" }

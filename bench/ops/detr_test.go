@@ -2,6 +2,7 @@ package ops
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -52,25 +53,31 @@ func TestDETRTransformerRejects(t *testing.T) {
 
 // TestDETRParams checks the detectors' parameter counts against the
 // original's (docs/reference-notes.md, DETR: parameters() of the
-// instantiated modules; the DC5 variant has the same), the C5 size the
-// backbone gives (ceil(n/32), ceil(n/16) with DC5) and the graphs.
+// instantiated modules; the DC5 variant has the same), their MACs at
+// 800×1066 against the original's forward hooks (81.17, 144.62 and
+// 173.17 G), the C5 size the backbone gives (ceil(n/32), ceil(n/16) with
+// DC5) and the graphs.
 func TestDETRParams(t *testing.T) {
 	for _, c := range []struct {
 		params string
 		want   int64
+		gmacs  float64
 		c5     [2]int
 	}{
-		{`{"img_size": [800, 1066]}`, 41524768, [2]int{25, 34}},
-		{`{"img_size": [800, 1066], "depth": 101}`, 60464672, [2]int{25, 34}},
-		{`{"img_size": [800, 1066], "dilate": true}`, 41524768, [2]int{50, 67}},
-		{`{"img_size": [97, 131], "padding_mask": true}`, 41524768, [2]int{4, 5}},
+		{`{"img_size": [800, 1066]}`, 41524768, 81.17, [2]int{25, 34}},
+		{`{"img_size": [800, 1066], "depth": 101}`, 60464672, 144.62, [2]int{25, 34}},
+		{`{"img_size": [800, 1066], "dilate": true}`, 41524768, 173.17, [2]int{50, 67}},
+		{`{"img_size": [97, 131], "padding_mask": true}`, 41524768, 0, [2]int{4, 5}},
 	} {
-		s, err := detrKind{}.Parse(json.RawMessage(c.params), 2)
+		s, err := detrKind{}.Parse(json.RawMessage(c.params), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := s.Params(); got != c.want {
 			t.Errorf("%s: %d parameters, the original has %d", c.params, got, c.want)
+		}
+		if got := float64(s.MACs()) / 1e9; c.gmacs > 0 && math.Abs(got-c.gmacs) > 0.005 {
+			t.Errorf("%s: %.3f GMACs, the original does %.2f", c.params, got, c.gmacs)
 		}
 		if tr := s.(*detr).t; [2]int{tr.h, tr.w} != c.c5 {
 			t.Errorf("%s: C5 is %dx%d, want %v", c.params, tr.h, tr.w, c.c5)

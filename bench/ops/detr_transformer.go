@@ -134,14 +134,13 @@ func (t *detrTransformer) Outputs() []bench.ArraySpec {
 		{Name: "hs", Shape: bench.Shape{t.decLayers, t.batch, t.queries, t.d}}}
 }
 
-// MACs counts what the graph computes: every nn.MultiheadAttention input
-// through the whole packed in_proj (3·D columns), the attention products,
-// the output projections and the feed-forward layers.
+// MACs counts the q, k and v projections (D columns each), the attention
+// products, the output projections and the feed-forward layers.
 func (t *detrTransformer) MACs() int64 {
 	b, s, q, d, f := int64(t.batch), int64(t.tokens()), int64(t.queries), int64(t.d), int64(t.ffn)
-	enc := 2*b*s*d*3*d + 2*b*s*s*d + b*s*d*d + 2*b*s*d*f
-	dec := 2*b*q*d*3*d + 2*b*q*q*d + b*q*d*d + // self-attention
-		b*q*d*3*d + 2*b*s*d*3*d + 2*b*q*s*d + b*q*d*d + // cross-attention
+	enc := 3*b*s*d*d + 2*b*s*s*d + b*s*d*d + 2*b*s*d*f
+	dec := 3*b*q*d*d + 2*b*q*q*d + b*q*d*d + // self-attention
+		b*q*d*d + 2*b*s*d*d + 2*b*q*s*d + b*q*d*d + // cross-attention
 		2*b*q*d*f
 	return int64(t.encLayers)*enc + int64(t.decLayers)*dec
 }
@@ -188,9 +187,8 @@ func (t *detrTransformer) steps(g *bench.Graph, src, mask, memory, hs string) {
 	for _, name := range []string{"detr.pos", "enc.x", "enc.q", "enc.sum", "enc.ctx", "dec.kin"} {
 		g.Temp(name, tok)
 	}
-	for _, name := range []string{"enc.qkv_a", "enc.qkv_b"} {
-		g.Temp(name, bench.Shape{b, s, 3 * d})
-	}
+	g.Temp("enc.qk", bench.Shape{b, s, 2 * d})
+	g.Temp("enc.v", tok)
 	g.Temp("enc.hidden", bench.Shape{b, s, t.ffn})
 	var posIn []string
 	if mask != "" {
@@ -200,6 +198,18 @@ func (t *detrTransformer) steps(g *bench.Graph, src, mask, memory, hs string) {
 		Masked: mask != "", NoOffset: !mutation.On(DETROffset)}, In: posIn, Out: []string{"detr.pos"}})
 	gemm := func(m, n, k int, act string, res bool) Gemm {
 		return Gemm{Batch: b, M: m, N: n, K: k, TransB: true, Bias: true, Act: act, Residual: res}
+	}
+	// slice appends the steps cutting rows [off, off+rows) of the packed
+	// in_proj of the attention under prefix p and returns the weight and
+	// bias it writes (temps named after tag, shared by every layer).
+	slice := func(p, tag string, off, rows int) (string, string) {
+		w, bias := "mha.w_"+tag, "mha.b_"+tag
+		g.Temp(w, bench.Shape{rows, d})
+		g.Temp(bias, bench.Shape{rows})
+		g.Steps = append(g.Steps,
+			bench.Step{Node: RowSlice{Rows: rows, Cols: d, Off: off}, In: []string{p + "in_proj_weight"}, Out: []string{w}},
+			bench.Step{Node: RowSlice{Rows: rows, Cols: 1, Off: off}, In: []string{p + "in_proj_bias"}, Out: []string{bias}})
+		return w, bias
 	}
 	// vIn is the input nn.MultiheadAttention takes its values from: x, or
 	// by mistake x with the positions added.
@@ -217,15 +227,17 @@ func (t *detrTransformer) steps(g *bench.Graph, src, mask, memory, hs string) {
 			out = memory
 		}
 		attn := MHACore{Batch: b, Queries: s, Keys: s, Heads: t.heads, HeadDim: hd, Scale: 1 / math.Sqrt(float64(hd)),
-			QLd: 3 * d, KLd: 3 * d, KOff: d, VLd: 3 * d, VOff: 2 * d, Masked: mask != ""}
-		attnIn := []string{"enc.qkv_a", "enc.qkv_a", "enc.qkv_b"}
+			QLd: 2 * d, KLd: 2 * d, KOff: d, VLd: d, Masked: mask != ""}
+		attnIn := []string{"enc.qk", "enc.qk", "enc.v"}
 		if mask != "" {
 			attnIn = append(attnIn, mask)
 		}
+		wqk, bqk := slice(p+"self_attn.", "qk", 0, 2*d)
+		wv, bv := slice(p+"self_attn.", "v", 2*d, d)
 		g.Steps = append(g.Steps,
 			bench.Step{Node: Add{Elems: b * s * d}, In: []string{x, "detr.pos"}, Out: []string{"enc.q"}},
-			bench.Step{Node: gemm(s, 3*d, d, "", false), In: []string{"enc.q", p + "self_attn.in_proj_weight", p + "self_attn.in_proj_bias"}, Out: []string{"enc.qkv_a"}},
-			bench.Step{Node: gemm(s, 3*d, d, "", false), In: []string{vIn(x, "enc.q"), p + "self_attn.in_proj_weight", p + "self_attn.in_proj_bias"}, Out: []string{"enc.qkv_b"}},
+			bench.Step{Node: gemm(s, 2*d, d, "", false), In: []string{"enc.q", wqk, bqk}, Out: []string{"enc.qk"}},
+			bench.Step{Node: gemm(s, d, d, "", false), In: []string{vIn(x, "enc.q"), wv, bv}, Out: []string{"enc.v"}},
 			bench.Step{Node: attn, In: attnIn, Out: []string{"enc.ctx"}},
 			bench.Step{Node: gemm(s, d, d, "", true), In: []string{"enc.ctx", p + "self_attn.out_proj.weight", p + "self_attn.out_proj.bias", x}, Out: []string{"enc.sum"}},
 			bench.Step{Node: LayerNorm{Batch: b, Tokens: s, Dim: d, Eps: 1e-5}, In: []string{"enc.sum", p + "norm1.weight", p + "norm1.bias"}, Out: []string{"enc.x"}},
@@ -238,11 +250,12 @@ func (t *detrTransformer) steps(g *bench.Graph, src, mask, memory, hs string) {
 	for _, name := range []string{"dec.qpos", "dec.y", "dec.q", "dec.sum", "dec.ctx"} {
 		g.Temp(name, qs)
 	}
-	for _, name := range []string{"dec.qkv_a", "dec.qkv_b"} {
-		g.Temp(name, bench.Shape{b, q, 3 * d})
+	g.Temp("dec.qk", bench.Shape{b, q, 2 * d})
+	for _, name := range []string{"dec.sv", "dec.cq"} {
+		g.Temp(name, qs)
 	}
 	for _, name := range []string{"dec.k", "dec.v"} {
-		g.Temp(name, bench.Shape{b, s, 3 * d})
+		g.Temp(name, tok)
 	}
 	g.Temp("dec.hidden", bench.Shape{b, q, t.ffn})
 	outs := make([]string, t.decLayers)
@@ -258,24 +271,30 @@ func (t *detrTransformer) steps(g *bench.Graph, src, mask, memory, hs string) {
 	for i := 0; i < t.decLayers; i++ {
 		p := fmt.Sprintf("transformer.decoder.layers.%d.", i)
 		self := MHACore{Batch: b, Queries: q, Keys: q, Heads: t.heads, HeadDim: hd, Scale: 1 / math.Sqrt(float64(hd)),
-			QLd: 3 * d, KLd: 3 * d, KOff: d, VLd: 3 * d, VOff: 2 * d}
+			QLd: 2 * d, KLd: 2 * d, KOff: d, VLd: d}
 		cross := MHACore{Batch: b, Queries: q, Keys: s, Heads: t.heads, HeadDim: hd, Scale: 1 / math.Sqrt(float64(hd)),
-			QLd: 3 * d, KLd: 3 * d, KOff: d, VLd: 3 * d, VOff: 2 * d, Masked: mask != ""}
-		crossIn := []string{"dec.qkv_a", "dec.k", "dec.v"}
+			QLd: d, KLd: d, VLd: d, Masked: mask != ""}
+		crossIn := []string{"dec.cq", "dec.k", "dec.v"}
 		if mask != "" {
 			crossIn = append(crossIn, mask)
 		}
+		wqk, bqk := slice(p+"self_attn.", "qk", 0, 2*d)
+		wv, bv := slice(p+"self_attn.", "v", 2*d, d)
 		g.Steps = append(g.Steps,
 			bench.Step{Node: Add{Elems: b * q * d}, In: []string{y, "dec.qpos"}, Out: []string{"dec.q"}},
-			bench.Step{Node: gemm(q, 3*d, d, "", false), In: []string{"dec.q", p + "self_attn.in_proj_weight", p + "self_attn.in_proj_bias"}, Out: []string{"dec.qkv_a"}},
-			bench.Step{Node: gemm(q, 3*d, d, "", false), In: []string{vIn(y, "dec.q"), p + "self_attn.in_proj_weight", p + "self_attn.in_proj_bias"}, Out: []string{"dec.qkv_b"}},
-			bench.Step{Node: self, In: []string{"dec.qkv_a", "dec.qkv_a", "dec.qkv_b"}, Out: []string{"dec.ctx"}},
+			bench.Step{Node: gemm(q, 2*d, d, "", false), In: []string{"dec.q", wqk, bqk}, Out: []string{"dec.qk"}},
+			bench.Step{Node: gemm(q, d, d, "", false), In: []string{vIn(y, "dec.q"), wv, bv}, Out: []string{"dec.sv"}},
+			bench.Step{Node: self, In: []string{"dec.qk", "dec.qk", "dec.sv"}, Out: []string{"dec.ctx"}},
 			bench.Step{Node: gemm(q, d, d, "", true), In: []string{"dec.ctx", p + "self_attn.out_proj.weight", p + "self_attn.out_proj.bias", y}, Out: []string{"dec.sum"}},
 			bench.Step{Node: LayerNorm{Batch: b, Tokens: q, Dim: d, Eps: 1e-5}, In: []string{"dec.sum", p + "norm1.weight", p + "norm1.bias"}, Out: []string{"dec.y"}},
-			bench.Step{Node: Add{Elems: b * q * d}, In: []string{"dec.y", "dec.qpos"}, Out: []string{"dec.q"}},
-			bench.Step{Node: gemm(q, 3*d, d, "", false), In: []string{"dec.q", p + "multihead_attn.in_proj_weight", p + "multihead_attn.in_proj_bias"}, Out: []string{"dec.qkv_a"}},
-			bench.Step{Node: gemm(s, 3*d, d, "", false), In: []string{"dec.kin", p + "multihead_attn.in_proj_weight", p + "multihead_attn.in_proj_bias"}, Out: []string{"dec.k"}},
-			bench.Step{Node: gemm(s, 3*d, d, "", false), In: []string{vIn(memory, "dec.kin"), p + "multihead_attn.in_proj_weight", p + "multihead_attn.in_proj_bias"}, Out: []string{"dec.v"}},
+			bench.Step{Node: Add{Elems: b * q * d}, In: []string{"dec.y", "dec.qpos"}, Out: []string{"dec.q"}})
+		wq, bq := slice(p+"multihead_attn.", "q", 0, d)
+		wk, bk := slice(p+"multihead_attn.", "k", d, d)
+		wv, bv = slice(p+"multihead_attn.", "v", 2*d, d)
+		g.Steps = append(g.Steps,
+			bench.Step{Node: gemm(q, d, d, "", false), In: []string{"dec.q", wq, bq}, Out: []string{"dec.cq"}},
+			bench.Step{Node: gemm(s, d, d, "", false), In: []string{"dec.kin", wk, bk}, Out: []string{"dec.k"}},
+			bench.Step{Node: gemm(s, d, d, "", false), In: []string{vIn(memory, "dec.kin"), wv, bv}, Out: []string{"dec.v"}},
 			bench.Step{Node: cross, In: crossIn, Out: []string{"dec.ctx"}},
 			bench.Step{Node: gemm(q, d, d, "", true), In: []string{"dec.ctx", p + "multihead_attn.out_proj.weight", p + "multihead_attn.out_proj.bias", "dec.y"}, Out: []string{"dec.sum"}},
 			bench.Step{Node: LayerNorm{Batch: b, Tokens: q, Dim: d, Eps: 1e-5}, In: []string{"dec.sum", p + "norm2.weight", p + "norm2.bias"}, Out: []string{"dec.y"}},

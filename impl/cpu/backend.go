@@ -115,7 +115,7 @@ func (b *Backend) Supports(op string, dt bench.DType) error {
 		"outlook_attention", "outlooker", "class_attention", "class_block", "volo_stem", "volo",
 		"avg_pool_nhwc", "outlook_core", "patch_rows_nhwc", "add_broadcast", "prepend_token", "put_token",
 		"class_attn_core", "aux_merge", "token_embed", "eot_pool", "clip_logits", "clip_visual", "clip_text", "clip", "attn_pool_tokens", "clip_resnet",
-		"mha_core", "concat", "detr_queries", "detr_transformer", "detr_post_process", "detr",
+		"mha_core", "concat", "detr_queries", "detr_transformer", "detr_post_process", "detr", "row_slice",
 		"pad_right_bottom", "upsample_nearest2x", "vector_quantize", "vq_resnet_block", "vq_attn_block", "vq_downsample",
 		"vq_upsample", "vq_encoder", "vq_decoder", "vqgan":
 	default:
@@ -370,6 +370,8 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.detrQueries(n, hin, hout)
 	case ops.DETRPostProcess:
 		return b.detrPostProcess(n, hin, hout)
+	case ops.RowSlice:
+		return b.rowSlice(n, hin, hout)
 	case ops.PadRightBottom:
 		return b.padRightBottom(n, hin, hout)
 	case ops.UpsampleNearest2x:

@@ -159,3 +159,19 @@ func (b *Backend) detrPostProcess(n ops.DETRPostProcess, in, out []*tensor) erro
 	}
 	return nil
 }
+
+// rowSlice copies the rows and drops out's packed copy: out feeds a GEMM
+// as its weight, and packedWeight would otherwise keep the matrix it
+// packed from the rows of another layer.
+func (b *Backend) rowSlice(n ops.RowSlice, in, out []*tensor) error {
+	lo, hi := int64(n.Off)*int64(n.Cols), int64(n.Off+n.Rows)*int64(n.Cols)
+	if len(in) != 1 || len(out) != 1 || n.Off < 0 || in[0].shape.Elems() < hi || in[0].shape.Elems()%int64(max(n.Cols, 1)) != 0 {
+		return fmt.Errorf("cpu: row_slice of rows [%d, %d) of %d columns from %d tensors", n.Off, n.Off+n.Rows, n.Cols, len(in))
+	}
+	if out[0].shape.Elems() != hi-lo {
+		return fmt.Errorf("cpu: row_slice of %d values into a tensor of shape %v", hi-lo, out[0].shape)
+	}
+	copy(out[0].data, in[0].data[lo:hi])
+	b.dropPacked(out[0])
+	return nil
+}

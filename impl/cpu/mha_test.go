@@ -116,3 +116,43 @@ func TestMHACoreRejectsBadColumns(t *testing.T) {
 		t.Fatalf("got %v, want an error about k's columns", err)
 	}
 }
+
+// TestRowSliceRepacks: a GEMM whose weight row_slice rewrites (DETR's q, k
+// and v blocks of each layer's in_proj, one temp for every layer) uses the
+// new rows, not the packed copy of the previous layer's.
+func TestRowSliceRepacks(t *testing.T) {
+	be := New(1)
+	const d = 8
+	packed := make([]float32, 3*d*d)
+	for i := range packed {
+		packed[i] = float32(i%13) - 6
+	}
+	src := be.testTensor(t, bench.Shape{3 * d, d}, packed)
+	w := be.testTensor(t, bench.Shape{d, d}, nil)
+	x := make([]float32, 2*d)
+	for i := range x {
+		x[i] = float32(i%5) - 2
+	}
+	xt := be.testTensor(t, bench.Shape{1, 2, d}, x)
+	out := be.testTensor(t, bench.Shape{1, 2, d}, nil)
+	g := ops.Gemm{Batch: 1, M: 2, N: d, K: d, TransB: true}
+	for _, off := range []int{0, d, 2 * d} {
+		if err := be.rowSlice(ops.RowSlice{Rows: d, Cols: d, Off: off}, []*tensor{src}, []*tensor{w}); err != nil {
+			t.Fatal(err)
+		}
+		if err := be.gemm(g, []*tensor{xt, w}, []*tensor{out}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			for j := 0; j < d; j++ {
+				var want float32
+				for k := 0; k < d; k++ {
+					want += x[i*d+k] * packed[(off+j)*d+k]
+				}
+				if got := out.data[i*d+j]; math.Abs(float64(got-want)) > 1e-4 {
+					t.Fatalf("rows from %d: out[%d, %d] = %v, want %v", off, i, j, got, want)
+				}
+			}
+		}
+	}
+}

@@ -94,7 +94,7 @@ func (b *Backend) plan(node bench.Node, in, out []*tensor) (func() error, error)
 		return b.voloNode(n, in, out)
 	case ops.TokenEmbed, ops.EOTPool, ops.ClipLogits, ops.AttnPoolTokens:
 		return b.clipNode(n, in, out)
-	case ops.Concat, ops.DETRQueries, ops.DETRPostProcess:
+	case ops.Concat, ops.DETRQueries, ops.DETRPostProcess, ops.RowSlice:
 		return b.detrTransformerNode(n, in, out)
 	case ops.PadRightBottom, ops.UpsampleNearest2x, ops.VectorQuantize:
 		return b.vqganNode(n, in, out)

@@ -8,7 +8,8 @@ import (
 
 // detrTransformerNode runs the small nodes of the original DETR: the
 // decoder's queries (detr.cu), the stack of the decoder layers' outputs
-// (device copies) and the post-processing (detr.cu).
+// and the in_proj row blocks (device copies) and the post-processing
+// (detr.cu).
 func (b *Backend) detrTransformerNode(node any, in, out []*tensor) (func() error, error) {
 	switch n := node.(type) {
 	case ops.Concat:
@@ -34,6 +35,15 @@ func (b *Backend) detrTransformerNode(node any, in, out []*tensor) (func() error
 			}
 			return nil
 		}, nil
+	case ops.RowSlice:
+		lo, cnt := int64(n.Off)*int64(n.Cols), int64(n.Rows)*int64(n.Cols)
+		if len(in) != 1 || n.Off < 0 || in[0].shape.Elems() < lo+cnt {
+			return nil, fmt.Errorf("cuda: row_slice of rows [%d, %d) of %d columns from %d tensors", n.Off, n.Off+n.Rows, n.Cols, len(in))
+		}
+		if err := checkElems("row_slice", "output", out, cnt); err != nil {
+			return nil, err
+		}
+		return func() error { return b.copyDtoD(out[0].ptr, in[0].ptr+uint64(lo*4), cnt*4) }, nil
 	case ops.DETRQueries:
 		qd := int64(n.Queries) * int64(n.Dim)
 		if err := checkElems("detr_queries", "input", in, qd); err != nil {

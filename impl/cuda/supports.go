@@ -23,7 +23,7 @@ var opsWithKernels = map[string]bool{
 	"avg_pool_nhwc": false, "outlook_core": false, "patch_rows_nhwc": false, "add_broadcast": false,
 	"prepend_token": false, "put_token": false, "class_attn_core": false, "aux_merge": false,
 	"token_embed": false, "eot_pool": false, "clip_logits": false, "attn_pool_tokens": false,
-	"concat": false, "detr_queries": false, "detr_post_process": false,
+	"concat": false, "detr_queries": false, "detr_post_process": false, "row_slice": false,
 	"pad_right_bottom": false, "upsample_nearest2x": false, "vector_quantize": false,
 }
 

@@ -401,9 +401,9 @@ def build(op, p):
 
 
 def macs(op, p, b):
-    """MACs as the Go graph computes them: every nn.MultiheadAttention input through the whole packed
-    in_proj (3d columns), the attention products, out_proj and the feed-forward layers; for ``detr``
-    also the backbone's convolutions (:func:`backbone_macs`), input_proj and the two heads."""
+    """MACs of the q, k and v projections (d columns each), the attention products, out_proj and the
+    feed-forward layers; for ``detr`` also the backbone's convolutions (:func:`backbone_macs`),
+    input_proj and the two heads."""
     if op == "detr":
         fh, fw = c5_size(p)
         d, q = p["d_model"], p["queries"]
@@ -412,9 +412,9 @@ def macs(op, p, b):
                 + b * q * d * (p["num_classes"] + 1) + b * q * (2 * d * d + 4 * d))
     h, w = p["feature_size"]
     s, q, d, f = h * w, p["queries"], p["d_model"], p["ffn_dim"]
-    enc = 2 * b * s * d * 3 * d + 2 * b * s * s * d + b * s * d * d + 2 * b * s * d * f
-    dec = (2 * b * q * d * 3 * d + 2 * b * q * q * d + b * q * d * d
-           + b * q * d * 3 * d + 2 * b * s * d * 3 * d + 2 * b * q * s * d + b * q * d * d + 2 * b * q * d * f)
+    enc = 3 * b * s * d * d + 2 * b * s * s * d + b * s * d * d + 2 * b * s * d * f
+    dec = (3 * b * q * d * d + 2 * b * q * q * d + b * q * d * d
+           + b * q * d * d + 2 * b * s * d * d + 2 * b * q * s * d + b * q * d * d + 2 * b * q * d * f)
     return p["enc_layers"] * enc + p["dec_layers"] * dec
 
 
