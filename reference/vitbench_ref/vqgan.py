@@ -377,7 +377,7 @@ def independent_reference(op, inputs, weights, p):
 def quantize_float64(z, codebook):
     """vector_quantize recomputed with the direct distances sum (z - e)^2 in float64: the argmin,
     except at a near-tie (:func:`tie_band`), where the float32 expanded form's choice is kept when its
-    float64 distance is within the band of the minimum; quant is that code's row."""
+    float64 distance is within the band of the minimum; quant is that code's straight-through value."""
     d, tau = tie_band(z, codebook)
     idx = d.argmin(axis=1)
     _, idx32 = quantize(torch.from_numpy(np.asarray(z, dtype=np.float32)), torch.from_numpy(codebook))
@@ -386,7 +386,11 @@ def quantize_float64(z, codebook):
     near = d[rows, idx32] - d[rows, idx] <= tau
     idx = np.where(near, idx32, idx)
     b, c, h, w = z.shape
-    quant = np.asarray(codebook, dtype=np.float64)[idx].reshape(b, h, w, c).transpose(0, 3, 1, 2)
+    # The forward value z + (e - z) in float32 (two correctly rounded operations, the same in any
+    # correct implementation): not the row itself, which differs from it by up to half an ulp of z.
+    e = np.asarray(codebook, dtype=np.float32)[idx].reshape(b, h, w, c).transpose(0, 3, 1, 2)
+    z32 = np.asarray(z, dtype=np.float32)
+    quant = (z32 + (e - z32)).astype(np.float64)
     return {"quant": quant, "indices": idx.reshape(b, h, w).astype(np.float64)}
 
 
