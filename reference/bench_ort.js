@@ -9,7 +9,8 @@
 // The protocol is bench_torch.py's: --warmup untimed calls (the warm-up ends after a call longer
 // than 1 s), then --count samples, each repeating session.run until --min-sample-ms has passed
 // and recording the mean, one result line per sample, then a '# baseline' line naming what ran
-// (ORT version, provider, opset, the exported module). The session has --threads intra-op threads,
+// (ORT version, provider, opset, the exported module) and a '# load' line, the foreign CPU load
+// over its samples (contended above 10%), as bench_torch.py writes them. The session has --threads intra-op threads,
 // one inter-op thread, sequential execution and every graph optimization. A case the manifest
 // marks NS (no model), or that ONNX Runtime cannot load or run, is a line
 // "# NS Benchmark<Case>/backend=ort/...: <reason>". Without onnxruntime-node every case is NS
@@ -122,6 +123,49 @@ function peakRss() {
   return 0;
 }
 
+// Foreign CPU load of a timing window, as reference/vitbench_ref/contention.py computes it:
+// the system's busy ticks (/proc/stat, USER_HZ 100) minus this process's own CPU time, over the
+// window's capacity (wall time x CPUs); null where /proc/stat cannot be read.
+const TICKS_PER_SECOND = 100;
+const CONTENDED = 0.10;
+
+function readStat() {
+  try {
+    let busy = null;
+    let cpus = 0;
+    for (const line of fs.readFileSync('/proc/stat', 'ascii').split('\n')) {
+      const f = line.trim().split(/\s+/);
+      if (!f[0].startsWith('cpu')) continue;
+      if (f[0] !== 'cpu') {
+        if (/^cpu\d+$/.test(f[0])) cpus++;
+        continue;
+      }
+      const v = f.slice(1, 9).map(Number);
+      while (v.length < 8) v.push(0);
+      busy = v.reduce((a, b) => a + b, 0) - v[3] - v[4];
+    }
+    return busy === null || cpus === 0 ? null : { busy, cpus };
+  } catch (e) {
+    return null;
+  }
+}
+
+function startWindow() {
+  return { t0: process.hrtime.bigint(), stat: readStat(), own: process.cpuUsage() };
+}
+
+// stopWindow returns [load or null, contended].
+function stopWindow(w) {
+  const wall = Number(process.hrtime.bigint() - w.t0) / 1e9;
+  const after = readStat();
+  if (!w.stat || !after || wall <= 0 || after.busy < w.stat.busy) return [null, false];
+  const own = process.cpuUsage(w.own);
+  const ownS = (own.user + own.system) / 1e6;
+  const cpus = Math.max(w.stat.cpus, after.cpus);
+  const load = Math.min(1, Math.max(0, ((after.busy - w.stat.busy) / TICKS_PER_SECOND - ownS) / (wall * cpus)));
+  return [load, load > CONTENDED + 1 / (wall * TICKS_PER_SECOND)];
+}
+
 // readInput makes an ort.Tensor of one manifest input from its raw little-endian file.
 function readInput(ort, dir, inp) {
   const buf = fs.readFileSync(path.join(dir, inp.file));
@@ -155,6 +199,7 @@ async function benchCase(session, feeds, o) {
     if (process.hrtime.bigint() - t0 > WARMUP_LONG_NS) break;
   }
   const samples = [];
+  const window = startWindow();
   for (let i = 0; i < o.count; i++) {
     let runs = 0;
     let elapsed = 0n;
@@ -167,6 +212,7 @@ async function benchCase(session, feeds, o) {
     }
     samples.push([runs, Number(elapsed) / runs]);
   }
+  samples.load = stopWindow(window);
   return samples;
 }
 
@@ -242,6 +288,9 @@ async function main() {
         const rss = peakRss();
         for (const [runs, ns] of samples) lines.push(resultLine(c, o.threads, runs, ns, rss));
         lines.push('# baseline ' + benchName(c, o.threads) + ': ' + label(c, version, manifest, o.threads));
+        const [load, busy] = samples.load;
+        lines.push('# load ' + benchName(c, o.threads) + ': ' + (load === null ? 'null' : load.toFixed(3)) +
+          (busy ? ' contended' : ''));
         const med = samples.map((s) => s[1]).sort((a, b) => a - b)[Math.floor(samples.length / 2)];
         process.stderr.write(c.case + ' batch=' + c.batch + ' threads=' + o.threads + '  median ' +
           (med / 1e6).toFixed(3) + ' ms  (ORT ' + version + ')\n');

@@ -97,6 +97,9 @@ class TestOnnxExport(unittest.TestCase):
         self.assertIn("ort-opset: 19", lines)
         labels = [ln for ln in lines if ln.startswith("# baseline BenchmarkFold/odd_b2_dil/backend=ort/")]
         self.assertEqual(len(labels), 1, lines)
+        loads = [ln for ln in lines if ln.startswith("# load BenchmarkFold/odd_b2_dil/backend=ort/")]
+        self.assertEqual(len(loads), 1, lines)
+        self.assertRegex(loads[0], r": (null|[01]\.\d{3})( contended)?$")
         self.assertRegex(labels[0], r": vitbench_ref\.\w+\.Fold exported by torch \S+ at opset 19$")
         # Without onnxruntime-node (a module dir without it, and none on Node's path): every case NS.
         env = dict(os.environ, NODE_PATH="")
