@@ -239,3 +239,38 @@ func TestGemmBF16TileTwin(t *testing.T) {
 		}
 	}
 }
+
+// TestSgemmSourceBF16 runs the bf16 GEMM on convolution windows packed
+// straight from the image (WindowsA through SgemmSource: the source's
+// mr-row panels regrouped into rows of pairs) against dotBF16Ref on the
+// explicit unfolded matrix, bit for bit: odd and even k, k past one block,
+// padded and strided windows, a last row panel not full.
+func TestSgemmSourceBF16(t *testing.T) {
+	forEachISA(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(13, 14))
+		for _, g := range []UnfoldGeom{
+			{C: 3, H: 31, W: 29, KH: 7, KW: 7, SH: 4, SW: 4, PH: 2, PW: 2, DH: 1, DW: 1},  // k = 147
+			{C: 5, H: 13, W: 17, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1},  // k = 45, unit stride
+			{C: 45, H: 11, W: 10, KH: 7, KW: 7, SH: 2, SW: 1, PH: 3, PW: 3, DH: 1, DW: 1}, // k = 2205: two blocks, the last odd
+			{C: 4, H: 16, W: 16, KH: 4, KW: 4, SH: 4, SW: 4, PH: 0, PW: 0, DH: 1, DW: 1},  // k = 64, patches
+		} {
+			g.OH = (g.H+2*g.PH-g.DH*(g.KH-1)-1)/g.SH + 1
+			g.OW = (g.W+2*g.PW-g.DW*(g.KW-1)-1)/g.SW + 1
+			k, m, n := g.C*g.KH*g.KW, g.OH*g.OW, 37
+			x, _ := guarded(rng, g.C*g.H*g.W, true)
+			w, _ := guarded(rng, n*k, true)
+			cols := make([]float32, m*k)
+			UnfoldRows(g, x, cols, 0, m)
+			c, cf := guarded(rng, m*n, false)
+			SgemmSource(m, NewWindowsA(g, x), PackBTBF16(n, k, w, k), c, n, Epilogue{})
+			checkGuards(t, fmt.Sprintf("%+v C", g), cf)
+			for i := range m {
+				for j := range n {
+					if want := dotBF16Ref(cols[i*k:i*k+k], w[j*k:j*k+k], 0); !sameFloat(c[i*n+j], want) {
+						t.Fatalf("%+v: C[%d,%d] = %g, oracle %g", g, i, j, c[i*n+j], want)
+					}
+				}
+			}
+		}
+	})
+}

@@ -189,6 +189,28 @@ func SgemmBF16(m, n, k int, a []float32, lda int, b []float32, ldb int, transB b
 	sgemmPanelsBF16(m, matrixA{a, lda}, &p, c, ldc, Epilogue{}, 0, n)
 }
 
+// panelPairs sets dst[r·lda + p] = pairBF16(panel[2p·bf16MR + r],
+// panel[(2p+1)·bf16MR + r]) for r < rows, p < kp: a packed panel of
+// bf16MR rows (PackA's layout, 2·kp steps deep) as rows of pairs. The
+// panel is rounded in place of a copy, two values to a uint32, with
+// packPairs (VCVTNE2PS2BF16 where it runs), then regrouped: value
+// p·bf16MR + r is half r%2 of pair p·bf16MR/2 + r/2.
+func panelPairs(dst []uint32, lda int, panel []float32, kp, rows int) {
+	const mr = bf16MR
+	var buf [kcBlockBF16 * mr / 2]uint32
+	bf := buf[:kp*mr]
+	packPairs(bf, panel[:2*kp*mr])
+	for r := range rows {
+		row := dst[r*lda : r*lda+kp]
+		sh, q := 16*(r%2), r/2
+		for p := range row {
+			lo := bf[2*p*mr/2+q] >> sh & 0xffff
+			hi := bf[(2*p+1)*mr/2+q] >> sh & 0xffff
+			row[p] = lo | hi<<16
+		}
+	}
+}
+
 // bf16KernelRows is the number of rows of the microkernel that computes
 // the first mh rows of a tile: 4, 8 or bf16MR. Other row counts go through
 // a scratch tile (A's rows past mh are zero).
@@ -233,7 +255,7 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 	defer workspace.Put(wsp)
 	need := mr * nr
 	if !inPlace {
-		need += mc * kc
+		need += mc * (kc + 1)
 	}
 	ws := grow(wsp, need)
 	tile, rowsF := ws[:mr*nr], ws[mr*nr:]
@@ -261,9 +283,21 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 					packPairs(pa[r*lda:r*lda+kp], row)
 				}
 			} else {
-				src.PackA(rowsF, ic, mb, 1, pc, kb) // one-row panels: A's rows as they are
-				for r := range mb {
-					packPairs(pa[r*lda:r*lda+kp], rowsF[r*kb:r*kb+kb])
+				// Panels of mr rows, the source's fast layout (a[p·mr + r]),
+				// rounded as they are and then regrouped into rows of pairs.
+				kb2 := 2 * kp // even: an odd kb's last value pairs with a zero
+				panels := rowsF[:(mb+mr-1)/mr*mr*kb2]
+				src.PackA(panels, ic, mb, mr, pc, kb)
+				if kb2 != kb {
+					// PackA wrote panels kb deep; spread them kb2 deep,
+					// last panel first, with a zero step at the end.
+					for q := (mb+mr-1)/mr - 1; q >= 0; q-- {
+						copy(panels[q*mr*kb2:q*mr*kb2+mr*kb], panels[q*mr*kb:q*mr*kb+mr*kb])
+						clear(panels[q*mr*kb2+mr*kb : (q+1)*mr*kb2])
+					}
+				}
+				for ir := 0; ir < mb; ir += mr {
+					panelPairs(pa[ir*lda:], lda, panels[ir*kb2:(ir+mr)*kb2], kp, min(mr, mb-ir))
 				}
 			}
 			for r := mb; r < (mb+mr-1)/mr*mr; r++ {
