@@ -570,7 +570,7 @@ def main(argv=None):
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                     help="where PyTorch runs (cuda: synchronized timing; default cpu)")
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="fp32",
-                    help="precision on the GPU: fp32 (TF32 off), tf32, bf16, fp16 (default fp32)")
+                    help="precision: fp32 (default; TF32 off on the GPU), bf16 (on the CPU the faster of autocast and bf16 weights), tf32 and fp16 (GPU only)")
     ap.add_argument("--labels-only", action="store_true",
                     help="time nothing: write only the '# baseline' lines (what code each row runs) of the cases")
     args = ap.parse_args(argv)
