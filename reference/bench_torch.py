@@ -137,6 +137,15 @@ BASELINE_CODE = {
     "clip": "OpenAI CLIP: both towers, nn.MultiheadAttention blocks, QuickGELU",
     "clip_resnet": "OpenAI CLIP ResNet image tower: conv/BatchNorm2d bottlenecks with average-pool "
                    "downsampling, attention pooling by F.multi_head_attention_forward",
+    "mean_shift": "IPT's MeanShift: a frozen 1x1 nn.Conv2d",
+    "ipt_head": "IPT's head: nn.Conv2d 3x3, two ResBlocks of 5x5 nn.Conv2d",
+    "ipt_tail": "IPT's tail: nn.Conv2d + nn.PixelShuffle (EDSR Upsampler), nn.Conv2d",
+    "ipt_encoder_layer": "IPT's pre-norm encoder layer: nn.MultiheadAttention(bias=False), ReLU MLP",
+    "ipt_decoder_layer": "IPT's pre-norm decoder layer: two nn.MultiheadAttention(bias=False), ReLU MLP",
+    "ipt": "IPT (Pretrained-IPT): nn.Conv2d head and tail, F.unfold/F.fold around nn.MultiheadAttention(bias=False) "
+           "pre-norm encoder and decoder",
+    "ipt_chop": "IPT's forward_chop as the original: the model on every tile (top and left strips run again), "
+                "F.fold stitching with averaged central crops",
     "group_norm": "nn.GroupNorm (PyTorch's own kernel), then x * torch.sigmoid(x) when swish",
     "vq_resnet_block": "taming's ResnetBlock: nn.GroupNorm, x * sigmoid(x), nn.Conv2d",
     "vq_attn_block": "taming's AttnBlock: nn.GroupNorm, 1x1 nn.Conv2d, torch.bmm, softmax",
