@@ -156,6 +156,8 @@ BASELINE_CODE = {
     "vq_decoder": "taming's Decoder: nn.Conv2d, nn.GroupNorm, x * sigmoid(x), torch.bmm attention, F.interpolate",
     "vqgan": "taming's VQModel: Encoder, quant_conv, VectorQuantizer2 (argmin over the codebook), post_quant_conv, "
              "Decoder",
+    "mingpt": "taming's minGPT: nn.Embedding, separate key/query/value nn.Linear, masked_fill(-inf) causal softmax "
+              "in eager ops, exact GELU, ln_f, head",
 }
 NUMPY_CODE = "NumPy x @ W.T (+ b) on the system BLAS"
 SDPA_CODE = " (variant: attention by torch.nn.functional.scaled_dot_product_attention)"

@@ -205,6 +205,7 @@ var opClasses = map[string]string{
 	"vq_encoder":      "network",
 	"vq_decoder":      "network",
 	"vqgan":           "network",
+	"mingpt":          "network",
 }
 
 // looser reports whether a allows more than b on any of its numbers.

@@ -11,9 +11,20 @@ package ops
 //	out[b, t, :] = table[text[b, t], :] + pos[t, :]
 //
 // An id that is not an integer in [0, V) is an error (the CUDA backend
-// writes NaN for that token instead).
+// writes NaN for that token instead). PosRows, when not 0, is the number of
+// rows of pos (at least Context): minGPT's pos_emb [block_size, W], of
+// which a sequence of Context ≤ block_size tokens reads the first rows.
 type TokenEmbed struct {
 	Batch, Context, Vocab, Width int
+	PosRows                      int
+}
+
+// Positions is the number of rows of pos.
+func (t TokenEmbed) Positions() int {
+	if t.PosRows > 0 {
+		return t.PosRows
+	}
+	return t.Context
 }
 
 // OpName implements bench.Node.

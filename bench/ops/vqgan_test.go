@@ -75,3 +75,26 @@ func TestVQGANOddSize(t *testing.T) {
 		}
 	}
 }
+
+// TestMinGPTParams: the D-RIN GPT of configs/drin_transformer.yaml (vocab
+// 1024, block 512, 24 layers × 16 heads × 1024) has 304,932,864 parameters
+// and 167.7 GMACs over 511 tokens (docs/reference-notes.md, minGPT).
+func TestMinGPTParams(t *testing.T) {
+	k, _ := bench.LookupOpKind("mingpt")
+	s, err := k.Parse([]byte(`{"vocab_size": 1024, "block_size": 512, "n_layer": 24, "n_head": 16, "n_embd": 1024, "tokens": 511}`), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Params() != 304932864 {
+		t.Errorf("%d params, want 304,932,864", s.Params())
+	}
+	if g := float64(s.MACs()) / 1e9; math.Abs(g-167.7) > 1.7 {
+		t.Errorf("%.2f GMACs, want 167.7 (±1%%)", g)
+	}
+	if err := s.Graph().Validate(s); err != nil {
+		t.Error(err)
+	}
+	if _, err := k.Parse([]byte(`{"vocab_size": 1024, "block_size": 512, "n_layer": 1, "n_head": 16, "n_embd": 1024, "tokens": 513}`), 1); err == nil {
+		t.Error("tokens > block_size accepted")
+	}
+}

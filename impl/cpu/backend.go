@@ -117,7 +117,7 @@ func (b *Backend) Supports(op string, dt bench.DType) error {
 		"class_attn_core", "aux_merge", "token_embed", "eot_pool", "clip_logits", "clip_visual", "clip_text", "clip", "attn_pool_tokens", "clip_resnet",
 		"mha_core", "concat", "detr_queries", "detr_transformer", "detr_post_process", "detr", "row_slice",
 		"pad_right_bottom", "upsample_nearest2x", "vector_quantize", "vq_resnet_block", "vq_attn_block", "vq_downsample",
-		"vq_upsample", "vq_encoder", "vq_decoder", "vqgan":
+		"vq_upsample", "vq_encoder", "vq_decoder", "vqgan", "mingpt":
 	default:
 		return fmt.Errorf("cpu: no kernel for op %q", op)
 	}
@@ -245,6 +245,12 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 	hout, err := b.hostAll(out)
 	if err != nil {
 		return err
+	}
+	// A node's outputs get new values: a packed or folded copy made when
+	// one of them last fed a GEMM as its weight (a weight assembled by the
+	// graph, minGPT's stacked q/k/v) is stale from here on.
+	for _, t := range hout {
+		b.dropPacked(t)
 	}
 	// Builds with the "mutation" tag may run the node one of the named
 	// wrong ways (internal/mutation); elsewhere this is compiled out.

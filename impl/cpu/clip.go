@@ -12,7 +12,7 @@ import (
 // tokenEmbed writes table[id] + pos[t] for every token of every sequence.
 func (b *Backend) tokenEmbed(n ops.TokenEmbed, in, out []*tensor) error {
 	l, w := n.Context, n.Width
-	if err := checkShapes("token_embed", in, []bench.Shape{{n.Batch, l}, {n.Vocab, w}, {l, w}}); err != nil {
+	if err := checkShapes("token_embed", in, []bench.Shape{{n.Batch, l}, {n.Vocab, w}, {n.Positions(), w}}); err != nil {
 		return err
 	}
 	if err := checkShapes("token_embed", out, []bench.Shape{{n.Batch, l, w}}); err != nil {

@@ -11,7 +11,7 @@ func (b *Backend) clipNode(node any, in, out []*tensor) (func() error, error) {
 	switch n := node.(type) {
 	case ops.TokenEmbed:
 		rows, w := int64(n.Batch)*int64(n.Context), int64(n.Width)
-		if err := checkElems("token_embed", "input", in, rows, int64(n.Vocab)*w, int64(n.Context)*w); err != nil {
+		if err := checkElems("token_embed", "input", in, rows, int64(n.Vocab)*w, int64(n.Positions())*w); err != nil {
 			return nil, err
 		}
 		if err := checkElems("token_embed", "output", out, rows*w); err != nil {

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from vitbench_ref import cases as C
-from vitbench_ref import vqgan
+from vitbench_ref import mingpt, vqgan
 from vitbench_ref.export import materialize
 
 torch.set_num_threads(2)
@@ -87,6 +87,30 @@ class TestVQGAN(unittest.TestCase):
         d, tau = vqgan.tie_band(inputs["z"], weights["embedding.weight"])
         rows = np.arange(len(idx))
         self.assertTrue(np.all(d[rows, idx] - d.min(axis=1) <= tau))
+
+
+class TestMinGPT(unittest.TestCase):
+    def test_drin_params(self):
+        # The D-RIN GPT of configs/drin_transformer.yaml, without its 24 registered mask buffers.
+        self.assertEqual(C.macs("mingpt", C.select("^mingpt_drin$")[0]["params"], 1),
+                         24 * (12 * 511 * 1024 ** 2 + 2 * 511 ** 2 * 1024) + 511 * 1024 * 1024)
+        shapes = mingpt.shapes("mingpt", C.select("^mingpt_drin$")[0]["params"], 1)[1]
+        self.assertEqual(sum(int(np.prod(s)) for s in shapes.values()), 304932864)
+
+    def test_causal_and_exact_gelu(self):
+        torch.manual_seed(0)
+        m = mingpt.GPT(50, 16, 2, 2, 32).eval()
+        with torch.no_grad():
+            m.pos_emb.normal_()
+            idx = torch.randint(0, 50, (1, 12)).float()
+            a = m(idx)["logits"]
+            idx2 = idx.clone()
+            idx2[0, 7] = (idx2[0, 7] + 1) % 50
+            b = m(idx2)["logits"]
+        self.assertTrue(torch.equal(a[0, :7], b[0, :7]))  # earlier positions do not see later tokens
+        self.assertFalse(torch.equal(a[0, 7:], b[0, 7:]))
+        self.assertEqual(m.blocks[0].mlp[1].approximate, "none")
+        self.assertNotIn("blocks.0.attn.mask", m.state_dict())
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import re
 
 import torch
 
-from . import clip, ddetr, deform, detector, detr, layers, t2t, vit, volo, vqgan
+from . import clip, ddetr, deform, detector, detr, layers, mingpt, t2t, vit, volo, vqgan
 from .layers import conv_out, pool_out
 from . import ipt
 
@@ -128,6 +128,8 @@ PARAMS = {
     "vq_encoder": dict({k: None for k in vqgan.DDCONFIG}, img_size="auto"),
     "vq_decoder": dict({k: None for k in vqgan.DDCONFIG}, z_size="auto"),
     "vqgan": dict({k: None for k in vqgan.DDCONFIG}, embed_dim=None, n_embed=None, img_size="auto"),
+    # taming's minGPT (mingpt.py) over tokens <= block_size code indices.
+    "mingpt": {"vocab_size": None, "block_size": None, "n_layer": None, "n_head": None, "n_embd": None, "tokens": None},
 }
 # Params that are a list of integers (VQGAN's ch_mult, non-empty, and attn_resolutions).
 INT_LISTS = {(op, k) for op in vqgan.NETWORKS for k in ("ch_mult", "attn_resolutions")}
@@ -154,13 +156,13 @@ TOLERANCE = {"patch_embed": "gemm", "soft_split": "exact", "gemm": "gemm", "conv
              "clip": "network", "detr_transformer": "detector",
              "detr": "detector", "group_norm": "elementwise", "vq_resnet_block": "gemm", "vq_attn_block": "gemm",
              "vq_downsample": "gemm", "vq_upsample": "gemm", "vector_quantize": "gemm", "vq_encoder": "network",
-             "vq_decoder": "network", "vqgan": "network"}
+             "vq_decoder": "network", "vqgan": "network", "mingpt": "network"}
 KIND = {"vit": "network", "t2t_vit": "network", "ddetr_transformer": "network",
         "deformable_detr": "network", "volo": "network", "clip_visual": "network", "clip_text": "network",
         "clip_resnet": "network",
         "clip": "network", "detr_transformer": "network",
         "detr": "network", "vq_encoder": "network", "vq_decoder": "network",
-        "vqgan": "network"}  # every other op kind is a component
+        "vqgan": "network", "mingpt": "network"}  # every other op kind is a component
 # The reference class of each op kind as case.json names it (``module``).  The op kinds that existed when
 # the modules were split into families keep the re-exporting ``modules`` path, so their fixtures stay byte
 # for byte; a new op kind names its family module.
@@ -203,7 +205,8 @@ MODULE_PATH = {"patch_embed": "reference.vitbench_ref.modules.PatchEmbed",
                "vector_quantize": "reference.vitbench_ref.vqgan.VectorQuantizer",
                "vq_encoder": "reference.vitbench_ref.vqgan.VQEncoder",
                "vq_decoder": "reference.vitbench_ref.vqgan.VQDecoder",
-               "vqgan": "reference.vitbench_ref.vqgan.VQModel"}
+               "vqgan": "reference.vitbench_ref.vqgan.VQModel",
+               "mingpt": "reference.vitbench_ref.mingpt.GPT"}
 BOOLS = {"bias", "trans_b", "bn", "relu", "qkv_bias", "ceil_mode", "count_include_pad", "distilled", "probe",
          "mask", "padding_mask", "box_refine", "two_stage", "dilate", "swish"}
 FLOATS = {"bn_eps", "eps", "mlp_ratio", "scale", "kernel_ratio"}
@@ -359,6 +362,8 @@ def normalize_params(op, params):
         clip.check(op, out)
     if op in vqgan.OPS:
         vqgan.check(op, out)
+    if op in mingpt.OPS:
+        mingpt.check(op, out)
     if op in detr.OPS:
         detr.check(op, out)
     if op == "deform_conv2d":
@@ -594,6 +599,8 @@ def shapes(op, p, batch):
         return clip.shapes(op, p, b)
     if op in vqgan.OPS:
         return vqgan.shapes(op, p, b)
+    if op in mingpt.OPS:
+        return mingpt.shapes(op, p, b)
     if op in detr.OPS:
         return detr.shapes(op, p, b)
     if op in ipt.OPS:
@@ -951,6 +958,8 @@ def build_module(op, p):
         return clip.build(op, p)
     if op in vqgan.OPS:
         return vqgan.build(op, p)
+    if op in mingpt.OPS:
+        return mingpt.build(op, p)
     if op in detr.OPS:
         return detr.build(op, p)
     if op in ipt.OPS:
@@ -1038,6 +1047,8 @@ def macs(op, p, batch):
         return volo_macs(op, p, batch)
     if op in clip.OPS:
         return clip.macs(op, p, batch)
+    if op in mingpt.OPS:
+        return mingpt.macs(op, p, batch)
     if op in detr.OPS:
         return detr.macs(op, p, batch)
     if op in ipt.OPS:

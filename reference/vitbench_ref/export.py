@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from . import cases as C
-from . import clip, ddetr, deform, detr, layers, t2t, vit, volo, vqgan
+from . import clip, ddetr, deform, detr, layers, mingpt, t2t, vit, volo, vqgan
 from .stored import stored_inputs
 from . import ipt
 from .synth import default_role, synth
@@ -179,6 +179,8 @@ def independent_reference(case, inputs, weights):
         return clip.independent_reference(case["op"], inputs, weights, p)
     if case["op"] in vqgan.OPS:
         return vqgan.independent_reference(case["op"], inputs, weights, p)
+    if case["op"] in mingpt.OPS:
+        return mingpt.independent_reference(case["op"], inputs, weights, p)
     if case["op"] in detr.OPS:
         return detr.independent_reference(case["op"], inputs, weights, p)
     if case["op"] in ipt.OPS:

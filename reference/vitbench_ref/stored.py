@@ -255,6 +255,12 @@ def codebook_ties(params, batch, shape):
 # op kind -> {input name: builder}: inputs stored for every case of the op kind (CLIP's token ids,
 # which uniform values cannot be).
 BY_OP = {op: {"text": token_ids} for op in ("clip_text", "clip")}
+BY_OP["mingpt"] = {"idx": lambda params, batch, shape: _code_ids(params, batch, shape)}
+
+
+def _code_ids(params, batch, shape):
+    from .mingpt import code_ids
+    return code_ids(params, batch, shape)
 
 # case name -> (op kind, {input name: builder(params, batch, shape) -> float32 array})
 STORED = {
