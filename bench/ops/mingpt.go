@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"vitbench/bench"
+	"vitbench/bench/synth"
 )
 
 // MinGPTParams is the JSON form of a mingpt case: taming-transformers'
@@ -156,6 +157,21 @@ func (m *minGPT) Graph() *bench.Graph {
 		bench.Step{Node: ln, In: []string{cur, "ln_f.weight", "ln_f.bias"}, Out: []string{"gpt.final"}},
 		bench.Step{Node: Gemm{Batch: b, M: t, N: m.vocab, K: e, TransB: true}, In: []string{"gpt.final", "head.weight"}, Out: []string{"logits"}})
 	return g
+}
+
+// SynthInput implements runner.InputSynthesizer: code indices uniform over
+// the vocabulary, for timing and backend agreement (fixtures store the
+// exporter's).
+func (m *minGPT) SynthInput(name string, seed uint64) []float32 {
+	if name != "idx" {
+		return nil
+	}
+	u := synth.Generate(seed, "idx", synth.Params{Center: 0.5, Scale: 0.5}, m.batch*m.tokens)
+	out := make([]float32, len(u))
+	for i, v := range u {
+		out[i] = float32(min(int(v*float32(m.vocab)), m.vocab-1))
+	}
+	return out
 }
 
 func init() { bench.RegisterOpKind(minGPTKind{}) }

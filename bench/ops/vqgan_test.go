@@ -98,3 +98,30 @@ func TestMinGPTParams(t *testing.T) {
 		t.Error("tokens > block_size accepted")
 	}
 }
+
+// TestMinGPTSynthInput: timing inputs are code indices, integers in
+// [0, vocab_size), deterministic in the seed.
+func TestMinGPTSynthInput(t *testing.T) {
+	k, _ := bench.LookupOpKind("mingpt")
+	s, err := k.Parse([]byte(`{"vocab_size": 97, "block_size": 40, "n_layer": 1, "n_head": 2, "n_embd": 64, "tokens": 23}`), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := s.(interface {
+		SynthInput(string, uint64) []float32
+	})
+	ids := in.SynthInput("idx", 1)
+	if len(ids) != 46 || in.SynthInput("other", 1) != nil {
+		t.Fatalf("%d ids", len(ids))
+	}
+	seen := map[float32]bool{}
+	for _, v := range ids {
+		if v < 0 || v >= 97 || v != float32(int(v)) {
+			t.Fatalf("id %g is not an integer in [0, 97)", v)
+		}
+		seen[v] = true
+	}
+	if len(seen) < 20 {
+		t.Errorf("only %d distinct ids in 46", len(seen))
+	}
+}
