@@ -135,7 +135,7 @@ emu_check() {
 # The fixtures but the four largest networks (ddetr_transformer, vit_b16,
 # volo_d1, volo_d1_b2): every kernel and op kind, on every edge path the
 # fixtures have. ci/emu-full.sh runs the rest on every variant.
-emu_subset='/|^(ddetr_transformer_.+|deformable_detr_r50_(small|b2|refine|two_stage)|deit_ti_distilled|t2t_vit_(7|14|t_14)|vit_s16|vit_ti16|vit_ti16_b2|vit_tiny_odd|volo_tiny_odd|clip_vit_tiny_odd|clip_text_tiny_short|clip_tiny_b2|detr_transformer_small_b2|ipt_small_x3|ipt_chop_small_b2|vqgan_small_odd_b2|mingpt_tiny_short_b2)$'
+emu_subset='/|^(ddetr_transformer_.+|deformable_detr_r50_(small|b2|refine|two_stage)|deit_ti_distilled|t2t_vit_(7|14|t_14)|vit_s16|vit_ti16|vit_ti16_b2|vit_tiny_odd|volo_tiny_odd|clip_vit_tiny_odd|clip_text_tiny_short|clip_tiny_b2|clip_rn_tiny_odd|detr_transformer_small_b2|ipt_small_x3|ipt_chop_small_b2|vqgan_small_odd_b2|mingpt_tiny_short_b2)$'
 
 step "CUDA emulator: every committed fixture but the large networks through the unchanged CUDA backend on cuda-emu (random schedule at barriers), then the subset on cuda-emu-tf32, -bf16 and -fp16 at their tolerance classes"
 emu_check fp32 -backend cuda-emu -run "$not_large"
