@@ -23,7 +23,7 @@ from vitbench_ref.modules import (attention_float64, avg_pool_float64, block_flo
                                   t2t_float64, token_layer_float64, vit_float64, ms_deform_sample_float64,
                                   ms_deform_attn_float64, deform_conv2d_float64, ddetr_transformer_float64)
 from vitbench_ref.synth import synth
-from vitbench_ref import volo
+from vitbench_ref import detr, volo
 from vitbench_ref import clip
 
 torch.set_num_threads(2)
@@ -95,6 +95,17 @@ def recompute(doc, stored=None):
         module.load_state_dict(dict({k: arrays[k] for k in doc["weights"]},
                                     **{k: v for k, v in module.state_dict().items() if k.endswith("num_batches_tracked")}),
                                strict=True)
+        with torch.no_grad():
+            second = module.eval()(*E.module_args(ins))
+        return ref, {k: v.double() for k, v in second.items()}
+    if doc["op"] in detr.OPS:
+        # float64 NumPy for the transformer, the detector's module in float64 (its parts are tested
+        # against independent code in test_detr_network.py); and the module in float32.
+        np_a = {k: v.numpy() for k, v in arrays.items()}
+        ins = {k: np_a[k] for k in C.shapes(doc["op"], p, doc["batch"])[0]}
+        ref = detr.independent_reference(doc["op"], ins, {k: np_a[k] for k in doc["weights"]}, p)
+        module = C.build_module(doc["op"], p)
+        module.load_state_dict({k: arrays[k] for k in doc["weights"]}, strict=True)
         with torch.no_grad():
             second = module.eval()(*E.module_args(ins))
         return ref, {k: v.double() for k, v in second.items()}
