@@ -29,8 +29,10 @@ type Backend struct {
 	// timed loop does not allocate; nodes run one at a time.
 	arena []float32
 	// bf16 makes this the cpu-bf16 backend (bf16.go): matrix products
-	// with bf16 inputs.
-	bf16 bool
+	// with bf16 inputs, but for convolutions of at most bf16DirectMaxOut
+	// output channels that the cpu backend runs as direct convolutions.
+	bf16             bool
+	bf16DirectMaxOut int
 }
 
 // New returns a CPU backend using threads worker goroutines (0 = one per

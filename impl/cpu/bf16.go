@@ -21,9 +21,17 @@ func init() {
 // path (-isa) the Go twin of the VDPBF16PS kernels computes the same bits.
 func NewBF16(threads int) *Backend {
 	b := New(threads)
-	b.bf16 = true
+	b.bf16, b.bf16DirectMaxOut = true, bf16DirectMaxOut
 	return b
 }
+
+// bf16DirectMaxOut is the most output channels of a convolution that
+// cpu-bf16 leaves to the fp32 direct convolution (where the cpu backend
+// uses it, conv_direct.go): with so few columns the bf16 implicit GEMM
+// rounds and packs every window for two panels of B, and ran 2.5× slower
+// than the direct convolution on VOLO's 64-channel stem (paired runs,
+// BenchmarkBF16AB on conv2d/volo_stem1_64).
+const bf16DirectMaxOut = 64
 
 // matmulFn is kern.Sgemm's signature: C = A·op(B) for operands that
 // change every call.

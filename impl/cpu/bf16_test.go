@@ -77,3 +77,35 @@ func TestBF16BackendTwinAndRounding(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16NarrowDirectConvStaysFP32: a convolution of at most
+// bf16DirectMaxOut output channels that the cpu backend runs as a direct
+// convolution (VOLO's 64-channel stem) runs the same fp32 kernel on
+// cpu-bf16, bit for bit; with the limit lowered it goes through the bf16
+// implicit GEMM and differs.
+func TestBF16NarrowDirectConvStaysFP32(t *testing.T) {
+	if !kern.HasBF16() {
+		t.Skip("no AVX512_BF16")
+	}
+	const name = "conv2d/volo_stem1_64"
+	fp32, _ := run(t, New(2), name, 5)
+	bf, _ := run(t, NewBF16(2), name, 5)
+	gemm := NewBF16(2)
+	gemm.bf16DirectMaxOut = 0
+	viaGEMM, _ := run(t, gemm, name, 5)
+	same, nonzero := 0, 0
+	for i := range fp32 {
+		if math.Float32bits(bf[i]) != math.Float32bits(fp32[i]) {
+			t.Fatalf("out[%d] = %g on cpu-bf16, %g on cpu", i, bf[i], fp32[i])
+		}
+		if fp32[i] != 0 { // after the ReLU
+			nonzero++
+			if viaGEMM[i] == fp32[i] {
+				same++
+			}
+		}
+	}
+	if same > nonzero/2 {
+		t.Errorf("through the bf16 GEMM %d of %d nonzero outputs equal fp32's: not rounded", same, nonzero)
+	}
+}

@@ -63,7 +63,7 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	if err := checkShapes("conv2d", out, []bench.Shape{{c.Batch, c.OutChans, oh, ow}}); err != nil {
 		return err
 	}
-	if useDirect(c) && !b.bf16 {
+	if useDirect(c) && (!b.bf16 || c.OutChans <= b.bf16DirectMaxOut) {
 		fw := b.foldConv(c, in[1:], true)
 		b.conv2dDirect(c, fw.pa, fw.geom, in[0].data, out[0].data, res)
 		return nil
