@@ -15,8 +15,8 @@ import (
 )
 
 // BenchmarkBF16AB times built-in cases on cpu and cpu-bf16 in pairs, one
-// run of each back to back, so that the two sides of each ratio see the
-// same load; it reports the median of the paired speed-ups and each
+// run of each back to back (which goes first alternates), so that the two
+// sides of each ratio see the same load; it reports the median of the paired speed-ups and each
 // side's median time; for a gemm case also the median share of the bf16
 // dot-product peak (all threads) measured right after each pair.
 // VITBENCH_AB_CASES names the cases (comma-separated;
@@ -59,11 +59,12 @@ func BenchmarkBF16AB(b *testing.B) {
 				progs[i] = p
 			}
 			var fp32, bf16, ratio, ofPeak []float64
-			for b.Loop() {
+			for it := 0; b.Loop(); it++ {
 				var d [2]time.Duration
-				for i, p := range progs {
+				for j := range progs {
+					i := (j + it) % 2 // each backend goes first in every other pair
 					t0 := time.Now()
-					if err := p.Run(); err != nil {
+					if err := progs[i].Run(); err != nil {
 						b.Fatal(err)
 					}
 					d[i] = time.Since(t0)

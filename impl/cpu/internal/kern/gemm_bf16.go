@@ -192,12 +192,11 @@ func SgemmBF16(m, n, k int, a []float32, lda int, b []float32, ldb int, transB b
 // panelPairs sets dst[r·lda + p] = pairBF16(panel[2p·bf16MR + r],
 // panel[(2p+1)·bf16MR + r]) for r < rows, p < kp: a packed panel of
 // bf16MR rows (PackA's layout, 2·kp steps deep) as rows of pairs. The
-// panel is rounded in place of a copy, two values to a uint32, with
-// packPairs (VCVTNE2PS2BF16 where it runs), then regrouped: value
-// p·bf16MR + r is half r%2 of pair p·bf16MR/2 + r/2.
-func panelPairs(dst []uint32, lda int, panel []float32, kp, rows int) {
+// panel is rounded into buf (kp·bf16MR pairs or more), two values to a
+// uint32, with packPairs (VCVTNE2PS2BF16 where it runs), then regrouped:
+// value p·bf16MR + r is half r%2 of pair p·bf16MR/2 + r/2.
+func panelPairs(dst []uint32, lda int, panel []float32, kp, rows int, buf []uint32) {
 	const mr = bf16MR
-	var buf [kcBlockBF16 * mr / 2]uint32
 	bf := buf[:kp*mr]
 	packPairs(bf, panel[:2*kp*mr])
 	for r := range rows {
@@ -250,7 +249,8 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 
 	pairs := pairsPool.Get().(*[]uint32)
 	defer pairsPool.Put(pairs)
-	pa := growPairs(pairs, mc*lda)
+	pa := growPairs(pairs, mc*lda+(kc+1)/2*mr)
+	pa, panelBuf := pa[:mc*lda], pa[mc*lda:] // panelBuf: panelPairs' rounded panel
 	wsp := workspace.Get().(*[]float32)
 	defer workspace.Put(wsp)
 	need := mr * nr
@@ -297,7 +297,7 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 					}
 				}
 				for ir := 0; ir < mb; ir += mr {
-					panelPairs(pa[ir*lda:], lda, panels[ir*kb2:(ir+mr)*kb2], kp, min(mr, mb-ir))
+					panelPairs(pa[ir*lda:], lda, panels[ir*kb2:(ir+mr)*kb2], kp, min(mr, mb-ir), panelBuf)
 				}
 			}
 			for r := mb; r < (mb+mr-1)/mr*mr; r++ {
