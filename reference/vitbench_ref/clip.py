@@ -27,13 +27,16 @@ class QuickGELU(nn.Module):
 
 
 class LayerNormFP32(nn.LayerNorm):
-    """nn.LayerNorm (eps 1e-5) evaluated in float32 and cast back to the input's dtype."""
+    """nn.LayerNorm (eps 1e-5) evaluated in float32 (input, weight and bias) and cast back to the
+    input's dtype, so it also runs when the module's weights are in half or bfloat16."""
 
     def __init__(self, width):
         super().__init__(width, eps=EPS)
 
     def forward(self, x):
-        return super().forward(x.float()).to(x.dtype)
+        y = torch.nn.functional.layer_norm(x.float(), self.normalized_shape, self.weight.float(), self.bias.float(),
+                                           self.eps)
+        return y.to(x.dtype)
 
 
 class _MLP(nn.Module):
