@@ -193,7 +193,8 @@ grep -q "## A/B: PyTorch → vitbench" "$tmp/run/report.md"
 
 step "ONNX Runtime baseline end to end (two small cases): ORT columns; without onnxruntime-node the rows are NS with the reason"
 "$tmp/vitbench" run -full -o "$tmp/run-ort" -count 3 -min-sample 2ms -torch off -ort on -run '^(fold/odd_b2_dil|mhsa/odd_b2_hd20)$' >/dev/null
-grep -q "vs ORT" "$tmp/run-ort/report.md" && grep -q "^- ran: ONNX Runtime 1.30.0" "$tmp/run-ort/report.md"
+grep -q "vs ORT" "$tmp/run-ort/report.md"
+grep -q "^- ran: ONNX Runtime 1.30.0" "$tmp/run-ort/report.md"
 grep -q "^BenchmarkFold/odd_b2_dil/backend=ort/" "$tmp/run-ort/ort.txt"
 NODE_PATH= "$tmp/vitbench" run -full -o "$tmp/run-no-ort" -count 3 -min-sample 2ms -torch off -ort on -ort-modules "$tmp/no-ort" \
   -run '^fold/odd_b2_dil$' >/dev/null
