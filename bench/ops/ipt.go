@@ -302,34 +302,44 @@ func (c *ipt) ffnSteps(g *bench.Graph, p, normName, x, out string) {
 //	t2 = t1 + MHA(q = norm2(t1) + query, k = v = memory)
 //	out = t2 + linear2(relu(linear1(norm3(t2))))
 //
-// Each nn.MultiheadAttention's packed in_proj multiplies every input it
-// reads (3·D columns); the core takes q, k and v from their column blocks.
+// Each input goes only through the in_proj rows it needs (RowSlice cuts
+// the q and k, v, q, and k and v row blocks), as PyTorch's
+// multi_head_attention_forward does.
 func (c *ipt) decoderLayerSteps(g *bench.Graph, p, t, memory, query, out string) {
 	b, s, d := c.batch, c.tokens(), c.dim()
 	tok := bench.Shape{b, s, d}
-	for _, n := range []string{"ipt.h", "ipt.hq", "ipt.ctx", "ipt.t1", "ipt.t2"} {
+	for _, n := range []string{"ipt.h", "ipt.hq", "ipt.ctx", "ipt.t1", "ipt.t2", "ipt.q1"} {
 		g.Temp(n, tok)
 	}
-	for _, n := range []string{"ipt.qkv", "ipt.kv"} {
-		g.Temp(n, bench.Shape{b, s, 3 * d})
-	}
+	g.Temp("ipt.qk2", bench.Shape{b, s, 2 * d})
+	g.Temp("ipt.w1", bench.Shape{d, d})
+	g.Temp("ipt.w2", bench.Shape{2 * d, d})
 	g.Temp("ipt.hidden", bench.Shape{b, s, 4 * d})
 	hd := d / c.heads
-	core := MHACore{Batch: b, Queries: s, Keys: s, Heads: c.heads, HeadDim: hd, Scale: 1 / math.Sqrt(float64(hd)),
-		QLd: 3 * d, KLd: 3 * d, KOff: d, VLd: 3 * d, VOff: 2 * d}
+	core := MHACore{Batch: b, Queries: s, Keys: s, Heads: c.heads, HeadDim: hd, Scale: 1 / math.Sqrt(float64(hd))}
+	self, cross := core, core
+	self.QLd, self.KLd, self.KOff, self.VLd = 2*d, 2*d, d, d     // q, k from [q k], v alone
+	cross.QLd, cross.KLd, cross.VLd, cross.VOff = d, 2*d, 2*d, d // q alone, k, v from [k v]
 	ln := LayerNorm{Batch: b, Tokens: s, Dim: d, Eps: 1e-5}
 	addQuery := bench.Step{Node: AddBroadcast{Batch: b, Elems: s * d}, In: []string{"ipt.h", query}, Out: []string{"ipt.hq"}}
-	sa, ca := p+"self_attn.", p+"multihead_attn."
-	g.Steps = append(g.Steps, bench.Step{Node: ln, In: []string{t, p + "norm1.weight", p + "norm1.bias"}, Out: []string{"ipt.h"}}, addQuery)
-	c.projection(g, "ipt.hq", sa+"in_proj_weight", "ipt.qkv", 3*d)
-	c.projection(g, "ipt.h", sa+"in_proj_weight", "ipt.kv", 3*d)
-	g.Steps = append(g.Steps, bench.Step{Node: core, In: []string{"ipt.qkv", "ipt.qkv", "ipt.kv"}, Out: []string{"ipt.ctx"}})
-	c.projection(g, "ipt.ctx", sa+"out_proj.weight", "ipt.t1", d, t)
-	g.Steps = append(g.Steps, bench.Step{Node: ln, In: []string{"ipt.t1", p + "norm2.weight", p + "norm2.bias"}, Out: []string{"ipt.h"}}, addQuery)
-	c.projection(g, "ipt.hq", ca+"in_proj_weight", "ipt.qkv", 3*d)
-	c.projection(g, memory, ca+"in_proj_weight", "ipt.kv", 3*d)
-	g.Steps = append(g.Steps, bench.Step{Node: core, In: []string{"ipt.qkv", "ipt.kv", "ipt.kv"}, Out: []string{"ipt.ctx"}})
-	c.projection(g, "ipt.ctx", ca+"out_proj.weight", "ipt.t2", d, "ipt.t1")
+	rows := func(w string, n, off int, o string) bench.Step {
+		return bench.Step{Node: RowSlice{Rows: n, Cols: d, Off: off}, In: []string{w}, Out: []string{o}}
+	}
+	sa, ca := p+"self_attn.in_proj_weight", p+"multihead_attn.in_proj_weight"
+	g.Steps = append(g.Steps, bench.Step{Node: ln, In: []string{t, p + "norm1.weight", p + "norm1.bias"}, Out: []string{"ipt.h"}}, addQuery,
+		rows(sa, 2*d, 0, "ipt.w2"))
+	c.projection(g, "ipt.hq", "ipt.w2", "ipt.qk2", 2*d)
+	g.Steps = append(g.Steps, rows(sa, d, 2*d, "ipt.w1"))
+	c.projection(g, "ipt.h", "ipt.w1", "ipt.q1", d)
+	g.Steps = append(g.Steps, bench.Step{Node: self, In: []string{"ipt.qk2", "ipt.qk2", "ipt.q1"}, Out: []string{"ipt.ctx"}})
+	c.projection(g, "ipt.ctx", p+"self_attn.out_proj.weight", "ipt.t1", d, t)
+	g.Steps = append(g.Steps, bench.Step{Node: ln, In: []string{"ipt.t1", p + "norm2.weight", p + "norm2.bias"}, Out: []string{"ipt.h"}}, addQuery,
+		rows(ca, d, 0, "ipt.w1"))
+	c.projection(g, "ipt.hq", "ipt.w1", "ipt.q1", d)
+	g.Steps = append(g.Steps, rows(ca, 2*d, d, "ipt.w2"))
+	c.projection(g, memory, "ipt.w2", "ipt.qk2", 2*d)
+	g.Steps = append(g.Steps, bench.Step{Node: cross, In: []string{"ipt.q1", "ipt.qk2", "ipt.qk2"}, Out: []string{"ipt.ctx"}})
+	c.projection(g, "ipt.ctx", p+"multihead_attn.out_proj.weight", "ipt.t2", d, "ipt.t1")
 	c.ffnSteps(g, p, "norm3", "ipt.t2", out)
 }
 
@@ -415,8 +425,8 @@ func (c *ipt) steps(g *bench.Graph, x, out string) {
 }
 
 // macs counts the model's multiply-accumulates for the task: the convs,
-// every Linear (each in_proj over all 3·D columns for every input it
-// multiplies, as the graph computes) and the attention products.
+// every Linear (each attention input through the in_proj rows it needs)
+// and the attention products.
 func (c *ipt) macs() int64 {
 	b, s, d := int64(c.batch), int64(c.tokens()), int64(c.dim())
 	head := conv3(c.batch, 3, c.feats, c.patch, c.patch, 3).macsOf() + 4*conv3(c.batch, c.feats, c.feats, c.patch, c.patch, 5).macsOf()
@@ -430,7 +440,7 @@ func (c *ipt) macs() int64 {
 	tail += conv3(c.batch, c.feats, 3, h, h, 3).macsOf()
 	attn := 2 * b * s * s * d
 	enc := b*s*d*3*d + attn + b*s*d*d + 8*b*s*d*d
-	dec := 2*(2*b*s*d*3*d+attn+b*s*d*d) + 8*b*s*d*d
+	dec := 2*(b*s*d*3*d+attn+b*s*d*d) + 8*b*s*d*d
 	body := b*s*d*d + int64(c.layers)*(enc+dec) + 8*b*s*d*d
 	return head + body + tail
 }

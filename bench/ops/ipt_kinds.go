@@ -209,7 +209,7 @@ func parseDecoderLayer(op string, raw json.RawMessage, batch int) (*iptSpec, err
 	tok := bench.Shape{batch, c.tokens(), c.dim()}
 	return &iptSpec{op: op, inputs: []bench.ArraySpec{{Name: "tgt", Shape: tok}, {Name: "memory", Shape: tok}},
 		weights: append(c.decoderWeights(""), bench.ArraySpec{Name: "query_pos", Shape: bench.Shape{c.tokens(), c.dim()}}),
-		output:  []bench.ArraySpec{{Name: "out", Shape: tok}}, macs: 2*(2*b*s*d*3*d+2*b*s*s*d+b*s*d*d) + 8*b*s*d*d,
+		output:  []bench.ArraySpec{{Name: "out", Shape: tok}}, macs: 2*(b*s*d*3*d+2*b*s*s*d+b*s*d*d) + 8*b*s*d*d,
 		graph: func(g *bench.Graph) { c.decoderLayerSteps(g, "", "tgt", "memory", "query_pos", "out") }}, nil
 }
 

@@ -104,3 +104,25 @@ func TestChopSources(t *testing.T) {
 		}
 	}
 }
+
+// TestIPTMACs: one 48×48 tile at ×4 is the 34.73 G of docs/reference-notes.md
+// (every attention input through only the in_proj rows it needs), and the
+// tiled case counts one forward per distinct tile.
+func TestIPTMACs(t *testing.T) {
+	k, _ := bench.LookupOpKind("ipt")
+	s, err := k.Parse(json.RawMessage(`{}`), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.MACs(); got != 34730459136 {
+		t.Errorf("ipt ×4: %d MACs, want 34,730,459,136 (34.73 G)", got)
+	}
+	k, _ = bench.LookupOpKind("ipt_chop")
+	c, err := k.Parse(json.RawMessage(`{"img_size": [61, 53]}`), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.MACs(); got != 6*s.MACs() {
+		t.Errorf("ipt_chop 61×53: %d MACs, want 6 tiles × %d", got, s.MACs())
+	}
+}

@@ -426,7 +426,8 @@ def _conv_macs(b, cin, cout, h, w, k):
 
 
 def model_macs(q, b):
-    """As vitbench counts them: every nn.MultiheadAttention input through the whole packed in_proj."""
+    """As vitbench counts them: convs, Linears (each attention input through the in_proj rows it needs,
+    as PyTorch's multi_head_attention_forward computes) and the attention products QK^T and PV."""
     f, pp = q["n_feats"], q["patch_size"]
     d, s = f * q["patch_dim"] ** 2, (pp // q["patch_dim"]) ** 2
     sc = q["scale"][q["task"]]
@@ -441,7 +442,7 @@ def model_macs(q, b):
     tl += _conv_macs(b, f, 3, hh, hh, 3)
     attn = 2 * b * s * s * d
     enc = b * s * d * 3 * d + attn + b * s * d * d + 8 * b * s * d * d
-    dec = 2 * (2 * b * s * d * 3 * d + attn + b * s * d * d) + 8 * b * s * d * d
+    dec = 2 * (b * s * d * 3 * d + attn + b * s * d * d) + 8 * b * s * d * d
     return head + tl + b * s * d * d + q["num_layers"] * (enc + dec) + 8 * b * s * d * d
 
 
@@ -463,7 +464,7 @@ def macs(op, p, b):
     if op == "ipt_encoder_layer":
         return b * s * d * 3 * d + 2 * b * s * s * d + b * s * d * d + 8 * b * s * d * d
     if op == "ipt_decoder_layer":
-        return 2 * (2 * b * s * d * 3 * d + 2 * b * s * s * d + b * s * d * d) + 8 * b * s * d * d
+        return 2 * (b * s * d * 3 * d + 2 * b * s * s * d + b * s * d * d) + 8 * b * s * d * d
     h, w = q["img_size"]
     if op == "mean_shift":
         return b * h * w * 9
