@@ -37,25 +37,60 @@ type CLIPTextParams struct {
 }
 
 // CLIPParams is the JSON form of a clip case: CLIP's constructor
-// arguments (a ViT image tower), vision_heads (default vision_width/64,
-// as CLIP computes it) and texts, the number of token sequences every
-// image is compared with.
+// arguments — vision_layers one integer for a ViT image tower, a list of
+// 4 block counts for a ModifiedResNet one (then without
+// vision_patch_size) — vision_heads (default vision_width/64 for a ViT,
+// vision_width·32/64 for a ResNet, as CLIP computes them) and texts, the
+// number of token sequences every image is compared with.
 type CLIPParams struct {
-	EmbedDim          int  `json:"embed_dim"`
-	ImageResolution   int  `json:"image_resolution"`
-	VisionLayers      int  `json:"vision_layers"`
-	VisionWidth       int  `json:"vision_width"`
-	VisionPatchSize   int  `json:"vision_patch_size"`
-	VisionHeads       *int `json:"vision_heads,omitempty"`
-	ContextLength     int  `json:"context_length"`
-	VocabSize         int  `json:"vocab_size"`
-	TransformerWidth  int  `json:"transformer_width"`
-	TransformerHeads  int  `json:"transformer_heads"`
-	TransformerLayers int  `json:"transformer_layers"`
-	Texts             int  `json:"texts"`
+	EmbedDim          int        `json:"embed_dim"`
+	ImageResolution   int        `json:"image_resolution"`
+	VisionLayers      clipLayers `json:"vision_layers"`
+	VisionWidth       int        `json:"vision_width"`
+	VisionPatchSize   int        `json:"vision_patch_size"`
+	VisionHeads       *int       `json:"vision_heads,omitempty"`
+	ContextLength     int        `json:"context_length"`
+	VocabSize         int        `json:"vocab_size"`
+	TransformerWidth  int        `json:"transformer_width"`
+	TransformerHeads  int        `json:"transformer_heads"`
+	TransformerLayers int        `json:"transformer_layers"`
+	Texts             int        `json:"texts"`
 }
 
 func sqrtInt(n int) float64 { return math.Sqrt(float64(n)) }
+
+// clipLayers is CLIP's vision_layers: an integer (ViT blocks) or a list of
+// the ResNet's 4 block counts.
+type clipLayers struct {
+	n      int
+	resnet []int
+}
+
+// UnmarshalJSON accepts 12 or [3, 4, 6, 3].
+func (l *clipLayers) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &l.n); err == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, &l.resnet); err != nil || len(l.resnet) != 4 {
+		return fmt.Errorf("vision_layers: want an integer (ViT) or a list of 4 block counts (ResNet), got %s", b)
+	}
+	return nil
+}
+
+// clipTower is an image tower of the clip network: it reads input() and
+// writes image_features [images, embed_dim].
+type clipTower interface {
+	input() bench.ArraySpec
+	towerWeights() []bench.ArraySpec
+	towerMACs() int64
+	towerSteps(g *bench.Graph)
+	images() int
+}
+
+func (v clipVisual) towerWeights() []bench.ArraySpec { return v.weights() }
+func (v clipVisual) towerMACs() int64                { return v.macs() }
+func (v clipVisual) towerSteps(g *bench.Graph)       { v.steps(g, "image_features") }
+func (v clipVisual) images() int                     { return v.batch }
 
 // CLIPNoLnPre names the mutation (internal/mutation, builds with the
 // "mutation" tag only) that leaves ln_pre out of the image tower.
@@ -294,29 +329,48 @@ func (clipKind) Parse(raw json.RawMessage, batch int) (bench.Spec, error) {
 	if err := positive("clip", "texts", p.Texts, "vision_width", p.VisionWidth); err != nil {
 		return nil, err
 	}
-	if err := checkDims("clip", "texts", p.Texts); err != nil {
+	if err := checkDims("clip", "texts", p.Texts, "vision_width", p.VisionWidth); err != nil {
 		return nil, err
 	}
-	heads := p.VisionWidth / 64
-	if p.VisionHeads != nil {
-		heads = *p.VisionHeads
-	}
-	v, err := parseCLIPVisual("clip", CLIPVisualParams{InputResolution: p.ImageResolution, PatchSize: p.VisionPatchSize,
-		Width: p.VisionWidth, Layers: p.VisionLayers, Heads: heads, OutputDim: p.EmbedDim}, batch)
-	if err != nil {
-		return nil, err
+	var v clipTower
+	if p.VisionLayers.resnet != nil {
+		heads := p.VisionWidth * 32 / 64
+		if p.VisionHeads != nil {
+			heads = *p.VisionHeads
+		}
+		if p.VisionPatchSize != 0 {
+			return nil, fmt.Errorf("clip params: vision_patch_size is for a ViT image tower, not a ResNet (vision_layers a list)")
+		}
+		r, err := clipResNetKind{}.Parse(mustJSON(CLIPResNetParams{Layers: p.VisionLayers.resnet, OutputDim: p.EmbedDim,
+			Heads: heads, InputResolution: p.ImageResolution, Width: p.VisionWidth}), batch)
+		if err != nil {
+			return nil, fmt.Errorf("clip: %v", err)
+		}
+		v = r.(*clipResNet)
+	} else {
+		heads := p.VisionWidth / 64
+		if p.VisionHeads != nil {
+			heads = *p.VisionHeads
+		}
+		vit, err := parseCLIPVisual("clip", CLIPVisualParams{InputResolution: p.ImageResolution, PatchSize: p.VisionPatchSize,
+			Width: p.VisionWidth, Layers: p.VisionLayers.n, Heads: heads, OutputDim: p.EmbedDim}, batch)
+		if err != nil {
+			return nil, err
+		}
+		v = vit
 	}
 	c, err := parseCLIPText("clip", CLIPTextParams{ContextLength: p.ContextLength, VocabSize: p.VocabSize,
 		Width: p.TransformerWidth, Heads: p.TransformerHeads, Layers: p.TransformerLayers, EmbedDim: p.EmbedDim}, p.Texts)
 	if err != nil {
 		return nil, err
 	}
-	return &clipSpec{v: v, c: c}, nil
+	return &clipSpec{v: v, c: c, embed: p.EmbedDim}, nil
 }
 
 type clipSpec struct {
-	v clipVisual
-	c clipText
+	v     clipTower
+	c     clipText
+	embed int
 }
 
 func (s *clipSpec) Op() string { return "clip" }
@@ -324,7 +378,7 @@ func (s *clipSpec) Inputs() []bench.ArraySpec {
 	return []bench.ArraySpec{s.v.input(), s.c.input()}
 }
 func (s *clipSpec) Weights() []bench.ArraySpec {
-	w := s.v.weights()
+	w := s.v.towerWeights()
 	w = append(w, s.c.weights()...)
 	return append(w, bench.ArraySpec{Name: "logit_scale", Shape: bench.Shape{}})
 }
@@ -332,20 +386,23 @@ func (s *clipSpec) Weights() []bench.ArraySpec {
 // Outputs: logits [images, texts], CLIP's logits_per_image (its
 // logits_per_text is the transpose).
 func (s *clipSpec) Outputs() []bench.ArraySpec {
-	return []bench.ArraySpec{{Name: "logits", Shape: bench.Shape{s.v.batch, s.c.batch}}}
+	return []bench.ArraySpec{{Name: "logits", Shape: bench.Shape{s.v.images(), s.c.batch}}}
 }
 func (s *clipSpec) MACs() int64 {
-	return s.v.macs() + s.c.macs() + ClipLogits{Images: s.v.batch, Texts: s.c.batch, Dim: s.v.out}.macs()
+	return s.v.towerMACs() + s.c.macs() + ClipLogits{Images: s.v.images(), Texts: s.c.batch, Dim: s.embed}.macs()
 }
-func (s *clipSpec) Bytes() int64  { return bench.BytesOf(s.Inputs(), s.Weights(), s.Outputs()) }
-func (s *clipSpec) Params() int64 { return bench.BytesOf(s.Weights()) / 4 }
+func (s *clipSpec) Bytes() int64 { return bench.BytesOf(s.Inputs(), s.Weights(), s.Outputs()) }
+
+// Params counts the learned tensors (a ResNet tower's BatchNorm running
+// statistics are buffers).
+func (s *clipSpec) Params() int64 { return bench.BytesOf(s.Weights())/4 - bufferParams(s.Weights()) }
 func (s *clipSpec) Graph() *bench.Graph {
 	g := &bench.Graph{}
-	g.Temp("image_features", bench.Shape{s.v.batch, s.v.out})
+	g.Temp("image_features", bench.Shape{s.v.images(), s.embed})
 	g.Temp("text_features", bench.Shape{s.c.batch, s.c.embed})
-	s.v.steps(g, "image_features")
+	s.v.towerSteps(g)
 	s.c.steps(g, "text_features")
-	g.Steps = append(g.Steps, bench.Step{Node: ClipLogits{Images: s.v.batch, Texts: s.c.batch, Dim: s.v.out},
+	g.Steps = append(g.Steps, bench.Step{Node: ClipLogits{Images: s.v.images(), Texts: s.c.batch, Dim: s.embed},
 		In: []string{"image_features", "text_features", "logit_scale"}, Out: []string{"logits"}})
 	return g
 }

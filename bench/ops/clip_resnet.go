@@ -240,4 +240,10 @@ func (r *clipResNet) attnPool(g *bench.Graph, record bool, x string, c, s int) {
 			Out: []string{"image_features"}})
 }
 
+func (r *clipResNet) input() bench.ArraySpec          { return r.Inputs()[0] }
+func (r *clipResNet) towerWeights() []bench.ArraySpec { return r.weights }
+func (r *clipResNet) towerMACs() int64                { return r.macs }
+func (r *clipResNet) towerSteps(g *bench.Graph)       { r.steps(g, false) }
+func (r *clipResNet) images() int                     { return r.batch }
+
 func init() { bench.RegisterOpKind(clipResNetKind{}) }

@@ -34,6 +34,9 @@ func TestCLIPParamsAndMACs(t *testing.T) {
 		{"ViT-B/32 network", "clip", `{"embed_dim": 512, "image_resolution": 224, "vision_layers": 12, "vision_width": 768,
 			"vision_patch_size": 32, "context_length": 77, "vocab_size": 49408, "transformer_width": 512,
 			"transformer_heads": 8, "transformer_layers": 12, "texts": 1}`, 151277313, 0},
+		{"RN50 network", "clip", `{"embed_dim": 1024, "image_resolution": 224, "vision_layers": [3, 4, 6, 3], "vision_width": 64,
+			"context_length": 77, "vocab_size": 49408, "transformer_width": 512, "transformer_heads": 8,
+			"transformer_layers": 12, "texts": 1}`, 102007137, 0},
 		{"RN50", "clip_resnet", `{"layers": [3, 4, 6, 3], "output_dim": 1024, "heads": 32, "input_resolution": 224, "width": 64}`,
 			38316896, 5.79},
 	} {

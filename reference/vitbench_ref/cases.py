@@ -105,14 +105,16 @@ PARAMS = {
     "detr": {"img_size": None, "depth": 50, "dilate": False, "num_classes": 91, "queries": 100, "d_model": 256,
              "heads": 8, "enc_layers": 6, "dec_layers": 6, "ffn_dim": 2048, "padding_mask": False},
     # OpenAI CLIP (clip.py): the ViT image tower and the text tower with VisionTransformer's and the text
-    # transformer's arguments, the network with CLIP's constructor arguments (vision_heads defaults to
-    # vision_width // 64, as CLIP computes it) and texts, the number of token sequences compared.
+    # transformer's arguments, the network with CLIP's constructor arguments (vision_layers an int for a
+    # ViT tower, a list of 4 block counts for a ResNet one, which takes no vision_patch_size; vision_heads
+    # defaults to vision_width // 64, or vision_width * 32 // 64 for a ResNet, as CLIP computes it) and
+    # texts, the number of token sequences compared.
     "clip_visual": {"input_resolution": None, "patch_size": None, "width": None, "layers": None, "heads": None,
                     "output_dim": None},
     "clip_text": {"context_length": None, "vocab_size": None, "width": None, "heads": None, "layers": None,
                   "embed_dim": None},
     "clip": {"embed_dim": None, "image_resolution": None, "vision_layers": None, "vision_width": None,
-             "vision_patch_size": None, "vision_heads": "auto", "context_length": None, "vocab_size": None,
+             "vision_patch_size": "auto", "vision_heads": "auto", "context_length": None, "vocab_size": None,
              "transformer_width": None, "transformer_heads": None, "transformer_layers": None, "texts": None},
     # CLIP's ModifiedResNet image tower (RN50: layers [3, 4, 6, 3], width 64, heads 32, output_dim 1024).
     "clip_resnet": {"layers": None, "output_dim": None, "heads": None, "input_resolution": None, "width": None},
@@ -264,7 +266,18 @@ def normalize_params(op, params):
             r = _as_int(params["resolution"], "resolution") // 2 ** (len(params["ch_mult"]) - 1)
             v = [r, r]
         elif key == "vision_heads" and v == "auto":
-            v = _as_int(params["vision_width"], "vision_width") // 64
+            width = _as_int(params["vision_width"], "vision_width")
+            v = width * 32 // 64 if isinstance(params.get("vision_layers"), list) else width // 64
+        elif op == "clip" and key == "vision_layers" and isinstance(v, list):
+            if len(v) != 4 or min(_as_int(i, key) for i in v) < 1:
+                raise ValueError("clip: vision_layers must be an int (ViT) or 4 block counts >= 1 (ResNet), got %r" % v)
+        elif op == "clip" and key == "vision_patch_size":
+            if isinstance(params.get("vision_layers"), list) != (v == "auto"):
+                raise ValueError("clip: vision_patch_size is required with a ViT tower (vision_layers an int) "
+                                 "and not allowed with a ResNet one")
+            if v == "auto":
+                continue
+            v = _as_int(v, key)
         elif key == "head_dim" and v == "auto":
             v = None  # filled in below from d_model and heads
         elif (op, key) in STAGE_LISTS:

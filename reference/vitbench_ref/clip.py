@@ -146,14 +146,18 @@ class CLIPText(nn.Module):
 
 
 class CLIP(nn.Module):
-    """CLIP with a ViT image tower: both feature sets L2-normalized, ``logits`` =
-    exp(logit_scale) * image @ text^T (logits_per_image, [images, texts])."""
+    """CLIP with a ViT image tower (``vision_layers`` an int) or a ModifiedResNet one (a list of 4
+    block counts): both feature sets L2-normalized, ``logits`` = exp(logit_scale) * image @ text^T
+    (logits_per_image, [images, texts])."""
 
     def __init__(self, embed_dim, image_resolution, vision_layers, vision_width, vision_patch_size, vision_heads,
                  context_length, vocab_size, transformer_width, transformer_heads, transformer_layers):
         super().__init__()
-        self.visual = VisionTransformer(image_resolution, vision_patch_size, vision_width, vision_layers,
-                                        vision_heads, embed_dim)
+        if isinstance(vision_layers, (list, tuple)):
+            self.visual = ModifiedResNet(list(vision_layers), embed_dim, vision_heads, image_resolution, vision_width)
+        else:
+            self.visual = VisionTransformer(image_resolution, vision_patch_size, vision_width, vision_layers,
+                                            vision_heads, embed_dim)
         _add_text_tower(self, context_length, vocab_size, transformer_width, transformer_heads, transformer_layers,
                         embed_dim)
         self.logit_scale = nn.Parameter(torch.ones([]))
@@ -335,9 +339,17 @@ def build(op, p):
         return CLIPVisual(p["input_resolution"], p["patch_size"], p["width"], p["layers"], p["heads"], p["output_dim"])
     if op == "clip_text":
         return CLIPText(p["context_length"], p["vocab_size"], p["width"], p["heads"], p["layers"], p["embed_dim"])
-    return CLIP(p["embed_dim"], p["image_resolution"], p["vision_layers"], p["vision_width"], p["vision_patch_size"],
+    return CLIP(p["embed_dim"], p["image_resolution"], p["vision_layers"], p["vision_width"], p.get("vision_patch_size"),
                 p["vision_heads"], p["context_length"], p["vocab_size"], p["transformer_width"],
                 p["transformer_heads"], p["transformer_layers"])
+
+
+def _resnet_tower(op, p):
+    """The clip_resnet params of a clip network's ResNet image tower, or None for a ViT one."""
+    if op != "clip" or not isinstance(p["vision_layers"], list):
+        return None
+    return {"layers": p["vision_layers"], "output_dim": p["embed_dim"], "heads": p["vision_heads"],
+            "input_resolution": p["image_resolution"], "width": p["vision_width"]}
 
 
 def _visual_args(op, p):
@@ -378,7 +390,9 @@ def check(op, p):
             raise ValueError("clip_resnet: input_resolution %d does not give a map of input_resolution // 32"
                              % p["input_resolution"])
         return
-    if op != "clip_text":
+    if _resnet_tower(op, p) is not None:
+        check("clip_resnet", _resnet_tower(op, p))
+    elif op != "clip_text":
         res, patch, width, _, heads, _ = _visual_args(op, p)
         if res < patch:
             raise ValueError("%s: resolution %d is smaller than one patch (%d)" % (op, res, patch))
@@ -398,7 +412,9 @@ def shapes(op, p, b, texts=None):
     if op == "clip_resnet":
         return resnet_shapes(p, b)
     inputs, weights, outputs = {}, {}, {}
-    if op != "clip_text":
+    if _resnet_tower(op, p) is not None:
+        inputs, weights, _ = resnet_shapes(_resnet_tower(op, p), b)
+    elif op != "clip_text":
         res, patch, width, layers, _, out = _visual_args(op, p)
         grid = res // patch
         inputs["image"] = [b, 3, res, res]
@@ -430,7 +446,9 @@ def macs(op, p, b):
     if op == "clip_resnet":
         return resnet_macs(p, b)
     m = 0
-    if op != "clip_text":
+    if _resnet_tower(op, p) is not None:
+        m += resnet_macs(_resnet_tower(op, p), b)
+    elif op != "clip_text":
         res, patch, width, layers, _, out = _visual_args(op, p)
         g = res // patch
         n = g * g + 1
@@ -504,7 +522,14 @@ def independent_reference(op, inputs, weights, p):
         return {"image_features": _visual_float64(inputs["image"], w, op, p)}
     if op == "clip_text":
         return {"text_features": _text_float64(inputs["text"], w, op, p)}
-    img = _visual_float64(inputs["image"], w, op, p)
+    rn = _resnet_tower(op, p)
+    if rn is not None:
+        pre = "visual."
+        img = independent_reference("clip_resnet", {"image": inputs["image"]},
+                                    {k: v for k, v in weights.items() if k.startswith(pre)}, rn)["image_features"]
+        img = img.numpy()
+    else:
+        img = _visual_float64(inputs["image"], w, op, p)
     txt = _text_float64(inputs["text"], w, op, p)
     img = img / np.linalg.norm(img, axis=1, keepdims=True)
     txt = txt / np.linalg.norm(txt, axis=1, keepdims=True)
