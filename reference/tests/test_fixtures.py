@@ -319,8 +319,9 @@ class TestCommittedFixtures(unittest.TestCase):
 
     def test_size_budget(self):
         total = sum(os.path.getsize(os.path.join(r, n)) for r, _, ns in os.walk(_paths.FIXTURES) for n in ns)
-        # 122 fixtures (every built-in network has one) in 29.8 MB; the ceiling is 50 MB.
-        self.assertLess(total, 35 * 1000 * 1000)
+        # 192 fixtures (every built-in network has one) in 33.9 MB; the project's ceiling is 50 MB,
+        # and this one leaves room under it for the next families.
+        self.assertLess(total, 40 * 1000 * 1000)
 
 
 class TestExporterUserCase(unittest.TestCase):
