@@ -38,8 +38,9 @@ func buildCLI(t *testing.T) string {
 	return bin
 }
 
-// resultLine matches a progress line of a finished case: "[   1.2s] ...".
-var resultLine = regexp.MustCompile(`^\[\s*\d+\.\ds\] `)
+// resultLine matches a progress line of a finished case: "[ 1/7 0m05s ETA
+// 0m31s] ..." when the number of cases is known, "[   1.2s] ..." otherwise.
+var resultLine = regexp.MustCompile(`^\[(\s*\d+/\d+ \S+ ETA \S+|\s*\d+\.\ds)\] `)
 
 // interruptAfterFirstResult runs the binary with args in dir, sends sig as
 // soon as the first finished case is reported on stderr, and returns the
