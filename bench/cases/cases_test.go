@@ -26,7 +26,8 @@ func TestEveryCaseResolves(t *testing.T) {
 }
 
 // TestKnownCounts pins MACs and parameter counts against figures computed
-// by hand from REFERENCE.md section 1.6 (ViT-S/16 patch_embed 295,296).
+// by hand (docs/reference-notes.md, "ViT/DeiT counts": ViT-S/16 patch_embed
+// 295,296).
 func TestKnownCounts(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
@@ -38,8 +39,8 @@ func TestKnownCounts(t *testing.T) {
 		{"soft_split/t2t_ss0", 0, 0, 3136 * 147},
 		{"soft_split/t2t_ss1", 0, 0, 784 * 576},
 		{"soft_split/t2t_ss2", 0, 0, 196 * 576},
-		// REFERENCE.md §1.6: one ViT-S/16 block holds 1,774,464 parameters;
-		// §1.7's per-block MACs N·E·3E + 2·N²·E + N·E² + 2·N·E·4E.
+		// docs/reference-notes.md, "ViT/DeiT counts": one ViT-S/16 block holds
+		// 1,774,464 parameters; the per-block MACs N·E·3E + 2·N²·E + N·E² + 2·N·E·4E.
 		{"block/vit_s16", 1774464, 197*384*3*384 + 2*197*197*384 + 197*384*384 + 2*197*384*1536, 197 * 384},
 		{"block/vit_b16", 7087872, 197*768*3*768 + 2*197*197*768 + 197*768*768 + 2*197*768*3072, 197 * 768},
 		{"mhsa/vit_b16", 2362368, 197*768*2304 + 2*197*197*768 + 197*768*768, 197 * 768},

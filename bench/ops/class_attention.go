@@ -8,7 +8,7 @@ import (
 )
 
 // ClassAttnParams is the JSON form of a class_attention case (VOLO's
-// ClassAttention, REFERENCE.md §3.6): Tokens counts the class token.
+// ClassAttention, docs/reference-notes.md, "VOLO"): Tokens counts the class token.
 type ClassAttnParams struct {
 	Tokens int `json:"tokens"`
 	Dim    int `json:"dim"`
@@ -117,7 +117,7 @@ func (s *classAttnSpec) Graph() *bench.Graph {
 }
 
 // ClassBlockParams is the JSON form of a class_block case (VOLO's
-// ClassBlock, REFERENCE.md §3.6).
+// ClassBlock, docs/reference-notes.md, "VOLO").
 type ClassBlockParams struct {
 	ClassAttnParams
 	MLPRatio *float64 `json:"mlp_ratio,omitempty"` // default 3

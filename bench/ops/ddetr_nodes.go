@@ -1,7 +1,8 @@
 package ops
 
-// The small nodes of Deformable DETR's transformer (REFERENCE.md §4.3,
-// §4.7, §4.8) around its attention and feed-forward layers.
+// The small nodes of Deformable DETR's transformer (docs/reference-notes.md,
+// "Deformable DETR backbone and positions", "Deformable DETR encoder and
+// decoder", "Box refinement and two-stage") around its attention and feed-forward layers.
 
 // Add is the elementwise sum out = a + b of two tensors of Elems values.
 type Add struct{ Elems int }

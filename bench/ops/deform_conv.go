@@ -6,7 +6,8 @@ import (
 	"vitbench/bench"
 )
 
-// DeformConv2d is torchvision.ops.deform_conv2d (REFERENCE.md §5.1):
+// DeformConv2d is torchvision.ops.deform_conv2d (docs/reference-notes.md,
+// "Deformable convolution"):
 // input x [B, C, H, W], offset [B, 2·G·KH·KW, OH, OW], and when Mask a
 // modulation mask [B, G·KH·KW, OH, OW] (G offset groups); weight
 // [O, C/Groups, KH, KW] and bias [O]; output out [B, O, OH, OW]. As a plain

@@ -86,7 +86,7 @@ func TestDeformableShapes(t *testing.T) {
 	if in := enc.Inputs(); !in[2].Shape.Equal(bench.Shape{1, 17821, 256}) || len(in) != 3 {
 		t.Errorf("ms_deform_attn inputs %v", in)
 	}
-	// REFERENCE.md §4.11: the module's projections 4.09 GMACs plus ~0.36 of sampling.
+	// docs/reference-notes.md, "Deformable DETR counts": the module's projections 4.09 GMACs plus ~0.36 of sampling.
 	if m := enc.MACs(); m < 4.4e9 || m > 4.5e9 {
 		t.Errorf("ms_deform_attn MACs %d", m)
 	}

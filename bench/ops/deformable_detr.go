@@ -158,7 +158,8 @@ func (d *deformableDETR) Bytes() int64 { return bench.BytesOf(d.Inputs(), d.Weig
 
 // Params counts each learned tensor once: the five shared copies of the
 // heads and the frozen BatchNorm buffers are left out, as PyTorch's
-// parameters() does (REFERENCE.md §4.10: 40,069,665 by default).
+// parameters() does (docs/reference-notes.md, "Deformable DETR counts":
+// 40,069,665 by default).
 func (d *deformableDETR) Params() int64 {
 	dm := int64(d.t.d)
 	n := bench.BytesOf(d.Weights()) / 4

@@ -2,8 +2,8 @@ package ops
 
 import "vitbench/bench"
 
-// The nodes DETR's transformer adds (REFERENCE-2.md §8.4 of the spec
-// shelf; docs/reference-notes.md): nn.MultiheadAttention's core over
+// The nodes DETR's transformer adds (docs/reference-notes.md,
+// "DETR"): nn.MultiheadAttention's core over
 // separate query, key and value tensors with a key padding mask, and the
 // stacking of every decoder layer's output.
 

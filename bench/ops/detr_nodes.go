@@ -3,7 +3,8 @@ package ops
 // The nodes of the Deformable DETR detector around its transformer:
 // ResNet-50's pooling and residual ReLU, the input projections' GroupNorm,
 // masks and sine position embeddings per level, and the heads'
-// box decoding and post-processing (REFERENCE.md §4.2, §4.9).
+// box decoding and post-processing (docs/reference-notes.md, "Deformable DETR
+// backbone and positions" and "Deformable DETR heads and post-processing").
 
 // ReLU is out = max(x, 0) elementwise over Elems values.
 type ReLU struct{ Elems int }

@@ -12,7 +12,8 @@ import (
 //	for b, t: μ = mean(x[b, t, :]);  σ² = mean((x[b, t, :] − μ)²)   (biased)
 //	          out[b, t, d] = (x[b, t, d] − μ) / √(σ² + eps) · weight[d] + bias[d]
 //
-// eps is 1e-6 in timm's ViT/DeiT and 1e-5 everywhere else (REFERENCE.md §0).
+// eps is 1e-6 in timm's ViT/DeiT and 1e-5 everywhere else (docs/reference-notes.md,
+// "Conventions").
 // Like Gemm it is row-wise: x and out may have any shape holding the same
 // B·T rows of D values (VOLO's channels-last [B, H, W, D]).
 type LayerNorm struct {

@@ -24,7 +24,8 @@ func LevelsOf(shapes ...[2]int) []Level {
 }
 
 // MSDeformCore is Deformable DETR's multi-scale deformable attention core
-// (ms_deform_attn_core_pytorch, REFERENCE.md §4.5–4.6). From value
+// (ms_deform_attn_core_pytorch; docs/reference-notes.md, "Deformable
+// attention sampling"). From value
 // [N, S, M, D], sampling locations [N, Lq, M, L, P, 2] (normalized x, y)
 // and attention weights [N, Lq, M, L, P] it computes out [N, Lq, M·D]:
 //
@@ -55,7 +56,8 @@ func (c MSDeformCore) Samples() int64 {
 }
 
 // MACs counts bilinear sampling as 5 multiply-accumulates per channel per
-// point (four corners and the attention weight), as REFERENCE.md §4.11.
+// point (four corners and the attention weight), as in docs/reference-notes.md,
+// "Deformable DETR counts".
 func (c MSDeformCore) MACs() int64 { return c.Samples() * int64(c.HeadDim) * 5 }
 
 // MSDeformSample is MSDeformAttn between its projections, fused: from the

@@ -8,7 +8,7 @@ import (
 )
 
 // OutlookParams is the JSON form of an outlook_attention case (VOLO's
-// OutlookAttention, REFERENCE.md §3.2) on a channels-last image.
+// OutlookAttention, docs/reference-notes.md, "VOLO") on a channels-last image.
 type OutlookParams struct {
 	Dim        int  `json:"dim"`
 	Heads      int  `json:"heads"`
@@ -153,7 +153,7 @@ func (s *outlookSpec) Graph() *bench.Graph {
 }
 
 // OutlookerParams is the JSON form of an outlooker case (VOLO's Outlooker
-// block, REFERENCE.md §3.3).
+// block, docs/reference-notes.md, "VOLO").
 type OutlookerParams struct {
 	OutlookParams
 	MLPRatio *float64 `json:"mlp_ratio,omitempty"` // default 3

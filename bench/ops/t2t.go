@@ -9,7 +9,7 @@ import (
 )
 
 // PerformerCore is the linear attention of T2T-ViT's Token_performer
-// (REFERENCE.md §2.2), from kqv [B, T, 3·E] (k first, then q, then v) and
+// (docs/reference-notes.md, "Performer layer"), from kqv [B, T, 3·E] (k first, then q, then v) and
 // the frozen random features w [M, E]:
 //
 //	φ(x)_j = exp(w_j·x − ‖x‖²/2) / √M            (kp = φ(k), qp = φ(q))

@@ -7,7 +7,7 @@ import (
 	"vitbench/bench"
 )
 
-// T2TModuleParams is the JSON form of a t2t_module case (REFERENCE.md §2.1).
+// T2TModuleParams is the JSON form of a t2t_module case (docs/reference-notes.md, "T2T module").
 type T2TModuleParams struct {
 	ImgSize    Pair   `json:"img_size"`
 	InChans    *int   `json:"in_chans,omitempty"`  // default 3

@@ -9,7 +9,7 @@ import (
 )
 
 // ViTParams is the JSON form of a vit network (timm VisionTransformer and
-// DeiT, REFERENCE.md §1).
+// DeiT, docs/reference-notes.md, "ViT and DeiT").
 type ViTParams struct {
 	ImgSize    Pair     `json:"img_size"`
 	PatchSize  int      `json:"patch_size"`
@@ -239,7 +239,8 @@ func (v *vitSpec) Graph() *bench.Graph {
 	return g
 }
 
-// T2TViTParams is the JSON form of a t2t_vit network (REFERENCE.md §2.5):
+// T2TViTParams is the JSON form of a t2t_vit network (docs/reference-notes.md,
+// "T2T-ViT backbone and counts"):
 // the T2T stage, then a ViT backbone with qkv_bias false, LayerNorm eps
 // 1e-5 and scale head_dim^-0.5 (0.125 for every released config) unless
 // scale is given. The fixed sinusoid position table is a parameter in the

@@ -8,8 +8,9 @@ import (
 	"vitbench/bench"
 )
 
-// TestViTParamsAndMACs checks the parameter counts of REFERENCE.md §1.6
-// (exact) and the MACs of §1.7 (within 1%), from the model definition.
+// TestViTParamsAndMACs checks the parameter counts and the MACs of
+// docs/reference-notes.md, "ViT/DeiT counts" (the counts exact, the MACs
+// within 1%), from the model definition.
 func TestViTParamsAndMACs(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -47,8 +48,9 @@ func TestViTParamsAndMACs(t *testing.T) {
 	}
 }
 
-// TestT2TViTParams checks REFERENCE.md §2.7's counts (all parameters, the
-// frozen performer w and the sinusoid table included) and §2.8's MACs.
+// TestT2TViTParams checks the parameter counts (all parameters, the frozen
+// performer w and the sinusoid table included) and the MACs of
+// docs/reference-notes.md, "T2T-ViT backbone and counts".
 func TestT2TViTParams(t *testing.T) {
 	for _, c := range []struct {
 		name, params string

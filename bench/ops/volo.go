@@ -7,7 +7,7 @@ import (
 	"vitbench/bench"
 )
 
-// VOLOParams is the JSON form of a volo network (REFERENCE.md §3.4–3.8):
+// VOLOParams is the JSON form of a volo network (docs/reference-notes.md, "VOLO"):
 // the released configs differ in layers, embed_dims, heads, mlp_ratio and
 // stem_hidden_dim only. Fixed: patch 8 with stem stride 2, outlook
 // attention (k3 p1 s2) in stage 0 only, one Downsample after it, two class
@@ -162,7 +162,7 @@ func (v *volo) Outputs() []bench.ArraySpec {
 
 // MACs: stem convs and projection, outlookers, the downsample, the
 // transformer blocks, the class blocks, the head on the class token and
-// the auxiliary head on every patch token (REFERENCE.md §3.11).
+// the auxiliary head on every patch token (docs/reference-notes.md, "VOLO").
 func (v *volo) MACs() int64 {
 	b, n, c := int64(v.batch), int64(v.tokens()), int64(v.c1)
 	m := v.stem.macs() + b*n*c*int64(v.c0)*4 + 2*v.post.macs() + b*c*int64(v.classes)*(1+n)
@@ -178,7 +178,7 @@ func (v *volo) MACs() int64 {
 func (v *volo) Bytes() int64 { return bench.BytesOf(v.Inputs(), v.Weights(), v.Outputs()) }
 
 // Params counts the learned tensors (BatchNorm running statistics are
-// buffers): 26,632,040 for volo_d1 at 224 (REFERENCE.md §3.10).
+// buffers): 26,632,040 for volo_d1 at 224 (docs/reference-notes.md, "VOLO").
 func (v *volo) Params() int64 {
 	w := v.Weights()
 	return bench.BytesOf(w)/4 - bufferParams(w)

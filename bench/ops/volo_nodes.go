@@ -1,6 +1,6 @@
 package ops
 
-// The nodes of VOLO (REFERENCE.md §3) that its components and network
+// The nodes of VOLO (docs/reference-notes.md, "VOLO") that its components and network
 // need beyond the shared GEMM, LayerNorm, attention and convolution nodes.
 // Tensors between VOLO blocks are channels-last: [B, H, W, C], which is
 // also [B, H·W, C] token-major.

@@ -9,7 +9,7 @@ import (
 )
 
 // VOLOStemParams is the JSON form of a volo_stem case: VOLO's PatchEmbed
-// with stem_conv (REFERENCE.md §3.1), three conv–BN–ReLU layers and the
+// with stem_conv (docs/reference-notes.md, "VOLO"), three conv–BN–ReLU layers and the
 // patch projection, output channels-last.
 type VOLOStemParams struct {
 	ImgSize   Pair `json:"img_size"`

@@ -10,7 +10,7 @@ import (
 	"vitbench/bench"
 )
 
-// voloConfigs are the released VOLO configs (REFERENCE.md §3.8).
+// voloConfigs are the released VOLO configs (docs/reference-notes.md, "VOLO").
 var voloConfigs = map[string]string{
 	"d1": `"layers": [4, 4, 8, 2], "embed_dims": [192, 384, 384, 384], "heads": [6, 12, 12, 12]`,
 	"d2": `"layers": [6, 4, 10, 4], "embed_dims": [256, 512, 512, 512], "heads": [8, 16, 16, 16]`,
@@ -19,8 +19,8 @@ var voloConfigs = map[string]string{
 	"d5": `"layers": [12, 12, 20, 4], "embed_dims": [384, 768, 768, 768], "heads": [12, 16, 16, 16], "mlp_ratio": 4, "stem_hidden_dim": 128`,
 }
 
-// TestVOLOParamsAndMACs checks every entry of REFERENCE.md §3.10's
-// parameter table (exact) and §3.11's MACs (within 1%), from the model
+// TestVOLOParamsAndMACs checks every entry of the VOLO parameter
+// table (exact) and the MACs (within 1%) of docs/reference-notes.md, "VOLO", from the model
 // definition.
 func TestVOLOParamsAndMACs(t *testing.T) {
 	params := map[string][4]int64{ // 224, 384, 448, 512
@@ -53,8 +53,8 @@ func TestVOLOParamsAndMACs(t *testing.T) {
 	}
 }
 
-// TestVOLOComponentCounts checks the worked example of §3.10 block by
-// block: the stem, one outlooker, one class block.
+// TestVOLOComponentCounts checks VOLO-D1 part by part (docs/reference-notes.md,
+// "VOLO"): the stem, one outlooker, one class block.
 func TestVOLOComponentCounts(t *testing.T) {
 	for _, c := range []struct {
 		kind   bench.OpKind

@@ -11,7 +11,8 @@ import (
 )
 
 // bilinear64 is the plain-loop bilinear rule shared by both deformable ops
-// (REFERENCE.md §4.6 and §5.1) in float64: at(y, x) reads one pixel; the
+// (docs/reference-notes.md, "Deformable attention sampling" and
+// "Deformable convolution") in float64: at(y, x) reads one pixel; the
 // point is dropped when a coordinate is ≤ −1 or ≥ its size, and each
 // corner outside the image reads as zero.
 func bilinear64(y, x float64, h, w int, at func(y, x int) float64) float64 {

@@ -1,10 +1,9 @@
-"""Iterative box refinement (param ``box_refine``, REFERENCE.md 4.8-4.10) of ``ddetr_transformer``
-and ``deformable_detr``: the refined decoder against a hand-written float64 loop (2-d references
-switching to 4-d boxes after layer 0, the 4-d valid-ratio scaling and sampling rule), the module
-against the float64 NumPy transformer with a padded batch, the built-in case through the
-exporter's path, state_dict names and unique parameter counts, the detector's shared
-``transformer.decoder.bbox_embed`` / ``bbox_embed`` (the top-level copy wins on load), its heads
-against a composition of independent parts, MACs and the params' defaults."""
+"""Iterative box refinement (param ``box_refine``; docs/reference-notes.md, "Box refinement and two-stage") of
+``ddetr_transformer`` and ``deformable_detr``: the refined decoder against a hand-written float64 loop (2-d references
+switching to 4-d boxes after layer 0, the 4-d valid-ratio scaling and sampling rule), the module against the float64
+NumPy transformer with a padded batch, the built-in case through the exporter's path, state_dict names and unique
+parameter counts, the detector's shared ``transformer.decoder.bbox_embed`` / ``bbox_embed`` (the top-level copy wins
+on load), its heads against a composition of independent parts, MACs and the params' defaults."""
 
 import unittest
 
@@ -21,7 +20,7 @@ from vitbench_ref.modules import (ddetr_transformer_float64, ms_deform_attn_floa
                                   ms_deform_sample_float64, valid_ratios_float64)
 
 torch.set_num_threads(2)
-MLP_PARAMS = 256 * 256 + 256 + 256 * 256 + 256 + 4 * 256 + 4  # 132,612 (REFERENCE.md 4.10)
+MLP_PARAMS = 256 * 256 + 256 + 256 * 256 + 256 + 4 * 256 + 4  # 132,612 (docs/reference-notes.md)
 
 
 def sigmoid(x):
@@ -275,8 +274,8 @@ class TestDetectorRefinement(unittest.TestCase):
         _, ws, _ = C.shapes("deformable_detr", p, 1)
         self.assertEqual({k: list(v.shape) for k, v in sd.items()}, ws)
         self.assertEqual(len(sd), 265 + 16 + 232 + 36 + 12 + 36)
-        # REFERENCE.md 4.10: 40,849,660 unique parameters (the shared decoder bbox_embed counts once),
-        # 40,627,260 requiring grad in the original (stem and layer1 frozen).
+        # docs/reference-notes.md, "Deformable DETR counts": 40,849,660 unique parameters (the shared decoder
+        # bbox_embed counts once), 40,627,260 requiring grad in the original (stem and layer1 frozen).
         total = sum(t.numel() for t in module.parameters())
         self.assertEqual(total, 40849660)
         self.assertEqual(total - (40069665 - 39847265), 40627260)

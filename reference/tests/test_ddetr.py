@@ -1,6 +1,6 @@
 """Deformable DETR's transformer (op kind ``ddetr_transformer``): the module against the float64
-NumPy recomputation (with a padded batch), state_dict names and parameter counts (REFERENCE.md
-4.10), valid ratios and encoder reference points against hand-computed values, the stored
+NumPy recomputation (with a padded batch), state_dict names and parameter counts (docs/reference-notes.md,
+"Deformable DETR counts"), valid ratios and encoder reference points against hand-computed values, the stored
 padding mask of ``ddetr_transformer_small_b2``, and the case rules (params, errors, shapes, MACs,
 roles)."""
 
@@ -138,7 +138,7 @@ class TestStateDict(unittest.TestCase):
         count = {"transformer": 0, "query_embed": 0}
         for k, shp in ws.items():
             count[k.split(".")[0]] += int(np.prod(shp))
-        self.assertEqual(count, {"transformer": 10665986, "query_embed": 153600})  # REFERENCE.md 4.10
+        self.assertEqual(count, {"transformer": 10665986, "query_embed": 153600})  # docs/reference-notes.md
         self.assertEqual(sum(t.numel() for t in module.parameters()), 10665986 + 153600)
         enc = sum(int(np.prod(s)) for k, s in ws.items() if k.startswith("transformer.encoder.layers.0."))
         dec = sum(int(np.prod(s)) for k, s in ws.items() if k.startswith("transformer.decoder.layers.0."))
@@ -302,7 +302,8 @@ class TestCaseRules(unittest.TestCase):
         enc = msd_enc + 2 * s * d * f
         dec = msd_dec + 2 * q * d * 3 * d + q * d * d + 2 * q * q * d + 2 * q * d * f
         self.assertEqual(C.macs(case["op"], case["params"], n), 6 * enc + 6 * dec + q * d * 2)
-        # REFERENCE.md 4.11: about 13.8 GMACs per encoder layer and 1.5 per decoder layer at 800x1066.
+        # docs/reference-notes.md, "Deformable DETR counts": about 13.8 GMACs per encoder layer and 1.5 per decoder
+        # layer at 800x1066.
         self.assertAlmostEqual(enc / 1e9, 13.8, delta=0.05)
         self.assertAlmostEqual(dec / 1e9, 1.5, delta=0.1)
         # Linear in the batch.

@@ -175,7 +175,7 @@ class TestMSDeformAttn(unittest.TestCase):
 
 def deform_conv_loops(x, offset, mask, weight, bias, stride, padding, dilation):
     """deform_conv2d by scalar loops over every output element, tap and input channel, straight
-    from REFERENCE.md 5.1."""
+    from docs/reference-notes.md, "Deformable convolution"."""
     b, cin, h, w = x.shape
     cout, cg, kh, kw = weight.shape
     groups = cin // cg

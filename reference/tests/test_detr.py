@@ -1,10 +1,9 @@
-"""The whole Deformable DETR detector (op kind ``deformable_detr``): the ResNet-50 body against
-torchvision's resnet50 (FrozenBatchNorm2d) IntermediateLayerGetter, the sine position embedding
-against NumPy on a padded mask, the whole forward (float64) against a composition of independent
-parts (torchvision body, NumPy masks / position embedding, the float64 NumPy transformer of
-``ddetr_transformer``, NumPy heads and post-processing), state_dict names and the unique parameter
-count (REFERENCE.md 4.10), post-processing on a hand-made example, the stored image mask, level
-shapes, MACs, and the case rules."""
+"""The whole Deformable DETR detector (op kind ``deformable_detr``): the ResNet-50 body against torchvision's resnet50
+(FrozenBatchNorm2d) IntermediateLayerGetter, the sine position embedding against NumPy on a padded mask, the whole
+forward (float64) against a composition of independent parts (torchvision body, NumPy masks / position embedding, the
+float64 NumPy transformer of ``ddetr_transformer``, NumPy heads and post-processing), state_dict names and the unique
+parameter count (docs/reference-notes.md, "Deformable DETR counts"), post-processing on a hand-made example, the
+stored image mask, level shapes, MACs, and the case rules."""
 
 import math
 import unittest
@@ -180,7 +179,8 @@ class TestBackbone(unittest.TestCase):
             np.testing.assert_allclose(g.numpy(), w_.numpy(), rtol=1e-4, atol=1e-5)
 
     def test_layout_and_level_shapes(self):
-        # REFERENCE.md 4.2's table, and the built-in cases' sizes.
+        # The level sizes listed in docs/reference-notes.md, "Deformable DETR backbone and positions", and
+        # the built-in cases' sizes.
         self.assertEqual(ddetr_level_shapes([800, 1066]), [[100, 134], [50, 67], [25, 34], [13, 17]])
         self.assertEqual(ddetr_level_shapes([800, 1333]), [[100, 167], [50, 84], [25, 42], [13, 21]])
         self.assertEqual(ddetr_level_shapes([800, 1216]), [[100, 152], [50, 76], [25, 38], [13, 19]])
@@ -191,7 +191,7 @@ class TestBackbone(unittest.TestCase):
                              [[-(-n // s), -(-(n + 1) // s)] for s in (8, 16, 32, 64)])
         convs = resnet50_layout([224, 224])
         self.assertEqual(len(convs), 53)
-        self.assertEqual(sum(c["cout"] * c["cin"] * c["k"] ** 2 for c in convs), 23454912)  # REFERENCE.md 4.10
+        self.assertEqual(sum(c["cout"] * c["cin"] * c["k"] ** 2 for c in convs), 23454912)  # docs/reference-notes.md
         self.assertAlmostEqual(sum(c["cout"] * c["out"][0] * c["out"][1] * c["cin"] * c["k"] ** 2 for c in convs) / 1e9,
                                4.087, delta=0.001)  # the usual 4.09 GMACs of ResNet-50 at 224 (fc excluded)
 
@@ -366,8 +366,8 @@ class TestStateDict(unittest.TestCase):
                           ("bbox_embed.5.layers.2.weight", [4, 256]), ("bbox_embed.0.layers.0.bias", [256])):
             self.assertEqual(ws[name], shp, name)
         self.assertFalse(any(k.endswith("num_batches_tracked") for k in sd))
-        # REFERENCE.md 4.10: 40,069,665 unique parameters (FrozenBN buffers are not parameters; the
-        # shared heads count once).
+        # docs/reference-notes.md, "Deformable DETR counts": 40,069,665 unique parameters (FrozenBN buffers are not
+        # parameters; the shared heads count once).
         self.assertEqual(sum(t.numel() for t in module.parameters()), 40069665)
         parts = {}
         for name, t in module.named_parameters():
@@ -447,7 +447,8 @@ class TestCases(unittest.TestCase):
         tr = C.macs("ddetr_transformer", tp, 1)
         heads = 300 * 256 * 91 + 300 * (256 * 256 * 2 + 256 * 4)
         convs = total - tr - heads
-        # REFERENCE.md 4.11: ResNet-50 70.0 + input_proj 4.1 GMACs, about 166 in all, at 800x1066.
+        # docs/reference-notes.md, "Deformable DETR counts": ResNet-50 70.0 + input_proj 4.1 GMACs, about 166 in all,
+        # at 800x1066.
         self.assertAlmostEqual(convs / 1e9, 74.1, delta=0.1)
         self.assertAlmostEqual(total / 1e9, 166, delta=1)
         self.assertEqual(C.macs("deformable_detr", full, 2), 2 * total)

@@ -1,11 +1,10 @@
-"""Two-stage Deformable DETR (param ``two_stage``, REFERENCE.md 4.8-4.10) of ``ddetr_transformer`` and
-``deformable_detr``: the encoder's proposals and their valid mask on a padded example against
-hand-computed values, the proposal sine embedding against NumPy loops, the whole two-stage
-transformer against the float64 NumPy recomputation (padded batch; also with the padded rows
-forced into the selection), the built-in case through the exporter's path and its unambiguous
-top-k, the detector's shared class_embed / bbox_embed lists (the top-level copy wins on load),
-the detector against a composition of independent parts, the unique parameter count 41,181,529,
-MACs and the param rules."""
+"""Two-stage Deformable DETR (param ``two_stage``; docs/reference-notes.md, "Box refinement and two-stage") of
+``ddetr_transformer`` and ``deformable_detr``: the encoder's proposals and their valid mask on a padded example
+against hand-computed values, the proposal sine embedding against NumPy loops, the whole two-stage transformer against
+the float64 NumPy recomputation (padded batch; also with the padded rows forced into the selection), the built-in case
+through the exporter's path and its unambiguous top-k, the detector's shared class_embed / bbox_embed lists (the
+top-level copy wins on load), the detector against a composition of independent parts, the unique parameter count
+41,181,529, MACs and the param rules."""
 
 import math
 import unittest
@@ -354,8 +353,8 @@ class TestDetector(unittest.TestCase):
         sd = module.state_dict()
         _, ws, _ = C.shapes("deformable_detr", p, 1)
         self.assertEqual({k: list(v.shape) for k, v in sd.items()}, ws)
-        # REFERENCE.md 4.10: 41,181,529 unique parameters (the shared heads count once), 40,959,129
-        # requiring grad in the original (stem and layer1 frozen).
+        # docs/reference-notes.md, "Deformable DETR counts": 41,181,529 unique parameters (the shared heads count
+        # once), 40,959,129 requiring grad in the original (stem and layer1 frozen).
         total = sum(t.numel() for t in module.parameters())
         self.assertEqual(total, 41181529)
         self.assertEqual(total - (40069665 - 39847265), 40959129)
@@ -368,7 +367,7 @@ class TestDetector(unittest.TestCase):
         two = sum(int(np.prod(s)) for k, s in ws.items() if k.startswith("transformer.")
                   and not k.startswith("transformer.decoder.class_embed.")
                   and not k.startswith("transformer.decoder.bbox_embed."))
-        self.assertEqual(two, 10995456)  # the two-stage DeformableTransformer of REFERENCE.md 4.10
+        self.assertEqual(two, 10995456)  # the two-stage DeformableTransformer (docs/reference-notes.md)
 
     def test_builtin_cases(self):
         small, full = C.select("^deformable_detr_r50_two_stage$")[0], C.select("^deformable_detr_r50_two_stage_800$")[0]

@@ -1,8 +1,8 @@
-"""VOLO (REFERENCE.md section 3): the reference modules against their float64 NumPy recomputations
+"""VOLO (docs/reference-notes.md, "VOLO"): the reference modules against their float64 NumPy recomputations
 (explicit pooling and scatter-add fold loops for the outlook attention) on small random shapes with
 odd H/W and several head counts, a hand-checked fold (overlaps summed), ClassBlock's pass-through of
 the patch tokens, the network's output composed independently, state_dict names vs the case rules,
-parameter counts (REFERENCE.md 3.10), MACs (3.11) and the parameter rules."""
+parameter counts and MACs (docs/reference-notes.md) and the parameter rules."""
 
 import unittest
 
@@ -25,11 +25,11 @@ D4 = {"layers": [8, 8, 16, 4], "embed_dims": [384, 768, 768, 768], "heads": [12,
 D5 = {"layers": [12, 12, 20, 4], "embed_dims": [384, 768, 768, 768], "heads": [12, 16, 16, 16], "mlp_ratio": 4.0,
       "stem_hidden_dim": 128}
 CONFIGS = {"d1": D1, "d2": D2, "d3": D3, "d4": D4, "d5": D5}
-# REFERENCE.md 3.10.
+# docs/reference-notes.md, "VOLO" (parameter counts).
 PARAMS = {"d1": (26632040, 26777960, 26857832, 26949992), "d2": (58678336, 58872896, 58979392, 59102272),
           "d3": (86325072, 86519632, 86626128, 86749008), "d4": (192961520, 193253360, 193413104, 193597424),
           "d5": (295455584, 295747424, 295907168, 296091488)}
-# REFERENCE.md 3.11 (GMACs of the formula).
+# docs/reference-notes.md, "VOLO" (GMACs of the count).
 GMACS = {("d1", 224): 6.92, ("d1", 384): 22.68, ("d2", 224): 14.31, ("d2", 384): 46.06, ("d3", 224): 20.73,
          ("d3", 448): 96.13, ("d4", 224): 44.26, ("d4", 448): 196.84, ("d5", 224): 72.3, ("d5", 448): 314.65,
          ("d5", 512): 424.56}
@@ -305,7 +305,7 @@ class TestCounts(unittest.TestCase):
                                                                                              img_size=res))), want)
 
     def test_component_param_counts(self):
-        # REFERENCE.md 3.10: stem 280,320; Outlooker (C 192) 390,438; ClassBlock (C 384) 1,478,016.
+        # docs/reference-notes.md, "VOLO": stem 280,320; Outlooker (C 192) 390,438; ClassBlock (C 384) 1,478,016.
         self.assertEqual(C.param_count("volo_stem", C.normalize_params("volo_stem", {"img_size": 224,
                                                                                     "embed_dim": 192})), 280320)
         self.assertEqual(C.param_count("outlooker", C.normalize_params("outlooker", {"dim": 192, "heads": 6,

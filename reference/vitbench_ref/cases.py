@@ -68,8 +68,9 @@ PARAMS = {
                        "level_start_index": "auto", "head_dim": "auto", "ref_dims": 2, "padding_mask": False},
     "deform_conv2d": {"in_chans": None, "out_chans": None, "img_size": None, "kernel_size": None, "stride": 1,
                       "padding": 0, "dilation": 1, "groups": 1, "offset_groups": 1, "bias": True, "mask": True},
-    # Deformable DETR's transformer with its query_embed; defaults are the detector's (REFERENCE.md
-    # 4.1).  box_refine: iterative box refinement (REFERENCE.md 4.8), the decoder's own bbox_embed
+    # Deformable DETR's transformer with its query_embed; defaults are the detector's
+    # (docs/reference-notes.md, "Deformable DETR").  box_refine: iterative box refinement ("Box
+    # refinement and two-stage"), the decoder's own bbox_embed
     # MLPs, output last_reference.  two_stage (needs box_refine and d_model 256): queries from the
     # encoder's proposals, no query_embed; num_classes sizes its class heads and is allowed (and
     # written out) only with two_stage.
@@ -77,14 +78,14 @@ PARAMS = {
                           "enc_layers": 6, "dec_layers": 6, "ffn_dim": 1024, "enc_points": 4, "dec_points": 4,
                           "queries": 300, "padding_mask": False, "probe": False, "box_refine": False,
                           "two_stage": False, "num_classes": 91},
-    # The whole Deformable DETR detector (ResNet-50, 4 levels; REFERENCE.md 4.1-4.9), optionally with
-    # iterative box refinement (box_refine) and two-stage (two_stage, needs box_refine); img_size is
-    # the padded batch image [H, W], top_k the PostProcess's k (<= queries * num_classes).
+    # The whole Deformable DETR detector (ResNet-50, 4 levels; docs/reference-notes.md, "Deformable DETR"), optionally
+    # with iterative box refinement (box_refine) and two-stage (two_stage, needs box_refine); img_size is the padded
+    # batch image [H, W], top_k the PostProcess's k (<= queries * num_classes).
     "deformable_detr": {"img_size": None, "num_classes": 91, "queries": 300, "d_model": 256, "heads": 8,
                         "enc_layers": 6, "dec_layers": 6, "ffn_dim": 1024, "enc_points": 4, "dec_points": 4,
                         "top_k": 100, "padding_mask": False, "probe": False, "box_refine": False,
                         "two_stage": False},
-    # VOLO (REFERENCE.md section 3; channels-last [B, H, W, C] between blocks).  kernel_size, padding
+    # VOLO (docs/reference-notes.md, "VOLO"; channels-last [B, H, W, C] between blocks).  kernel_size, padding
     # and stride of the outlook attention are single integers (k^4*heads attention logits).
     "outlook_attention": {"dim": None, "heads": None, "img_size": None, "kernel_size": 3, "padding": 1, "stride": 2},
     "outlooker": {"dim": None, "heads": None, "img_size": None, "kernel_size": 3, "padding": 1, "stride": 2,

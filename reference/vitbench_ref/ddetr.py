@@ -1,6 +1,6 @@
-"""Deformable DETR reference modules (REFERENCE.md 4.1-4.9).
+"""Deformable DETR reference modules (docs/reference-notes.md, "Deformable DETR").
 
-Its transformer (4.3, 4.7, 4.8): single-stage or two-stage, optional iterative box refinement,
+Its transformer (same notes, "Deformable DETR encoder and decoder"): single-stage or two-stage, optional iterative box refinement,
 return_intermediate_dec True, ReLU, post-norm; dropout is absent (eval); ``DDETRTransformer`` (op
 kind ``ddetr_transformer``) and its float64 recomputation ``ddetr_transformer_float64``.  The whole
 detector (``DeformableDETR``, op kind ``deformable_detr``): the ResNet-50 backbone of
@@ -34,7 +34,8 @@ def valid_ratios_from_masks(masks, dtype=torch.float32):
 
 
 def encoder_reference_points(spatial_shapes, valid_ratios):
-    """``DeformableTransformerEncoder.get_reference_points`` (REFERENCE.md 4.7): per level the
+    """``DeformableTransformerEncoder.get_reference_points`` (docs/reference-notes.md,
+    "Deformable DETR encoder and decoder"): per level the
     pixel centres ``linspace(0.5, H-0.5, H)`` x ``linspace(0.5, W-0.5, W)`` (ij meshgrid), y divided
     by ``valid_ratio_h * H`` and x by ``valid_ratio_w * W``, stacked (x, y), concatenated over
     levels, then ``ref[:, :, None] * valid_ratios[:, None]`` -> ``[N, S, L, 2]``."""
@@ -51,8 +52,8 @@ def encoder_reference_points(spatial_shapes, valid_ratios):
 
 
 class DeformableTransformerEncoderLayer(nn.Module):
-    """Encoder layer (REFERENCE.md 4.7): ``src2 = self_attn(src + pos, ref, src, mask)``;
-    ``src = norm1(src + src2)``; ``src = norm2(src + linear2(relu(linear1(src))))``."""
+    """Encoder layer (docs/reference-notes.md, "Deformable DETR encoder and decoder"): ``src2 = self_attn(src + pos,
+    ref, src, mask)``; ``src = norm1(src + src2)``; ``src = norm2(src + linear2(relu(linear1(src))))``."""
 
     def __init__(self, d_model, d_ffn, heads, points, spatial_shapes):
         super().__init__()
@@ -69,10 +70,9 @@ class DeformableTransformerEncoderLayer(nn.Module):
 
 
 class DeformableTransformerDecoderLayer(nn.Module):
-    """Decoder layer (REFERENCE.md 4.8): ``q = k = tgt + query_pos``, value ``tgt`` through
-    ``self_attn`` (nn.MultiheadAttention, sequence-first), ``tgt = norm2(tgt + .)``; then
-    ``cross_attn(tgt + query_pos, ref, memory, mask)``, ``tgt = norm1(tgt + .)``; then the FFN
-    and ``norm3``."""
+    """Decoder layer (docs/reference-notes.md, "Deformable DETR encoder and decoder"): ``q = k = tgt + query_pos``,
+    value ``tgt`` through ``self_attn`` (nn.MultiheadAttention, sequence-first), ``tgt = norm2(tgt + .)``; then
+    ``cross_attn(tgt + query_pos, ref, memory, mask)``, ``tgt = norm1(tgt + .)``; then the FFN and ``norm3``."""
 
     def __init__(self, d_model, d_ffn, heads, points, spatial_shapes):
         super().__init__()
@@ -169,8 +169,8 @@ class DeformableTransformerDecoder(nn.Module):
 
 
 def encoder_output_proposals(spatial_shapes, padding_mask, n, dtype=torch.float32):
-    """Deformable DETR's ``gen_encoder_output_proposals`` without the memory part (REFERENCE.md 4.8,
-    two-stage): for each level l (H, W), valid_H / valid_W = the unpadded entries of the level's
+    """Deformable DETR's ``gen_encoder_output_proposals`` without the memory part (docs/reference-notes.md,
+    "Box refinement and two-stage"): for each level l (H, W), valid_H / valid_W = the unpadded entries of the level's
     first column / first row of ``padding_mask [N, S]`` (True = padding; None = nothing padded),
     ``grid_y, grid_x = meshgrid(linspace(0, H-1, H), linspace(0, W-1, W))`` (ij),
     ``(cx, cy) = (grid_x + 0.5, grid_y + 0.5) / (valid_W, valid_H)``, ``w = h = 0.05 * 2^l``;
@@ -206,12 +206,11 @@ def encoder_output_proposals(spatial_shapes, padding_mask, n, dtype=torch.float3
 
 
 def proposal_pos_embed(proposals, num_pos_feats=128, temperature=10000, scale=2 * math.pi):
-    """Deformable DETR's ``get_proposal_pos_embed`` (REFERENCE.md 4.8): ``dim_t[i] =
-    temperature^(2*(i//2)/F)`` (i < F = num_pos_feats), ``p = sigmoid(proposals) * 2 pi``, ``pos =
-    p[..., None] / dim_t`` -> [N, Q, 4, F], then per coordinate sin of the even and cos of the odd
-    channels interleaved (sin(a0), cos(a1), sin(a2), ...) -> [N, Q, 4F] (coordinate-major).  The
-    original fixes F = 128, so 4F = 512 = 2 d_model (pos_trans's input) only for d_model 256, which
-    two_stage therefore requires."""
+    """Deformable DETR's ``get_proposal_pos_embed`` (docs/reference-notes.md, "Box refinement and two-stage"):
+    ``dim_t[i] = temperature^(2*(i//2)/F)`` (i < F = num_pos_feats), ``p = sigmoid(proposals) * 2 pi``, ``pos = p[...,
+    None] / dim_t`` -> [N, Q, 4, F], then per coordinate sin of the even and cos of the odd channels interleaved
+    (sin(a0), cos(a1), sin(a2), ...) -> [N, Q, 4F] (coordinate-major).  The original fixes F = 128, so 4F = 512 = 2
+    d_model (pos_trans's input) only for d_model 256, which two_stage therefore requires."""
     dim_t = torch.arange(num_pos_feats, dtype=proposals.dtype)
     dim_t = temperature ** (2 * torch.div(dim_t, 2, rounding_mode="floor") / num_pos_feats)
     pos = (proposals.sigmoid() * scale)[:, :, :, None] / dim_t
@@ -219,7 +218,7 @@ def proposal_pos_embed(proposals, num_pos_feats=128, temperature=10000, scale=2 
 
 
 class DeformableTransformer(nn.Module):
-    """Deformable DETR's ``DeformableTransformer`` (REFERENCE.md 4.3, 4.7, 4.8), taking the already
+    """Deformable DETR's ``DeformableTransformer`` (docs/reference-notes.md, "Deformable DETR"), taking the already
     flattened multi-scale features.  State dict: ``level_embed [L, d]``, ``encoder.layers.{i}.*``,
     ``decoder.layers.{i}.*``, ``decoder.bbox_embed.{i}.*`` once the owner has set
     ``decoder.bbox_embed`` (box refinement), ``reference_points`` (Linear(d, 2)).
@@ -261,14 +260,13 @@ class DeformableTransformer(nn.Module):
                 for s, (h, w) in zip(self.level_start_index, self.spatial_shapes)]
 
     def two_stage_queries(self, memory, mask_flatten):
-        """The two-stage query selection (REFERENCE.md 4.8): ``output_memory`` = memory with padded and
-        invalid-proposal rows zeroed, through ``enc_output`` and ``enc_output_norm``; scores
-        ``decoder.class_embed[L](output_memory)`` and coordinates ``decoder.bbox_embed[L](output_memory)
-        + proposals`` (L = dec_layers); the ``queries`` largest class-0 scores per image, descending,
-        equal scores lower row first (a stable sort); the selected coordinates (detached), their
-        sigmoid as the 4-d initial references, and ``pos_trans_norm(pos_trans(proposal_pos_embed(coords)))`` split into
-        ``query_pos`` (first d) and ``tgt``.  Returns ``(reference_points [N, Q, 4], query_pos, tgt,
-        enc_scores [N, S])``."""
+        """The two-stage query selection (docs/reference-notes.md, "Box refinement and two-stage"): ``output_memory``
+        = memory with padded and invalid-proposal rows zeroed, through ``enc_output`` and ``enc_output_norm``; scores
+        ``decoder.class_embed[L](output_memory)`` and coordinates ``decoder.bbox_embed[L](output_memory) + proposals``
+        (L = dec_layers); the ``queries`` largest class-0 scores per image, descending, equal scores lower row first
+        (a stable sort); the selected coordinates (detached), their sigmoid as the 4-d initial references, and
+        ``pos_trans_norm(pos_trans(proposal_pos_embed(coords)))`` split into ``query_pos`` (first d) and ``tgt``.
+        Returns ``(reference_points [N, Q, 4], query_pos, tgt, enc_scores [N, S])``."""
         n, _, d = memory.shape
         proposals, valid = encoder_output_proposals(self.spatial_shapes, mask_flatten, n, memory.dtype)
         out = memory
@@ -464,9 +462,9 @@ def ddetr_transformer_float64(src, pos, padding_mask, weights, p, refs_out=None)
     module's output dict; ``refs_out`` (a list, optional) receives the reference after each
     decoder layer (the initial one while nothing is refined).
 
-    With ``two_stage`` the queries come from the encoder, as written in REFERENCE.md 4.8
-    (:func:`encoder_output_proposals_float64`, padded / invalid memory rows zeroed, enc_output +
-    LayerNorm, class head and box MLP ``transformer.decoder.{class,bbox}_embed.{dec_layers}``, the
+    With ``two_stage`` the queries come from the encoder, as written in docs/reference-notes.md,
+    "Box refinement and two-stage" (:func:`encoder_output_proposals_float64`, padded / invalid
+    memory rows zeroed, enc_output + LayerNorm, class head and box MLP ``transformer.decoder.{class,bbox}_embed.{dec_layers}``, the
     ``queries`` largest class-0 scores per image (np.argsort, stable: equal scores in row order),
     sigmoid references [N, Q, 4], :func:`proposal_pos_embed_float64` (F = 128) through
     pos_trans + LayerNorm, first d columns query_pos, the rest tgt)."""
@@ -571,7 +569,8 @@ def ddetr_transformer_float64(src, pos, padding_mask, weights, p, refs_out=None)
 def ddetr_level_shapes(img_size):
     """The four level shapes ``[[H, W], ...]`` of the detector for a padded batch image ``img_size``:
     C3, C4, C5 (outputs of layer2-4, strides 8/16/32) and the extra level of input_proj[3]
-    (3x3 s2 p1 conv on C5).  Every stride-2 step maps n -> ceil(n / 2) (REFERENCE.md 4.2)."""
+    (3x3 s2 p1 conv on C5).  Every stride-2 step maps n -> ceil(n / 2) (docs/reference-notes.md,
+    "Deformable DETR backbone and positions")."""
     convs = resnet50_layout(img_size)
     ends = {c["conv"]: c["out"] for c in convs}
     levels = [list(ends["layer%d.%d.conv3" % (i + 1, RESNET50_BLOCKS[i] - 1)]) for i in (1, 2, 3)]
@@ -592,14 +591,15 @@ class DDETRBackbone(nn.Module):
 
 
 def inverse_sigmoid(x, eps=1e-5):
-    """Deformable DETR's ``inverse_sigmoid`` (REFERENCE.md 4.8): clamp to [0, 1], then
-    ``log(clamp(x, eps) / clamp(1 - x, eps))``."""
+    """Deformable DETR's ``inverse_sigmoid`` (docs/reference-notes.md, "Box refinement and two-stage"): clamp to [0,
+    1], then ``log(clamp(x, eps) / clamp(1 - x, eps))``."""
     x = x.clamp(min=0, max=1)
     return torch.log(x.clamp(min=eps) / (1 - x).clamp(min=eps))
 
 
 def ddetr_postprocess(logits, boxes, sizes, top_k):
-    """Deformable DETR's ``PostProcess`` (REFERENCE.md 4.9): ``prob = sigmoid(logits [N, Q, C])``,
+    """Deformable DETR's ``PostProcess`` (docs/reference-notes.md, "Deformable DETR heads and
+    post-processing"): ``prob = sigmoid(logits [N, Q, C])``,
     top-k over the flattened Q*C scores (descending, torch.topk), box index ``idx // C``, label
     ``idx % C``, the box (cx, cy, w, h) -> (x0, y0, x1, y1) times ``[w, h, w, h]`` of ``sizes
     [N, 2]`` (each image's (h, w)).  Returns ``(scores [N, K], labels [N, K] (float), boxes [N, K, 4])``."""
@@ -616,9 +616,9 @@ def ddetr_postprocess(logits, boxes, sizes, top_k):
 
 
 class DeformableDETR(nn.Module):
-    """Op kind ``deformable_detr``: the Deformable DETR detector, optionally with iterative box
-    refinement and two-stage (REFERENCE.md 4.1-4.9), default config, 4 feature levels, for padded batch images of
-    ``img_size`` (H, W) (the level shapes of the transformer are fixed at construction,
+    """Op kind ``deformable_detr``: the Deformable DETR detector, optionally with iterative box refinement and
+    two-stage (docs/reference-notes.md, "Deformable DETR"), default config, 4 feature levels, for padded batch images
+    of ``img_size`` (H, W) (the level shapes of the transformer are fixed at construction,
     :func:`ddetr_level_shapes`).
 
     ``forward(images [N, 3, H, W] (normalised), image_mask=None [N, H, W], nonzero = padded)``:

@@ -1,6 +1,6 @@
-"""Deformable attention (Deformable DETR, REFERENCE.md 4.4-4.6) and deformable convolution
-(torchvision, REFERENCE.md 5.1): ``MSDeformAttnCore``, ``MSDeformAttn``, ``DeformConv2d`` and their
-float64 recomputations."""
+"""Deformable attention (Deformable DETR; docs/reference-notes.md, "MSDeformAttn" and "Deformable attention sampling")
+and deformable convolution (torchvision; "Deformable convolution"): ``MSDeformAttnCore``, ``MSDeformAttn``,
+``DeformConv2d`` and their float64 recomputations."""
 
 import torch
 from torch import nn
@@ -10,7 +10,8 @@ from .layers import pair
 
 
 def level_start_index(spatial_shapes):
-    """``[0, cumsum(H*W)[:-1]]`` of a list of ``(H, W)`` level shapes (REFERENCE.md 4.3)."""
+    """``[0, cumsum(H*W)[:-1]]`` of a list of ``(H, W)`` level shapes (docs/reference-notes.md,
+    "Deformable DETR backbone and positions")."""
     out, s = [], 0
     for h, w in spatial_shapes:
         out.append(s)
@@ -19,7 +20,8 @@ def level_start_index(spatial_shapes):
 
 
 def ms_deform_attn_core_pytorch(value, spatial_shapes, sampling_locations, attention_weights):
-    """Deformable DETR's ``ms_deform_attn_core_pytorch`` (REFERENCE.md 4.5): per level, bilinear
+    """Deformable DETR's ``ms_deform_attn_core_pytorch`` (docs/reference-notes.md, "Deformable
+    attention sampling"): per level, bilinear
     ``F.grid_sample`` (zeros padding, align_corners False) of ``value [N, S, M, D]`` at
     ``2*loc - 1``; the L*P samples of each head weighted by ``attention_weights`` and summed.
     ``sampling_locations [N, Lq, M, L, P, 2]`` are normalized (x, y); returns ``[N, Lq, M*D]``."""
@@ -42,7 +44,8 @@ def ms_deform_attn_core_pytorch(value, spatial_shapes, sampling_locations, atten
 
 
 class MSDeformAttnCore(nn.Module):
-    """The multi-scale deformable sampling core alone (REFERENCE.md 4.5, the grid_sample path):
+    """The multi-scale deformable sampling core alone (docs/reference-notes.md, "Deformable attention
+    sampling", the grid_sample path):
     ``forward(value [N, S, M, D], sampling_locations [N, Lq, M, L, P, 2], attention_weights
     [N, Lq, M, L, P]) -> [N, Lq, M*D]``.  The level shapes are constructor arguments; no
     parameters or buffers."""
@@ -58,7 +61,7 @@ class MSDeformAttnCore(nn.Module):
 
 
 class MSDeformAttn(nn.Module):
-    """Deformable DETR's ``MSDeformAttn`` (REFERENCE.md 4.4) with the grid_sample core, the level
+    """Deformable DETR's ``MSDeformAttn`` (docs/reference-notes.md, "MSDeformAttn") with the grid_sample core, the level
     shapes given to the constructor instead of the forward call.
 
     ``forward(query [N, Lq, d], reference_points [N, Lq, L, 2 or 4], input_flatten [N, S, d],
@@ -110,10 +113,10 @@ class MSDeformAttn(nn.Module):
 
 
 class DeformConv2d(nn.Module):
-    """``torchvision.ops.deform_conv2d`` with its own ``weight [Cout, Cin/groups, kh, kw]`` and
-    ``bias [Cout]`` (REFERENCE.md 5.1): ``forward(x [B, Cin, H, W], offset [B, 2*G*kh*kw, Ho, Wo],
-    mask=None [B, G*kh*kw, Ho, Wo]) -> [B, Cout, Ho, Wo]``; offsets are (dy, dx) pairs per tap
-    (row-major over the kernel), G = offset groups (inferred by torchvision from the offset)."""
+    """``torchvision.ops.deform_conv2d`` with its own ``weight [Cout, Cin/groups, kh, kw]`` and ``bias [Cout]``
+    (docs/reference-notes.md, "Deformable convolution"): ``forward(x [B, Cin, H, W], offset [B, 2*G*kh*kw, Ho, Wo],
+    mask=None [B, G*kh*kw, Ho, Wo]) -> [B, Cout, Ho, Wo]``; offsets are (dy, dx) pairs per tap (row-major over the
+    kernel), G = offset groups (inferred by torchvision from the offset)."""
 
     def __init__(self, in_chans, out_chans, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True):
         super().__init__()
@@ -130,12 +133,12 @@ class DeformConv2d(nn.Module):
 
 
 def ms_deform_sample_float64(value, spatial_shapes, sampling_locations, attention_weights, chunk=1024):
-    """The multi-scale deformable sampling core recomputed in float64 NumPy the way the CUDA
-    kernel ``ms_deformable_im2col_gpu_kernel`` does it (REFERENCE.md 4.6), without grid_sample:
-    per sample h_im = loc_y*H - 0.5, w_im = loc_x*W - 0.5; evaluated only when -1 < h_im < H
-    and -1 < w_im < W; floor-based bilinear weights with each corner outside [0, H-1] x [0, W-1]
-    read as 0; the weighted samples accumulated over levels and points.  Queries are processed
-    ``chunk`` at a time so the gathers stay small.  Returns ``[N, Lq, M*D]`` float64."""
+    """The multi-scale deformable sampling core recomputed in float64 NumPy the way the CUDA kernel
+    ``ms_deformable_im2col_gpu_kernel`` does it (docs/reference-notes.md, "Deformable attention sampling"), without
+    grid_sample: per sample h_im = loc_y*H - 0.5, w_im = loc_x*W - 0.5; evaluated only when -1 < h_im < H and -1 <
+    w_im < W; floor-based bilinear weights with each corner outside [0, H-1] x [0, W-1] read as 0; the weighted
+    samples accumulated over levels and points.  Queries are processed ``chunk`` at a time so the gathers stay small.
+    Returns ``[N, Lq, M*D]`` float64."""
     import numpy as np
     value = np.asarray(value, dtype=np.float64)
     loc_all = np.asarray(sampling_locations, dtype=np.float64)
@@ -172,7 +175,7 @@ def ms_deform_sample_float64(value, spatial_shapes, sampling_locations, attentio
 
 
 def ms_deform_attn_float64(query, reference_points, input_flatten, padding_mask, weights, p):
-    """MSDeformAttn (REFERENCE.md 4.4) recomputed in float64 NumPy from the weights, with the
+    """MSDeformAttn (docs/reference-notes.md, "MSDeformAttn") recomputed in float64 NumPy from the weights, with the
     sampling core of :func:`ms_deform_sample_float64` (no grid_sample).  ``padding_mask`` is None
     or an array whose nonzero entries mark padded positions."""
     import numpy as np
@@ -203,13 +206,12 @@ def ms_deform_attn_float64(query, reference_points, input_flatten, padding_mask,
 
 
 def deform_conv2d_float64(x, offset, mask, weight, bias, p):
-    """torchvision's deform_conv2d recomputed in float64 NumPy from REFERENCE.md 5.1 (no
-    torchvision): for output pixel (oy, ox), tap k = i*kw + j and offset group g, the sampling
-    point is y = oy*sh - ph + i*dh + offset[2*(g*kh*kw + k)], x = ox*sw - pw + j*dw +
-    offset[2*(g*kh*kw + k) + 1]; its value is 0 when y <= -1, y >= H, x <= -1 or x >= W, else
-    floor-based bilinear with corners outside the image read as 0; times the mask (if any);
-    input channel c belongs to offset group c // (Cin/G); then a grouped convolution of these
-    columns with ``weight`` plus ``bias``."""
+    """torchvision's deform_conv2d recomputed in float64 NumPy from docs/reference-notes.md, "Deformable convolution"
+    (no torchvision): for output pixel (oy, ox), tap k = i*kw + j and offset group g, the sampling point is y = oy*sh
+    - ph + i*dh + offset[2*(g*kh*kw + k)], x = ox*sw - pw + j*dw + offset[2*(g*kh*kw + k) + 1]; its value is 0 when y
+    <= -1, y >= H, x <= -1 or x >= W, else floor-based bilinear with corners outside the image read as 0; times the
+    mask (if any); input channel c belongs to offset group c // (Cin/G); then a grouped convolution of these columns
+    with ``weight`` plus ``bias``."""
     import numpy as np
     x = np.asarray(x, dtype=np.float64)
     off = np.asarray(offset, dtype=np.float64)

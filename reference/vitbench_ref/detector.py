@@ -1,4 +1,5 @@
-"""Parts shared by the DETR-style detectors (REFERENCE.md 4.2): torchvision's ResNet-50 body with
+"""Parts shared by the DETR-style detectors (docs/reference-notes.md, "Deformable DETR backbone and
+positions"): torchvision's ResNet-50 body with
 FrozenBatchNorm2d (``resnet50_layout`` lists its convolutions) and the sine position embedding of a
 padding mask."""
 
@@ -59,7 +60,8 @@ def resnet50_layout(img_size):
 
 
 class FrozenBatchNorm2d(nn.Module):
-    """BatchNorm2d with fixed statistics and affine parameters, all four buffers (REFERENCE.md 4.2):
+    """BatchNorm2d with fixed statistics and affine parameters, all four buffers (docs/reference-notes.md,
+    "Deformable DETR backbone and positions"):
     ``y = x * scale + (bias - running_mean * scale)``, ``scale = weight * rsqrt(running_var + eps)``,
     eps 1e-5.  No ``num_batches_tracked``."""
 
@@ -137,7 +139,8 @@ class ResNet50Body(nn.Module):
 
 def position_embedding_sine(mask, num_pos_feats=128, temperature=10000, scale=2 * math.pi, dtype=torch.float32,
                             offset=0.5):
-    """Deformable DETR's ``PositionEmbeddingSine`` (normalize True; REFERENCE.md 4.2) of a bool mask
+    """Deformable DETR's ``PositionEmbeddingSine`` (normalize True; docs/reference-notes.md,
+    "Deformable DETR backbone and positions") of a bool mask
     ``[N, H, W]`` (True = padding) -> ``[N, 2*num_pos_feats, H, W]``: cumulative sums of the
     unpadded entries down the rows (y) and along the columns (x), ``(embed - 0.5) / (last + 1e-6) *
     scale`` (the -0.5 offset is Deformable DETR's), divided by ``temperature^(2*(i//2)/F)``, sin on

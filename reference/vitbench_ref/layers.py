@@ -1,5 +1,5 @@
 """Shared reference layers and helpers, used by every model family (written from
-/work/shared/spec/REFERENCE.md sections 1.2 and 2.1 and fixtures/FORMAT.md "Op kinds"; eval mode).
+docs/reference-notes.md, "ViT and DeiT" and "T2T module", and fixtures/FORMAT.md "Op kinds"; eval mode).
 
 This module imports no family module: ``vit``, ``t2t``, ``volo``, ``deform``, ``detector``,
 ``ddetr`` and the families added later build on it.  It holds the layers more than one family uses
@@ -108,7 +108,7 @@ class ConvBNAct(nn.Module):
 
 
 class Attention(nn.Module):
-    """timm's Attention (REFERENCE.md 1.3), written from the spec: ``qkv`` Linear(E, 3E) whose
+    """timm's Attention (docs/reference-notes.md, "ViT and DeiT"), written from the spec: ``qkv`` Linear(E, 3E) whose
     output channel s*E + h*D + d holds q (s=0), k (1), v (2) of head h; per head
     ``softmax((q @ k^T) * scale) @ v`` over keys, heads concatenated (channel h*D + d), then
     ``proj`` Linear(E, E).  ``scale`` defaults to head_dim ** -0.5."""
@@ -130,7 +130,7 @@ class Attention(nn.Module):
 
 
 class Block(nn.Module):
-    """timm's Block (REFERENCE.md 1.4), pre-norm: ``x + attn(norm1(x))`` then
+    """timm's Block (docs/reference-notes.md, "ViT and DeiT"), pre-norm: ``x + attn(norm1(x))`` then
     ``+ mlp(norm2(.))`` with ``mlp = fc2(GELU(fc1(.)))``, hidden int(dim * mlp_ratio), exact GELU,
     LayerNorm eps 1e-6 as in ViT/DeiT."""
 

@@ -9,7 +9,8 @@ left out of ``case.json``'s ``synth.arrays``); the case's other inputs stay synt
   ``loc*size - 0.5`` (x with the level's W, y with its H) is exactly -1, size, 0 and size-1, each
   also +-1e-3 px, plus locations -0.3 and 1.4 (far outside) and exactly 0 and 1; mixed with
   in-range values so that x is on an edge while y is inside, y on an edge while x is inside, and
-  both on edges (REFERENCE.md 4.6's in-range test and per-corner zero).  With the levels
+  both on edges (the in-range test and per-corner zero of docs/reference-notes.md, "Deformable
+  attention sampling").  With the levels
   [[6, 4], [3, 2]] the x values are exact in float32 (W = 4, 2 are powers of two); the y values of
   H = 6, 3 are the nearest float32.
 - ``ms_deform_attn/ref4_mask_b2``, ``ms_deform_attn/hd71_mask``: ``padding_mask`` as a padded
@@ -18,7 +19,8 @@ left out of ``case.json``'s ``synth.arrays``); the case's other inputs stay synt
   row-major per level, levels concatenated).
 - ``ddetr_transformer_small_b2``, ``ddetr_transformer_refine_b2``, ``ddetr_transformer_two_stage_ties_b2``:
   ``padding_mask`` as Deformable DETR builds it for a padded
-  batch (REFERENCE.md 4.2): each image has a valid (height, width) inside the padded batch image,
+  batch (docs/reference-notes.md, "Deformable DETR backbone and positions"): each image has a
+  valid (height, width) inside the padded batch image,
   whose size is the one listed here (consistent with the levels: level l of a padded image
   (Hp, Wp) is (ceil(Hp / (8*2^l)), ceil(Wp / (8*2^l)))); the batch's image mask ``[N, Hp, Wp]`` (True = padding)
   goes to every level by ``F.interpolate(mask[None].float(), size=(H_l, W_l)).to(torch.bool)[0]`` (mode
@@ -29,7 +31,8 @@ left out of ``case.json``'s ``synth.arrays``); the case's other inputs stay synt
 - ``deform_conv2d/borders``: ``offset`` (dy, dx) chosen so that the sampling points
   (oy*sh - ph + i*dh + dy, ox*sw - pw + j*dw + dx) land exactly on y = -1, H, H-1, 0 and
   x = -1, W, W-1, 0 (each also +-1e-3), half a pixel outside, well outside, and inside on
-  integer and half-integer positions (REFERENCE.md 5.1's range test and per-corner zero).
+  integer and half-integer positions (the range test and per-corner zero of
+  docs/reference-notes.md, "Deformable convolution").
 
 Every builder is generic in the case's shapes (a different batch works too) and draws from
 ``numpy.random.default_rng`` with a fixed seed, so the arrays are the same on every run.

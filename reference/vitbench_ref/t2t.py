@@ -1,4 +1,4 @@
-"""T2T-ViT reference modules (REFERENCE.md 2.1): the soft split, the token transformer and
+"""T2T-ViT reference modules (docs/reference-notes.md, "T2T-ViT"): the soft split, the token transformer and
 performer of the T2T module, ``T2TViT``, and their independent recomputations (``soft_split_loops``,
 ``token_layer_float64``, ``t2t_float64``)."""
 
@@ -35,10 +35,10 @@ class SoftSplit(nn.Module):
 
 
 class TokenTransformer(nn.Module):
-    """T2T-ViT's Token_transformer (REFERENCE.md 2.3), written from the spec: x -> norm1 (eps
-    1e-5) -> one-head attention whose qkv (no bias) maps dim -> 3*in_dim, scale dim ** -0.5 (the
-    quirk: the head dim is taken from the input dim), output ``v + proj(attn @ v)``; then
-    ``+ mlp(norm2(.))`` with hidden int(in_dim * mlp_ratio)."""
+    """T2T-ViT's Token_transformer (docs/reference-notes.md, "Transformer layer"), written from the spec: x -> norm1
+    (eps 1e-5) -> one-head attention whose qkv (no bias) maps dim -> 3*in_dim, scale dim ** -0.5 (the quirk: the head
+    dim is taken from the input dim), output ``v + proj(attn @ v)``; then ``+ mlp(norm2(.))`` with hidden int(in_dim *
+    mlp_ratio)."""
 
     def __init__(self, dim, in_dim=64, mlp_ratio=1.0):
         super().__init__()
@@ -64,10 +64,10 @@ class TokenTransformer(nn.Module):
 
 
 class TokenPerformer(nn.Module):
-    """T2T-ViT's Token_performer (REFERENCE.md 2.2), written from the spec: ``kqv`` Linear(dim,
-    3*emb) split in the order k, q, v; random features phi(x)_j = exp(w_j.x - |x|^2/2)/sqrt(m) with
-    the frozen ``w [m, emb]``; y = v + proj(phi(q) (phi(k)^T v) / (phi(q).sum_t phi(k) + 1e-8));
-    then ``+ mlp(norm2(y))`` with mlp = Linear, GELU, Linear (names mlp.0, mlp.2)."""
+    """T2T-ViT's Token_performer (docs/reference-notes.md, "Performer layer"), written from the spec: ``kqv``
+    Linear(dim, 3*emb) split in the order k, q, v; random features phi(x)_j = exp(w_j.x - |x|^2/2)/sqrt(m) with the
+    frozen ``w [m, emb]``; y = v + proj(phi(q) (phi(k)^T v) / (phi(q).sum_t phi(k) + 1e-8)); then ``+ mlp(norm2(y))``
+    with mlp = Linear, GELU, Linear (names mlp.0, mlp.2)."""
 
     def __init__(self, dim, in_dim=64, kernel_ratio=0.5):
         super().__init__()
@@ -95,7 +95,7 @@ class TokenPerformer(nn.Module):
 
 
 class T2TModule(nn.Module):
-    """T2T-ViT's tokens-to-token stage (REFERENCE.md 2.1), written from the spec: Unfold(7, 4, 2),
+    """T2T-ViT's tokens-to-token stage (docs/reference-notes.md, "T2T module"), written from the spec: Unfold(7, 4, 2),
     token layer 1 (dim 3*49 -> token_dim), back to an image, Unfold(3, 2, 1), token layer 2
     (token_dim*9 -> token_dim), back to an image, Unfold(3, 2, 1), Linear(token_dim*9, embed)."""
 
@@ -124,9 +124,9 @@ class T2TModule(nn.Module):
 
 
 class T2TViT(nn.Module):
-    """T2T-ViT (REFERENCE.md 2.5): T2TModule, class token, position table (a parameter), pre-norm
-    blocks with qkv_bias False, LayerNorm eps 1e-5 and attention scale ``scale`` (None: head_dim^-0.5;
-    the pretrained checkpoints were trained with qk_scale = embed_dim^-0.5), final norm, head on the
+    """T2T-ViT (docs/reference-notes.md, "T2T-ViT backbone and counts"): T2TModule, class token, position table (a
+    parameter), pre-norm blocks with qkv_bias False, LayerNorm eps 1e-5 and attention scale ``scale`` (None:
+    head_dim^-0.5; the pretrained checkpoints were trained with qk_scale = embed_dim^-0.5), final norm, head on the
     class token.  ``forward`` returns the same dict as VisionTransformer."""
 
     def __init__(self, img_size, tokens_type, embed_dim, depth, heads, mlp_ratio, num_classes=1000,

@@ -1,4 +1,4 @@
-"""ViT / DeiT reference module (REFERENCE.md 1.2): ``VisionTransformer`` and its float64
+"""ViT / DeiT reference module (docs/reference-notes.md, "ViT and DeiT"): ``VisionTransformer`` and its float64
 recomputation ``vit_float64``."""
 
 import torch
@@ -8,7 +8,7 @@ from .layers import Block, PatchEmbed, block_float64, layernorm_float64, run_blo
 
 
 class VisionTransformer(nn.Module):
-    """timm's VisionTransformer / DeiT (REFERENCE.md 1.2, 1.5), written from the spec: PatchEmbed,
+    """timm's VisionTransformer / DeiT (docs/reference-notes.md, "ViT and DeiT"), written from the spec: PatchEmbed,
     class token (and DeiT's distillation token) in front, learned position embedding added,
     ``depth`` pre-norm Blocks, a final LayerNorm, ``head`` on the class token (distilled: the mean
     of ``head(x0)`` and ``head_dist(x1)``, the eval-mode output).  ``forward`` returns a dict:

@@ -1,4 +1,4 @@
-"""VOLO reference modules (REFERENCE.md section 3; the original sail-sg/volo ``models/volo.py``
+"""VOLO reference modules (docs/reference-notes.md, "VOLO"; the original sail-sg/volo ``models/volo.py``
 semantics, eval mode) and their independent float64 NumPy recomputations.
 
 Layout between blocks is channels-last ``(B, H, W, C)``.  Every Linear weight is ``[out, in]``;
@@ -25,7 +25,7 @@ def _ceil_div(a, b):
 
 
 class OutlookAttention(nn.Module):
-    """VOLO's OutlookAttention (REFERENCE.md 3.2), the original's unfold / matmul / fold path.
+    """VOLO's OutlookAttention (docs/reference-notes.md, "VOLO"), the original's unfold / matmul / fold path.
 
     ``x [B, H, W, C]`` (already normed) -> ``v = Linear(C, C, no bias)``, NCHW, ``Unfold(k, p, s)``
     -> ``[B, heads, h'w', k*k, C/heads]``; the attention logits come from ``x`` (not v):
@@ -72,7 +72,7 @@ def _mlp(dim, hidden):
 
 
 class Outlooker(nn.Module):
-    """VOLO's Outlooker (REFERENCE.md 3.3), pre-norm on ``[B, H, W, C]``:
+    """VOLO's Outlooker (docs/reference-notes.md, "VOLO"), pre-norm on ``[B, H, W, C]``:
     ``x = x + attn(norm1(x)); out = x + mlp(norm2(x))``, hidden int(dim * mlp_ratio)."""
 
     def __init__(self, dim, heads, kernel_size=3, padding=1, stride=2, mlp_ratio=3.0, eps=1e-5):
@@ -89,7 +89,7 @@ class Outlooker(nn.Module):
 
 
 class Transformer(Block):
-    """VOLO's Transformer block (REFERENCE.md 3.5) on ``[B, H, W, C]``: the pre-norm timm Block
+    """VOLO's Transformer block (docs/reference-notes.md, "VOLO") on ``[B, H, W, C]``: the pre-norm timm Block
     (qkv without bias, LayerNorm eps 1e-5, scale head_dim^-0.5) over the H*W tokens, row-major,
     reshaped back.  Same state dict names as Block (``norm1``, ``attn.qkv``, ``attn.proj``,
     ``norm2``, ``mlp.fc1``, ``mlp.fc2``)."""
@@ -103,7 +103,7 @@ class Transformer(Block):
 
 
 class ClassAttention(nn.Module):
-    """VOLO's ClassAttention (REFERENCE.md 3.6): ``x [B, N, C] -> [B, 1, C]``; keys and values
+    """VOLO's ClassAttention (docs/reference-notes.md, "VOLO"): ``x [B, N, C] -> [B, 1, C]``; keys and values
     from ``kv`` (Linear(C, 2C), no bias) over ALL N tokens, the query from ``q`` (no bias) on the
     class token x[:, :1] only, ``softmax((q * scale) @ k^T) @ v`` per head, then ``proj``."""
 
@@ -127,7 +127,7 @@ class ClassAttention(nn.Module):
 
 
 class ClassBlock(nn.Module):
-    """VOLO's ClassBlock (REFERENCE.md 3.6): ``cls = x[:, :1] + attn(norm1(x))``,
+    """VOLO's ClassBlock (docs/reference-notes.md, "VOLO"): ``cls = x[:, :1] + attn(norm1(x))``,
     ``cls = cls + mlp(norm2(cls))``, output ``cat(cls, x[:, 1:])`` (patch tokens unchanged)."""
 
     def __init__(self, dim, heads, mlp_ratio=3.0, eps=1e-5):
@@ -145,7 +145,7 @@ class ClassBlock(nn.Module):
 
 
 class VOLOStem(nn.Module):
-    """VOLO's PatchEmbed with stem_conv=True, stem_stride=2 (REFERENCE.md 3.1): ``conv`` =
+    """VOLO's PatchEmbed with stem_conv=True, stem_stride=2 (docs/reference-notes.md, "VOLO"): ``conv`` =
     Sequential(Conv7x7 s2 p3, BN, ReLU, Conv3x3 p1, BN, ReLU, Conv3x3 p1, BN, ReLU) (no conv bias;
     BN eps 1e-5 in eval mode, running statistics), then ``proj`` Conv2d(hidden, E,
     kernel = stride = patch_size/2, bias).  ``x [B, in, H, W] -> [B, H8, W8, E]`` channels-last
@@ -189,7 +189,7 @@ def stem_grid(img_size, patch_size=8):
 
 
 class VOLO(nn.Module):
-    """The VOLO network (REFERENCE.md 3.4-3.8), the original's eval-mode forward with patch_size 8,
+    """The VOLO network (docs/reference-notes.md, "VOLO"), the original's eval-mode forward with patch_size 8,
     stem_stride 2, outlook k3 p1 s2 in stage 0 only, downsamples [T, F, F, F], post_layers
     ['ca', 'ca'] (heads[-1]), return_dense (aux head), qkv_bias False.
 
