@@ -26,6 +26,7 @@ from vitbench_ref.synth import synth
 from vitbench_ref import detr, volo
 from vitbench_ref import clip
 from vitbench_ref import ipt
+from vitbench_ref import mingpt, vqgan
 
 torch.set_num_threads(2)
 TOL = {"exact": (0.0, 0.0, 0.0), "elementwise": (1.3e-6, 1e-5, 1e-10), "gemm": (1e-3, 1e-3, 5e-4),
@@ -121,6 +122,20 @@ def recompute(doc, stored=None):
         with torch.no_grad():
             second = module.eval()(*E.module_args(ins))
         return ref, {"out": second.double()}
+    if doc["op"] in vqgan.OPS or doc["op"] in mingpt.OPS:
+        # The module in float64 (the quantizer: direct float64 distances with the near-tie band; the
+        # parts are tested against independent code in test_vqgan.py), and the module in float32.
+        fam = vqgan if doc["op"] in vqgan.OPS else mingpt
+        np_a = {k: v.numpy() for k, v in arrays.items()}
+        ins = {k: np_a[k] for k in C.shapes(doc["op"], p, doc["batch"])[0]}
+        ref = fam.independent_reference(doc["op"], ins, {k: np_a[k] for k in doc["weights"]}, p)
+        module = C.build_module(doc["op"], p)
+        module.load_state_dict({k: arrays[k] for k in doc["weights"]}, strict=True)
+        with torch.no_grad():
+            second = module.eval()(*E.module_args(ins))
+        if not isinstance(second, dict):
+            second = {"out": second}
+        return ref, {k: v.double() for k, v in second.items()}
     if doc["op"] in ("ms_deform_attn_core", "ms_deform_attn", "deform_conv2d"):
         np_a = {k: v.numpy() for k, v in arrays.items()}
         if doc["op"] == "ms_deform_attn_core":
