@@ -1,7 +1,6 @@
 package kern
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -19,39 +18,8 @@ func geluTol(x, want float32) float64 {
 // and in place, on values in [−8, 8] with guard regions, against the
 // exact GELU and the Go path.
 func TestGELUMatchesOracle(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	for _, n := range vecSizes {
-		x, _ := guarded(rng, n, true)
-		for i := range x {
-			x[i] *= 8
-		}
-		want := make([]float32, n)
-		geluRef(n, x, want)
-		goPath := make([]float32, n)
-		geluGo(x, goPath)
-		forEachISA(t, func(t *testing.T) {
-			for _, inPlace := range []bool{false, true} {
-				name := fmt.Sprintf("n=%d/inplace=%v", n, inPlace)
-				in, inf := guarded(rng, n, false)
-				copy(in, x)
-				out, of := guarded(rng, n, false)
-				if inPlace {
-					out, of = in, inf
-				}
-				GELU(n, in, out)
-				checkGuards(t, name+" x", inf)
-				checkGuards(t, name+" y", of)
-				for i := range want {
-					if !close32(out[i], want[i], 0, geluTol(x[i], want[i])) {
-						t.Fatalf("%s: gelu(%g) = %g, exact %g", name, x[i], out[i], want[i])
-					}
-					if !close32(out[i], goPath[i], 0, geluTol(x[i], want[i])) {
-						t.Fatalf("%s: gelu(%g) = %g, Go path %g", name, x[i], out[i], goPath[i])
-					}
-				}
-			}
-		})
-	}
+	checkUnaryOracle(t, rand.New(rand.NewPCG(7, 8)), unaryKernel{name: "gelu", kernel: GELU, twin: geluGo,
+		oracle: geluRef, scale: 8, tol: func(x, want float32) (float64, float64) { return 0, geluTol(x, want) }})
 }
 
 // TestGELUSpecialValues: NaN propagates, ±Inf and large |x| saturate,
