@@ -88,49 +88,20 @@ def recompute(doc, stored=None):
         if not isinstance(second, dict):
             second = {"out": second}
         return loops, {k: v.double() for k, v in second.items()}
-    if doc["op"] in clip.OPS:
-        # float64 NumPy (the ResNet tower: its module in float64), and the module in float32.
-        np_a = {k: v.numpy() for k, v in arrays.items()}
-        ins = {k: np_a[k] for k in C.shapes(doc["op"], p, doc["batch"])[0]}
-        ref = clip.independent_reference(doc["op"], ins, {k: np_a[k] for k in doc["weights"]}, p)
-        module = C.build_module(doc["op"], p)
-        module.load_state_dict(dict({k: arrays[k] for k in doc["weights"]},
-                                    **{k: v for k, v in module.state_dict().items() if k.endswith("num_batches_tracked")}),
-                               strict=True)
-        with torch.no_grad():
-            second = module.eval()(*E.module_args(ins))
-        return ref, {k: v.double() for k, v in second.items()}
-    if doc["op"] in detr.OPS:
-        # float64 NumPy for the transformer, the detector's module in float64 (its parts are tested
-        # against independent code in test_detr_network.py); and the module in float32.
-        np_a = {k: v.numpy() for k, v in arrays.items()}
-        ins = {k: np_a[k] for k in C.shapes(doc["op"], p, doc["batch"])[0]}
-        ref = detr.independent_reference(doc["op"], ins, {k: np_a[k] for k in doc["weights"]}, p)
-        module = C.build_module(doc["op"], p)
-        module.load_state_dict({k: arrays[k] for k in doc["weights"]}, strict=True)
-        with torch.no_grad():
-            second = module.eval()(*E.module_args(ins))
-        return ref, {k: v.double() for k, v in second.items()}
-    if doc["op"] in ipt.OPS:
-        # The module in float64 (ipt.independent_reference; the parts and forward_chop's stitching are
-        # tested against independent code in test_ipt.py), and the module in float32.
-        np_a = {k: v.numpy() for k, v in arrays.items()}
-        ins = {k: np_a[k] for k in C.shapes(doc["op"], p, doc["batch"])[0]}
-        ref = ipt.independent_reference(doc["op"], ins, {k: np_a[k] for k in doc["weights"]}, p)
-        module = C.build_module(doc["op"], p)
-        module.load_state_dict({k: arrays[k] for k in doc["weights"]}, strict=True)
-        with torch.no_grad():
-            second = module.eval()(*E.module_args(ins))
-        return ref, {"out": second.double()}
-    if doc["op"] in vqgan.OPS or doc["op"] in mingpt.OPS:
-        # The module in float64 (the quantizer: direct float64 distances with the near-tie band; the
-        # parts are tested against independent code in test_vqgan.py), and the module in float32.
-        fam = vqgan if doc["op"] in vqgan.OPS else mingpt
+    fam = next((f for f in (clip, detr, ipt, vqgan, mingpt) if doc["op"] in f.OPS), None)
+    if fam is not None:
+        # The family's float64 reference (independent_reference: float64 NumPy for CLIP's ViT towers,
+        # DETR's transformer and the quantizer; the module in float64 for the rest, whose parts are
+        # tested against independent code in test_clip.py, test_detr_network.py, test_ipt.py and
+        # test_vqgan.py), and the module in float32.
         np_a = {k: v.numpy() for k, v in arrays.items()}
         ins = {k: np_a[k] for k in C.shapes(doc["op"], p, doc["batch"])[0]}
         ref = fam.independent_reference(doc["op"], ins, {k: np_a[k] for k in doc["weights"]}, p)
         module = C.build_module(doc["op"], p)
-        module.load_state_dict({k: arrays[k] for k in doc["weights"]}, strict=True)
+        # BatchNorm's num_batches_tracked (CLIP's ResNet) is state the fixtures do not store.
+        module.load_state_dict(dict({k: arrays[k] for k in doc["weights"]},
+                                    **{k: v for k, v in module.state_dict().items() if k.endswith("num_batches_tracked")}),
+                               strict=True)
         with torch.no_grad():
             second = module.eval()(*E.module_args(ins))
         if not isinstance(second, dict):
