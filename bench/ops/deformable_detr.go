@@ -77,13 +77,18 @@ func (deformableDETRKind) Parse(raw json.RawMessage, batch int) (bench.Spec, err
 
 func (d *deformableDETR) Op() string { return "deformable_detr" }
 
-func (d *deformableDETR) Inputs() []bench.ArraySpec {
-	b := d.t.batch
-	in := []bench.ArraySpec{{Name: "images", Shape: bench.Shape{b, 3, d.h, d.w}}}
-	if d.t.masked {
-		in = append(in, bench.ArraySpec{Name: "image_mask", Shape: bench.Shape{b, d.h, d.w}})
+// detectorInputs are a detector's inputs (both DETRs): images [B, 3, H, W]
+// and, when the batch is padded, image_mask [B, H, W] (nonzero on padding).
+func detectorInputs(batch, h, w int, masked bool) []bench.ArraySpec {
+	in := []bench.ArraySpec{{Name: "images", Shape: bench.Shape{batch, 3, h, w}}}
+	if masked {
+		in = append(in, bench.ArraySpec{Name: "image_mask", Shape: bench.Shape{batch, h, w}})
 	}
 	return in
+}
+
+func (d *deformableDETR) Inputs() []bench.ArraySpec {
+	return detectorInputs(d.t.batch, d.h, d.w, d.t.masked)
 }
 
 // levelChans are the backbone channels feeding each input projection.

@@ -74,14 +74,7 @@ func (detrKind) Parse(raw json.RawMessage, batch int) (bench.Spec, error) {
 
 func (d *detr) Op() string { return "detr" }
 
-func (d *detr) Inputs() []bench.ArraySpec {
-	b := d.t.batch
-	in := []bench.ArraySpec{{Name: "images", Shape: bench.Shape{b, 3, d.h, d.w}}}
-	if d.t.masked {
-		in = append(in, bench.ArraySpec{Name: "image_mask", Shape: bench.Shape{b, d.h, d.w}})
-	}
-	return in
-}
+func (d *detr) Inputs() []bench.ArraySpec { return detectorInputs(d.t.batch, d.h, d.w, d.t.masked) }
 
 // Weights are the detector's state_dict entries, in its order.
 func (d *detr) Weights() []bench.ArraySpec {
