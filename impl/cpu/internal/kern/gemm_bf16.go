@@ -165,20 +165,7 @@ func packBF16(dst []uint32, n, k int, b []float32, ldb int, transB bool) {
 //
 //	for i < m, j < n: C[i·ldc+j] = Σ_p bf16(A[i·lda+p]) · bf16(op(B)[p, j])  (summed as sgemmPanelsBF16 says)
 func SgemmBF16(m, n, k int, a []float32, lda int, b []float32, ldb int, transB bool, c []float32, ldc int) {
-	if m == 0 || n == 0 {
-		return
-	}
-	_ = a[(m-1)*lda+k-1]
-	_ = c[(m-1)*ldc+n-1]
-	if transB {
-		_ = b[(n-1)*ldb+k-1]
-	} else {
-		_ = b[(k-1)*ldb+n-1]
-	}
-	if k == 0 {
-		for i := 0; i < m; i++ {
-			clear(c[i*ldc : i*ldc+n])
-		}
+	if sgemmTrivial(m, n, k, a, lda, b, ldb, transB, c, ldc) {
 		return
 	}
 	buf := pairsPool.Get().(*[]uint32)

@@ -159,16 +159,13 @@ func packInto(p *PackedB, n, k int, b []float32, ldb int, transB bool, buf []flo
 	}
 }
 
-// Sgemm computes C = A·op(B) for operands that change every call (the
-// attention products QKᵀ and PV of one head): A [m, k] (row stride lda),
-// op(B) = Bᵀ for B [n, k] when transB, else B [k, n] (row stride ldb), C
-// [m, n] (row stride ldc). B is packed into a pooled buffer, so the call
-// does not allocate in steady state. Single-threaded; callers split heads.
-//
-//	for i < m, j < n: C[i·ldc+j] = Σ_p A[i·lda+p] · op(B)[p, j]
-func Sgemm(m, n, k int, a []float32, lda int, b []float32, ldb int, transB bool, c []float32, ldc int) {
+// sgemmTrivial checks that a, b and c hold Sgemm's operands (it panics
+// like an out-of-range index otherwise) and does the calls with nothing to
+// sum: m or n zero (no output), or k zero (C cleared). It reports whether
+// the call is done.
+func sgemmTrivial(m, n, k int, a []float32, lda int, b []float32, ldb int, transB bool, c []float32, ldc int) bool {
 	if m == 0 || n == 0 {
-		return
+		return true
 	}
 	_ = a[(m-1)*lda+k-1]
 	_ = c[(m-1)*ldc+n-1]
@@ -181,6 +178,20 @@ func Sgemm(m, n, k int, a []float32, lda int, b []float32, ldb int, transB bool,
 		for i := 0; i < m; i++ {
 			clear(c[i*ldc : i*ldc+n])
 		}
+		return true
+	}
+	return false
+}
+
+// Sgemm computes C = A·op(B) for operands that change every call (the
+// attention products QKᵀ and PV of one head): A [m, k] (row stride lda),
+// op(B) = Bᵀ for B [n, k] when transB, else B [k, n] (row stride ldb), C
+// [m, n] (row stride ldc). B is packed into a pooled buffer, so the call
+// does not allocate in steady state. Single-threaded; callers split heads.
+//
+//	for i < m, j < n: C[i·ldc+j] = Σ_p A[i·lda+p] · op(B)[p, j]
+func Sgemm(m, n, k int, a []float32, lda int, b []float32, ldb int, transB bool, c []float32, ldc int) {
+	if sgemmTrivial(m, n, k, a, lda, b, ldb, transB, c, ldc) {
 		return
 	}
 	mk, ok := microKernelFor(active)
