@@ -88,11 +88,10 @@ func ortNSText(group []cases.Case, threads int, reason string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// runChild runs exe with args (and the environment plus extra), its output to stderr; a
-// closed stop sends it SIGTERM, and kills it a second later.
-func runChild(stop <-chan struct{}, exe string, args, extra []string, stderr io.Writer) error {
+// stoppableCommand is exe with args, its output to stderr, that a closed
+// stop ends: SIGTERM, then a kill a second later. Call done once it ran.
+func stoppableCommand(stop <-chan struct{}, exe string, args []string, stderr io.Writer) (cmd *exec.Cmd, done func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	go func() {
 		select {
 		case <-stop:
@@ -100,10 +99,18 @@ func runChild(stop <-chan struct{}, exe string, args, extra []string, stderr io.
 		case <-ctx.Done():
 		}
 	}()
-	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd = exec.CommandContext(ctx, exe, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = time.Second
 	cmd.Stdout, cmd.Stderr = stderr, stderr
+	return cmd, cancel
+}
+
+// runChild runs exe with args (and the environment plus extra), its output to stderr; a
+// closed stop sends it SIGTERM, and kills it a second later.
+func runChild(stop <-chan struct{}, exe string, args, extra []string, stderr io.Writer) error {
+	cmd, done := stoppableCommand(stop, exe, args, stderr)
+	defer done()
 	cmd.Env = append(os.Environ(), extra...)
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s %s: %v", exe, filepath.Base(args[0]), err)

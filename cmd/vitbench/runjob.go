@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"vitbench/bench"
@@ -356,19 +354,8 @@ func runTorch(stop <-chan struct{}, python, script, out, runRE string, threads, 
 		args = append(args, "--run", runRE)
 	}
 	args = append(args, extra...)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	cmd := exec.CommandContext(ctx, python, args...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = time.Second
-	cmd.Stdout, cmd.Stderr = stderr, stderr
+	cmd, done := stoppableCommand(stop, python, args, stderr)
+	defer done()
 	// Some machines force OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) for the
 	// sake of old OpenBLAS builds; on a CPU with AVX-512 that pins
 	// OpenBLAS 0.3.21 to its AVX2 kernels and halves the baseline. The
