@@ -7941,6 +7941,512 @@ weightedRowsAVX2_done:
 	VZEROUPPER
 	RET
 
+// func flashMaxAVX512(n int, x *float32, scale float32) float32
+// Requires: AVX, AVX512F, SSE
+TEXT ·flashMaxAVX512(SB), NOSPLIT, $0-28
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+
+	// scale in every lane
+	MOVSS        scale+16(FP), X0
+	VBROADCASTSS X0, Z0
+	VMOVUPS      vk_neginf<>+0(SB), Z1
+	VMOVUPS      Z1, Z3
+	VMOVUPS      Z1, Z4
+	VMOVUPS      Z1, Z5
+	VMOVUPS      Z1, Z6
+
+flashMaxAVX512_blocks:
+	CMPQ    CX, $0x00000040
+	JB      flashMaxAVX512_vectors
+	VMOVUPS (SI), Z7
+	VMULPS  Z0, Z7, Z7
+	VMOVUPS 64(SI), Z8
+	VMULPS  Z0, Z8, Z8
+	VMOVUPS 128(SI), Z9
+	VMULPS  Z0, Z9, Z9
+	VMOVUPS 192(SI), Z10
+	VMULPS  Z0, Z10, Z10
+	VMAXPS  Z7, Z3, Z3
+	VMAXPS  Z8, Z4, Z4
+	VMAXPS  Z9, Z5, Z5
+	VMAXPS  Z10, Z6, Z6
+	ADDQ    $0x00000100, SI
+	SUBQ    $0x00000040, CX
+	JMP     flashMaxAVX512_blocks
+
+flashMaxAVX512_vectors:
+	CMPQ    CX, $0x00000010
+	JB      flashMaxAVX512_tail
+	VMOVUPS (SI), Z7
+	VMULPS  Z0, Z7, Z7
+	VMAXPS  Z7, Z3, Z3
+	ADDQ    $0x00000040, SI
+	SUBQ    $0x00000010, CX
+	JMP     flashMaxAVX512_vectors
+
+flashMaxAVX512_tail:
+	TESTQ CX, CX
+	JZ    flashMaxAVX512_done
+
+	// K1 = lanes < n
+	MOVL      $0x00000001, AX
+	SHLL      CL, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z7
+	VMULPS    Z0, Z7, Z7
+	VMAXPS    Z7, Z3, K1, Z3
+
+flashMaxAVX512_done:
+	VMAXPS        Z4, Z3, Z3
+	VMAXPS        Z6, Z5, Z5
+	VMAXPS        Z5, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y7
+	VMAXPS        Y7, Y3, Y3
+	VEXTRACTF128  $0x01, Y3, X7
+	VMAXPS        X7, X3, X3
+	VMOVHLPS      X3, X3, X7
+	VMAXPS        X7, X3, X3
+	VMOVSHDUP     X3, X7
+	VMAXPS        X7, X3, X3
+	MOVSS         X3, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func flashExpAVX512(n int, x *float32, scale float32, m float32) float32
+// Requires: AVX, AVX512DQ, AVX512F, SSE
+TEXT ·flashExpAVX512(SB), NOSPLIT, $0-28
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+
+	// scale and m in every lane
+	MOVSS        scale+16(FP), X0
+	VBROADCASTSS X0, Z0
+	MOVSS        m+20(FP), X2
+	VBROADCASTSS X2, Z2
+	VMOVUPS      vk_explo<>+0(SB), Z1
+	VXORPS       Z3, Z3, Z3
+	VXORPS       Z4, Z4, Z4
+	VXORPS       Z5, Z5, Z5
+	VXORPS       Z6, Z6, Z6
+
+flashExpAVX512_blocks:
+	CMPQ    CX, $0x00000040
+	JB      flashExpAVX512_vectors
+	VMOVUPS (SI), Z7
+	VMULPS  Z0, Z7, Z7
+	VSUBPS  Z2, Z7, Z7
+	VMOVUPS 64(SI), Z10
+	VMULPS  Z0, Z10, Z10
+	VSUBPS  Z2, Z10, Z10
+	VMOVUPS 128(SI), Z13
+	VMULPS  Z0, Z13, Z13
+	VSUBPS  Z2, Z13, Z13
+	VMOVUPS 192(SI), Z16
+	VMULPS  Z0, Z16, Z16
+	VSUBPS  Z2, Z16, Z16
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z7, Z1, Z7
+	VMULPS      vk_log2e<>+0(SB), Z7, Z8
+	VRNDSCALEPS $0x00, Z8, Z8
+	VMAXPS      Z10, Z1, Z10
+	VMULPS      vk_log2e<>+0(SB), Z10, Z11
+	VRNDSCALEPS $0x00, Z11, Z11
+	VMAXPS      Z13, Z1, Z13
+	VMULPS      vk_log2e<>+0(SB), Z13, Z14
+	VRNDSCALEPS $0x00, Z14, Z14
+	VMAXPS      Z16, Z1, Z16
+	VMULPS      vk_log2e<>+0(SB), Z16, Z17
+	VRNDSCALEPS $0x00, Z17, Z17
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z11, Z10
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z14, Z13
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z17, Z16
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z11, Z10
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z14, Z13
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z17, Z16
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z9
+	VMOVUPS     vk_expc4<>+0(SB), Z12
+	VMOVUPS     vk_expc4<>+0(SB), Z15
+	VMOVUPS     vk_expc4<>+0(SB), Z18
+	VFMADD213PS vk_expc3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc3<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc3<>+0(SB), Z13, Z15
+	VFMADD213PS vk_expc3<>+0(SB), Z16, Z18
+	VFMADD213PS vk_expc2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc2<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc2<>+0(SB), Z13, Z15
+	VFMADD213PS vk_expc2<>+0(SB), Z16, Z18
+	VFMADD213PS vk_expc1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc1<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc1<>+0(SB), Z13, Z15
+	VFMADD213PS vk_expc1<>+0(SB), Z16, Z18
+	VFMADD213PS vk_expc0<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc0<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc0<>+0(SB), Z13, Z15
+	VFMADD213PS vk_expc0<>+0(SB), Z16, Z18
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z10, Z12
+	VFMADD213PS vk_one<>+0(SB), Z13, Z15
+	VFMADD213PS vk_one<>+0(SB), Z16, Z18
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z10, Z12
+	VFMADD213PS vk_one<>+0(SB), Z13, Z15
+	VFMADD213PS vk_one<>+0(SB), Z16, Z18
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z8, Z9, Z9
+	VSCALEFPS Z11, Z12, Z12
+	VSCALEFPS Z14, Z15, Z15
+	VSCALEFPS Z17, Z18, Z18
+	VMOVUPS   Z9, (SI)
+	VADDPS    Z9, Z3, Z3
+	VMOVUPS   Z12, 64(SI)
+	VADDPS    Z12, Z4, Z4
+	VMOVUPS   Z15, 128(SI)
+	VADDPS    Z15, Z5, Z5
+	VMOVUPS   Z18, 192(SI)
+	VADDPS    Z18, Z6, Z6
+	ADDQ      $0x00000100, SI
+	SUBQ      $0x00000040, CX
+	JMP       flashExpAVX512_blocks
+
+flashExpAVX512_vectors:
+	CMPQ    CX, $0x00000010
+	JB      flashExpAVX512_tail
+	VMOVUPS (SI), Z7
+	VMULPS  Z0, Z7, Z7
+	VSUBPS  Z2, Z7, Z7
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z7, Z1, Z7
+	VMULPS      vk_log2e<>+0(SB), Z7, Z8
+	VRNDSCALEPS $0x00, Z8, Z8
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z8, Z7
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z9
+	VFMADD213PS vk_expc3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc0<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z8, Z9, Z9
+	VMOVUPS   Z9, (SI)
+	VADDPS    Z9, Z3, Z3
+	ADDQ      $0x00000040, SI
+	SUBQ      $0x00000010, CX
+	JMP       flashExpAVX512_vectors
+
+flashExpAVX512_tail:
+	TESTQ CX, CX
+	JZ    flashExpAVX512_done
+
+	// K1 = lanes < n
+	MOVL      $0x00000001, AX
+	SHLL      CL, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z7
+	VMULPS    Z0, Z7, Z7
+	VSUBPS    Z2, Z7, Z7
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z7, Z1, Z7
+	VMULPS      vk_log2e<>+0(SB), Z7, Z8
+	VRNDSCALEPS $0x00, Z8, Z8
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z8, Z7
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z9
+	VFMADD213PS vk_expc3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc0<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z8, Z9, Z9
+	VMOVUPS   Z9, K1, (SI)
+	VADDPS    Z9, Z3, K1, Z3
+
+flashExpAVX512_done:
+	VADDPS        Z4, Z3, Z3
+	VADDPS        Z6, Z5, Z5
+	VADDPS        Z5, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y7
+	VADDPS        Y7, Y3, Y3
+	VEXTRACTF128  $0x01, Y3, X7
+	VADDPS        X7, X3, X3
+	VMOVHLPS      X3, X3, X7
+	VADDPS        X7, X3, X3
+	VMOVSHDUP     X3, X7
+	VADDPS        X7, X3, X3
+	MOVSS         X3, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func flashMaxAVX2(n int, x *float32, scale float32) float32
+// Requires: AVX, AVX2, SSE
+TEXT ·flashMaxAVX2(SB), NOSPLIT, $0-28
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+
+	// scale in every lane
+	MOVSS        scale+16(FP), X0
+	VBROADCASTSS X0, Y0
+	VMOVUPS      vk_neginf<>+0(SB), Y1
+	VMOVUPS      Y1, Y3
+	VMOVUPS      Y1, Y4
+
+flashMaxAVX2_blocks:
+	CMPQ    CX, $0x00000010
+	JB      flashMaxAVX2_vectors
+	VMOVUPS (SI), Y5
+	VMULPS  Y0, Y5, Y5
+	VMOVUPS 32(SI), Y6
+	VMULPS  Y0, Y6, Y6
+	VMAXPS  Y5, Y3, Y3
+	VMAXPS  Y6, Y4, Y4
+	ADDQ    $0x00000040, SI
+	SUBQ    $0x00000010, CX
+	JMP     flashMaxAVX2_blocks
+
+flashMaxAVX2_vectors:
+	CMPQ    CX, $0x00000008
+	JB      flashMaxAVX2_tail
+	VMOVUPS (SI), Y5
+	VMULPS  Y0, Y5, Y5
+	VMAXPS  Y5, Y3, Y3
+	ADDQ    $0x00000020, SI
+	SUBQ    $0x00000008, CX
+	JMP     flashMaxAVX2_vectors
+
+flashMaxAVX2_tail:
+	TESTQ CX, CX
+	JZ    flashMaxAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y5
+	VMULPS       Y0, Y5, Y5
+
+	// lanes ≥ n become −Inf
+	VBLENDVPS Y15, Y5, Y1, Y5
+	VMAXPS    Y5, Y3, Y3
+
+flashMaxAVX2_done:
+	VMAXPS       Y4, Y3, Y3
+	VEXTRACTF128 $0x01, Y3, X5
+	VMAXPS       X5, X3, X3
+	VMOVHLPS     X3, X3, X5
+	VMAXPS       X5, X3, X3
+	VMOVSHDUP    X3, X5
+	VMAXPS       X5, X3, X3
+	MOVSS        X3, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func flashExpAVX2(n int, x *float32, scale float32, m float32) float32
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·flashExpAVX2(SB), NOSPLIT, $0-28
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+
+	// scale and m in every lane
+	MOVSS        scale+16(FP), X0
+	VBROADCASTSS X0, Y0
+	MOVSS        m+20(FP), X2
+	VBROADCASTSS X2, Y2
+	VMOVUPS      vk_explo<>+0(SB), Y1
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+
+flashExpAVX2_blocks:
+	CMPQ    CX, $0x00000010
+	JB      flashExpAVX2_vectors
+	VMOVUPS (SI), Y5
+	VMULPS  Y0, Y5, Y5
+	VSUBPS  Y2, Y5, Y5
+	VMOVUPS 32(SI), Y8
+	VMULPS  Y0, Y8, Y8
+	VSUBPS  Y2, Y8, Y8
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y5, Y1, Y5
+	VMULPS   vk_log2e<>+0(SB), Y5, Y6
+	VROUNDPS $0x00, Y6, Y6
+	VMAXPS   Y8, Y1, Y8
+	VMULPS   vk_log2e<>+0(SB), Y8, Y9
+	VROUNDPS $0x00, Y9, Y9
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y6, Y5
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y9, Y8
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y6, Y5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y9, Y8
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y7
+	VMOVUPS     vk_expc4<>+0(SB), Y10
+	VFMADD213PS vk_expc3<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc3<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc2<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc2<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc1<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc1<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc0<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc0<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y6, Y6
+	VPSRAD    $0x01, Y6, Y5
+	VPSUBD    Y5, Y6, Y6
+	VPADDD    vk_bias127<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VPADDD    vk_bias127<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y5, Y7, Y7
+	VMULPS    Y6, Y7, Y7
+	VCVTPS2DQ Y9, Y9
+	VPSRAD    $0x01, Y9, Y8
+	VPSUBD    Y8, Y9, Y9
+	VPADDD    vk_bias127<>+0(SB), Y8, Y8
+	VPSLLD    $0x17, Y8, Y8
+	VPADDD    vk_bias127<>+0(SB), Y9, Y9
+	VPSLLD    $0x17, Y9, Y9
+	VMULPS    Y8, Y10, Y10
+	VMULPS    Y9, Y10, Y10
+	VMOVUPS   Y7, (SI)
+	VADDPS    Y7, Y3, Y3
+	VMOVUPS   Y10, 32(SI)
+	VADDPS    Y10, Y4, Y4
+	ADDQ      $0x00000040, SI
+	SUBQ      $0x00000010, CX
+	JMP       flashExpAVX2_blocks
+
+flashExpAVX2_vectors:
+	CMPQ    CX, $0x00000008
+	JB      flashExpAVX2_tail
+	VMOVUPS (SI), Y5
+	VMULPS  Y0, Y5, Y5
+	VSUBPS  Y2, Y5, Y5
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y5, Y1, Y5
+	VMULPS   vk_log2e<>+0(SB), Y5, Y6
+	VROUNDPS $0x00, Y6, Y6
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y6, Y5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y6, Y5
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y7
+	VFMADD213PS vk_expc3<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc2<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc1<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc0<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y6, Y6
+	VPSRAD    $0x01, Y6, Y5
+	VPSUBD    Y5, Y6, Y6
+	VPADDD    vk_bias127<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VPADDD    vk_bias127<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y5, Y7, Y7
+	VMULPS    Y6, Y7, Y7
+	VMOVUPS   Y7, (SI)
+	VADDPS    Y7, Y3, Y3
+	ADDQ      $0x00000020, SI
+	SUBQ      $0x00000008, CX
+	JMP       flashExpAVX2_vectors
+
+flashExpAVX2_tail:
+	TESTQ CX, CX
+	JZ    flashExpAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y5
+	VMULPS       Y0, Y5, Y5
+	VSUBPS       Y2, Y5, Y5
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y5, Y1, Y5
+	VMULPS   vk_log2e<>+0(SB), Y5, Y6
+	VROUNDPS $0x00, Y6, Y6
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y6, Y5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y6, Y5
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y7
+	VFMADD213PS vk_expc3<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc2<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc1<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc0<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ  Y6, Y6
+	VPSRAD     $0x01, Y6, Y5
+	VPSUBD     Y5, Y6, Y6
+	VPADDD     vk_bias127<>+0(SB), Y5, Y5
+	VPSLLD     $0x17, Y5, Y5
+	VPADDD     vk_bias127<>+0(SB), Y6, Y6
+	VPSLLD     $0x17, Y6, Y6
+	VMULPS     Y5, Y7, Y7
+	VMULPS     Y6, Y7, Y7
+	VMASKMOVPS Y7, Y15, (SI)
+
+	// lanes ≥ n add 0
+	VANDPS Y15, Y7, Y7
+	VADDPS Y7, Y3, Y3
+
+flashExpAVX2_done:
+	VADDPS       Y4, Y3, Y3
+	VEXTRACTF128 $0x01, Y3, X5
+	VADDPS       X5, X3, X3
+	VMOVHLPS     X3, X3, X5
+	VADDPS       X5, X3, X3
+	VMOVSHDUP    X3, X5
+	VADDPS       X5, X3, X3
+	MOVSS        X3, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // func transposeStripAVX2(blocks int, src *float32, lds int, dst *float32, ldd int)
 // Requires: AVX
 TEXT ·transposeStripAVX2(SB), NOSPLIT, $0-40

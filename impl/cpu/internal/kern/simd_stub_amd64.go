@@ -207,6 +207,30 @@ func layerNormRowAVX2(n int, x *float32, gamma *float32, beta *float32, y *float
 //go:noescape
 func weightedRowsAVX2(n int, src *float32, offs *int32, w *float32, taps int, out *float32)
 
+// flashMaxAVX512 returns max_i scale·x[i] (products rounded) over i < n; n must be positive.
+// A NaN in x may or may not be returned; flashExp then makes the sum NaN.
+//
+//go:noescape
+func flashMaxAVX512(n int, x *float32, scale float32) float32
+
+// flashExpAVX512 sets x[i] = exp(scale·x[i] − m) for i < n (the product and difference rounded; arguments
+// must be ≤ 0) and returns Σ_i x[i], summed in float32 over several partial sums; n must be positive.
+//
+//go:noescape
+func flashExpAVX512(n int, x *float32, scale float32, m float32) float32
+
+// flashMaxAVX2 returns max_i scale·x[i] (products rounded) over i < n; n must be positive.
+// A NaN in x may or may not be returned; flashExp then makes the sum NaN.
+//
+//go:noescape
+func flashMaxAVX2(n int, x *float32, scale float32) float32
+
+// flashExpAVX2 sets x[i] = exp(scale·x[i] − m) for i < n (the product and difference rounded; arguments
+// must be ≤ 0) and returns Σ_i x[i], summed in float32 over several partial sums; n must be positive.
+//
+//go:noescape
+func flashExpAVX2(n int, x *float32, scale float32, m float32) float32
+
 // transposeStripAVX2 sets dst[j·ldd + r] = src[r·lds + j] for r < 8, j < 8·blocks.
 //
 //go:noescape

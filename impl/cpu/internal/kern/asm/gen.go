@@ -35,6 +35,7 @@ func main() {
 	gemmKernel("gemmTaps8x32AVX512", 8, 12, 2, zmm, 64, bTaps)
 	bf16Kernels(zmm)  // gen_bf16.go: VDPBF16PS microkernels
 	vectorKernels()   // gen_vector.go: elementwise and row kernels
+	flashKernels()    // gen_flash.go: the fused attention's online-softmax rows
 	transposeStrip()  // gen_transpose.go
 	copyTaps12()      // gen_copy.go
 	transposeRows(12) // gen_copy.go: A panels

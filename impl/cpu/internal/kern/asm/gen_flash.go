@@ -1,0 +1,115 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// flashKernels emits the two row kernels of the fused attention's online
+// softmax (kern/flash.go), once per path: the running maximum of a row of
+// scores, and the in-place exponentials of a row against a given maximum
+// with their sum. They reuse the vector kernels' loop, exp and reduction
+// (gen_vector.go), so the exponentials are softmaxRow's bit for bit.
+func flashKernels() {
+	for _, s := range []vecISA{
+		{suffix: "AVX512", avx512: true, lanes: 16, bytes: 64, unroll: 4, v: []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
+			Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}},
+		{suffix: "AVX2", lanes: 8, bytes: 32, unroll: 2, v: []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}},
+	} {
+		s.flashMax()
+		s.flashExp()
+	}
+}
+
+// flashMax emits m = max_i scale·x[i] over n ≥ 1 values (softmaxRow's
+// pass 1).
+func (s vecISA) flashMax() {
+	name := "flashMax" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, x *float32, scale float32) float32")
+	Pragma("noescape")
+	Doc(name+" returns max_i scale·x[i] (products rounded) over i < n; n must be positive.",
+		"A NaN in x may or may not be returned; flashExp then makes the sum NaN.")
+	Load(Param("n"), RCX)
+	Load(Param("x"), RSI)
+	sc, lo := s.v[0], s.v[1]
+	acc := s.v[3 : 3+s.unroll]
+	t := s.v[3+s.unroll : 3+2*s.unroll]
+	Comment("scale in every lane")
+	Load(Param("scale"), sc.AsX())
+	s.bcast(sc, sc)
+	VMOVUPS(k("neginf"), lo)
+	for _, a := range acc {
+		VMOVUPS(lo, a)
+	}
+	s.stream(name, []Register{RSI}, func(u int, tail bool, at func(p, j int) Mem) {
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), t[j], tail)
+			VMULPS(sc, t[j], t[j])
+		}
+		for j := 0; j < u; j++ {
+			switch {
+			case !tail:
+				VMAXPS(t[j], acc[j], acc[j])
+			case s.avx512:
+				VMAXPS(t[j], acc[j], K1, acc[j])
+			default:
+				Comment("lanes ≥ n become −Inf")
+				VBLENDVPS(s.mask(), t[j], lo, t[j])
+				VMAXPS(t[j], acc[j], acc[j])
+			}
+		}
+	})
+	s.reduce(VMAXPS, acc, t[0])
+	Store(acc[0].AsX(), ReturnIndex(0))
+	s.end()
+}
+
+// flashExp emits x[i] = exp(scale·x[i] − m) in place over n ≥ 1 values
+// and returns their sum (softmaxRow's pass 2 with a given m).
+func (s vecISA) flashExp() {
+	name := "flashExp" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, x *float32, scale, m float32) float32")
+	Pragma("noescape")
+	Doc(name+" sets x[i] = exp(scale·x[i] − m) for i < n (the product and difference rounded; arguments",
+		"must be ≤ 0) and returns Σ_i x[i], summed in float32 over several partial sums; n must be positive.")
+	Load(Param("n"), RCX)
+	Load(Param("x"), RSI)
+	sc, lo, m := s.v[0], s.v[1], s.v[2]
+	acc := s.v[3 : 3+s.unroll]
+	t := s.v[3+s.unroll : 3+2*s.unroll]
+	Comment("scale and m in every lane")
+	Load(Param("scale"), sc.AsX())
+	s.bcast(sc, sc)
+	Load(Param("m"), m.AsX())
+	s.bcast(m, m)
+	VMOVUPS(k("explo"), lo)
+	for _, a := range acc {
+		VXORPS(a, a, a)
+	}
+	rs := s.expRegSet(s.unroll, 3+s.unroll)
+	s.stream(name, []Register{RSI}, func(u int, tail bool, at func(p, j int) Mem) {
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), rs[j].r, tail)
+			VMULPS(sc, rs[j].r, rs[j].r)
+			VSUBPS(m, rs[j].r, rs[j].r)
+		}
+		s.exp(rs[:u], lo)
+		for j := 0; j < u; j++ {
+			s.st(rs[j].p, at(0, j), tail)
+			switch {
+			case !tail:
+				VADDPS(rs[j].p, acc[j], acc[j])
+			case s.avx512:
+				VADDPS(rs[j].p, acc[j], K1, acc[j])
+			default:
+				Comment("lanes ≥ n add 0")
+				VANDPS(s.mask(), rs[j].p, rs[j].p)
+				VADDPS(rs[j].p, acc[j], acc[j])
+			}
+		}
+	})
+	s.reduce(VADDPS, acc, t[0])
+	Store(acc[0].AsX(), ReturnIndex(0))
+	s.end()
+}

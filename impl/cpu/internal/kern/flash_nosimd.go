@@ -1,0 +1,5 @@
+//go:build purego || !amd64
+
+package kern
+
+func flashFor(ISA) *flashKernels { return nil }
