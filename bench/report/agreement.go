@@ -13,6 +13,29 @@ import (
 // the same — "OK, NMSE 5.88e-13, top-1 same". Rows of the same dtype are preferred, else
 // any dtype; the worst status wins. It returns dash when the case was not checked.
 func (in Input) agreement(caseName, backend, dtype string) string {
+	best := in.checkRow(caseName, backend, dtype)
+	if best == nil {
+		return dash
+	}
+	if best.Status == results.StatusNS {
+		return best.Status
+	}
+	s := fmt.Sprintf("%s, NMSE %s", best.Status, fmtSci(best.NMSE))
+	top1 := strings.Contains(best.Reason, "top-1")
+	switch {
+	case top1:
+		_, detail, _ := strings.Cut(best.Reason, "top-1 class ")
+		s += ", top-1 " + detail
+	case in.Cases[caseName].Top1 && best.Status == results.StatusOK:
+		s += ", top-1 same"
+	}
+	return s
+}
+
+// checkRow returns the conformance row of (case, backend, dtype) the agreement cells are
+// read from: a row of the same dtype if any, else of any dtype, the worst status among those
+// (FAIL, then OK, then NS); nil when the case was not checked on that backend.
+func (in Input) checkRow(caseName, backend, dtype string) *results.CheckRow {
 	var best *results.CheckRow
 	exact := false
 	for fi := range in.Check {
@@ -30,20 +53,5 @@ func (in Input) agreement(caseName, backend, dtype string) string {
 			}
 		}
 	}
-	if best == nil {
-		return dash
-	}
-	if best.Status == results.StatusNS {
-		return best.Status
-	}
-	s := fmt.Sprintf("%s, NMSE %s", best.Status, fmtSci(best.NMSE))
-	top1 := strings.Contains(best.Reason, "top-1")
-	switch {
-	case top1:
-		_, detail, _ := strings.Cut(best.Reason, "top-1 class ")
-		s += ", top-1 " + detail
-	case in.Cases[caseName].Top1 && best.Status == results.StatusOK:
-		s += ", top-1 same"
-	}
-	return s
+	return best
 }

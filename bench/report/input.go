@@ -32,6 +32,9 @@ type CaseInfo struct {
 	// Top1 says the case's conformance check also compares the top-1 class of every image
 	// (a network with a logits output).
 	Top1 bool
+	// Labels says the case is a detector whose check compares its "labels" output (each
+	// detection's class, near ties aligned): the class agreement of a detector.
+	Labels bool
 }
 
 // Input is everything a report is built from.

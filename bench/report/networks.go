@@ -15,7 +15,7 @@ type netGroup struct {
 }
 
 // writeNetworks writes the network cases as the compact table first (writeNetworkSummary),
-// then the detailed one: model, image size, params (M),
+// then fp32 and bf16 side by side (writePrecisionPairs), then the detailed one: model, image size, params (M),
 // GMACs per image, backend, batch-1 latency (median [95% CI] and p90), throughput in img/s at
 // each batch measured (batch / median), allocator peak memory (largest over batches), the
 // agreement with the reference (status, NMSE, top-1) and the PyTorch figures measured on
@@ -51,6 +51,9 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 	section(w, "Networks", "Throughput is batch / median latency at each batch size measured; PyTorch figures are from the same machine;"+
 		" vs PyTorch = PyTorch median / ours at each batch."+ceilingNote)
 	if err := writeNetworkSummary(w, in, es, groups, codes); err != nil {
+		return err
+	}
+	if err := writePrecisionPairs(w, in, es); err != nil {
 		return err
 	}
 	var cells [][]string

@@ -97,12 +97,13 @@ func caseInfos() map[string]report.CaseInfo {
 			// The networks table reads MACs and bytes per image.
 			macs, bytes = macs/int64(c.Batch), bytes/int64(c.Batch)
 		}
-		top1 := false
+		top1, labels := false, false
 		for _, o := range s.Outputs() {
 			top1 = top1 || (c.Kind == "network" && o.Name == "logits" && len(o.Shape) == 2)
+			labels = labels || (c.Kind == "network" && o.Name == "labels")
 		}
 		m[c.Name] = report.CaseInfo{Name: c.Name, Kind: c.Kind, Op: c.Op, Params: s.Params(), MACs: macs,
-			Bytes: bytes, ImgSize: img, Top1: top1}
+			Bytes: bytes, ImgSize: img, Top1: top1, Labels: labels}
 	}
 	return m
 }
