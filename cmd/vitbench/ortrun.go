@@ -26,6 +26,7 @@ const ortBackend = "ort"
 type ortConfig struct {
 	python, refDir, node, modules string
 	threads, count                int
+	batch                         int // every case at this batch; 0: each case's own
 	minSample                     time.Duration
 	work                          string // a directory the exported models may be written under
 }
@@ -40,7 +41,7 @@ func runOrt(stop <-chan struct{}, cfg ortConfig, groupRE *regexp.Regexp, stderr 
 	runRE := groupRE.String()
 	nodeExe, err := exec.LookPath(cfg.node)
 	if err != nil {
-		return ortNSText(group, cfg.threads, "onnxruntime-node not installed (node not found: "+err.Error()+")")
+		return ortNSText(group, cfg.threads, cfg.batch, "onnxruntime-node not installed (node not found: "+err.Error()+")")
 	}
 	dir, err := os.MkdirTemp(cfg.work, "onnx-")
 	if err != nil {
@@ -48,12 +49,12 @@ func runOrt(stop <-chan struct{}, cfg ortConfig, groupRE *regexp.Regexp, stderr 
 	}
 	defer os.RemoveAll(dir)
 	start := time.Now()
-	if err := runChild(stop, cfg.python, []string{filepath.Join(cfg.refDir, "onnx_export.py"), "--out", dir, "--run", runRE},
-		nil, stderr); err != nil {
+	exportArgs := append([]string{filepath.Join(cfg.refDir, "onnx_export.py"), "--out", dir, "--run", runRE}, batchArgs(cfg.batch)...)
+	if err := runChild(stop, cfg.python, exportArgs, nil, stderr); err != nil {
 		if isStopped(stop) {
 			return nil, err
 		}
-		return ortNSText(group, cfg.threads, "ONNX export failed: "+err.Error())
+		return ortNSText(group, cfg.threads, cfg.batch, "ONNX export failed: "+err.Error())
 	}
 	exported := time.Since(start)
 	out := filepath.Join(dir, "ort.txt")
@@ -74,11 +75,16 @@ func runOrt(stop <-chan struct{}, cfg ortConfig, groupRE *regexp.Regexp, stderr 
 	return raw, nil
 }
 
-// ortNSText is a result file with one NS line per case of group, each with reason.
-func ortNSText(group []cases.Case, threads int, reason string) ([]byte, error) {
+// ortNSText is a result file with one NS line per case of group (at batch, or each case's
+// own when batch is 0), each with reason.
+func ortNSText(group []cases.Case, threads, batch int, reason string) ([]byte, error) {
 	f := results.BenchFile{Meta: results.Meta{Extra: map[string]string{"ort-version": "not installed"}}}
 	for _, c := range group {
-		f.Failed = append(f.Failed, results.BenchFailure{Case: c.Name, Backend: ortBackend, Batch: c.Batch, Threads: threads,
+		b := c.Batch
+		if batch > 0 {
+			b = batch
+		}
+		f.Failed = append(f.Failed, results.BenchFailure{Case: c.Name, Backend: ortBackend, Batch: b, Threads: threads,
 			DType: "float32", Error: reason, NS: true})
 	}
 	var buf bytes.Buffer

@@ -29,6 +29,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	runRE := fs.String("run", "", "only cases whose name matches this regular expression")
 	threads := fs.Int("threads", 0, "CPU threads for vitbench and PyTorch (0 = all available)")
 	count := fs.Int("count", 10, "timed samples per case")
+	batchList := fs.String("batch", "", "batch sizes to time every case at, comma-separated (e.g. 1,8), vitbench and the baselines alike (default: each case's own)")
 	full := fs.Bool("full", false, "time and check every built-in case (default: the quick set, one case of every op kind, networks included)")
 	minSample := fs.Duration("min-sample", 10*time.Millisecond, "repeat runs within a sample until it lasts this long (vitbench and PyTorch alike)")
 	torch := fs.String("torch", "auto", "PyTorch baseline: auto (when python3 with torch is present), on (required) or off")
@@ -56,6 +57,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usagef("-torch-bf16 must be auto, on or off")
 	}
 	re, err := compileRun(*runRE)
+	if err != nil {
+		return exitUsage, err
+	}
+	batches, err := parseBatches(*batchList)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -178,77 +183,83 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	// One progress count over every group: k/N, elapsed time and ETA.
 	prog := newProgress(stderr)
-	prog.n = len(list) * len(backends)
+	prog.n = len(list) * len(backends) * len(batches)
 	rt := &runRetime{texts: []*[]byte{&torchText, &ortText}, prog: prog, stderr: stderr}
 	for gi := 0; gi < len(groups); gi = rt.next(gi, &bf, stopErr == nil) {
 		if stopErr != nil {
 			break
 		}
 		group := groups[gi]
-		rt.begin(&bf, len(cases.Match(group))*len(backends))
-		fmt.Fprintf(stderr, "== timing, group %d of %d (every available backend, then PyTorch)\n", gi+1, len(groups))
-		part, code, benchErr := runBench(benchConfig{opened: backends, run: group, threads: *threads, count: *count,
-			warmup: 3, minSample: *minSample, seed: 1, maxBytes: int64(*budget), stop: stop, prog: prog}, stderr)
-		if gi == 0 {
-			bf.Meta = part.Meta
-		}
-		bf.Rows, bf.Failed = append(bf.Rows, part.Rows...), append(bf.Failed, part.Failed...)
-		benchCode = max(benchCode, code)
-		if _, ok := isInterrupted(benchErr); ok {
-			stopErr, benchErr = fmt.Errorf("timing %w; PyTorch skipped", benchErr), nil
-		}
-		if benchErr != nil {
-			fmt.Fprintf(stderr, "vitbench run: %v\n", benchErr)
-		}
-		if ortOn && stopErr == nil {
-			ortCfg.threads = bf.Meta.Threads
-			raw, err := runOrt(stop.Done(), ortCfg, group, stderr)
-			switch {
-			case err == nil:
-				ortText = append(ortText, raw...)
-			case stop.Stopped():
-				stopErr = fmt.Errorf("ONNX Runtime baseline %w", stop.interruptedErr(gi, len(groups), "groups"))
-			default:
-				fmt.Fprintf(stderr, "vitbench run: no ONNX Runtime column: %v\n", err)
-				ortOn = false
+		rt.begin(&bf, len(cases.Match(group))*len(backends)*len(batches))
+		for _, batch := range batches {
+			if stopErr != nil {
+				break
 			}
-		}
-		if !torchOn || stopErr != nil {
-			continue
-		}
-		partPath := torchPath + ".part"
-		err := runTorch(stop.Done(), *python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr)
-		if err == nil {
-			var raw []byte
-			if raw, err = safeio.ReadFile(partPath, results.MaxFileBytes); err == nil {
-				torchText = append(torchText, raw...)
-				os.Remove(partPath)
+			fmt.Fprintf(stderr, "== timing, group %d of %d%s (every available backend, then the baselines)\n", gi+1, len(groups), batchNote(batch))
+			part, code, benchErr := runBench(benchConfig{opened: backends, run: group, batch: batch, threads: *threads, count: *count,
+				warmup: 3, minSample: *minSample, seed: 1, maxBytes: int64(*budget), stop: stop, prog: prog}, stderr)
+			if gi == 0 && batch == batches[0] {
+				bf.Meta = part.Meta
 			}
-		}
-		if stop.Stopped() {
-			stopErr = fmt.Errorf("PyTorch baseline %w", stop.interruptedErr(gi, len(groups), "groups"))
-		}
-		switch {
-		case err == nil:
-		case stopErr != nil:
-			fmt.Fprintf(stderr, "vitbench run: PyTorch stopped: %v\n", err)
-		case *torch == "on":
-			return exitFail, fmt.Errorf("PyTorch baseline: %v", err)
-		default:
-			fmt.Fprintf(stderr, "vitbench run: no PyTorch column: %v\n", err)
-			torchOn = false
-		}
-		if torchOn && stopErr == nil && (*torchBF16 == "on" || *torchBF16 == "auto" && wantsTorchBF16(backends)) {
-			// The bf16 PyTorch baseline, beside the cpu-bf16 rows (paired by dtype).
-			if err := runTorch(stop.Done(), *python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr,
-				"--dtype", "bf16"); err != nil {
-				fmt.Fprintf(stderr, "vitbench run: no bf16 PyTorch rows: %v\n", err)
-			} else if raw, err := safeio.ReadFile(partPath, results.MaxFileBytes); err == nil {
-				torchText = append(torchText, raw...)
-				os.Remove(partPath)
+			bf.Rows, bf.Failed = append(bf.Rows, part.Rows...), append(bf.Failed, part.Failed...)
+			benchCode = max(benchCode, code)
+			if _, ok := isInterrupted(benchErr); ok {
+				stopErr, benchErr = fmt.Errorf("timing %w; PyTorch skipped", benchErr), nil
+			}
+			if benchErr != nil {
+				fmt.Fprintf(stderr, "vitbench run: %v\n", benchErr)
+			}
+			if ortOn && stopErr == nil {
+				ortCfg.threads, ortCfg.batch = bf.Meta.Threads, batch
+				raw, err := runOrt(stop.Done(), ortCfg, group, stderr)
+				switch {
+				case err == nil:
+					ortText = append(ortText, raw...)
+				case stop.Stopped():
+					stopErr = fmt.Errorf("ONNX Runtime baseline %w", stop.interruptedErr(gi, len(groups), "groups"))
+				default:
+					fmt.Fprintf(stderr, "vitbench run: no ONNX Runtime column: %v\n", err)
+					ortOn = false
+				}
+			}
+			if !torchOn || stopErr != nil {
+				continue
+			}
+			partPath := torchPath + ".part"
+			err := runTorch(stop.Done(), *python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr,
+				batchArgs(batch)...)
+			if err == nil {
+				var raw []byte
+				if raw, err = safeio.ReadFile(partPath, results.MaxFileBytes); err == nil {
+					torchText = append(torchText, raw...)
+					os.Remove(partPath)
+				}
 			}
 			if stop.Stopped() {
-				stopErr = fmt.Errorf("PyTorch bf16 baseline %w", stop.interruptedErr(gi, len(groups), "groups"))
+				stopErr = fmt.Errorf("PyTorch baseline %w", stop.interruptedErr(gi, len(groups), "groups"))
+			}
+			switch {
+			case err == nil:
+			case stopErr != nil:
+				fmt.Fprintf(stderr, "vitbench run: PyTorch stopped: %v\n", err)
+			case *torch == "on":
+				return exitFail, fmt.Errorf("PyTorch baseline: %v", err)
+			default:
+				fmt.Fprintf(stderr, "vitbench run: no PyTorch column: %v\n", err)
+				torchOn = false
+			}
+			if torchOn && stopErr == nil && (*torchBF16 == "on" || *torchBF16 == "auto" && wantsTorchBF16(backends)) {
+				// The bf16 PyTorch baseline, beside the cpu-bf16 rows (paired by dtype).
+				if err := runTorch(stop.Done(), *python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr,
+					append(batchArgs(batch), "--dtype", "bf16")...); err != nil {
+					fmt.Fprintf(stderr, "vitbench run: no bf16 PyTorch rows: %v\n", err)
+				} else if raw, err := safeio.ReadFile(partPath, results.MaxFileBytes); err == nil {
+					torchText = append(torchText, raw...)
+					os.Remove(partPath)
+				}
+				if stop.Stopped() {
+					stopErr = fmt.Errorf("PyTorch bf16 baseline %w", stop.interruptedErr(gi, len(groups), "groups"))
+				}
 			}
 		}
 	}
