@@ -18,10 +18,11 @@ const directBlock = 128
 var convPath = os.Getenv("VITBENCH_CONV")
 
 // useDirect reports whether conv c runs as a direct convolution: a kernel
-// larger than 1×1 with at least directMinOutputs output positions, on a
-// SIMD path (a 1×1 convolution's windows are the image itself, which the
-// implicit GEMM packs as cheaply as the padded copy would cost), unless
-// convPath forces a path.
+// larger than 1×1 with at least directMinOutputs output positions or at
+// most directMaxCols columns (C·KH·KW), on a SIMD path (a 1×1
+// convolution's windows are the image itself, which the implicit GEMM
+// packs as cheaply as the padded copy would cost), unless convPath forces
+// a path.
 func useDirect(c ops.Conv2d) bool {
 	if kern.Active() == kern.ISAGo {
 		return false
@@ -32,13 +33,23 @@ func useDirect(c ops.Conv2d) bool {
 	case "direct":
 		return true
 	}
-	return c.KernelH*c.KernelW > 1 && c.OutH()*c.OutW() >= directMinOutputs
+	return c.KernelH*c.KernelW > 1 && (c.OutH()*c.OutW() >= directMinOutputs || c.Cols() <= directMaxCols)
 }
 
 // directMinOutputs is the fewest output positions per image for which the
-// direct path pays for its padded copy: below it (ResNet's last stages at
-// small inputs) the implicit GEMM is as fast.
+// direct path pays for its padded copy whatever the channels.
 const directMinOutputs = 1024
+
+// directMaxCols is the most columns C·KH·KW for which the direct path is
+// chosen on smaller maps too. Below it the implicit GEMM's packing of
+// every window (most of them touching the padding on a small map) costs
+// more than the product; above it (3×3 over 384 or 512 channels: VQGAN's
+// 16×16 mid block at f16, ResNet's last stage) each packed window feeds
+// enough output channels that the packed product is as fast. Measured
+// windows/direct (TestConvPathAB, 2 threads, 3×3 pad 1): 2.1-3.4× at
+// 16×16 for 32-64 channels, 1.5-1.8× for 128, 1.5× for 256 at 14×14 and
+// 16×16, 1.16× for 256 at 7×7; 1.05× for 384 and 0.96-0.99× for 512.
+const directMaxCols = 256 * 3 * 3
 
 // directGeom is the padded image of a direct convolution, split into its
 // stride phases so that every stride becomes stride 1. With the padded

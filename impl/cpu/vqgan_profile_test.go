@@ -1,0 +1,188 @@
+package cpu
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"vitbench/bench"
+	"vitbench/bench/cases"
+	"vitbench/bench/ops"
+	"vitbench/bench/runner"
+)
+
+// TestNodeProfile prints the time of every node of the cases named in
+// VITBENCH_PROFILE_CASES (comma-separated), the median over
+// VITBENCH_PROFILE_RUNS whole runs (default 30), grouped by node: a
+// per-layer profile for choosing what to speed up. Skipped unless the
+// variable is set.
+func TestNodeProfile(t *testing.T) {
+	names := os.Getenv("VITBENCH_PROFILE_CASES")
+	if names == "" {
+		t.Skip("VITBENCH_PROFILE_CASES not set")
+	}
+	runs := 30
+	fmt.Sscan(os.Getenv("VITBENCH_PROFILE_RUNS"), &runs)
+	for _, name := range strings.Split(names, ",") {
+		c, ok := cases.Lookup(name)
+		if !ok {
+			t.Fatalf("no case %s", name)
+		}
+		s, err := c.Spec(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		be := New(0)
+		data := runner.SynthData(s, 1)
+		vals := map[string]bench.Tensor{}
+		alloc := func(group string, as []bench.ArraySpec) {
+			for _, a := range as {
+				x, err := be.Alloc(a.Shape, bench.Float32)
+				if err != nil {
+					t.Fatal(err)
+				}
+				vals[a.Name] = x
+				if group != "" {
+					host, err := data(group, a.Name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					be.Upload(x, host)
+				}
+			}
+		}
+		alloc("inputs", s.Inputs())
+		alloc("weights", s.Weights())
+		alloc("", s.Graph().Temps)
+		alloc("", s.Outputs())
+		steps := s.Graph().Steps
+		ins, outs := make([][]bench.Tensor, len(steps)), make([][]bench.Tensor, len(steps))
+		for i, st := range steps {
+			for _, v := range st.In {
+				ins[i] = append(ins[i], vals[v])
+			}
+			for _, v := range st.Out {
+				outs[i] = append(outs[i], vals[v])
+			}
+		}
+		times := make([][]float64, len(steps))
+		for r := 0; r < runs+3; r++ {
+			for i, st := range steps {
+				t0 := time.Now()
+				if err := be.Enqueue(st.Node, ins[i], outs[i]); err != nil {
+					t.Fatal(err)
+				}
+				if r >= 3 {
+					times[i] = append(times[i], time.Since(t0).Seconds())
+				}
+			}
+		}
+		type row struct {
+			key    string
+			n      int
+			median float64
+		}
+		groups := map[string]*row{}
+		total := 0.0
+		for i, st := range steps {
+			slices.Sort(times[i])
+			m := times[i][len(times[i])/2]
+			total += m
+			key := fmt.Sprintf("%s %+v", st.Node.OpName(), st.Node)
+			if groups[key] == nil {
+				groups[key] = &row{key: key}
+			}
+			groups[key].n++
+			groups[key].median += m
+		}
+		var rows []*row
+		for _, r := range groups {
+			rows = append(rows, r)
+		}
+		sort.Slice(rows, func(i, j int) bool { return rows[i].median > rows[j].median })
+		fmt.Printf("%s: %d nodes, sum of medians %.3f ms\n", name, len(steps), total*1e3)
+		for _, r := range rows {
+			fmt.Printf("%8.3f ms %5.1f%% x%-2d %s\n", r.median*1e3, 100*r.median/total, r.n, r.key)
+		}
+		for _, x := range vals {
+			be.Free(x)
+		}
+	}
+}
+
+// abNode times node on backend be, alternating variant a and b (set up by
+// the set function before each run) for rounds rounds, and returns the
+// median times of each.
+func abNode(t *testing.T, be *Backend, node bench.Node, shapes []bench.Shape, outShapes []bench.Shape, rounds int, set func(variant int)) (ta, tb float64) {
+	var in, out [2][]bench.Tensor
+	for v := range 2 {
+		for i, s := range shapes {
+			x, _ := be.Alloc(s, bench.Float32)
+			d := make([]float32, s.Elems())
+			for j := range d {
+				d[j] = float32((j*7+i*13)%17)/17 - 0.5
+			}
+			be.Upload(x, d)
+			in[v] = append(in[v], x)
+		}
+		for _, s := range outShapes {
+			x, _ := be.Alloc(s, bench.Float32)
+			out[v] = append(out[v], x)
+		}
+	}
+	var times [2][]float64
+	for r := 0; r < rounds+2; r++ {
+		for v := range 2 {
+			v := (v + r) % 2
+			set(v)
+			t0 := time.Now()
+			for range 5 {
+				if err := be.Enqueue(node, in[v], out[v]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if r >= 2 {
+				times[v] = append(times[v], time.Since(t0).Seconds()/5)
+			}
+		}
+	}
+	for i := range times {
+		slices.Sort(times[i])
+	}
+	return times[0][len(times[0])/2], times[1][len(times[1])/2]
+}
+
+// TestConvPathAB prints, for VQGAN's small-map convolutions, the median
+// time of the implicit-GEMM (windows) and the direct path, interleaved.
+// Skipped unless VITBENCH_PROFILE_AB is set.
+func TestConvPathAB(t *testing.T) {
+	if os.Getenv("VITBENCH_PROFILE_AB") == "" {
+		t.Skip("VITBENCH_PROFILE_AB not set")
+	}
+	defer func(p string) { convPath = p }(convPath)
+	type cv struct{ cin, cout, h, k, s, p int }
+	list := []cv{{64, 64, 16, 3, 1, 1}, {32, 64, 16, 3, 1, 1}, {64, 32, 16, 3, 1, 1}, {32, 32, 16, 3, 1, 1},
+		{128, 128, 16, 3, 1, 1}, {256, 256, 16, 3, 1, 1}, {512, 512, 16, 3, 1, 1}, {64, 64, 8, 3, 1, 1}, {32, 32, 33, 3, 2, 0},
+		{64, 64, 24, 3, 1, 1}, {32, 32, 32, 3, 1, 1}}
+	if v := os.Getenv("VITBENCH_PROFILE_AB"); v != "1" {
+		list = nil
+		for _, f := range strings.Split(v, ";") {
+			var c cv
+			fmt.Sscanf(f, "%d,%d,%d,%d,%d,%d", &c.cin, &c.cout, &c.h, &c.k, &c.s, &c.p)
+			list = append(list, c)
+		}
+	}
+	for _, c := range list {
+		conv := ops.Conv2d{Unfold: ops.Unfold{Batch: 1, InChans: c.cin, Height: c.h, Width: c.h, KernelH: c.k, KernelW: c.k,
+			StrideH: c.s, StrideW: c.s, PadH: c.p, PadW: c.p, DilationH: 1, DilationW: 1}, OutChans: c.cout, Bias: true}
+		be := New(0)
+		oh := conv.OutH()
+		ta, tb := abNode(t, be, conv, []bench.Shape{{1, c.cin, c.h, c.h}, {c.cout, c.cin, c.k, c.k}, {c.cout}},
+			[]bench.Shape{{1, c.cout, oh, oh}}, 40, func(v int) { convPath = []string{"windows", "direct"}[v] })
+		fmt.Printf("%+v windows %.1f µs direct %.1f µs  windows/direct %.2f\n", c, ta*1e6, tb*1e6, ta/tb)
+	}
+}
