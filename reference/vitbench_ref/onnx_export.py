@@ -57,6 +57,8 @@ _SAME_17_19 = {
     "Transpose", "Trilu", "Unsqueeze", "Where", "Xor", "ReduceSum", "Col2Im", "DeformConv", "Sinh", "Cosh",
     "Round", "IsNaN", "IsInf", "OneHot", "Softplus", "LeakyRelu", "HardSigmoid", "Atan", "Asin", "Acos",
     "InstanceNormalization", "NonMaxSuppression", "RoiAlign", "Dropout", "PRelu", "HardSwish", "Selu",
+    # Versions 1, 11 and 13 only (the ONNX operator docs list no DepthToSpace after 13).
+    "DepthToSpace",
 }
 
 
