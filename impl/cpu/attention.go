@@ -12,9 +12,11 @@ import (
 // straight from the fused qkv tensor, with strided GEMMs on the head's
 // columns. Work is split into tasks of (image, head, block of query rows):
 // whole heads when there are enough of them for every worker, otherwise
-// each head's queries are split too (T2T-ViT's one-head layers). Each
-// worker owns a score buffer for one block of rows. With Causal, the
-// scores of keys after each query are −∞ before the softmax.
+// each head's queries are split too (T2T-ViT's one-head layers). Long
+// sequences go fused (attentionFused; fusedAttention says when); the
+// others through a score buffer for one block of rows per worker, with
+// GEMM, softmax and GEMM. With Causal, the scores of keys after each query
+// are −∞ before the softmax.
 func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 	e := a.Heads * a.HeadDim
 	n := a.Tokens
@@ -26,14 +28,11 @@ func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 	}
 	qkv, ctx := in[0].data, out[0].data
 	pairs := a.Batch * a.Heads
-	// Each (image, head) pair is split into blocks of query rows until
-	// the tasks divide evenly between the workers: DeiT-Ti's 3 heads on 2
-	// workers would otherwise leave one idle for a third of the time.
-	blocks := 1
-	for n >= 64 && blocks < b.threads && pairs*blocks%b.threads != 0 {
-		blocks++
+	blocks, rows := b.querySplit(pairs, n)
+	if b.fusedAttention(rows, n) {
+		b.attentionFused(a, qkv, ctx, blocks, rows)
+		return nil
 	}
-	rows := (n + blocks - 1) / blocks
 	tasks := pairs * blocks
 	threads := min(b.threads, tasks)
 	scores, release := b.scratch(threads * rows * n)
@@ -60,6 +59,18 @@ func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 		}
 	})
 	return nil
+}
+
+// querySplit cuts each of pairs (image, head) pairs of n queries into
+// blocks of rows queries until the tasks divide evenly between the
+// workers: DeiT-Ti's 3 heads on 2 workers would otherwise leave one idle
+// for a third of the time.
+func (b *Backend) querySplit(pairs, n int) (blocks, rows int) {
+	blocks = 1
+	for n >= 64 && blocks < b.threads && pairs*blocks%b.threads != 0 {
+		blocks++
+	}
+	return blocks, (n + blocks - 1) / blocks
 }
 
 // maskAbove sets the scores of rows r0 … r0+m−1 (s [m, n], row i is

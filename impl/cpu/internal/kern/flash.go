@@ -60,14 +60,16 @@ func Attention(m, nk, d int, q []float32, ldq int, k []float32, ldk int, v []flo
 	}
 	nb := (nk + flashKeys - 1) / flashKeys
 	kLen, vLen := flashPackedLens(d)
-	qb := min(m, flashQRows)
+	qb := queryBlock(m)
+	ldt := flashKeys + 16 // the tile's row stride: not a multiple of 1 KiB, for the L1 sets
 	wsp := workspace.Get().(*[]float32)
 	defer workspace.Put(wsp)
-	buf := grow(wsp, nb*(kLen+vLen)+qb*flashKeys+2*qb*d+3*qb)
+	buf := grow(wsp, nb*(kLen+vLen)+qb*ldt+3*qb*d+3*qb)
 	packedK, buf := buf[:nb*kLen], buf[nb*kLen:]
 	packedV, buf := buf[:nb*vLen], buf[nb*vLen:]
-	tile, buf := buf[:qb*flashKeys], buf[qb*flashKeys:]
+	tile, buf := buf[:qb*ldt], buf[qb*ldt:]
 	acc, buf := buf[:qb*d], buf[qb*d:]
+	qblk, buf := buf[:qb*d], buf[qb*d:]
 	pv, buf := buf[:qb*d], buf[qb*d:]
 	rowMax, rowSum, rescale := buf[:qb], buf[qb:2*qb], buf[2*qb:3*qb]
 
@@ -84,8 +86,11 @@ func Attention(m, nk, d int, q []float32, ldq int, k []float32, ldk int, v []flo
 	inf := float32(math.Inf(-1))
 	for i0 := 0; i0 < m; i0 += qb {
 		mb := min(qb, m-i0)
+		// The query block is read once per key block: a dense copy keeps
+		// its rows out of each other's L1 sets.
 		for r := 0; r < mb; r++ {
 			rowMax[r], rowSum[r] = inf, 0
+			copy(qblk[r*d:(r+1)*d], q[(i0+r)*ldq:(i0+r)*ldq+d])
 		}
 		last := nb // key blocks [0, last) hold a key some row of the block sees
 		if mask.Causal {
@@ -103,18 +108,18 @@ func Attention(m, nk, d int, q []float32, ldq int, k []float32, ldk int, v []flo
 		for b := 0; b < last; b++ {
 			j0 := b * flashKeys
 			kb := min(flashKeys, nk-j0)
-			SgemmPacked(mb, q[i0*ldq:], ldq, &pk[b], tile, kb, nil, 0, kb)
+			SgemmPacked(mb, qblk, d, &pk[b], tile, ldt, nil, 0, kb)
 			if mask.Keys != nil {
 				for j := j0; j < j0+kb; j++ {
 					if mask.Keys[j] != 0 {
 						for r := 0; r < mb; r++ {
-							tile[r*kb+j-j0] = inf
+							tile[r*ldt+j-j0] = inf
 						}
 					}
 				}
 			}
 			for r := 0; r < mb; r++ {
-				row := tile[r*kb : (r+1)*kb]
+				row := tile[r*ldt : r*ldt+kb]
 				see := kb // keys [j0, j0+see) are not causally hidden from row r
 				if mask.Causal {
 					see = min(kb, max(0, i0+r+mask.Diag+1-j0))
@@ -134,10 +139,10 @@ func Attention(m, nk, d int, q []float32, ldq int, k []float32, ldk int, v []flo
 				rowMax[r] = mNew
 			}
 			if b == 0 {
-				SgemmPacked(mb, tile, kb, &pvb[b], acc, d, nil, 0, d)
+				SgemmPacked(mb, tile, ldt, &pvb[b], acc, d, nil, 0, d)
 				continue
 			}
-			SgemmPacked(mb, tile, kb, &pvb[b], pv, d, nil, 0, d)
+			SgemmPacked(mb, tile, ldt, &pvb[b], pv, d, nil, 0, d)
 			for r := 0; r < mb; r++ {
 				AddScaled(d, rescale[r], pv[r*d:(r+1)*d], acc[r*d:(r+1)*d], acc[r*d:(r+1)*d])
 			}
@@ -148,7 +153,17 @@ func Attention(m, nk, d int, q []float32, ldq int, k []float32, ldk int, v []flo
 	}
 }
 
-// Attention's blocks: flashQRows query rows (a multiple of every mr) by
+// queryBlock is the height of Attention's query blocks for m queries: the
+// nearest whole number of flashQRows-row blocks, of equal height rounded
+// up to 12 rows (a multiple of every mr), so that 577 tokens go in 7
+// blocks of 84 and not 6 of 96 and one of a single row.
+func queryBlock(m int) int {
+	blocks := max(1, (m+flashQRows/2)/flashQRows)
+	rows := (m + blocks - 1) / blocks
+	return min(m, (rows+11)/12*12)
+}
+
+// Attention's blocks: about flashQRows query rows (a multiple of every mr) by
 // flashKeys keys (a multiple of every nr), so that the score tile (96 KiB),
 // the query block, one packed key and value block (64 KiB each at d = 64)
 // and the accumulator stay in the 1 MiB L2 of the Zen 4 this was tuned on.
