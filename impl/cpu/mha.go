@@ -44,6 +44,10 @@ func (b *Backend) mhaCore(a ops.MHACore, in, out []*tensor) error {
 		blocks++
 	}
 	rows := (nq + blocks - 1) / blocks
+	if b.fusedAttention(rows, nk) { // long sequences: attention_fused_mha.go
+		b.mhaFused(a, in, out[0].data, blocks, rows)
+		return nil
+	}
 	tasks := pairs * blocks
 	threads := min(b.threads, tasks)
 	scores, release := b.scratch(threads * rows * nk)
