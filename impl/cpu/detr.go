@@ -61,54 +61,6 @@ func (b *Backend) maxPool2d(m ops.MaxPool2d, in, out []*tensor) error {
 	return nil
 }
 
-func (b *Backend) groupNorm(n ops.GroupNorm, in, out []*tensor) error {
-	c := bench.Shape{n.Chans}
-	x := bench.Shape{n.Batch, n.Chans, n.Height, n.Width}
-	pixels := n.Height * n.Width
-	if err := checkShapes("group_norm", in, []bench.Shape{x, c, c}); err != nil {
-		return err
-	}
-	if err := checkShapes("group_norm", out, []bench.Shape{x}); err != nil {
-		return err
-	}
-	if n.Groups <= 0 || n.Chans%n.Groups != 0 {
-		return fmt.Errorf("cpu: group_norm: %d channels in %d groups", n.Chans, n.Groups)
-	}
-	src, gamma, beta, dst := in[0].data, in[1].data, in[2].data, out[0].data
-	cg := n.Chans / n.Groups
-	size := cg * pixels
-	parallelFor(b.threads, n.Batch*n.Groups, 1, func(lo, hi int) {
-		for gi := lo; gi < hi; gi++ {
-			v := src[gi*size : (gi+1)*size]
-			var sum float64
-			for _, e := range v {
-				sum += float64(e)
-			}
-			mean := sum / float64(size)
-			var sq float64
-			for _, e := range v {
-				d := float64(e) - mean
-				sq += d * d
-			}
-			rstd := 1 / math.Sqrt(sq/float64(size)+n.Eps)
-			g0 := (gi % n.Groups) * cg
-			for ch := 0; ch < cg; ch++ {
-				s := float32(rstd) * gamma[g0+ch]
-				sh := beta[g0+ch] - float32(mean)*s
-				row := v[ch*pixels : (ch+1)*pixels]
-				o := dst[gi*size+ch*pixels : gi*size+(ch+1)*pixels]
-				for i, e := range row {
-					o[i] = e*s + sh
-				}
-				if n.Swish {
-					kern.SiLU(len(o), o, o)
-				}
-			}
-		}
-	})
-	return nil
-}
-
 // nearestIndex is F.interpolate's "nearest" source index for output
 // index i when resizing in → out: min(⌊i·(in/out)⌋, in − 1), the ratio
 // in float32 as PyTorch's CPU kernel computes it.

@@ -6138,6 +6138,370 @@ weightedRowsAVX512_done:
 	VZEROUPPER
 	RET
 
+// func momentsAVX512(n int, x *float32, shift float32, sums *float64)
+// Requires: AVX, AVX512DQ, AVX512F, SSE
+TEXT ·momentsAVX512(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ sums+24(FP), DI
+
+	// shift as float64 in every lane
+	MOVSS        shift+16(FP), X0
+	VCVTSS2SD    X0, X0, X0
+	VBROADCASTSD X0, Z0
+	VXORPD       Z1, Z1, Z1
+	VXORPD       Z5, Z5, Z5
+	VXORPD       Z2, Z2, Z2
+	VXORPD       Z6, Z6, Z6
+	VXORPD       Z3, Z3, Z3
+	VXORPD       Z7, Z7, Z7
+	VXORPD       Z4, Z4, Z4
+	VXORPD       Z8, Z8, Z8
+
+momentsAVX512_blocks:
+	CMPQ        CX, $0x00000020
+	JB          momentsAVX512_vectors
+	VCVTPS2PD   (SI), Z9
+	VCVTPS2PD   32(SI), Z10
+	VCVTPS2PD   64(SI), Z11
+	VCVTPS2PD   96(SI), Z12
+	VSUBPD      Z0, Z9, Z9
+	VADDPD      Z9, Z1, Z1
+	VFMADD231PD Z9, Z9, Z5
+	VSUBPD      Z0, Z10, Z10
+	VADDPD      Z10, Z2, Z2
+	VFMADD231PD Z10, Z10, Z6
+	VSUBPD      Z0, Z11, Z11
+	VADDPD      Z11, Z3, Z3
+	VFMADD231PD Z11, Z11, Z7
+	VSUBPD      Z0, Z12, Z12
+	VADDPD      Z12, Z4, Z4
+	VFMADD231PD Z12, Z12, Z8
+	ADDQ        $0x00000080, SI
+	SUBQ        $0x00000020, CX
+	JMP         momentsAVX512_blocks
+
+momentsAVX512_vectors:
+	CMPQ        CX, $0x00000008
+	JB          momentsAVX512_done
+	VCVTPS2PD   (SI), Z9
+	VSUBPD      Z0, Z9, Z9
+	VADDPD      Z9, Z1, Z1
+	VFMADD231PD Z9, Z9, Z5
+	ADDQ        $0x00000020, SI
+	SUBQ        $0x00000008, CX
+	JMP         momentsAVX512_vectors
+
+momentsAVX512_done:
+	// fold the partial sums: sums[0] = Σ acc, sums[1] = Σ acc2
+	VADDPD        Z2, Z1, Z1
+	VADDPD        Z4, Z3, Z3
+	VADDPD        Z3, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y9
+	VADDPD        Y9, Y1, Y1
+	VEXTRACTF128  $0x01, Y1, X9
+	VADDPD        X9, X1, X1
+	VUNPCKHPD     X1, X1, X9
+	VADDSD        X9, X1, X1
+	VMOVSD        X1, (DI)
+	VADDPD        Z6, Z5, Z5
+	VADDPD        Z8, Z7, Z7
+	VADDPD        Z7, Z5, Z5
+	VEXTRACTF64X4 $0x01, Z5, Y9
+	VADDPD        Y9, Y5, Y5
+	VEXTRACTF128  $0x01, Y5, X9
+	VADDPD        X9, X5, X5
+	VUNPCKHPD     X5, X5, X9
+	VADDSD        X9, X5, X5
+	VMOVSD        X5, 8(DI)
+	VZEROUPPER
+	RET
+
+// func affineAVX512(n int, a float32, b float32, x *float32, y *float32)
+// Requires: AVX, AVX512F, SSE
+TEXT ·affineAVX512(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ y+24(FP), DI
+
+	// a and b in every lane
+	MOVSS        a+8(FP), X8
+	VBROADCASTSS X8, Z8
+	MOVSS        b+12(FP), X9
+	VBROADCASTSS X9, Z9
+
+affineAVX512_blocks:
+	CMPQ        CX, $0x00000040
+	JB          affineAVX512_vectors
+	VMOVUPS     (SI), Z0
+	VMOVUPS     64(SI), Z1
+	VMOVUPS     128(SI), Z2
+	VMOVUPS     192(SI), Z3
+	VFMADD213PS Z9, Z8, Z0
+	VMOVUPS     Z0, (DI)
+	VFMADD213PS Z9, Z8, Z1
+	VMOVUPS     Z1, 64(DI)
+	VFMADD213PS Z9, Z8, Z2
+	VMOVUPS     Z2, 128(DI)
+	VFMADD213PS Z9, Z8, Z3
+	VMOVUPS     Z3, 192(DI)
+	ADDQ        $0x00000100, SI
+	ADDQ        $0x00000100, DI
+	SUBQ        $0x00000040, CX
+	JMP         affineAVX512_blocks
+
+affineAVX512_vectors:
+	CMPQ        CX, $0x00000010
+	JB          affineAVX512_tail
+	VMOVUPS     (SI), Z0
+	VFMADD213PS Z9, Z8, Z0
+	VMOVUPS     Z0, (DI)
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x00000010, CX
+	JMP         affineAVX512_vectors
+
+affineAVX512_tail:
+	TESTQ CX, CX
+	JZ    affineAVX512_done
+
+	// K1 = lanes < n
+	MOVL        $0x00000001, AX
+	SHLL        CL, AX
+	DECL        AX
+	KMOVW       AX, K1
+	VMOVUPS.Z   (SI), K1, Z0
+	VFMADD213PS Z9, Z8, Z0
+	VMOVUPS     Z0, K1, (DI)
+
+affineAVX512_done:
+	VZEROUPPER
+	RET
+
+// func affineSiLUAVX512(n int, a float32, b float32, x *float32, y *float32)
+// Requires: AVX, AVX512F, SSE
+TEXT ·affineSiLUAVX512(SB), NOSPLIT, $0-32
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    y+24(FP), DI
+	VMOVUPS vk_explo<>+0(SB), Z0
+
+	// a and b in every lane (loaded through a low register: MOVSS reaches X0-X15 only)
+	MOVSS        a+8(FP), X1
+	VBROADCASTSS X1, Z17
+	MOVSS        b+12(FP), X1
+	VBROADCASTSS X1, Z18
+
+affineSiLUAVX512_blocks:
+	CMPQ CX, $0x00000040
+	JB   affineSiLUAVX512_vectors
+
+	// x = a·x + b
+	VMOVUPS     (SI), Z1
+	VFMADD213PS Z18, Z17, Z1
+	VMOVUPS     64(SI), Z2
+	VFMADD213PS Z18, Z17, Z2
+	VMOVUPS     128(SI), Z3
+	VFMADD213PS Z18, Z17, Z3
+	VMOVUPS     192(SI), Z4
+	VFMADD213PS Z18, Z17, Z4
+
+	// r = −|x|
+	VPORD vk_signmask<>+0(SB), Z1, Z5
+	VPORD vk_signmask<>+0(SB), Z2, Z8
+	VPORD vk_signmask<>+0(SB), Z3, Z11
+	VPORD vk_signmask<>+0(SB), Z4, Z14
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z5, Z0, Z5
+	VMULPS      vk_log2e<>+0(SB), Z5, Z6
+	VRNDSCALEPS $0x00, Z6, Z6
+	VMAXPS      Z8, Z0, Z8
+	VMULPS      vk_log2e<>+0(SB), Z8, Z9
+	VRNDSCALEPS $0x00, Z9, Z9
+	VMAXPS      Z11, Z0, Z11
+	VMULPS      vk_log2e<>+0(SB), Z11, Z12
+	VRNDSCALEPS $0x00, Z12, Z12
+	VMAXPS      Z14, Z0, Z14
+	VMULPS      vk_log2e<>+0(SB), Z14, Z15
+	VRNDSCALEPS $0x00, Z15, Z15
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z6, Z5
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z9, Z8
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z12, Z11
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z15, Z14
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z6, Z5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z9, Z8
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z12, Z11
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z15, Z14
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z7
+	VMOVUPS     vk_expc4<>+0(SB), Z10
+	VMOVUPS     vk_expc4<>+0(SB), Z13
+	VMOVUPS     vk_expc4<>+0(SB), Z16
+	VFMADD213PS vk_expc3<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc3<>+0(SB), Z8, Z10
+	VFMADD213PS vk_expc3<>+0(SB), Z11, Z13
+	VFMADD213PS vk_expc3<>+0(SB), Z14, Z16
+	VFMADD213PS vk_expc2<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc2<>+0(SB), Z8, Z10
+	VFMADD213PS vk_expc2<>+0(SB), Z11, Z13
+	VFMADD213PS vk_expc2<>+0(SB), Z14, Z16
+	VFMADD213PS vk_expc1<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc1<>+0(SB), Z8, Z10
+	VFMADD213PS vk_expc1<>+0(SB), Z11, Z13
+	VFMADD213PS vk_expc1<>+0(SB), Z14, Z16
+	VFMADD213PS vk_expc0<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc0<>+0(SB), Z8, Z10
+	VFMADD213PS vk_expc0<>+0(SB), Z11, Z13
+	VFMADD213PS vk_expc0<>+0(SB), Z14, Z16
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z8, Z10
+	VFMADD213PS vk_one<>+0(SB), Z11, Z13
+	VFMADD213PS vk_one<>+0(SB), Z14, Z16
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z8, Z10
+	VFMADD213PS vk_one<>+0(SB), Z11, Z13
+	VFMADD213PS vk_one<>+0(SB), Z14, Z16
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z6, Z7, Z7
+	VSCALEFPS Z9, Z10, Z10
+	VSCALEFPS Z12, Z13, Z13
+	VSCALEFPS Z15, Z16, Z16
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z1, K2
+	VMOVAPS Z7, Z6
+	VMOVUPS vk_one<>+0(SB), K2, Z6
+	VADDPS  vk_one<>+0(SB), Z7, Z5
+	VMULPS  Z6, Z1, Z1
+	VDIVPS  Z5, Z1, Z1
+	VMOVUPS Z1, (DI)
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z2, K2
+	VMOVAPS Z10, Z9
+	VMOVUPS vk_one<>+0(SB), K2, Z9
+	VADDPS  vk_one<>+0(SB), Z10, Z8
+	VMULPS  Z9, Z2, Z2
+	VDIVPS  Z8, Z2, Z2
+	VMOVUPS Z2, 64(DI)
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z3, K2
+	VMOVAPS Z13, Z12
+	VMOVUPS vk_one<>+0(SB), K2, Z12
+	VADDPS  vk_one<>+0(SB), Z13, Z11
+	VMULPS  Z12, Z3, Z3
+	VDIVPS  Z11, Z3, Z3
+	VMOVUPS Z3, 128(DI)
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z4, K2
+	VMOVAPS Z16, Z15
+	VMOVUPS vk_one<>+0(SB), K2, Z15
+	VADDPS  vk_one<>+0(SB), Z16, Z14
+	VMULPS  Z15, Z4, Z4
+	VDIVPS  Z14, Z4, Z4
+	VMOVUPS Z4, 192(DI)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x00000040, CX
+	JMP     affineSiLUAVX512_blocks
+
+affineSiLUAVX512_vectors:
+	CMPQ CX, $0x00000010
+	JB   affineSiLUAVX512_tail
+
+	// x = a·x + b
+	VMOVUPS     (SI), Z1
+	VFMADD213PS Z18, Z17, Z1
+
+	// r = −|x|
+	VPORD vk_signmask<>+0(SB), Z1, Z5
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z5, Z0, Z5
+	VMULPS      vk_log2e<>+0(SB), Z5, Z6
+	VRNDSCALEPS $0x00, Z6, Z6
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z6, Z5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z6, Z5
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z7
+	VFMADD213PS vk_expc3<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc2<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc1<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc0<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z6, Z7, Z7
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z1, K2
+	VMOVAPS Z7, Z6
+	VMOVUPS vk_one<>+0(SB), K2, Z6
+	VADDPS  vk_one<>+0(SB), Z7, Z5
+	VMULPS  Z6, Z1, Z1
+	VDIVPS  Z5, Z1, Z1
+	VMOVUPS Z1, (DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     affineSiLUAVX512_vectors
+
+affineSiLUAVX512_tail:
+	TESTQ CX, CX
+	JZ    affineSiLUAVX512_done
+
+	// K1 = lanes < n
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+
+	// x = a·x + b
+	VMOVUPS.Z   (SI), K1, Z1
+	VFMADD213PS Z18, Z17, Z1
+
+	// r = −|x|
+	VPORD vk_signmask<>+0(SB), Z1, Z5
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z5, Z0, Z5
+	VMULPS      vk_log2e<>+0(SB), Z5, Z6
+	VRNDSCALEPS $0x00, Z6, Z6
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z6, Z5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z6, Z5
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z7
+	VFMADD213PS vk_expc3<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc2<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc1<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc0<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z6, Z7, Z7
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z1, K2
+	VMOVAPS Z7, Z6
+	VMOVUPS vk_one<>+0(SB), K2, Z6
+	VADDPS  vk_one<>+0(SB), Z7, Z5
+	VMULPS  Z6, Z1, Z1
+	VDIVPS  Z5, Z1, Z1
+	VMOVUPS Z1, K1, (DI)
+
+affineSiLUAVX512_done:
+	VZEROUPPER
+	RET
+
 // func addAVX2(n int, x *float32, y *float32, out *float32)
 // Requires: AVX, AVX2
 TEXT ·addAVX2(SB), NOSPLIT, $0-32
@@ -7938,6 +8302,340 @@ weightedRowsAVX2_tail_store:
 	VMASKMOVPS Y0, Y15, (DI)
 
 weightedRowsAVX2_done:
+	VZEROUPPER
+	RET
+
+// func momentsAVX2(n int, x *float32, shift float32, sums *float64)
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·momentsAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ sums+24(FP), DI
+
+	// shift as float64 in every lane
+	MOVSS        shift+16(FP), X0
+	VCVTSS2SD    X0, X0, X0
+	VBROADCASTSD X0, Y0
+	VXORPD       Y1, Y1, Y1
+	VXORPD       Y5, Y5, Y5
+	VXORPD       Y2, Y2, Y2
+	VXORPD       Y6, Y6, Y6
+	VXORPD       Y3, Y3, Y3
+	VXORPD       Y7, Y7, Y7
+	VXORPD       Y4, Y4, Y4
+	VXORPD       Y8, Y8, Y8
+
+momentsAVX2_blocks:
+	CMPQ        CX, $0x00000010
+	JB          momentsAVX2_vectors
+	VCVTPS2PD   (SI), Y9
+	VCVTPS2PD   16(SI), Y10
+	VCVTPS2PD   32(SI), Y11
+	VCVTPS2PD   48(SI), Y12
+	VSUBPD      Y0, Y9, Y9
+	VADDPD      Y9, Y1, Y1
+	VFMADD231PD Y9, Y9, Y5
+	VSUBPD      Y0, Y10, Y10
+	VADDPD      Y10, Y2, Y2
+	VFMADD231PD Y10, Y10, Y6
+	VSUBPD      Y0, Y11, Y11
+	VADDPD      Y11, Y3, Y3
+	VFMADD231PD Y11, Y11, Y7
+	VSUBPD      Y0, Y12, Y12
+	VADDPD      Y12, Y4, Y4
+	VFMADD231PD Y12, Y12, Y8
+	ADDQ        $0x00000040, SI
+	SUBQ        $0x00000010, CX
+	JMP         momentsAVX2_blocks
+
+momentsAVX2_vectors:
+	CMPQ        CX, $0x00000004
+	JB          momentsAVX2_done
+	VCVTPS2PD   (SI), Y9
+	VSUBPD      Y0, Y9, Y9
+	VADDPD      Y9, Y1, Y1
+	VFMADD231PD Y9, Y9, Y5
+	ADDQ        $0x00000010, SI
+	SUBQ        $0x00000004, CX
+	JMP         momentsAVX2_vectors
+
+momentsAVX2_done:
+	// fold the partial sums: sums[0] = Σ acc, sums[1] = Σ acc2
+	VADDPD       Y2, Y1, Y1
+	VADDPD       Y4, Y3, Y3
+	VADDPD       Y3, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X9
+	VADDPD       X9, X1, X1
+	VUNPCKHPD    X1, X1, X9
+	VADDSD       X9, X1, X1
+	VMOVSD       X1, (DI)
+	VADDPD       Y6, Y5, Y5
+	VADDPD       Y8, Y7, Y7
+	VADDPD       Y7, Y5, Y5
+	VEXTRACTF128 $0x01, Y5, X9
+	VADDPD       X9, X5, X5
+	VUNPCKHPD    X5, X5, X9
+	VADDSD       X9, X5, X5
+	VMOVSD       X5, 8(DI)
+	VZEROUPPER
+	RET
+
+// func affineAVX2(n int, a float32, b float32, x *float32, y *float32)
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·affineAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ y+24(FP), DI
+
+	// a and b in every lane
+	MOVSS        a+8(FP), X4
+	VBROADCASTSS X4, Y4
+	MOVSS        b+12(FP), X5
+	VBROADCASTSS X5, Y5
+
+affineAVX2_blocks:
+	CMPQ        CX, $0x00000010
+	JB          affineAVX2_vectors
+	VMOVUPS     (SI), Y0
+	VMOVUPS     32(SI), Y1
+	VFMADD213PS Y5, Y4, Y0
+	VMOVUPS     Y0, (DI)
+	VFMADD213PS Y5, Y4, Y1
+	VMOVUPS     Y1, 32(DI)
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x00000010, CX
+	JMP         affineAVX2_blocks
+
+affineAVX2_vectors:
+	CMPQ        CX, $0x00000008
+	JB          affineAVX2_tail
+	VMOVUPS     (SI), Y0
+	VFMADD213PS Y5, Y4, Y0
+	VMOVUPS     Y0, (DI)
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000020, DI
+	SUBQ        $0x00000008, CX
+	JMP         affineAVX2_vectors
+
+affineAVX2_tail:
+	TESTQ CX, CX
+	JZ    affineAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y0
+	VFMADD213PS  Y5, Y4, Y0
+	VMASKMOVPS   Y0, Y15, (DI)
+
+affineAVX2_done:
+	VZEROUPPER
+	RET
+
+// func affineSiLUAVX2(n int, a float32, b float32, x *float32, y *float32)
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·affineSiLUAVX2(SB), NOSPLIT, $0-32
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    y+24(FP), DI
+	VMOVUPS vk_explo<>+0(SB), Y0
+
+	// a and b in every lane (loaded through a low register: MOVSS reaches X0-X15 only)
+	MOVSS        a+8(FP), X1
+	VBROADCASTSS X1, Y9
+	MOVSS        b+12(FP), X1
+	VBROADCASTSS X1, Y10
+
+affineSiLUAVX2_blocks:
+	CMPQ CX, $0x00000010
+	JB   affineSiLUAVX2_vectors
+
+	// x = a·x + b
+	VMOVUPS     (SI), Y1
+	VFMADD213PS Y10, Y9, Y1
+	VMOVUPS     32(SI), Y2
+	VFMADD213PS Y10, Y9, Y2
+
+	// r = −|x|
+	VORPS vk_signmask<>+0(SB), Y1, Y3
+	VORPS vk_signmask<>+0(SB), Y2, Y6
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y3, Y0, Y3
+	VMULPS   vk_log2e<>+0(SB), Y3, Y4
+	VROUNDPS $0x00, Y4, Y4
+	VMAXPS   Y6, Y0, Y6
+	VMULPS   vk_log2e<>+0(SB), Y6, Y7
+	VROUNDPS $0x00, Y7, Y7
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y4, Y3
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y7, Y6
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y4, Y3
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y7, Y6
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y5
+	VMOVUPS     vk_expc4<>+0(SB), Y8
+	VFMADD213PS vk_expc3<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc3<>+0(SB), Y6, Y8
+	VFMADD213PS vk_expc2<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc2<>+0(SB), Y6, Y8
+	VFMADD213PS vk_expc1<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc1<>+0(SB), Y6, Y8
+	VFMADD213PS vk_expc0<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc0<>+0(SB), Y6, Y8
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y6, Y8
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y6, Y8
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y4, Y4
+	VPSRAD    $0x01, Y4, Y3
+	VPSUBD    Y3, Y4, Y4
+	VPADDD    vk_bias127<>+0(SB), Y3, Y3
+	VPSLLD    $0x17, Y3, Y3
+	VPADDD    vk_bias127<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y3, Y5, Y5
+	VMULPS    Y4, Y5, Y5
+	VCVTPS2DQ Y7, Y7
+	VPSRAD    $0x01, Y7, Y6
+	VPSUBD    Y6, Y7, Y7
+	VPADDD    vk_bias127<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VPADDD    vk_bias127<>+0(SB), Y7, Y7
+	VPSLLD    $0x17, Y7, Y7
+	VMULPS    Y6, Y8, Y8
+	VMULPS    Y7, Y8, Y8
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS    $0x1d, vk_zero<>+0(SB), Y1, Y3
+	VBLENDVPS Y3, vk_one<>+0(SB), Y5, Y4
+	VADDPS    vk_one<>+0(SB), Y5, Y3
+	VMULPS    Y4, Y1, Y1
+	VDIVPS    Y3, Y1, Y1
+	VMOVUPS   Y1, (DI)
+	VCMPPS    $0x1d, vk_zero<>+0(SB), Y2, Y6
+	VBLENDVPS Y6, vk_one<>+0(SB), Y8, Y7
+	VADDPS    vk_one<>+0(SB), Y8, Y6
+	VMULPS    Y7, Y2, Y2
+	VDIVPS    Y6, Y2, Y2
+	VMOVUPS   Y2, 32(DI)
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	SUBQ      $0x00000010, CX
+	JMP       affineSiLUAVX2_blocks
+
+affineSiLUAVX2_vectors:
+	CMPQ CX, $0x00000008
+	JB   affineSiLUAVX2_tail
+
+	// x = a·x + b
+	VMOVUPS     (SI), Y1
+	VFMADD213PS Y10, Y9, Y1
+
+	// r = −|x|
+	VORPS vk_signmask<>+0(SB), Y1, Y3
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y3, Y0, Y3
+	VMULPS   vk_log2e<>+0(SB), Y3, Y4
+	VROUNDPS $0x00, Y4, Y4
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y4, Y3
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y4, Y3
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y5
+	VFMADD213PS vk_expc3<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc2<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc1<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc0<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y4, Y4
+	VPSRAD    $0x01, Y4, Y3
+	VPSUBD    Y3, Y4, Y4
+	VPADDD    vk_bias127<>+0(SB), Y3, Y3
+	VPSLLD    $0x17, Y3, Y3
+	VPADDD    vk_bias127<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y3, Y5, Y5
+	VMULPS    Y4, Y5, Y5
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS    $0x1d, vk_zero<>+0(SB), Y1, Y3
+	VBLENDVPS Y3, vk_one<>+0(SB), Y5, Y4
+	VADDPS    vk_one<>+0(SB), Y5, Y3
+	VMULPS    Y4, Y1, Y1
+	VDIVPS    Y3, Y1, Y1
+	VMOVUPS   Y1, (DI)
+	ADDQ      $0x00000020, SI
+	ADDQ      $0x00000020, DI
+	SUBQ      $0x00000008, CX
+	JMP       affineSiLUAVX2_vectors
+
+affineSiLUAVX2_tail:
+	TESTQ CX, CX
+	JZ    affineSiLUAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+
+	// x = a·x + b
+	VMASKMOVPS  (SI), Y15, Y1
+	VFMADD213PS Y10, Y9, Y1
+
+	// r = −|x|
+	VORPS vk_signmask<>+0(SB), Y1, Y3
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y3, Y0, Y3
+	VMULPS   vk_log2e<>+0(SB), Y3, Y4
+	VROUNDPS $0x00, Y4, Y4
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y4, Y3
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y4, Y3
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y5
+	VFMADD213PS vk_expc3<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc2<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc1<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc0<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y4, Y4
+	VPSRAD    $0x01, Y4, Y3
+	VPSUBD    Y3, Y4, Y4
+	VPADDD    vk_bias127<>+0(SB), Y3, Y3
+	VPSLLD    $0x17, Y3, Y3
+	VPADDD    vk_bias127<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y3, Y5, Y5
+	VMULPS    Y4, Y5, Y5
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS     $0x1d, vk_zero<>+0(SB), Y1, Y3
+	VBLENDVPS  Y3, vk_one<>+0(SB), Y5, Y4
+	VADDPS     vk_one<>+0(SB), Y5, Y3
+	VMULPS     Y4, Y1, Y1
+	VDIVPS     Y3, Y1, Y1
+	VMASKMOVPS Y1, Y15, (DI)
+
+affineSiLUAVX2_done:
 	VZEROUPPER
 	RET
 

@@ -143,6 +143,23 @@ func layerNormRowAVX512(n int, x *float32, gamma *float32, beta *float32, y *flo
 //go:noescape
 func weightedRowsAVX512(n int, src *float32, offs *int32, w *float32, taps int, out *float32)
 
+// momentsAVX512 sets sums[0] = Σ d and sums[1] = Σ d² over i < n, d = float64(x[i]) − float64(shift),
+// in float64 over several partial sums; n must be a multiple of 8.
+//
+//go:noescape
+func momentsAVX512(n int, x *float32, shift float32, sums *float64)
+
+// affineAVX512 sets y[i] = a·x[i] + b for i < n, with one rounding (fused multiply-add).
+//
+//go:noescape
+func affineAVX512(n int, a float32, b float32, x *float32, y *float32)
+
+// affineSiLUAVX512 sets y[i] = v·sigmoid(v) for i < n, v = a·x[i] + b (one rounding),
+// computed as v·(v ≥ 0 ? 1 : e)/(1 + e) with e = exp(−|v|).
+//
+//go:noescape
+func affineSiLUAVX512(n int, a float32, b float32, x *float32, y *float32)
+
 // addAVX2 sets out[i] = x[i] + y[i] for i < n.
 //
 //go:noescape
@@ -206,6 +223,23 @@ func layerNormRowAVX2(n int, x *float32, gamma *float32, beta *float32, y *float
 //
 //go:noescape
 func weightedRowsAVX2(n int, src *float32, offs *int32, w *float32, taps int, out *float32)
+
+// momentsAVX2 sets sums[0] = Σ d and sums[1] = Σ d² over i < n, d = float64(x[i]) − float64(shift),
+// in float64 over several partial sums; n must be a multiple of 8.
+//
+//go:noescape
+func momentsAVX2(n int, x *float32, shift float32, sums *float64)
+
+// affineAVX2 sets y[i] = a·x[i] + b for i < n, with one rounding (fused multiply-add).
+//
+//go:noescape
+func affineAVX2(n int, a float32, b float32, x *float32, y *float32)
+
+// affineSiLUAVX2 sets y[i] = v·sigmoid(v) for i < n, v = a·x[i] + b (one rounding),
+// computed as v·(v ≥ 0 ? 1 : e)/(1 + e) with e = exp(−|v|).
+//
+//go:noescape
+func affineSiLUAVX2(n int, a float32, b float32, x *float32, y *float32)
 
 // flashMaxAVX512 returns max_i scale·x[i] (products rounded) over i < n; n must be positive.
 // A NaN in x may or may not be returned; flashExp then makes the sum NaN.

@@ -16,7 +16,7 @@ import (
 // PyTorch's x * torch.sigmoid(1.702 * x) does.
 func (s vecISA) quickGELU() {
 	name := "quickGELU" + s.suffix
-	s.sigmoidGate(name, "c1702", name+" sets y[i] = x[i]·sigmoid(1.702·x[i]) for i < n, computed as x·(x ≥ 0 ? 1 : e)/(1 + e)",
+	s.sigmoidGate(name, "c1702", false, name+" sets y[i] = x[i]·sigmoid(1.702·x[i]) for i < n, computed as x·(x ≥ 0 ? 1 : e)/(1 + e)",
 		"with e = exp(−|1.702·x|).")
 }
 
@@ -24,14 +24,20 @@ func (s vecISA) quickGELU() {
 // same way with e = exp(−|x|).
 func (s vecISA) silu() {
 	name := "silu" + s.suffix
-	s.sigmoidGate(name, "", name+" sets y[i] = x[i]·sigmoid(x[i]) for i < n, computed as x·(x ≥ 0 ? 1 : e)/(1 + e)",
+	s.sigmoidGate(name, "", false, name+" sets y[i] = x[i]·sigmoid(x[i]) for i < n, computed as x·(x ≥ 0 ? 1 : e)/(1 + e)",
 		"with e = exp(−|x|).")
 }
 
 // sigmoidGate emits y = x·sigmoid(a·x) with a the constant named slope
-// (a = 1 when slope is "").
-func (s vecISA) sigmoidGate(name, slope string, doc ...string) {
-	TEXT(name, NOSPLIT, "func(n int, x, y *float32)")
+// (a = 1 when slope is ""). With affine the kernel takes two more
+// arguments, func(n int, a, b float32, x, y *float32), and gates
+// x' = a·x[i] + b (one fused multiply-add) instead of x[i].
+func (s vecISA) sigmoidGate(name, slope string, affine bool, doc ...string) {
+	if affine {
+		TEXT(name, NOSPLIT, "func(n int, a, b float32, x, y *float32)")
+	} else {
+		TEXT(name, NOSPLIT, "func(n int, x, y *float32)")
+	}
 	Pragma("noescape")
 	Doc(doc...)
 	Load(Param("n"), RCX)
@@ -41,14 +47,31 @@ func (s vecISA) sigmoidGate(name, slope string, doc ...string) {
 	VMOVUPS(k("explo"), lo)
 	xs := s.v[1 : 1+s.unroll]
 	rs := s.expRegSet(s.unroll, 1+s.unroll)
+	va, vb := s.v[1+4*s.unroll], s.v[2+4*s.unroll]
+	if affine {
+		Comment("a and b in every lane (loaded through a low register: MOVSS reaches X0-X15 only)")
+		Load(Param("a"), xs[0].AsX())
+		s.bcast(xs[0], va)
+		Load(Param("b"), xs[0].AsX())
+		s.bcast(xs[0], vb)
+	}
 	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+		if affine {
+			Comment("x = a·x + b")
+			for j := 0; j < u; j++ {
+				s.ld(at(0, j), xs[j], tail)
+				VFMADD213PS(vb, va, xs[j])
+			}
+		}
 		if slope != "" {
 			Comment("r = −|1.702·x|")
 		} else {
 			Comment("r = −|x|")
 		}
 		for j := 0; j < u; j++ {
-			s.ld(at(0, j), xs[j], tail)
+			if !affine {
+				s.ld(at(0, j), xs[j], tail)
+			}
 			src := xs[j]
 			if slope != "" {
 				VMULPS(k(slope), xs[j], rs[j].r)

@@ -32,6 +32,9 @@ func vectorKernels() {
 		s.softmaxRow()
 		s.layerNormRow()
 		s.weightedRows() // gen_gather.go
+		s.moments()      // gen_moments.go: GroupNorm
+		s.affine()
+		s.affineSiLU()
 	}
 }
 

@@ -1,0 +1,5 @@
+//go:build purego || !amd64
+
+package kern
+
+func affineFor(ISA) *affineKernels { return nil }
