@@ -19,9 +19,9 @@ type AttentionMask struct {
 //
 //	for i < m:
 //	  s[j] = Σ_{p<d} q[i·ldq+p]·k[j·ldk+p]    (float32), for j < nk
-//	  v[j] = float32(scale·s[j]), or −∞ where mask hides key j
-//	  M = max_j v[j];  L = Σ_j exp(v[j] − M)
-//	  o[i·ldo+c] = (Σ_j exp(v[j] − M)·v[j·ldv+c]) · (1/L)   for c < d
+//	  x[j] = float32(scale·s[j]), or −∞ where mask hides key j
+//	  M = max_j x[j];  L = Σ_j exp(x[j] − M)
+//	  o[i·ldo+c] = (Σ_j exp(x[j] − M)·v[j·ldv+c]) · (1/L)   for c < d
 //
 // It is fused (flash attention for the CPU): queries go in blocks of
 // flashQRows and keys in blocks of flashKeys, and per block of queries the
@@ -164,7 +164,7 @@ func queryBlock(m int) int {
 }
 
 // Attention's blocks: about flashQRows query rows (a multiple of every mr) by
-// flashKeys keys (a multiple of every nr), so that the score tile (96 KiB),
+// flashKeys keys (a multiple of every nr), so that the score tile (about 100 KiB),
 // the query block, one packed key and value block (64 KiB each at d = 64)
 // and the accumulator stay in the 1 MiB L2 of the Zen 4 this was tuned on.
 const (
