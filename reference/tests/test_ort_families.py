@@ -1,6 +1,6 @@
 """onnx_export.py and bench_ort.js on one small case of each family added after the ViT, T2T,
-VOLO and Deformable DETR ones: DETR (its transformer, and a whole DC5 detector with the
-post-processing's softmax and argmax), CLIP (both towers, and the modified ResNet with its
+VOLO and Deformable DETR ones: DETR (its transformer; a whole detector, ResNet-50 included, takes
+a minute to export here and is left to the sweep docs/baselines.md describes), CLIP (both towers, and the modified ResNet with its
 attention pool), IPT (PixelShuffle, exported as DepthToSpace), VQGAN (GroupNorm, the attention
 and resampling blocks, the codebook search) and minGPT. Each exports, and what ONNX Runtime
 computes matches the PyTorch module's outputs (torch_<name>.bin); the codebook indices may differ
@@ -20,7 +20,7 @@ from vitbench_ref import cases as C
 from vitbench_ref import onnx_export as OX
 from vitbench_ref.export import materialize
 
-FAMILIES = ("^(detr_transformer_small_b2|detr_dc5_r50_odd|clip_tiny_b2|clip_rn_tiny_odd|ipt_small_x3|"
+FAMILIES = ("^(detr_transformer_small_b2|clip_tiny_b2|clip_rn_tiny_odd|ipt_small_x3|"
             "vqgan_small_odd_b2|vector_quantize/ties_b2|mingpt_tiny_short_b2)$")
 
 
@@ -84,7 +84,7 @@ class TestOrtNewFamilies(unittest.TestCase):
 
     def test_ort_matches_torch(self):
         got = {c["case"]: c for c in self.manifest["cases"]}
-        self.assertEqual(len(got), 8)
+        self.assertEqual(len(got), 7)
         for name, c in got.items():
             self.assertNotIn("ns", c, name)
         r = subprocess.run([node(), SCRIPT, "--manifest", os.path.join(self.tmp, "manifest.json"), "--outputs",
