@@ -33,6 +33,9 @@ type Backend struct {
 	// output channels that the cpu backend runs as direct convolutions.
 	bf16             bool
 	bf16DirectMaxOut int
+	// derived keeps the packed copies of weights a graph assembles on
+	// every run (derived.go).
+	derived derivedCache
 }
 
 // New returns a CPU backend using threads worker goroutines (0 = one per
@@ -164,6 +167,7 @@ func (b *Backend) Free(t bench.Tensor) {
 		b.account(-int64(len(ct.data)) * 4)
 		b.dropPacked(ct)
 		ct.data = nil
+		b.forgetDerived(ct)
 	}
 }
 
@@ -190,6 +194,7 @@ func (b *Backend) Upload(t bench.Tensor, src []float32) error {
 	copy(ct.data, src)
 	ct.version++
 	b.dropPacked(ct)
+	b.forgetDerived(ct)
 	return nil
 }
 
@@ -200,18 +205,33 @@ func (b *Backend) Upload(t bench.Tensor, src []float32) error {
 // freed, as inference engines do with weights. Its bytes count toward
 // Memory.
 func (b *Backend) packedWeight(t *tensor, n, k int, transB bool) *kern.PackedB {
-	p := t.packed
-	if p == nil || !p.Current() || p.N != n || p.K != k || p.TransB() != transB || p.BF16() != b.bf16 {
-		b.dropPacked(t)
-		if transB {
-			p = b.packBT(n, k, t.data, k)
-		} else {
-			p = b.packBN(n, k, t.data, n)
-		}
-		t.packed = p
-		b.account(p.Bytes())
+	if p := t.packed; p != nil && b.packedFits(p, n, k, transB) {
+		return p
 	}
+	pack := func() *kern.PackedB {
+		if transB {
+			return b.packBT(n, k, t.data, k)
+		}
+		return b.packBN(n, k, t.data, n)
+	}
+	if _, ok := b.derived.from[t]; ok {
+		// A weight the graph assembled: its copy is kept per derivation.
+		fits := func(p *kern.PackedB) bool { return b.packedFits(p, n, k, transB) }
+		if p, ok := b.derivedPacked(t, fits, pack); ok {
+			return p
+		}
+	}
+	b.dropPacked(t)
+	p := pack()
+	t.packed = p
+	b.account(p.Bytes())
 	return p
+}
+
+// packedFits reports whether p is t [n, k] (transB) or [k, n] packed for
+// the active ISA path and the backend's precision.
+func (b *Backend) packedFits(p *kern.PackedB, n, k int, transB bool) bool {
+	return p.Current() && p.N == n && p.K == k && p.TransB() == transB && p.BF16() == b.bf16
 }
 
 func (b *Backend) dropPacked(t *tensor) {
@@ -234,6 +254,7 @@ func (b *Backend) Download(t bench.Tensor, dst []float32) error {
 	if len(dst) != len(ct.data) {
 		return fmt.Errorf("cpu: download of a tensor of shape %v into %d values", ct.shape, len(dst))
 	}
+	b.fillDeferred(ct)
 	copy(dst, ct.data)
 	return nil
 }
@@ -248,11 +269,19 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 	if err != nil {
 		return err
 	}
+	// An input whose copy a row_slice or concat deferred (derived.go) is
+	// filled in now, but for a GEMM weight whose packed copy is kept.
+	for i, t := range hin {
+		if !b.gemmWeightReady(node, i, t) {
+			b.fillDeferred(t)
+		}
+	}
 	// A node's outputs get new values: a packed or folded copy made when
 	// one of them last fed a GEMM as its weight (a weight assembled by the
 	// graph, minGPT's stacked q/k/v) is stale from here on.
 	for _, t := range hout {
 		b.dropPacked(t)
+		t.version++ // caches derived from t (derived.go) are stale too
 	}
 	// Builds with the "mutation" tag may run the node one of the named
 	// wrong ways (internal/mutation); elsewhere this is compiled out.

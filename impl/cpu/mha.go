@@ -99,8 +99,8 @@ func (b *Backend) concat(n ops.Concat, in, out []*tensor) error {
 		if t.shape.Elems() != int64(n.Elems) {
 			return fmt.Errorf("cpu: concat part %d has shape %v, not %d values", p, t.shape, n.Elems)
 		}
-		copy(out[0].data[p*n.Elems:(p+1)*n.Elems], t.data)
 	}
+	b.derive(out[0], concatOp(n), in...)
 	return nil
 }
 
@@ -175,7 +175,6 @@ func (b *Backend) rowSlice(n ops.RowSlice, in, out []*tensor) error {
 	if out[0].shape.Elems() != hi-lo {
 		return fmt.Errorf("cpu: row_slice of %d values into a tensor of shape %v", hi-lo, out[0].shape)
 	}
-	copy(out[0].data, in[0].data[lo:hi])
-	b.dropPacked(out[0])
+	b.derive(out[0], sliceOp(n), in[0])
 	return nil
 }

@@ -13,8 +13,9 @@ type tensor struct {
 	// packed caches the tensor packed as the right-hand operand of a GEMM
 	// (a weight [out, in] as Bᵀ) for the ISA path in use; Upload drops it.
 	packed *kern.PackedB
-	// version counts uploads, so caches derived from several tensors (a
-	// conv weight with BatchNorm folded in) know when to rebuild.
+	// version counts uploads and node writes, so caches derived from
+	// several tensors (a conv weight with BatchNorm folded in, derived.go)
+	// know when to rebuild.
 	version uint64
 	// folded caches the weight with other tensors folded in, with the
 	// versions it was built from.
