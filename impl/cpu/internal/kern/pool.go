@@ -15,7 +15,20 @@ type PoolGeom struct {
 //	  size := (y1−y0)·(x1−x0)
 //	  y0, x0 = max(y0, 0), max(x0, 0); y1, x1 = min(y1, H), min(x1, W)
 //	  out[oy·OW+ox] = Σ plane[y0:y1, x0:x1] / (size if CountIncludePad else (y1−y0)·(x1−x0))
+//
+// A 2×2 pool of stride 2 without padding or partial windows (CLIP's
+// anti-aliased downsampling) takes avgPool2x2, which sums in the same
+// order.
 func AvgPoolPlane(g PoolGeom, plane, out []float32) {
+	if g.KH == 2 && g.KW == 2 && g.SH == 2 && g.SW == 2 && g.PH == 0 && g.PW == 0 && 2*g.OH <= g.H && 2*g.OW <= g.W {
+		avgPool2x2(g, plane, out)
+		return
+	}
+	avgPoolAny(g, plane, out)
+}
+
+// avgPoolAny is AvgPoolPlane for any geometry, the loop above.
+func avgPoolAny(g PoolGeom, plane, out []float32) {
 	for oy := 0; oy < g.OH; oy++ {
 		y0 := oy*g.SH - g.PH
 		y1 := min(y0+g.KH, g.H+g.PH)
@@ -34,6 +47,23 @@ func AvgPoolPlane(g PoolGeom, plane, out []float32) {
 				size = (yb - ya) * (xb - xa)
 			}
 			out[oy*g.OW+ox] = sum / float32(size)
+		}
+	}
+}
+
+// avgPool2x2 is AvgPoolPlane for 2×2 windows at stride 2 that all lie
+// inside the plane:
+//
+//	out[oy·OW+ox] = (((a + b) + c) + d) / 4
+//	with a, b = plane[2oy, 2ox], plane[2oy, 2ox+1], c, d the same on row 2oy+1
+func avgPool2x2(g PoolGeom, plane, out []float32) {
+	for oy := 0; oy < g.OH; oy++ {
+		r0 := plane[2*oy*g.W:][:2*g.OW]
+		r1 := plane[(2*oy+1)*g.W:][:2*g.OW]
+		o := out[oy*g.OW:][:g.OW]
+		for ox := range o {
+			a, b := r0[2*ox:2*ox+2], r1[2*ox:2*ox+2]
+			o[ox] = (a[0] + a[1] + b[0] + b[1]) / 4
 		}
 	}
 }

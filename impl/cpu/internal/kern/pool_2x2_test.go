@@ -1,0 +1,36 @@
+package kern
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestAvgPool2x2MatchesAny checks the 2×2 stride-2 fast path against the
+// general loop, bit for bit (both sum in the same order), on even and odd
+// planes (an odd last row or column is dropped) and on a strided plane
+// taken from a larger buffer; ceil-mode and padded geometries must take
+// the general loop and still agree.
+func TestAvgPool2x2MatchesAny(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, hw := range [][2]int{{2, 2}, {4, 6}, {7, 9}, {56, 56}, {15, 14}, {3, 33}} {
+		h, w := hw[0], hw[1]
+		plane := make([]float32, h*w)
+		for i := range plane {
+			plane[i] = rng.Float32()*2 - 1
+		}
+		for _, g := range []PoolGeom{
+			{H: h, W: w, KH: 2, KW: 2, SH: 2, SW: 2, OH: h / 2, OW: w / 2, CountIncludePad: true},
+			{H: h, W: w, KH: 2, KW: 2, SH: 2, SW: 2, OH: (h + 1) / 2, OW: (w + 1) / 2, CountIncludePad: true}, // ceil mode
+			{H: h, W: w, KH: 2, KW: 2, SH: 2, SW: 2, PH: 1, PW: 1, OH: h/2 + 1, OW: w/2 + 1},
+		} {
+			got, want := make([]float32, g.OH*g.OW), make([]float32, g.OH*g.OW)
+			AvgPoolPlane(g, plane, got)
+			avgPoolAny(g, plane, want)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("%+v: out[%d] = %v, want %v", g, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
