@@ -130,6 +130,15 @@ func validExtent(m []float32, h, w int) (rows, cols int) {
 	return rows, cols
 }
 
+// sineHalf writes one half of a sine position embedding for the value e:
+// o[i] = sin(e/dimT[i]) for even i, cos(e/dimT[i]) for odd i.
+func sineHalf(o []float32, e float32, dimT []float32) {
+	for i := 0; i+1 < len(o); i += 2 {
+		o[i] = float32(math.Sin(float64(e / dimT[i])))
+		o[i+1] = float32(math.Cos(float64(e / dimT[i+1])))
+	}
+}
+
 func (b *Backend) positionSine(n ops.PositionSine, in, out []*tensor) error {
 	const feats = sineFeats
 	s := ops.MSDeformCore{Levels: n.Levels}.Values()
@@ -173,17 +182,33 @@ func (b *Backend) positionSine(n ops.PositionSine, in, out []*tensor) error {
 					}
 				}
 			}
+			// Each half of a position's features depends on one value, ey
+			// or ex: without padding, ey is the same along a row and ex
+			// down a column. A half is computed once per new value (the
+			// last ey, the last ex of each column) and copied otherwise.
+			lastY, lastX := float32(math.NaN()), make([]float32, lv.W)
+			for c := range lastX {
+				lastX[c] = float32(math.NaN())
+			}
+			var yFeat []float32
+			xFeat := make([]float32, lv.W*feats)
 			for r := 0; r < lv.H; r++ {
 				for c := 0; c < lv.W; c++ {
 					ey := (yEmb[r*lv.W+c] - offset) / (yEmb[(lv.H-1)*lv.W+c] + 1e-6) * scale
 					ex := (xEmb[r*lv.W+c] - offset) / (xEmb[r*lv.W+lv.W-1] + 1e-6) * scale
 					o := y[(img*s+lv.Start+r*lv.W+c)*2*feats:]
-					for i := 0; i < feats; i += 2 {
-						a, bx := ey/dimT[i], ex/dimT[i]
-						o[i] = float32(math.Sin(float64(a)))
-						o[i+1] = float32(math.Cos(float64(ey / dimT[i+1])))
-						o[feats+i] = float32(math.Sin(float64(bx)))
-						o[feats+i+1] = float32(math.Cos(float64(ex / dimT[i+1])))
+					if ey == lastY {
+						copy(o[:feats], yFeat)
+					} else {
+						sineHalf(o[:feats], ey, dimT[:])
+						lastY, yFeat = ey, o[:feats]
+					}
+					if xf := xFeat[c*feats : (c+1)*feats]; ex == lastX[c] {
+						copy(o[feats:2*feats], xf)
+					} else {
+						sineHalf(o[feats:2*feats], ex, dimT[:])
+						lastX[c] = ex
+						copy(xf, o[feats:2*feats])
 					}
 				}
 			}
