@@ -17,7 +17,8 @@ func TestSgemmNTMatchesOracle(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			shapes := [][3]int{{1, 1, 1}, {1, 5, 3}, {3, 7, 17}, {4, 4, 16}, {5, 9, 31}, {8, 8, 32}, {13, 37, 147},
 				{16, 33, 63}, {17, 19, 64}, {31, 5, 129}, {64, 48, 768}, {7, 96, 1}, {2, 3, 255},
-				{14, 40, kcBlock + 77}, {3, 33, 2*kcBlock + 1}, {101, 300, 70}, {30, 257, 12}, {23, 70, 40}}
+				{14, 40, kcBlock + 77}, {3, 33, 2*kcBlock + 1}, {101, 300, 70}, {30, 257, 12}, {23, 70, 40},
+				{9, 33, 65}, {22, 50, 90}, {50, 70, 300}, {77, 40, 64}} // every count of tail rows
 			for _, s := range shapes {
 				for _, withBias := range []bool{false, true} {
 					m, n, k := s[0], s[1], s[2]
