@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"vitbench/bench/cases"
 	"vitbench/bench/ops"
 	"vitbench/bench/runner"
+	"vitbench/impl/cpu/internal/kern"
 )
 
 // TestNodeProfile prints the time of every node of the cases named in
@@ -36,7 +38,18 @@ func TestNodeProfile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// With VITBENCH_PROFILE_CPU set the backend runs on this goroutine
+		// alone, locked to its thread, and each node is timed by the
+		// thread's CPU time: a profile that other processes sharing the
+		// machine do not disturb (except through the caches).
+		cpuTime := os.Getenv("VITBENCH_PROFILE_CPU") != ""
+		clock := func() time.Duration { return time.Duration(time.Now().UnixNano()) }
 		be := New(0)
+		if cpuTime {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			be, clock = New(1), threadCPUTime
+		}
 		data := runner.SynthData(s, 1)
 		vals := map[string]bench.Tensor{}
 		alloc := func(group string, as []bench.ArraySpec) {
@@ -72,12 +85,12 @@ func TestNodeProfile(t *testing.T) {
 		times := make([][]float64, len(steps))
 		for r := 0; r < runs+3; r++ {
 			for i, st := range steps {
-				t0 := time.Now()
+				t0 := clock()
 				if err := be.Enqueue(st.Node, ins[i], outs[i]); err != nil {
 					t.Fatal(err)
 				}
 				if r >= 3 {
-					times[i] = append(times[i], time.Since(t0).Seconds())
+					times[i] = append(times[i], (clock() - t0).Seconds())
 				}
 			}
 		}
@@ -87,12 +100,18 @@ func TestNodeProfile(t *testing.T) {
 			median float64
 		}
 		groups := map[string]*row{}
+		macs := map[string]float64{}
 		total := 0.0
 		for i, st := range steps {
 			slices.Sort(times[i])
 			m := times[i][len(times[i])/2]
 			total += m
 			key := fmt.Sprintf("%s %+v", st.Node.OpName(), st.Node)
+			if c, ok := st.Node.(ops.Conv2d); ok {
+				key = fmt.Sprintf("conv2d %d→%d %dx%d k%d s%d p%d res=%v direct=%v", c.InChans, c.OutChans, c.Height, c.Width,
+					c.KernelH, c.StrideH, c.PadH, c.Residual, useDirect(c))
+				macs[key] += float64(c.OutH()*c.OutW()*c.OutChans*c.Cols()) * float64(c.Batch)
+			}
 			if groups[key] == nil {
 				groups[key] = &row{key: key}
 			}
@@ -106,7 +125,11 @@ func TestNodeProfile(t *testing.T) {
 		sort.Slice(rows, func(i, j int) bool { return rows[i].median > rows[j].median })
 		fmt.Printf("%s: %d nodes, sum of medians %.3f ms\n", name, len(steps), total*1e3)
 		for _, r := range rows {
-			fmt.Printf("%8.3f ms %5.1f%% x%-2d %s\n", r.median*1e3, 100*r.median/total, r.n, r.key)
+			gf := ""
+			if m := macs[r.key]; m > 0 {
+				gf = fmt.Sprintf(" %.0f GFLOP/s", 2*m/r.median/1e9)
+			}
+			fmt.Printf("%8.3f ms %5.1f%% x%-2d %s%s\n", r.median*1e3, 100*r.median/total, r.n, r.key, gf)
 		}
 		for _, x := range vals {
 			be.Free(x)
@@ -134,19 +157,27 @@ func abNode(t *testing.T, be *Backend, node bench.Node, shapes []bench.Shape, ou
 			out[v] = append(out[v], x)
 		}
 	}
+	// With VITBENCH_PROFILE_CPU the runs are timed by this thread's CPU
+	// time (meaningful for a one-thread backend).
+	clock := func() time.Duration { return time.Duration(time.Now().UnixNano()) }
+	if os.Getenv("VITBENCH_PROFILE_CPU") != "" {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		clock = threadCPUTime
+	}
 	var times [2][]float64
 	for r := 0; r < rounds+2; r++ {
 		for v := range 2 {
 			v := (v + r) % 2
 			set(v)
-			t0 := time.Now()
+			t0 := clock()
 			for range 5 {
 				if err := be.Enqueue(node, in[v], out[v]); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if r >= 2 {
-				times[v] = append(times[v], time.Since(t0).Seconds()/5)
+				times[v] = append(times[v], (clock() - t0).Seconds()/5)
 			}
 		}
 	}
@@ -180,9 +211,36 @@ func TestConvPathAB(t *testing.T) {
 		conv := ops.Conv2d{Unfold: ops.Unfold{Batch: 1, InChans: c.cin, Height: c.h, Width: c.h, KernelH: c.k, KernelW: c.k,
 			StrideH: c.s, StrideW: c.s, PadH: c.p, PadW: c.p, DilationH: 1, DilationW: 1}, OutChans: c.cout, Bias: true}
 		be := New(0)
+		if os.Getenv("VITBENCH_PROFILE_CPU") != "" {
+			be = New(1)
+		}
 		oh := conv.OutH()
 		ta, tb := abNode(t, be, conv, []bench.Shape{{1, c.cin, c.h, c.h}, {c.cout, c.cin, c.k, c.k}, {c.cout}},
 			[]bench.Shape{{1, c.cout, oh, oh}}, 40, func(v int) { convPath = []string{"windows", "direct"}[v] })
 		fmt.Printf("%+v windows %.1f µs direct %.1f µs  windows/direct %.2f\n", c, ta*1e6, tb*1e6, ta/tb)
 	}
+}
+
+// TestGemmCPUCeiling prints the single-thread GFLOP/s of a 512³ product
+// (kern.Sgemm) by thread CPU time: the ceiling TestNodeProfile's
+// VITBENCH_PROFILE_CPU figures compare with. Skipped unless
+// VITBENCH_PROFILE_CPU is set.
+func TestGemmCPUCeiling(t *testing.T) {
+	if os.Getenv("VITBENCH_PROFILE_CPU") == "" {
+		t.Skip("VITBENCH_PROFILE_CPU not set")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const n = 512
+	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+	for i := range a {
+		a[i], b[i] = float32(i%7)/7, float32(i%5)/5
+	}
+	var best time.Duration = 1 << 62
+	for range 20 {
+		t0 := threadCPUTime()
+		kern.Sgemm(n, n, n, a, n, b, n, false, c, n)
+		best = min(best, threadCPUTime()-t0)
+	}
+	fmt.Printf("Sgemm %d³ single thread: %.0f GFLOP/s (best of 20, thread CPU time)\n", n, 2*n*n*n/best.Seconds()/1e9)
 }
