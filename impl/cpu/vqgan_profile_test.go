@@ -177,7 +177,7 @@ func abNode(t *testing.T, be *Backend, node bench.Node, shapes []bench.Shape, ou
 				}
 			}
 			if r >= 2 {
-				times[v] = append(times[v], (clock() - t0).Seconds()/5)
+				times[v] = append(times[v], (clock()-t0).Seconds()/5)
 			}
 		}
 	}
