@@ -366,7 +366,7 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 			if !direct {
 				src.PackA(pa, ic, mb, mr, pc, kb)
 			} else if full := mb / mr * mr; full < mb {
-				packA(pa[full*kb:], ma.a, ma.lda, ic+full, mb-full, mr, pc, kb)
+				packTail(pa[full*kb:], ma.a, ma.lda, ic+full, mb-full, mr, pc, kb)
 			}
 			actFrom := j0 // columns [actFrom, jr) of this row block await the activation
 			for jr := j0; jr < j1; jr += nr {
@@ -484,6 +484,24 @@ func packA(pa, a []float32, lda, ic, mb, mr, pc, kb int) {
 			}
 		}
 	}
+}
+
+// packTail packs rows [ic, ic+mb) of A, fewer than mr, into one panel as
+// packA does, but the panel's rows past mb repeat row ic+mb-1 rather than
+// being zero: the panel feeds an edge tile, whose rows past mb are
+// discarded, and whole rows go through the SIMD transpose.
+//
+//	pa[p·mr + r] = A[ic+min(r, mb-1), pc+p]
+func packTail(pa, a []float32, lda, ic, mb, mr, pc, kb int) {
+	if mr > 16 {
+		packA(pa, a, lda, ic, mb, mr, pc, kb)
+		return
+	}
+	var offs [16]int
+	for r := range mr {
+		offs[r] = (ic+min(r, mb-1))*lda + pc
+	}
+	packRows(a, offs[:mr], kb, pa[:mr*kb])
 }
 
 // packB copies columns of op(B) into panels of nr: pb[(j/nr)·kb·nr + p·nr +
