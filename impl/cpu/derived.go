@@ -187,14 +187,14 @@ func (b *Backend) derivedPacked(t *tensor, fits func(*kern.PackedB) bool, pack f
 }
 
 // hasDerivedPack reports whether derivedPacked would return a kept copy
-// of t that fits, without packing.
-func (b *Backend) hasDerivedPack(t *tensor, fits func(*kern.PackedB) bool) bool {
+// of t as the weight [n, k] (transB) or [k, n], without packing.
+func (b *Backend) hasDerivedPack(t *tensor, n, k int, transB bool) bool {
 	r, ok := b.derivedNow(t)
 	if !ok {
 		return false
 	}
 	for _, e := range b.derived.packs[t] {
-		if e.from == r.d && fits(e.packed) {
+		if e.from == r.d && b.packedFits(e.packed, n, k, transB) {
 			return true
 		}
 	}
@@ -232,5 +232,5 @@ func (b *Backend) gemmWeightReady(node bench.Node, i int, t *tensor) bool {
 	if !ok || i != 1 {
 		return false
 	}
-	return b.hasDerivedPack(t, func(p *kern.PackedB) bool { return b.packedFits(p, g.N, g.K, g.TransB) })
+	return b.hasDerivedPack(t, g.N, g.K, g.TransB)
 }
