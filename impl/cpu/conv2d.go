@@ -17,7 +17,6 @@ type foldedWeight struct {
 	versions []uint64 // of the weight, bias and BN tensors it was built from
 	pbs      []*kern.PackedB
 	pa       *kern.PackedA // the direct convolution's weight, bias as a last column (instead of pbs)
-	split    directSplit   // or that weight in groups of output channels (instead of pa)
 	geom     directGeom    // and its padded-image geometry (taps), built once
 	bias     []float32
 	held     int64 // bytes this cache keeps alive
@@ -25,19 +24,9 @@ type foldedWeight struct {
 
 func (f *foldedWeight) bytes() int64 { return f.held }
 
-// groups is the number of groups of output channels the direct
-// convolution's weight is packed in, 0 when it is packed for the implicit
-// GEMM.
-func (f *foldedWeight) groups() int {
-	if f.pa != nil {
-		return 1
-	}
-	return len(f.split.pas)
-}
-
 // current reports whether every packed matrix is for the active ISA path.
 func (f *foldedWeight) current() bool {
-	if f.pa != nil && !f.pa.Current() || !f.split.current() {
+	if f.pa != nil && !f.pa.Current() {
 		return false
 	}
 	for _, pb := range f.pbs {
@@ -74,17 +63,12 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	if err := checkShapes("conv2d", out, []bench.Shape{{c.Batch, c.OutChans, oh, ow}}); err != nil {
 		return err
 	}
-	switch groups := b.directGroups(c); {
-	case groups == 1:
-		fw := b.foldConv(c, in[1:], 1)
+	if useDirect(c) && (!b.bf16 || c.OutChans <= b.bf16DirectMaxOut) {
+		fw := b.foldConv(c, in[1:], true)
 		b.conv2dDirect(c, fw.pa, fw.geom, in[0].data, out[0].data, res)
 		return nil
-	case groups > 1:
-		fw := b.foldConv(c, in[1:], groups)
-		b.conv2dDirectSplit(c, fw.split, fw.geom, in[0].data, out[0].data, res)
-		return nil
 	}
-	fw := b.foldConv(c, in[1:], 0)
+	fw := b.foldConv(c, in[1:], false)
 	windows, o := oh*ow, c.OutChans
 	geom := kern.UnfoldGeom{C: c.InChans, H: c.Height, W: c.Width, KH: c.KernelH, KW: c.KernelW,
 		SH: c.StrideH, SW: c.StrideW, PH: c.PadH, PW: c.PadW, DH: c.DilationH, DW: c.DilationW, OH: oh, OW: ow}
@@ -123,18 +107,16 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 // foldConv returns the conv weight with BatchNorm folded in, packed, and
 // its bias: w'[o] = w[o]·s[o], b'[o] = (b[o] − mean[o])·s[o] + beta[o] with
 // s[o] = gamma[o]/√(var[o] + eps). It is rebuilt only when one of the
-// tensors it reads was uploaded again. With groups ≥ 1, the weight is
-// packed for the direct convolution instead (kern.PackA, the bias as one
-// more column), in that many groups of output channels (directSplit) when
-// more than one.
-func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, groups int) *foldedWeight {
-	direct := groups > 0
+// tensors it reads was uploaded again. With direct, the weight is packed
+// for the direct convolution instead (kern.PackA, the bias as one more
+// column).
+func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, direct bool) *foldedWeight {
 	w := ws[0]
 	versions := make([]uint64, len(ws))
 	for i, t := range ws {
 		versions[i] = t.version
 	}
-	if f := w.folded; f != nil && f.current() && slices.Equal(f.versions, versions) && f.groups() == groups &&
+	if f := w.folded; f != nil && f.current() && slices.Equal(f.versions, versions) && (f.pa != nil) == direct &&
 		(!direct || f.geom.c == c) {
 		return f
 	}
@@ -156,13 +138,6 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, groups int) *foldedWeight
 			}
 			bias[i] = float32((float64(bias[i])-float64(mean[i]))*s + float64(beta[i]))
 		}
-	}
-	if groups > 1 {
-		f := &foldedWeight{versions: versions, split: newDirectSplit(o, k, groups, wf, bias), geom: newDirectGeom(c), bias: bias}
-		f.held = f.split.bytes()
-		w.folded = f
-		b.account(f.bytes())
-		return f
 	}
 	if direct {
 		f := &foldedWeight{versions: versions, pa: directWeight(o, k, wf, bias), geom: newDirectGeom(c), bias: bias}

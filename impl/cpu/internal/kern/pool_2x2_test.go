@@ -34,3 +34,20 @@ func TestAvgPool2x2MatchesAny(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAvgPool2x2 times CLIP's stem pool plane (112×112 → 56×56) on
+// the fast path and on the general loop.
+func BenchmarkAvgPool2x2(b *testing.B) {
+	g := PoolGeom{H: 112, W: 112, KH: 2, KW: 2, SH: 2, SW: 2, OH: 56, OW: 56, CountIncludePad: true}
+	plane, out := make([]float32, 112*112), make([]float32, 56*56)
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			AvgPoolPlane(g, plane, out)
+		}
+	})
+	b.Run("any", func(b *testing.B) {
+		for b.Loop() {
+			avgPoolAny(g, plane, out)
+		}
+	})
+}
