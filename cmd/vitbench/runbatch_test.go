@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,5 +76,58 @@ func TestRunAtSeveralBatches(t *testing.T) {
 	}
 	if code, _, _ := vitbench(t, "run", "-o", filepath.Join(dir, "bad"), "-batch", "0", "-torch", "off"); code != exitUsage {
 		t.Errorf("-batch 0 exits %d, want %d", code, exitUsage)
+	}
+}
+
+// TestRunKeepsBaselineRowsWhenACaseFailed: bench_torch.py exits 1 when one case raised, after
+// writing every other case's rows and the failed case's "# FAILED" line; run keeps that file
+// (torch.txt holds both) instead of dropping the whole group's PyTorch column. An exit 1
+// without the file written (an uncaught exception) still drops it, whatever part file an
+// earlier run left.
+func TestRunKeepsBaselineRowsWhenACaseFailed(t *testing.T) {
+	dir := t.TempDir()
+	const name = "layernorm/odd_b2_d147"
+	row := results.NewBenchRow(name, "torch", 2, 1, "float32", 1, 1, 0, 0, []float64{1000, 1100, 1200}, nil)
+	var text bytes.Buffer
+	if err := results.WriteBenchText(&text, results.BenchFile{Rows: []results.BenchRow{row}}); err != nil {
+		t.Fatal(err)
+	}
+	text.WriteString("# FAILED BenchmarkLayernorm/other/backend=torch/batch=1/threads=1/dtype=float32: RuntimeError: boom\n")
+	for _, tc := range []struct {
+		write bool
+		keep  bool
+	}{{true, true}, {false, false}} {
+		payload := filepath.Join(dir, "payload.txt")
+		if err := os.WriteFile(payload, text.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		body := "while [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then out=\"$2\"; fi; shift; done\n"
+		if tc.write {
+			body += "cp " + payload + " \"$out\"\n"
+		}
+		body += "exit 1\n"
+		script := filepath.Join(dir, "fake_torch.sh")
+		if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, fmt.Sprintf("run-%v", tc.write))
+		if !tc.write {
+			// A part file left over from an earlier run must not pass for this one's.
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(out, "torch.txt.part"), text.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, _, stderr := vitbench(t, "run", "-full", "-o", out, "-fixtures", fixtureRoot, "-run", "^"+name+"$",
+			"-torch", "auto", "-python", "/bin/sh", "-torch-script", script, "-count", "2", "-min-sample", "0", "-threads", "1")
+		if code != exitOK {
+			t.Fatalf("write %v: exit %d\n%s", tc.write, code, stderr)
+		}
+		got, err := os.ReadFile(filepath.Join(out, "torch.txt"))
+		if kept := err == nil && bytes.Contains(got, []byte("backend=torch")) && bytes.Contains(got, []byte("# FAILED")); kept != tc.keep {
+			t.Errorf("script wrote its file: %v; torch.txt kept %v, want %v (%v)\n%s\n%s", tc.write, kept, tc.keep, err, got, stderr)
+		}
 	}
 }
