@@ -38,25 +38,17 @@ func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 	scores, release := b.scratch(threads * rows * n)
 	defer release()
 	matmul := b.matmul()
-	parallelChunks(threads, tasks, 1, func(w, lo, hi int) {
+	forQueryBlocks(threads, a.Batch, a.Heads, n, blocks, rows, func(w, img, h, r0, r1 int) {
 		s := scores[w*rows*n : (w+1)*rows*n]
-		for task := lo; task < hi; task++ {
-			p, blk := task/blocks, task%blocks
-			r0, r1 := blk*rows, min((blk+1)*rows, n)
-			if r0 >= r1 {
-				continue
-			}
-			img, h := p/a.Heads, p%a.Heads
-			base := qkv[img*n*3*e:]
-			q, k, v := base[r0*3*e+h*a.HeadDim:], base[e+h*a.HeadDim:], base[2*e+h*a.HeadDim:]
-			m := r1 - r0
-			matmul(m, n, a.HeadDim, q, 3*e, k, 3*e, true, s, n)
-			if a.Causal {
-				maskAbove(s, m, n, r0)
-			}
-			kern.Softmax(m, n, s, n, s, n, float32(a.Scale))
-			matmul(m, a.HeadDim, n, s, n, v, 3*e, false, ctx[(img*n+r0)*e+h*a.HeadDim:], e)
+		base := qkv[img*n*3*e:]
+		q, k, v := base[r0*3*e+h*a.HeadDim:], base[e+h*a.HeadDim:], base[2*e+h*a.HeadDim:]
+		m := r1 - r0
+		matmul(m, n, a.HeadDim, q, 3*e, k, 3*e, true, s, n)
+		if a.Causal {
+			maskAbove(s, m, n, r0)
 		}
+		kern.Softmax(m, n, s, n, s, n, float32(a.Scale))
+		matmul(m, a.HeadDim, n, s, n, v, 3*e, false, ctx[(img*n+r0)*e+h*a.HeadDim:], e)
 	})
 	return nil
 }
@@ -71,6 +63,22 @@ func (b *Backend) querySplit(pairs, n int) (blocks, rows int) {
 		blocks++
 	}
 	return blocks, (n + blocks - 1) / blocks
+}
+
+// forQueryBlocks runs body on every task of an attention split by
+// querySplit: (image, head, query rows r0 … r1−1) for each of batch·heads
+// pairs of n queries cut into blocks of rows, the tasks spread over at
+// most threads workers in order, w the worker's index (for its scratch).
+func forQueryBlocks(threads, batch, heads, n, blocks, rows int, body func(w, img, h, r0, r1 int)) {
+	tasks := batch * heads * blocks
+	parallelChunks(min(threads, tasks), tasks, 1, func(w, lo, hi int) {
+		for task := lo; task < hi; task++ {
+			p, blk := task/blocks, task%blocks
+			if r0, r1 := blk*rows, min((blk+1)*rows, n); r0 < r1 {
+				body(w, p/heads, p%heads, r0, r1)
+			}
+		}
+	})
 }
 
 // maskAbove sets the scores of rows r0 … r0+m−1 (s [m, n], row i is

@@ -19,24 +19,15 @@ import (
 // sees.
 func (b *Backend) attentionFused(a ops.AttentionCore, qkv, ctx []float32, blocks, rows int) {
 	e, n, hd := a.Heads*a.HeadDim, a.Tokens, a.HeadDim
-	tasks := a.Batch * a.Heads * blocks
-	parallelChunks(min(b.threads, tasks), tasks, 1, func(_, lo, hi int) {
-		for task := lo; task < hi; task++ {
-			p, blk := task/blocks, task%blocks
-			r0, r1 := blk*rows, min((blk+1)*rows, n)
-			if r0 >= r1 {
-				continue
-			}
-			img, h := p/a.Heads, p%a.Heads
-			base := qkv[img*n*3*e:]
-			q, k, v := base[r0*3*e+h*hd:], base[e+h*hd:], base[2*e+h*hd:]
-			keys := n
-			if a.Causal {
-				keys = r1
-			}
-			kern.Attention(r1-r0, keys, hd, q, 3*e, k, 3*e, v, 3*e, ctx[(img*n+r0)*e+h*hd:], e,
-				float32(a.Scale), kern.AttentionMask{Causal: a.Causal, Diag: r0})
+	forQueryBlocks(b.threads, a.Batch, a.Heads, n, blocks, rows, func(_, img, h, r0, r1 int) {
+		base := qkv[img*n*3*e:]
+		q, k, v := base[r0*3*e+h*hd:], base[e+h*hd:], base[2*e+h*hd:]
+		keys := n
+		if a.Causal {
+			keys = r1
 		}
+		kern.Attention(r1-r0, keys, hd, q, 3*e, k, 3*e, v, 3*e, ctx[(img*n+r0)*e+h*hd:], e,
+			float32(a.Scale), kern.AttentionMask{Causal: a.Causal, Diag: r0})
 	})
 }
 

@@ -15,23 +15,14 @@ import (
 func (b *Backend) mhaFused(a ops.MHACore, in []*tensor, ctx []float32, blocks, rows int) {
 	e, nq, nk, hd := a.Heads*a.HeadDim, a.Queries, a.Keys, a.HeadDim
 	qd, kd, vd := in[0].data, in[1].data, in[2].data
-	tasks := a.Batch * a.Heads * blocks
-	parallelChunks(min(b.threads, tasks), tasks, 1, func(_, lo, hi int) {
-		for task := lo; task < hi; task++ {
-			p, blk := task/blocks, task%blocks
-			r0, r1 := blk*rows, min((blk+1)*rows, nq)
-			if r0 >= r1 {
-				continue
-			}
-			img, h := p/a.Heads, p%a.Heads
-			q := qd[(img*nq+r0)*a.QLd+a.QOff+h*hd:]
-			k := kd[img*nk*a.KLd+a.KOff+h*hd:]
-			v := vd[img*nk*a.VLd+a.VOff+h*hd:]
-			var mask kern.AttentionMask
-			if a.Masked {
-				mask.Keys = in[3].data[img*nk : (img+1)*nk]
-			}
-			kern.Attention(r1-r0, nk, hd, q, a.QLd, k, a.KLd, v, a.VLd, ctx[(img*nq+r0)*e+h*hd:], e, float32(a.Scale), mask)
+	forQueryBlocks(b.threads, a.Batch, a.Heads, nq, blocks, rows, func(_, img, h, r0, r1 int) {
+		q := qd[(img*nq+r0)*a.QLd+a.QOff+h*hd:]
+		k := kd[img*nk*a.KLd+a.KOff+h*hd:]
+		v := vd[img*nk*a.VLd+a.VOff+h*hd:]
+		var mask kern.AttentionMask
+		if a.Masked {
+			mask.Keys = in[3].data[img*nk : (img+1)*nk]
 		}
+		kern.Attention(r1-r0, nk, hd, q, a.QLd, k, a.KLd, v, a.VLd, ctx[(img*nq+r0)*e+h*hd:], e, float32(a.Scale), mask)
 	})
 }

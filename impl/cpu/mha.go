@@ -14,8 +14,10 @@ import (
 // mhaCore computes softmax(scale·Q Kᵀ + mask)·V for every (image, head)
 // from column slices of the q, k and v tensors, with the strided GEMM and
 // softmax kernels attention_core uses. Work is split into tasks of
-// (image, head, block of query rows); each worker owns a score buffer for
-// one block. Masked keys get a score of −∞ before the softmax.
+// (image, head, block of query rows) as attention_core's (querySplit);
+// long sequences go fused (mhaFused, under fusedAttention's rule), the
+// others through a score buffer for one block per worker. Masked keys get
+// a score of −∞ before the softmax.
 func (b *Backend) mhaCore(a ops.MHACore, in, out []*tensor) error {
 	e := a.Heads * a.HeadDim
 	nq, nk := a.Queries, a.Keys
@@ -39,11 +41,7 @@ func (b *Backend) mhaCore(a ops.MHACore, in, out []*tensor) error {
 	}
 	qd, kd, vd, ctx := in[0].data, in[1].data, in[2].data, out[0].data
 	pairs := a.Batch * a.Heads
-	blocks := 1
-	for nq >= 64 && blocks < b.threads && pairs*blocks%b.threads != 0 {
-		blocks++
-	}
-	rows := (nq + blocks - 1) / blocks
+	blocks, rows := b.querySplit(pairs, nq)
 	if b.fusedAttention(rows, nk) { // long sequences: attention_fused_mha.go
 		b.mhaFused(a, in, out[0].data, blocks, rows)
 		return nil
@@ -53,26 +51,18 @@ func (b *Backend) mhaCore(a ops.MHACore, in, out []*tensor) error {
 	scores, release := b.scratch(threads * rows * nk)
 	defer release()
 	matmul := b.matmul() // bf16 products on cpu-bf16
-	parallelChunks(threads, tasks, 1, func(w, lo, hi int) {
+	forQueryBlocks(threads, a.Batch, a.Heads, nq, blocks, rows, func(w, img, h, r0, r1 int) {
 		s := scores[w*rows*nk : (w+1)*rows*nk]
-		for task := lo; task < hi; task++ {
-			p, blk := task/blocks, task%blocks
-			r0, r1 := blk*rows, min((blk+1)*rows, nq)
-			if r0 >= r1 {
-				continue
-			}
-			img, h := p/a.Heads, p%a.Heads
-			q := qd[(img*nq+r0)*a.QLd+a.QOff+h*a.HeadDim:]
-			k := kd[img*nk*a.KLd+a.KOff+h*a.HeadDim:]
-			v := vd[img*nk*a.VLd+a.VOff+h*a.HeadDim:]
-			m := r1 - r0
-			matmul(m, nk, a.HeadDim, q, a.QLd, k, a.KLd, true, s, nk)
-			if a.Masked {
-				maskKeys(s, m, nk, in[3].data[img*nk:(img+1)*nk])
-			}
-			kern.Softmax(m, nk, s, nk, s, nk, float32(a.Scale))
-			matmul(m, a.HeadDim, nk, s, nk, v, a.VLd, false, ctx[(img*nq+r0)*e+h*a.HeadDim:], e)
+		q := qd[(img*nq+r0)*a.QLd+a.QOff+h*a.HeadDim:]
+		k := kd[img*nk*a.KLd+a.KOff+h*a.HeadDim:]
+		v := vd[img*nk*a.VLd+a.VOff+h*a.HeadDim:]
+		m := r1 - r0
+		matmul(m, nk, a.HeadDim, q, a.QLd, k, a.KLd, true, s, nk)
+		if a.Masked {
+			maskKeys(s, m, nk, in[3].data[img*nk:(img+1)*nk])
 		}
+		kern.Softmax(m, nk, s, nk, s, nk, float32(a.Scale))
+		matmul(m, a.HeadDim, nk, s, nk, v, a.VLd, false, ctx[(img*nq+r0)*e+h*a.HeadDim:], e)
 	})
 	return nil
 }
