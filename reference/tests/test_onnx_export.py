@@ -41,31 +41,53 @@ def node():
     return exe
 
 
-class TestOnnxExport(unittest.TestCase):
+class ExportedCases:
+    """A test class mixin: the cases matching CASES exported once (with the PyTorch outputs) into
+    cls.tmp, their manifest in cls.manifest; run_ort has bench_ort.js write ONNX Runtime's outputs
+    beside them, and outputs reads both for one case."""
+
+    CASES = None
+
     @classmethod
     def setUpClass(cls):
         if OX.onnx_module() is None:
             raise AssertionError("python3-onnx not installed (ci/install-deps.sh installs it)")
         cls.tmp = tempfile.mkdtemp()
         with open(os.devnull, "w") as log:
-            cls.manifest = OX.export_all(C.select(SMALL), 1, cls.tmp, outputs=True, log=log)
+            cls.manifest = OX.export_all(C.select(cls.CASES), 1, cls.tmp, outputs=True, log=log)
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_ort(self, threads, timeout):
+        """bench_ort.js --outputs over the manifest: ort_<name>.bin beside each model."""
+        r = subprocess.run([node(), SCRIPT, "--manifest", os.path.join(self.tmp, "manifest.json"), "--outputs",
+                            "--threads", str(threads)], capture_output=True, text=True, timeout=timeout)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def outputs(self, c):
+        """ONNX Runtime's and PyTorch's outputs of manifest case c: two dicts name -> float32 array."""
+        have = {out: np.fromfile(os.path.join(self.tmp, os.path.dirname(c["model"]), "ort_%s.bin" % out), dtype="<f4")
+                for out in c["torch_outputs"]}
+        want = {out: np.fromfile(os.path.join(self.tmp, ref["file"]), dtype="<f4")
+                for out, ref in c["torch_outputs"].items()}
+        return have, want
+
+
+class TestOnnxExport(ExportedCases, unittest.TestCase):
+    CASES = SMALL
 
     def test_ort_matches_torch(self):
         got = {c["case"]: c for c in self.manifest["cases"]}
         self.assertEqual(len(got), 6)
         for name, c in got.items():
             self.assertNotIn("ns", c, name)
-        r = subprocess.run([node(), SCRIPT, "--manifest", os.path.join(self.tmp, "manifest.json"), "--outputs",
-                            "--threads", "1"], capture_output=True, text=True, timeout=300)
-        self.assertEqual(r.returncode, 0, r.stderr)
+        self.run_ort(1, 300)
         for name, c in got.items():
-            for out, ref in c["torch_outputs"].items():
-                want = np.fromfile(os.path.join(self.tmp, ref["file"]), dtype="<f4")
-                have = np.fromfile(os.path.join(self.tmp, os.path.dirname(c["model"]), "ort_%s.bin" % out), dtype="<f4")
+            haves, wants = self.outputs(c)
+            for out in wants:
+                have, want = haves[out], wants[out]
                 self.assertEqual(have.shape, want.shape, "%s %s" % (name, out))
                 nmse = float(np.sum((have.astype(np.float64) - want) ** 2) / max(np.sum(want.astype(np.float64) ** 2), 1e-30))
                 self.assertLess(nmse, 1e-9, "%s %s: NMSE %.3g" % (name, out, nmse))

@@ -7,17 +7,13 @@ computes matches the PyTorch module's outputs (torch_<name>.bin); the codebook i
 only where two codes nearly tie, by the rule the Go check applies (bench/runner/codes.go)."""
 
 import os
-import shutil
-import subprocess
-import tempfile
 import unittest
 
 import _paths  # noqa: F401
 import numpy as np
 
-from test_onnx_export import SCRIPT, node
+from test_onnx_export import ExportedCases
 from vitbench_ref import cases as C
-from vitbench_ref import onnx_export as OX
 from vitbench_ref.export import materialize
 
 FAMILIES = ("^(detr_transformer_small_b2|clip_tiny_b2|clip_rn_tiny_odd|ipt_small_x3|"
@@ -45,21 +41,8 @@ def near_ties(z, codebook, a, b):
     return np.abs(da - db) <= tie_band(z.shape[1], np.sqrt((z ** 2).sum(1)), e_max)
 
 
-class TestOrtNewFamilies(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if OX.onnx_module() is None:
-            raise AssertionError("python3-onnx not installed (ci/install-deps.sh installs it)")
-        cls.tmp = tempfile.mkdtemp()
-        with open(os.devnull, "w") as log:
-            cls.manifest = OX.export_all(C.select(FAMILIES), 1, cls.tmp, outputs=True, log=log)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def read(self, c, fname):
-        return np.fromfile(os.path.join(self.tmp, os.path.dirname(c["model"]), fname), dtype="<f4")
+class TestOrtNewFamilies(ExportedCases, unittest.TestCase):
+    CASES = FAMILIES
 
     def check_codes(self, c, have, want):
         """vector_quantize: indices equal but at near ties; quant is the chosen code's vector."""
@@ -87,13 +70,9 @@ class TestOrtNewFamilies(unittest.TestCase):
         self.assertEqual(len(got), 7)
         for name, c in got.items():
             self.assertNotIn("ns", c, name)
-        r = subprocess.run([node(), SCRIPT, "--manifest", os.path.join(self.tmp, "manifest.json"), "--outputs",
-                            "--threads", "2"], capture_output=True, text=True, timeout=600)
-        self.assertEqual(r.returncode, 0, r.stderr)
+        self.run_ort(2, 600)
         for name, c in got.items():
-            have = {out: self.read(c, "ort_%s.bin" % out) for out in c["torch_outputs"]}
-            want = {out: np.fromfile(os.path.join(self.tmp, ref["file"]), dtype="<f4")
-                    for out, ref in c["torch_outputs"].items()}
+            have, want = self.outputs(c)
             for out in want:
                 self.assertEqual(have[out].shape, want[out].shape, "%s %s" % (name, out))
             if c["op"] == "vector_quantize":
