@@ -2,7 +2,6 @@ package main
 
 import (
 	. "github.com/mmcloughlin/avo/build"
-	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
 
@@ -38,29 +37,7 @@ func (s vecISA) flashMax() {
 	Comment("scale in every lane")
 	Load(Param("scale"), sc.AsX())
 	s.bcast(sc, sc)
-	VMOVUPS(k("neginf"), lo)
-	for _, a := range acc {
-		VMOVUPS(lo, a)
-	}
-	s.stream(name, []Register{RSI}, func(u int, tail bool, at func(p, j int) Mem) {
-		for j := 0; j < u; j++ {
-			s.ld(at(0, j), t[j], tail)
-			VMULPS(sc, t[j], t[j])
-		}
-		for j := 0; j < u; j++ {
-			switch {
-			case !tail:
-				VMAXPS(t[j], acc[j], acc[j])
-			case s.avx512:
-				VMAXPS(t[j], acc[j], K1, acc[j])
-			default:
-				Comment("lanes ≥ n become −Inf")
-				VBLENDVPS(s.mask(), t[j], lo, t[j])
-				VMAXPS(t[j], acc[j], acc[j])
-			}
-		}
-	})
-	s.reduce(VMAXPS, acc, t[0])
+	s.maxPass(name, sc, lo, acc, t)
 	Store(acc[0].AsX(), ReturnIndex(0))
 	s.end()
 }
@@ -83,33 +60,7 @@ func (s vecISA) flashExp() {
 	s.bcast(sc, sc)
 	Load(Param("m"), m.AsX())
 	s.bcast(m, m)
-	VMOVUPS(k("explo"), lo)
-	for _, a := range acc {
-		VXORPS(a, a, a)
-	}
-	rs := s.expRegSet(s.unroll, 3+s.unroll)
-	s.stream(name, []Register{RSI}, func(u int, tail bool, at func(p, j int) Mem) {
-		for j := 0; j < u; j++ {
-			s.ld(at(0, j), rs[j].r, tail)
-			VMULPS(sc, rs[j].r, rs[j].r)
-			VSUBPS(m, rs[j].r, rs[j].r)
-		}
-		s.exp(rs[:u], lo)
-		for j := 0; j < u; j++ {
-			s.st(rs[j].p, at(0, j), tail)
-			switch {
-			case !tail:
-				VADDPS(rs[j].p, acc[j], acc[j])
-			case s.avx512:
-				VADDPS(rs[j].p, acc[j], K1, acc[j])
-			default:
-				Comment("lanes ≥ n add 0")
-				VANDPS(s.mask(), rs[j].p, rs[j].p)
-				VADDPS(rs[j].p, acc[j], acc[j])
-			}
-		}
-	})
-	s.reduce(VADDPS, acc, t[0])
+	s.expSumPass(name, []Register{RSI}, sc, lo, m, acc, t)
 	Store(acc[0].AsX(), ReturnIndex(0))
 	s.end()
 }

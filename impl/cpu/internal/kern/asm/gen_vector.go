@@ -571,29 +571,15 @@ func (s vecISA) expKernel() {
 	s.end()
 }
 
-// softmaxRow emits the softmax of one row of scale·x in three passes.
-func (s vecISA) softmaxRow() {
-	name := "softmaxRow" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x, y *float32, scale float32)")
-	Pragma("noescape")
-	Doc(name+" sets y[i] = exp(v[i] − m)/Σ_j exp(v[j] − m) for i < n, where v = scale·x (rounded) and m = max v;",
-		"y is first written with the exponentials, then scaled by 1/Σ. n must be positive.")
-	Load(Param("n"), RDX)
-	sc, lo, m := s.v[0], s.v[1], s.v[2]
-	acc := s.v[3 : 3+s.unroll]
-	t := s.v[3+s.unroll : 3+2*s.unroll]
-	Comment("scale in every lane")
-	Load(Param("scale"), sc.AsX())
-	s.bcast(sc, sc)
-
-	Comment("pass 1: m = max_i scale·x[i]")
-	MOVQ(RDX, RCX)
-	Load(Param("x"), RSI)
+// maxPass emits acc[0] = max_i scale·x[i] (lowest lane) over the RCX ≥ 1
+// values at RSI, with sc holding scale in every lane; lo, acc and t are
+// clobbered. softmaxRow's first pass and flashMax.
+func (s vecISA) maxPass(label string, sc, lo VecPhysical, acc, t []VecPhysical) {
 	VMOVUPS(k("neginf"), lo)
 	for _, a := range acc {
 		VMOVUPS(lo, a)
 	}
-	s.stream(name+"_max", []Register{RSI}, func(u int, tail bool, at func(p, j int) Mem) {
+	s.stream(label, []Register{RSI}, func(u int, tail bool, at func(p, j int) Mem) {
 		for j := 0; j < u; j++ {
 			s.ld(at(0, j), t[j], tail)
 			VMULPS(sc, t[j], t[j])
@@ -612,18 +598,22 @@ func (s vecISA) softmaxRow() {
 		}
 	})
 	s.reduce(VMAXPS, acc, t[0])
-	s.bcast(acc[0], m)
+}
 
-	Comment("pass 2: y[i] = exp(scale·x[i] − m), Σ in acc")
-	MOVQ(RDX, RCX)
-	Load(Param("x"), RSI)
-	Load(Param("y"), RDI)
+// expSumPass emits dst[i] = exp(scale·x[i] − m) over the RCX ≥ 1 values
+// of x at ptrs[0], dst at the last of ptrs (the same pointer for in
+// place), and acc[0] = Σ_i dst[i] (lowest lane), summed over the acc
+// partial sums; sc and m hold scale and m in every lane, lo, acc and t
+// (and the exp registers after acc) are clobbered. softmaxRow's second
+// pass and flashExp.
+func (s vecISA) expSumPass(label string, ptrs []Register, sc, lo, m VecPhysical, acc, t []VecPhysical) {
 	VMOVUPS(k("explo"), lo)
 	for _, a := range acc {
 		VXORPS(a, a, a)
 	}
 	rs := s.expRegSet(s.unroll, 3+s.unroll)
-	s.stream(name+"_exp", []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+	out := len(ptrs) - 1
+	s.stream(label, ptrs, func(u int, tail bool, at func(p, j int) Mem) {
 		for j := 0; j < u; j++ {
 			s.ld(at(0, j), rs[j].r, tail)
 			VMULPS(sc, rs[j].r, rs[j].r)
@@ -631,7 +621,7 @@ func (s vecISA) softmaxRow() {
 		}
 		s.exp(rs[:u], lo)
 		for j := 0; j < u; j++ {
-			s.st(rs[j].p, at(1, j), tail)
+			s.st(rs[j].p, at(out, j), tail)
 			switch {
 			case !tail:
 				VADDPS(rs[j].p, acc[j], acc[j])
@@ -645,6 +635,34 @@ func (s vecISA) softmaxRow() {
 		}
 	})
 	s.reduce(VADDPS, acc, t[0])
+}
+
+// softmaxRow emits the softmax of one row of scale·x in three passes.
+func (s vecISA) softmaxRow() {
+	name := "softmaxRow" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, x, y *float32, scale float32)")
+	Pragma("noescape")
+	Doc(name+" sets y[i] = exp(v[i] − m)/Σ_j exp(v[j] − m) for i < n, where v = scale·x (rounded) and m = max v;",
+		"y is first written with the exponentials, then scaled by 1/Σ. n must be positive.")
+	Load(Param("n"), RDX)
+	sc, lo, m := s.v[0], s.v[1], s.v[2]
+	acc := s.v[3 : 3+s.unroll]
+	t := s.v[3+s.unroll : 3+2*s.unroll]
+	Comment("scale in every lane")
+	Load(Param("scale"), sc.AsX())
+	s.bcast(sc, sc)
+
+	Comment("pass 1: m = max_i scale·x[i]")
+	MOVQ(RDX, RCX)
+	Load(Param("x"), RSI)
+	s.maxPass(name+"_max", sc, lo, acc, t)
+	s.bcast(acc[0], m)
+
+	Comment("pass 2: y[i] = exp(scale·x[i] − m), Σ in acc")
+	MOVQ(RDX, RCX)
+	Load(Param("x"), RSI)
+	Load(Param("y"), RDI)
+	s.expSumPass(name+"_exp", []Register{RSI, RDI}, sc, lo, m, acc, t)
 	Comment("inv = 1/Σ in every lane")
 	inv := s.v[2]
 	VMOVSS(k("one"), inv.AsX())
