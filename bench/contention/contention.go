@@ -101,19 +101,40 @@ type Window struct {
 	before Stat
 	own    time.Duration
 	ok     bool
+	rtt    RoundTrip // probed at Start
 }
 
 // Load is what a window measured: the foreign load (NaN where the platform has no
-// /proc/stat) and whether it counts as contended.
+// /proc/stat) and whether it counts as contended; the cross-CPU round trip probed at its
+// start and at its end (NaN when a probe failed) and whether the two differ by more than
+// Moved.
 type Load struct {
-	Foreign   float64
-	Contended bool
-	Wall      time.Duration
+	Foreign    float64
+	Contended  bool
+	Wall       time.Duration
+	RoundTrips [2]float64
+	CoresMoved bool
 }
 
-// Start snapshots the system's and this process's CPU counters.
+// RoundTripNs is the larger of the window's two probes, 0 when neither was measured.
+func (l Load) RoundTripNs() float64 { return MaxRoundTrip(l.RoundTrips[:]...) }
+
+// MaxRoundTrip is the largest measured (finite, positive) round trip of rtts, 0 when none is.
+func MaxRoundTrip(rtts ...float64) float64 {
+	m := 0.0
+	for _, r := range rtts {
+		if r > 0 && !math.IsInf(r, 0) {
+			m = max(m, r)
+		}
+	}
+	return m
+}
+
+// Start probes the cross-CPU round trip, then snapshots the system's and this process's
+// CPU counters.
 func Start() *Window {
-	w := &Window{start: time.Now()}
+	rtt := ProbeRoundTrip()
+	w := &Window{start: time.Now(), rtt: rtt}
 	var err error
 	if w.before, err = readStat(); err == nil {
 		w.own, err = ownCPU()
@@ -122,10 +143,12 @@ func Start() *Window {
 	return w
 }
 
-// Stop ends the window and returns its Load.
+// Stop ends the window, probes the round trip again and returns its Load.
 func (w *Window) Stop() Load {
 	wall := time.Since(w.start)
-	l := Load{Foreign: math.NaN(), Wall: wall}
+	end := ProbeRoundTrip()
+	l := Load{Foreign: math.NaN(), Wall: wall, RoundTrips: [2]float64{w.rtt.Nanos, end.Nanos},
+		CoresMoved: Differ(w.rtt.Nanos, end.Nanos)}
 	if !w.ok {
 		return l
 	}

@@ -14,6 +14,7 @@ func writeClocks(w io.Writer, in Input, es, shown []entry) {
 		fmt.Fprintf(w, "\n%s\n", Inline(l))
 	}
 	writeContentionNote(w, es, shown)
+	writeArrangementNote(w, es, shown)
 }
 
 // clockLine says which clock the times of shown (the vitbench rows of a table) and of the

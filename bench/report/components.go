@@ -30,7 +30,7 @@ func writeComponents(w io.Writer, in Input, es []entry) error {
 		torchMs, code, speedup, ceil := dash, dash, dash, dash
 		if t, ok := torchFor(es, e); ok {
 			torchMs, code = fmtMs(t.MedianNs), codes.mark(t)
-			speedup = fmtSpeedup(t.MedianNs, e.MedianNs)
+			speedup = speedupCell(t, e)
 			ceil = ceiling(t.MedianNs, e.MACs, in.peak(e.Backend))
 		}
 		noisy := ""

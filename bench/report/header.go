@@ -66,6 +66,9 @@ func writeHeader(w io.Writer, in Input, es []entry) error {
 	if l := contentionSummary(in); l != "" {
 		fmt.Fprintf(w, "- Contention: %s\n", l)
 	}
+	if l := arrangementSummary(in); l != "" {
+		fmt.Fprintf(w, "- Cross-CPU round trip: %s\n", l)
+	}
 	return nil
 }
 

@@ -76,7 +76,7 @@ func writeNetworks(w io.Writer, in Input, es []entry) error {
 			if ok {
 				marks = append(marks, codes.mark(t))
 				tthr = append(tthr, fmt.Sprintf("%d: %s", e.Batch, imgPerSec(t.Batch, t.MedianNs)))
-				vs = append(vs, fmt.Sprintf("%d: %s", e.Batch, fmtSpeedup(t.MedianNs, e.MedianNs)))
+				vs = append(vs, fmt.Sprintf("%d: %s", e.Batch, speedupCell(t, *e)))
 				ceil = append(ceil, fmt.Sprintf("%d: %s", e.Batch, ceiling(t.MedianNs, e.MACs, in.peak(e.Backend))))
 			}
 			if e.Batch == 1 {

@@ -44,7 +44,7 @@ func writeNetworkSummary(w io.Writer, in Input, es []entry, groups []*netGroup, 
 		}
 		vs, code := dash, dash
 		if t, ok := torchFor(es, last); ok {
-			vs, code = fmtSpeedup(t.MedianNs, last.MedianNs), codes.mark(t)
+			vs, code = speedupCell(t, last), codes.mark(t)
 		}
 		gmacs := info.MACs
 		if gmacs == 0 {

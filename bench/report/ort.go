@@ -69,7 +69,7 @@ func ortFor(es []entry, e entry) (t entry, ok bool) {
 // the ONNX Runtime section), dash when there is no ORT figure.
 func ortCells(in Input, es []entry, e entry) (ms, vs string) {
 	if t, ok := ortFor(es, e); ok {
-		return fmtMs(t.MedianNs), fmtSpeedup(t.MedianNs, e.MedianNs)
+		return fmtMs(t.MedianNs), speedupCell(t, e)
 	}
 	if ortCompares(e.Backend) {
 		for _, n := range in.ortNotRun() {

@@ -40,11 +40,13 @@ type benchRowJSON struct {
 	ParamsM     *jnum `json:"params_m,omitempty"`
 	GMACsPerImg *jnum `json:"gmacs,omitempty"`
 	// Contention (RowLoad): foreign_load is null when not measured (no /proc/stat).
-	ForeignLoad      jnum  `json:"foreign_load"`
-	Contended        bool  `json:"contended"`
-	Retimed          bool  `json:"retimed,omitempty"`
-	FirstForeignLoad *jnum `json:"first_foreign_load,omitempty"`
-	FirstContended   bool  `json:"first_contended,omitempty"`
+	ForeignLoad      jnum    `json:"foreign_load"`
+	Contended        bool    `json:"contended"`
+	Retimed          bool    `json:"retimed,omitempty"`
+	FirstForeignLoad *jnum   `json:"first_foreign_load,omitempty"`
+	FirstContended   bool    `json:"first_contended,omitempty"`
+	RoundTripNs      float64 `json:"round_trip_ns,omitempty"`
+	CoresMoved       bool    `json:"cores_moved,omitempty"`
 }
 
 // MarshalJSON encodes the row with FORMAT.md's snake_case names, the table's derived
@@ -74,6 +76,7 @@ func (r BenchRow) MarshalJSON() ([]byte, error) {
 		if l.Retimed {
 			j.FirstForeignLoad = num(l.FirstForeign)
 		}
+		j.RoundTripNs, j.CoresMoved = l.RoundTripNs, l.CoresMoved
 	}
 	return json.Marshal(j)
 }
@@ -93,9 +96,9 @@ func (r *BenchRow) UnmarshalJSON(b []byte) error {
 		PeakBytes: j.PeakBytes, RSSBytes: j.RSSBytes, Params: j.Params, ImgH: j.ImgH, ImgW: j.ImgW,
 		SamplesNs: numsFloats(j.SamplesNs), E2ESamplesNs: numsFloats(j.E2ESamplesNs), Runs: j.Runs, ISA: j.ISA,
 	}
-	if j.Contended || j.Retimed || !math.IsNaN(float64(j.ForeignLoad)) {
+	if j.Contended || j.Retimed || !math.IsNaN(float64(j.ForeignLoad)) || j.RoundTripNs > 0 || j.CoresMoved {
 		r.Load = &RowLoad{Foreign: float64(j.ForeignLoad), Contended: j.Contended, Retimed: j.Retimed,
-			FirstForeign: math.NaN(), FirstContended: j.FirstContended}
+			FirstForeign: math.NaN(), FirstContended: j.FirstContended, RoundTripNs: j.RoundTripNs, CoresMoved: j.CoresMoved}
 		if j.FirstForeignLoad != nil {
 			r.Load.FirstForeign = float64(*j.FirstForeignLoad)
 		}

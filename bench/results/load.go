@@ -12,19 +12,25 @@ import (
 // RowLoad is the CPU time other processes took while a row was timed (package contention):
 // Foreign is their share of the machine's capacity over the timing window (NaN: not
 // measured), Contended says it was over the threshold. Retimed marks a row `vitbench run`
-// timed a second time because its group was contended; FirstForeign is then the first
-// attempt's load (the row's samples are the second attempt's).
+// timed a second time because its group was contended (or its CPUs moved); FirstForeign is
+// then the first attempt's load (the row's samples are the second attempt's). RoundTripNs is
+// the cross-CPU cache-line round trip probed around the row's timing (the larger of the
+// probes before and after it; 0: not probed) and CoresMoved says those probes disagreed by
+// more than contention.Moved, so the CPUs' cache arrangement changed while the row was
+// timed (package contention, ProbeRoundTrip).
 type RowLoad struct {
 	Foreign        float64
 	Contended      bool
 	Retimed        bool
 	FirstForeign   float64
 	FirstContended bool
+	RoundTripNs    float64
+	CoresMoved     bool
 }
 
 // loadPrefix starts a row's load line in the text format, a comment benchstat ignores:
 //
-//	# load Benchmark<Case>/backend=B/batch=N/threads=T/dtype=D: <foreign> [contended] [retimed <first> [contended]]
+//	# load Benchmark<Case>/backend=B/batch=N/threads=T/dtype=D: <foreign> [contended] [retimed <first> [contended]] [rtt <ns>] [moved]
 const loadPrefix = "# load "
 
 // LoadLine is r's load line in the text format; "" when the row has no load record. A later
@@ -47,6 +53,12 @@ func loadLine(r BenchRow) string {
 		if l.FirstContended {
 			b.WriteString(" contended")
 		}
+	}
+	if l.RoundTripNs > 0 {
+		fmt.Fprintf(&b, " rtt %s", strconv.FormatFloat(l.RoundTripNs, 'f', 0, 64))
+	}
+	if l.CoresMoved {
+		b.WriteString(" moved")
 	}
 	return b.String()
 }
@@ -78,7 +90,7 @@ func parseLoadLine(line, where string) (key rowKey, l RowLoad, ok bool, err erro
 		return key, l, false, nil
 	}
 	bad := func(why string) error {
-		return fmt.Errorf("%s: malformed load line %q: %s (want %sBenchmark<Case>/…: <load> [contended] [retimed <load> [contended]])", where, line, why, loadPrefix)
+		return fmt.Errorf("%s: malformed load line %q: %s (want %sBenchmark<Case>/…: <load> [contended] [retimed <load> [contended]] [rtt <ns>] [moved])", where, line, why, loadPrefix)
 	}
 	name, vals, found := strings.Cut(rest, ": ")
 	if !found {
@@ -111,6 +123,19 @@ func parseLoadLine(line, where string) (key rowKey, l RowLoad, ok bool, err erro
 		if len(f) > 0 && f[0] == "contended" {
 			l.FirstContended, f = true, f[1:]
 		}
+	}
+	if len(f) > 0 && f[0] == "rtt" {
+		if len(f) < 2 {
+			return key, l, true, bad("rtt without the round trip in nanoseconds")
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return key, l, true, bad(fmt.Sprintf("rtt %q is not a positive number of nanoseconds", f[1]))
+		}
+		l.RoundTripNs, f = v, f[2:]
+	}
+	if len(f) > 0 && f[0] == "moved" {
+		l.CoresMoved, f = true, f[1:]
 	}
 	if len(f) > 0 {
 		return key, l, true, bad("unexpected " + strings.Join(f, " "))

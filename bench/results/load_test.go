@@ -21,6 +21,8 @@ func loadRows() []BenchRow {
 		mk("again", &RowLoad{Foreign: 0.05, Retimed: true, FirstForeign: 0.37, FirstContended: true}),
 		mk("unmeasured", &RowLoad{Foreign: math.NaN()}),
 		mk("none", nil),
+		mk("split", &RowLoad{Foreign: 0.01, RoundTripNs: 372, CoresMoved: true}),
+		mk("probedOnly", &RowLoad{Foreign: math.NaN(), RoundTripNs: 61}),
 	}
 }
 
@@ -34,7 +36,9 @@ func TestLoadRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(txt.String(), "# load BenchmarkBusy/backend=cpu/batch=1/threads=2/dtype=float32: 0.420 contended\n") ||
-		!strings.Contains(txt.String(), ": 0.050 retimed 0.370 contended\n") {
+		!strings.Contains(txt.String(), ": 0.050 retimed 0.370 contended\n") ||
+		!strings.Contains(txt.String(), "BenchmarkSplit/backend=cpu/batch=1/threads=2/dtype=float32: 0.010 rtt 372 moved\n") ||
+		!strings.Contains(txt.String(), "BenchmarkProbedOnly/backend=cpu/batch=1/threads=2/dtype=float32: null rtt 61\n") {
 		t.Errorf("text:\n%s", txt.String())
 	}
 	back, err := readBenchText(txt.Bytes(), "b.txt")
@@ -51,6 +55,10 @@ func TestLoadRoundTrip(t *testing.T) {
 	for _, got := range [][]BenchRow{back.Rows, fromJSON.Rows} {
 		for i, want := range f.Rows {
 			g := got[i].Load
+			if want.Load != nil && want.Load.RoundTripNs > 0 && (g == nil || g.RoundTripNs != want.Load.RoundTripNs || g.CoresMoved != want.Load.CoresMoved) {
+				t.Errorf("%s: load %+v, want the round trip of %+v", want.Case, g, *want.Load)
+				continue
+			}
 			switch {
 			case want.Load == nil || math.IsNaN(want.Load.Foreign):
 				if g != nil && !math.IsNaN(g.Foreign) {
@@ -80,7 +88,7 @@ func TestLoadRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs, _ := csv.NewReader(&cs).ReadAll()
-	for i, want := range []string{"0.031,0", "0.42,1", "0.05,0", ",", ","} {
+	for i, want := range []string{"0.031,0", "0.42,1", "0.05,0", ",", ",", "0.01,0", ","} {
 		rec := recs[i+1]
 		if got := strings.Join(rec[len(rec)-2:], ","); got != want {
 			t.Errorf("CSV %s: load columns %q, want %q", rec[0], got, want)
@@ -96,6 +104,9 @@ func TestLoadLineRejectsBadValues(t *testing.T) {
 		"# load BenchmarkX/backend=cpu/batch=1/threads=2/dtype=float32 0.1",
 		"# load BenchmarkX/backend=cpu/batch=1/threads=2/dtype=float32: 0.1 retimed",
 		"# load BenchmarkX/backend=cpu/batch=1/threads=2/dtype=float32: 0.1 extra",
+		"# load BenchmarkX/backend=cpu/batch=1/threads=2/dtype=float32: 0.1 rtt",
+		"# load BenchmarkX/backend=cpu/batch=1/threads=2/dtype=float32: 0.1 rtt -5",
+		"# load BenchmarkX/backend=cpu/batch=1/threads=2/dtype=float32: 0.1 moved rtt 60",
 	} {
 		if _, err := readBenchText([]byte(good+line+"\n"), "t.txt"); err == nil || !strings.Contains(err.Error(), "t.txt:2") {
 			t.Errorf("%q: error %v, want one naming t.txt:2", line, err)

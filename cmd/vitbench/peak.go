@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"vitbench/bench"
+	"vitbench/bench/contention"
 	"vitbench/bench/runner"
 	vcpu "vitbench/impl/cpu"
 )
@@ -45,6 +46,7 @@ func cmdPeak(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
+	addRoundTrip(&r)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -87,5 +89,22 @@ func writePeak(w io.Writer, r vcpu.PeakResult) error {
 	t.Append("memory bandwidth (best)", "triad or copy", f(r.Bandwidth1T), f(r.BandwidthTotal), "GB/s")
 	t.Append("triad a = b + s·c (best)", "go loop", f(r.BandwidthKernels1T["triad"]), f(r.BandwidthKernelsTotal["triad"]), "GB/s")
 	t.Append("copy a = b (best)", "go memmove", f(r.BandwidthKernels1T["copy"]), f(r.BandwidthKernelsTotal["copy"]), "GB/s")
+	if r.CoreRoundTripNs > 0 {
+		// Between two CPUs, so no one-thread figure.
+		t.Append("cross-CPU round trip (best)", r.CoreRoundTrip, "—", fmt.Sprintf("%.0f", r.CoreRoundTripNs), "ns")
+	}
 	return t.Render()
+}
+
+// addRoundTrip probes the cross-CPU round trip (contention.ProbeRoundTrip) into r; r is
+// left without one when the probe fails (one CPU, the other CPU busy).
+func addRoundTrip(r *vcpu.PeakResult) {
+	rtt := contention.ProbeRoundTrip()
+	if !rtt.Measured() {
+		return
+	}
+	r.CoreRoundTripNs, r.CoreRoundTrip = rtt.Nanos, "threads not pinned"
+	if rtt.CPUs[0] >= 0 {
+		r.CoreRoundTrip = fmt.Sprintf("cpu%d↔cpu%d", rtt.CPUs[0], rtt.CPUs[1])
+	}
 }

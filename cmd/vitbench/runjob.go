@@ -108,6 +108,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitFail, fmt.Errorf("peak: %v", err)
 	}
+	addRoundTrip(&pk)
 	peakPath := filepath.Join(*outDir, "peak.json")
 	if err := saveResult(peakPath, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
@@ -116,8 +117,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}, nil); err != nil {
 		writeErrs = append(writeErrs, err)
 	}
-	fmt.Fprintf(stderr, "fp32 FMA peak %.0f GFLOP/s on 1 thread, %.0f on %d; bandwidth %.1f / %.1f GB/s\n",
-		pk.FMAPerCore, pk.FMATotal, pk.Threads, pk.Bandwidth1T, pk.BandwidthTotal)
+	fmt.Fprintf(stderr, "fp32 FMA peak %.0f GFLOP/s on 1 thread, %.0f on %d; bandwidth %.1f / %.1f GB/s; cross-CPU round trip %.0f ns\n",
+		pk.FMAPerCore, pk.FMATotal, pk.Threads, pk.Bandwidth1T, pk.BandwidthTotal, pk.CoreRoundTripNs)
 
 	// The quick set by default (its fixtures checked, its cases timed), every case with -full.
 	list, checkRE, which := runCases(re, *full), re, "-full: every built-in case"
@@ -211,7 +212,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 			if ortOn && stopErr == nil {
 				ortCfg.threads, ortCfg.batch = bf.Meta.Threads, batch
-				raw, err := runOrt(stop.Done(), ortCfg, group, stderr)
+				raw, err := probed(func() ([]byte, error) { return runOrt(stop.Done(), ortCfg, group, stderr) })
 				switch {
 				case err == nil:
 					ortText = append(ortText, raw...)
@@ -226,14 +227,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 				continue
 			}
 			partPath := torchPath + ".part"
-			err := runTorch(stop.Done(), *python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr,
-				batchArgs(batch)...)
+			raw, err := probed(func() ([]byte, error) {
+				return torchRows(stop.Done(), *python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr,
+					batchArgs(batch)...)
+			})
 			if err == nil {
-				var raw []byte
-				if raw, err = safeio.ReadFile(partPath, results.MaxFileBytes); err == nil {
-					torchText = append(torchText, raw...)
-					os.Remove(partPath)
-				}
+				torchText = append(torchText, raw...)
 			}
 			if stop.Stopped() {
 				stopErr = fmt.Errorf("PyTorch baseline %w", stop.interruptedErr(gi, len(groups), "groups"))
@@ -250,12 +249,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 			if torchOn && stopErr == nil && (*torchBF16 == "on" || *torchBF16 == "auto" && wantsTorchBF16(backends)) {
 				// The bf16 PyTorch baseline, beside the cpu-bf16 rows (paired by dtype).
-				if err := runTorch(stop.Done(), *python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr,
-					append(batchArgs(batch), "--dtype", "bf16")...); err != nil {
+				if raw, err := probed(func() ([]byte, error) {
+					return torchRows(stop.Done(), *python, *script, partPath, group.String(), bf.Meta.Threads, *count, *minSample, stderr,
+						append(batchArgs(batch), "--dtype", "bf16")...)
+				}); err != nil {
 					fmt.Fprintf(stderr, "vitbench run: no bf16 PyTorch rows: %v\n", err)
-				} else if raw, err := safeio.ReadFile(partPath, results.MaxFileBytes); err == nil {
+				} else {
 					torchText = append(torchText, raw...)
-					os.Remove(partPath)
 				}
 				if stop.Stopped() {
 					stopErr = fmt.Errorf("PyTorch bf16 baseline %w", stop.interruptedErr(gi, len(groups), "groups"))
@@ -395,4 +395,18 @@ func runTorch(stop <-chan struct{}, python, script, out, runRE string, threads, 
 	}
 	fmt.Fprintf(stderr, "PyTorch baseline written to %s (%.1fs)\n", out, time.Since(start).Seconds())
 	return nil
+}
+
+// torchRows runs bench_torch.py (runTorch) into out and returns what it wrote, removing
+// out afterwards.
+func torchRows(stop <-chan struct{}, python, script, out, runRE string, threads, count int, minSample time.Duration, stderr io.Writer,
+	extra ...string) ([]byte, error) {
+	if err := runTorch(stop, python, script, out, runRE, threads, count, minSample, stderr, extra...); err != nil {
+		return nil, err
+	}
+	raw, err := safeio.ReadFile(out, results.MaxFileBytes)
+	if err == nil {
+		os.Remove(out)
+	}
+	return raw, err
 }

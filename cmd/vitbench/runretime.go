@@ -7,6 +7,7 @@ import (
 	"regexp"
 
 	"vitbench/bench/cases"
+	"vitbench/bench/contention"
 	"vitbench/bench/results"
 )
 
@@ -75,8 +76,8 @@ func (rt *runRetime) next(gi int, bf *results.BenchFile, ok bool) int {
 		rt.first = nil
 		return gi + 1
 	}
-	worst, retime := needRetime(rows)
-	if !ok || !retime {
+	why := retimeReason(rows)
+	if !ok || why == "" {
 		return gi + 1
 	}
 	rt.first = map[rowKey]results.RowLoad{}
@@ -92,7 +93,7 @@ func (rt *runRetime) next(gi int, bf *results.BenchFile, ok bool) int {
 	if rt.prog != nil && rt.prog.n > 0 {
 		rt.prog.n += rt.items
 	}
-	fmt.Fprintf(rt.stderr, "== group %d was timed while other processes used up to %.0f%% of the CPUs: timing it once more\n", gi+1, 100*worst)
+	fmt.Fprintf(rt.stderr, "== group %d %s: timing it once more\n", gi+1, why)
 	return gi
 }
 
@@ -115,21 +116,40 @@ func (rt *runRetime) markRetimed(r *results.BenchRow) bool {
 	l := results.RowLoad{Foreign: math.NaN(), Retimed: true, FirstForeign: f.Foreign, FirstContended: f.Contended}
 	if r.Load != nil {
 		l.Foreign, l.Contended = r.Load.Foreign, r.Load.Contended
+		l.RoundTripNs, l.CoresMoved = r.Load.RoundTripNs, r.Load.CoresMoved
 	}
 	r.Load = &l
 	return true
 }
 
-// needRetime reports whether any of rows was timed contended, and the largest foreign load
-// among those that were.
-func needRetime(rows []results.BenchRow) (worst float64, retime bool) {
+// retimeReason says why a group with these rows (vitbench's and the baselines') is to be
+// timed once more, "" when it is not: a row was timed contended (with the largest foreign
+// load), or the CPUs' cache arrangement changed while the group was timed (a row's own
+// probes disagreed, or two rows' round trips differ by more than contention.Moved), which
+// would set the two sides of a ratio on different machines in effect.
+func retimeReason(rows []results.BenchRow) string {
+	worst, contended := 0.0, false
+	lo, hi, moved := math.Inf(1), 0.0, false
 	for _, r := range rows {
-		if r.Load != nil && r.Load.Contended {
-			retime = true
+		if r.Load == nil {
+			continue
+		}
+		if r.Load.Contended {
+			contended = true
 			worst = max(worst, r.Load.Foreign)
 		}
+		moved = moved || r.Load.CoresMoved
+		if rtt := r.Load.RoundTripNs; rtt > 0 {
+			lo, hi = min(lo, rtt), max(hi, rtt)
+		}
 	}
-	return worst, retime
+	switch {
+	case contended:
+		return fmt.Sprintf("was timed while other processes used up to %.0f%% of the CPUs", 100*worst)
+	case moved || contention.Differ(lo, hi):
+		return fmt.Sprintf("was timed while the CPUs' cache arrangement changed (cross-CPU round trip %.0f–%.0f ns)", lo, hi)
+	}
+	return ""
 }
 
 // parseText reads the rows of a reference baseline's text; text that does not parse has none

@@ -60,6 +60,10 @@ type Result struct {
 	// Every kernel's best GB/s, keyed "triad", "copy".
 	BandwidthKernels1T    map[string]float64 `json:"bandwidth_kernels_gbps_1t"`
 	BandwidthKernelsTotal map[string]float64 `json:"bandwidth_kernels_gbps_total"`
+	// The cross-CPU cache-line round trip in ns and the CPU pair ("cpu0↔cpu1"), filled in
+	// by the caller (package contention, ProbeRoundTrip); 0 and "" when not probed.
+	CoreRoundTripNs float64 `json:"core_round_trip_ns,omitempty"`
+	CoreRoundTrip   string  `json:"core_round_trip,omitempty"`
 	// The options used.
 	Duration       float64 `json:"duration_s"` // each timed FMA run
 	Count          int     `json:"count"`
