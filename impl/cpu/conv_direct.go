@@ -151,25 +151,37 @@ func directWeight(o, k int, wf, bias []float32) *kern.PackedA {
 // is the padded image read in place (kern.SgemmTaps): no windows are
 // packed. Workers take blocks of output positions; each block's tile of
 // C (all output channels) is written into the NCHW output, adding the
-// residual and applying the ReLU on the way.
+// residual and applying the ReLU on the way. An image with fewer than two
+// blocks per worker (a 7×9 map has one) is padded together with the next
+// images of the batch and the workers share all their blocks: one image
+// at a time would leave a worker idle.
 func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, y, res []float32) {
 	oh, ow, o := c.OutH(), c.OutW(), c.OutChans
 	rows := pa.Rows()
 	blocks := (g.n + directBlock - 1) / directBlock
-	threads := min(b.threads, blocks)
-	buf, release := b.scratch(g.size + threads*rows*directBlock)
+	together := 1 // images padded and shared out at once
+	if blocks < 2*b.threads {
+		together = min(c.Batch, ceilDiv(2*b.threads, blocks))
+	}
+	threads := min(b.threads, together*blocks)
+	buf, release := b.scratch(together*g.size + threads*rows*directBlock)
 	defer release()
-	padded, tiles := buf[:g.size], buf[g.size:]
+	padded, tiles := buf[:together*g.size], buf[together*g.size:]
 	relu := c.ReLU
-	for img := 0; img < c.Batch; img++ {
-		g.pad(x[img*c.InChans*c.Height*c.Width:], padded, b.threads)
-		base := img * o * oh * ow
-		parallelChunks(threads, blocks, 1, func(w, lo, hi int) {
+	inImage := c.InChans * c.Height * c.Width
+	for first := 0; first < c.Batch; first += together {
+		imgs := min(together, c.Batch-first)
+		for i := 0; i < imgs; i++ {
+			g.pad(x[(first+i)*inImage:], padded[i*g.size:(i+1)*g.size], b.threads)
+		}
+		parallelChunks(min(threads, imgs*blocks), imgs*blocks, 1, func(w, lo, hi int) {
 			tile := tiles[w*rows*directBlock : (w+1)*rows*directBlock]
-			for blk := lo; blk < hi; blk++ {
+			for task := lo; task < hi; task++ {
+				img, blk := task/blocks, task%blocks
+				base := (first + img) * o * oh * ow
 				w0 := blk * directBlock
 				nb := min(directBlock, g.n-w0)
-				kern.SgemmTaps(pa, padded[w0:], g.taps, nb, tile, directBlock)
+				kern.SgemmTaps(pa, padded[img*g.size+w0:(img+1)*g.size], g.taps, nb, tile, directBlock)
 				// Copy each output row's valid run of the block.
 				for oy := w0 / g.wq; oy*g.wq < w0+nb; oy++ {
 					q0, q1 := max(w0-oy*g.wq, 0), min(w0+nb-oy*g.wq, ow)

@@ -52,6 +52,9 @@ func TestConvBothPathsMatchOracle(t *testing.T) {
 		{Batch: 2, InChans: 6, Height: 10, Width: 9, KernelH: 3, KernelW: 3, StrideH: 3, StrideW: 2, PadH: 2, PadW: 1, DilationW: 2},
 		{Batch: 1, InChans: 8, Height: 9, Width: 7, KernelH: 1, KernelW: 1, StrideH: 2, StrideW: 2},
 		{Batch: 1, InChans: 3, Height: 4, Width: 3, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 0, PadW: 0},
+		// One block per image: the direct path pads four images at a time and
+		// shares their blocks, then the fifth alone.
+		{Batch: 5, InChans: 4, Height: 6, Width: 7, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1},
 	}
 	for _, mode := range []string{"direct", "windows"} {
 		t.Run(mode, func(t *testing.T) {
