@@ -14,10 +14,10 @@ import (
 // agree (61 and 64 ns) are not marked, and a report without probes has neither.
 func TestArrangementMarked(t *testing.T) {
 	in := sampleInput()
-	in.Bench[0].Rows[2].Load = &results.RowLoad{Foreign: 0.01, RoundTripNs: 60} // vit_b16 batch 1
+	in.Bench[0].Rows[2].Load = &results.RowLoad{Foreign: 0.01, RoundTripNs: 60}  // vit_b16 batch 1
 	in.Bench[1].Rows[1].Load = &results.RowLoad{Foreign: 0.01, RoundTripNs: 370} // PyTorch vit_b16 batch 1
-	in.Bench[0].Rows[0].Load = &results.RowLoad{Foreign: 0.01, RoundTripNs: 61} // patch_embed/vit_b16
-	in.Bench[1].Rows[0].Load = &results.RowLoad{Foreign: 0.01, RoundTripNs: 64} // its PyTorch row
+	in.Bench[0].Rows[0].Load = &results.RowLoad{Foreign: 0.01, RoundTripNs: 61}  // patch_embed/vit_b16
+	in.Bench[1].Rows[0].Load = &results.RowLoad{Foreign: 0.01, RoundTripNs: 64}  // its PyTorch row
 	var buf bytes.Buffer
 	if err := Markdown(&buf, in); err != nil {
 		t.Fatal(err)

@@ -41,6 +41,12 @@ type CompareResult struct {
 	Vanished []string
 	// Compared counts the rows present in both files; 0 means nothing was compared.
 	Compared int
+	// Unjudged lists the rows with a significant change beyond Threshold whose two sides
+	// were timed with the CPUs arranged differently (their cross-CPU round trips differ
+	// by more than contention.Moved, or one side's own probes disagreed): neither a
+	// regression nor an improvement, since on a VM that moves its vCPUs between dies
+	// two-thread times move by up to 2× with the arrangement.
+	Unjudged []string
 }
 
 // rowKey identifies a benchmark across files.
@@ -60,7 +66,9 @@ func (k rowKey) String() string {
 // CompareResult.Vanished. The metric is time per call (lower is better),
 // or GFLOP/s per sample (higher is better) where MACs/op differ between the files, since
 // then the two runs did different work. The lists of regressions, improvements,
-// deterministic changes, vanished rows and rows new in head follow the table.
+// deterministic changes, vanished rows and rows new in head follow the table. A change
+// whose two sides saw different CPU arrangements (movedApart) is listed as not judged
+// instead of as a regression or an improvement.
 func Compare(w io.Writer, base, head results.BenchFile, opt CompareOptions) (CompareResult, error) {
 	t := compareFiles(base, head, opt)
 	fmt.Fprintf(w, "Comparison: base %s vs head %s (Mann–Whitney U, alpha %.3g, threshold %.3g%%)\n\n",
@@ -70,6 +78,7 @@ func Compare(w io.Writer, base, head results.BenchFile, opt CompareOptions) (Com
 	}
 	printList(w, "Regressions", t.res.Regressions)
 	printList(w, "Improvements", t.res.Improvements)
+	printList(w, "Not judged: the CPUs were arranged differently for base and head "+arrangementMark, t.res.Unjudged)
 	printList(w, "Deterministic changes (hard failures)", t.res.DeterministicChanges)
 	printList(w, "VANISHED: only in base, missing from head (failures)", t.res.Vanished)
 	printList(w, "Only in head", t.onlyHead)
@@ -150,6 +159,9 @@ func compareFiles(base, head results.BenchFile, opt CompareOptions) compareTable
 			delta = fmt.Sprintf("%+.2f%%", 100*change)
 			line := fmt.Sprintf("%s: %s %s -> %s (%+.2f%%, %s)", k, m.unit, m.format(sumB.Center), m.format(sumH.Center), 100*change, c)
 			switch {
+			case math.Abs(worseBy) > opt.Threshold && movedApart(br, hr):
+				verdict = "CPUs moved " + arrangementMark
+				res.Unjudged = append(res.Unjudged, fmt.Sprintf("%s (cross-CPU round trip %s -> %s)", line, rttText(br.Load), rttText(hr.Load)))
 			case worseBy > opt.Threshold:
 				verdict = worseWord
 				res.Regressions = append(res.Regressions, line)

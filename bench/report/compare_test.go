@@ -28,6 +28,12 @@ func mk(caseName string, macs, peak int64, samples []float64) results.BenchRow {
 	return results.NewBenchRow(caseName, "cpu", 1, 2, "float32", macs, 0, peak, 0, samples, nil)
 }
 
+// withRTT gives r a load record with cross-CPU round trip rtt.
+func withRTT(r results.BenchRow, rtt float64) results.BenchRow {
+	r.Load = &results.RowLoad{Foreign: 0, RoundTripNs: rtt}
+	return r
+}
+
 func TestCompare(t *testing.T) {
 	scale := func(s []float64, f float64) []float64 {
 		out := make([]float64, len(s))
@@ -60,6 +66,10 @@ func TestCompare(t *testing.T) {
 		{name: "MACs changed", base: mk("a", 100, 8, base), head: mk("a", 120, 8, base),
 			opt: CompareOptions{Threshold: 0.05}, determ: 1, improvements: 1, geomean: 1,
 			out: []string{"MACs/op 100 -> 120", "Deterministic changes (hard failures) (1):", "GFLOP/s"}},
+		{name: "20% slower, the CPUs moved", base: withRTT(mk("a", 100, 8, base), 60), head: withRTT(mk("a", 100, 8, scale(noisySamples(2, 1e6, 10), 1.2)), 370),
+			opt: CompareOptions{Threshold: 0.05}, geomean: 1.2, out: []string{"CPUs moved §", "Not judged", "60 ns -> 370 ns"}},
+		{name: "20% slower, the CPUs alike", base: withRTT(mk("a", 100, 8, base), 60), head: withRTT(mk("a", 100, 8, scale(noisySamples(2, 1e6, 10), 1.2)), 70),
+			opt: CompareOptions{Threshold: 0.05}, regressions: 1, geomean: 1.2, out: []string{"REGRESSION"}},
 		{name: "peak bytes changed", base: mk("a", 100, 8, base), head: mk("a", 100, 16, base),
 			opt: CompareOptions{Threshold: 0.05}, determ: 1, geomean: 1, out: []string{"B/peak 8 -> 16"}},
 	}
