@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,12 @@ func Differ(a, b float64) bool {
 	return max(a, b) > Moved*min(a, b)
 }
 
+// ProbeEnv names the environment variable that turns the probe off: with the value "off"
+// ProbeRoundTrip measures nothing and says so (rows then carry no round trip). Tests of
+// `vitbench run` that count its baseline calls set it, so that a host moving the CPUs
+// cannot re-time their group.
+const ProbeEnv = "VITBENCH_ROUND_TRIP"
+
 // ProbeRoundTrip measures the cross-CPU round trip: two goroutines, each locked to its
 // own OS thread and (on Linux) pinned to one of the first two CPUs this process may use,
 // hand a counter back and forth through one atomic word; the figure is the mean round
@@ -65,6 +72,9 @@ func Differ(a, b float64) bool {
 // fewer than two CPUs or GOMAXPROCS 1. Neither goroutine unlocks its thread, so the pinned threads exit
 // with them instead of returning to the Go scheduler.
 func ProbeRoundTrip() RoundTrip {
+	if os.Getenv(ProbeEnv) == "off" {
+		return RoundTrip{Nanos: math.NaN(), CPUs: [2]int{-1, -1}, Err: errors.New(ProbeEnv + "=off")}
+	}
 	cpus, err := probeCPUs()
 	if err == nil && runtime.GOMAXPROCS(0) < 2 {
 		err = errors.New("GOMAXPROCS is 1: the two probe threads cannot run at once")

@@ -3,6 +3,7 @@ package contention
 import (
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -10,6 +11,7 @@ import (
 // range (a round trip through a shared cache line is tens to hundreds of nanoseconds,
 // never below a nanosecond nor above a probe timeout), on the first two CPUs.
 func TestProbeRoundTrip(t *testing.T) {
+	t.Setenv(ProbeEnv, "")
 	if runtime.NumCPU() < 2 {
 		r := ProbeRoundTrip()
 		if r.Measured() {
@@ -42,5 +44,13 @@ func TestDiffer(t *testing.T) {
 		if got := Differ(c.a, c.b); got != c.want {
 			t.Errorf("Differ(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+// TestProbeTurnedOff: with VITBENCH_ROUND_TRIP=off the probe measures nothing and says why.
+func TestProbeTurnedOff(t *testing.T) {
+	t.Setenv(ProbeEnv, "off")
+	if r := ProbeRoundTrip(); r.Measured() || r.Err == nil || !strings.Contains(r.Err.Error(), ProbeEnv) {
+		t.Fatalf("probe turned off, yet %+v", r)
 	}
 }

@@ -18,11 +18,12 @@ func rttRow(name, backend string, rtt float64, moved bool) results.BenchRow {
 	return r
 }
 
-// TestRetimeWhenCoresMoved: a quiet group is timed once more when the cross-CPU round
-// trips of its rows differ by more than contention.Moved (vitbench's rows at 60 ns, the
-// baseline's at 370: the two sides of the ratio saw different CPU arrangements) or when
-// one row's own probes disagreed; rows whose round trips agree within the factor are not,
-// and the re-timed rows keep their round trips.
+// TestRetimeWhenCoresMoved: a quiet group is timed once more when a vitbench row and the
+// baseline row of the same case have round trips more than contention.Moved apart
+// (vitbench at 60 ns, ORT at 370: the two sides of the ratio saw different CPU
+// arrangements) or when one row's own probes disagreed; rows whose round trips agree
+// within the factor, vitbench's rows among themselves and rows of different cases are
+// not, and the re-timed rows keep their round trips.
 func TestRetimeWhenCoresMoved(t *testing.T) {
 	text := func(rows ...results.BenchRow) []byte {
 		var b bytes.Buffer
@@ -42,7 +43,7 @@ func TestRetimeWhenCoresMoved(t *testing.T) {
 	if got := rt.next(0, &bf, true); got != 0 {
 		t.Fatalf("round trips 60 and 370 ns: next = %d, want 0 (re-time)", got)
 	}
-	if !strings.Contains(stderr.String(), "cache arrangement changed (cross-CPU round trip 60–370 ns)") {
+	if !strings.Contains(stderr.String(), "cache arrangement changed (cross-CPU round trip; a: vitbench at 60 ns, a baseline at 370 ns)") {
 		t.Errorf("stderr: %q", stderr.String())
 	}
 	rt.begin(&bf, 1)
@@ -62,6 +63,10 @@ func TestRetimeWhenCoresMoved(t *testing.T) {
 		{[]results.BenchRow{rttRow("b", "cpu", 60, false), rttRow("b", "ort", 110, false)}, false},
 		{[]results.BenchRow{rttRow("b", "cpu", 60, true), rttRow("b", "ort", 62, false)}, true},
 		{[]results.BenchRow{rttRow("b", "cpu", 60, false), loadRow("b", "torch", 0.01, false)}, false},
+		// vitbench's rows apart from each other: no ratio compares them.
+		{[]results.BenchRow{rttRow("b", "cpu", 60, false), rttRow("b", "cpu-bf16", 370, false)}, false},
+		// Apart, but of different cases: not one ratio.
+		{[]results.BenchRow{rttRow("b", "cpu", 60, false), rttRow("c", "ort", 370, false)}, false},
 	} {
 		if got := retimeReason(c.rows) != ""; got != c.want {
 			t.Errorf("rows %+v %+v: re-time %v, want %v", *c.rows[0].Load, *c.rows[1].Load, got, c.want)

@@ -8,6 +8,7 @@ import (
 
 	"vitbench/bench/cases"
 	"vitbench/bench/contention"
+	"vitbench/bench/report"
 	"vitbench/bench/results"
 )
 
@@ -124,12 +125,16 @@ func (rt *runRetime) markRetimed(r *results.BenchRow) bool {
 
 // retimeReason says why a group with these rows (vitbench's and the baselines') is to be
 // timed once more, "" when it is not: a row was timed contended (with the largest foreign
-// load), or the CPUs' cache arrangement changed while the group was timed (a row's own
-// probes disagreed, or two rows' round trips differ by more than contention.Moved), which
-// would set the two sides of a ratio on different machines in effect.
+// load), or the CPUs' cache arrangement changed under a ratio: a row's own probes
+// disagreed, or one of vitbench's rows and a baseline's row of the same case, batch and
+// threads have round trips more than contention.Moved apart, which would set the two
+// sides of that ratio on different machines in effect. vitbench's rows differing among
+// themselves is no reason: no ratio compares them.
 func retimeReason(rows []results.BenchRow) string {
 	worst, contended := 0.0, false
-	lo, hi, moved := math.Inf(1), 0.0, false
+	var moved []string
+	type side struct{ ours, theirs []float64 }
+	sides := map[rowKey]*side{}
 	for _, r := range rows {
 		if r.Load == nil {
 			continue
@@ -138,16 +143,43 @@ func retimeReason(rows []results.BenchRow) string {
 			contended = true
 			worst = max(worst, r.Load.Foreign)
 		}
-		moved = moved || r.Load.CoresMoved
-		if rtt := r.Load.RoundTripNs; rtt > 0 {
-			lo, hi = min(lo, rtt), max(hi, rtt)
+		if r.Load.CoresMoved {
+			moved = append(moved, fmt.Sprintf("%s on %s moved while it was timed (%.0f ns)", r.Case, r.Backend, r.Load.RoundTripNs))
+		}
+		if r.Load.RoundTripNs <= 0 {
+			continue
+		}
+		k := rowKey{caseName: r.Case, batch: r.Batch, threads: r.Threads}
+		if sides[k] == nil {
+			sides[k] = &side{}
+		}
+		if r.Backend == report.TorchBackend || r.Backend == report.OrtBackend {
+			sides[k].theirs = append(sides[k].theirs, r.Load.RoundTripNs)
+		} else {
+			sides[k].ours = append(sides[k].ours, r.Load.RoundTripNs)
 		}
 	}
-	switch {
-	case contended:
+	if contended {
 		return fmt.Sprintf("was timed while other processes used up to %.0f%% of the CPUs", 100*worst)
-	case moved || contention.Differ(lo, hi):
-		return fmt.Sprintf("was timed while the CPUs' cache arrangement changed (cross-CPU round trip %.0f–%.0f ns)", lo, hi)
+	}
+	for _, r := range rows { // in row order, for a stable message
+		if r.Load == nil || r.Load.RoundTripNs <= 0 {
+			continue
+		}
+		s := sides[rowKey{caseName: r.Case, batch: r.Batch, threads: r.Threads}]
+		for _, a := range s.ours {
+			for _, b := range s.theirs {
+				if contention.Differ(a, b) {
+					moved = append(moved, fmt.Sprintf("%s: vitbench at %.0f ns, a baseline at %.0f ns", r.Case, a, b))
+				}
+			}
+		}
+		if len(moved) > 0 {
+			break
+		}
+	}
+	if len(moved) > 0 {
+		return "was timed while the CPUs' cache arrangement changed (cross-CPU round trip; " + moved[0] + ")"
 	}
 	return ""
 }
