@@ -105,16 +105,18 @@ type Window struct {
 }
 
 // Load is what a window measured: the foreign load (NaN where the platform has no
-// /proc/stat) and whether it counts as contended; the cross-CPU round trip probed at its
-// start and at its end (NaN when a probe failed) and whether the two differ by more than
-// Moved.
+// /proc/stat) and whether it counts as contended, and the cross-CPU round trip probed at
+// its start and at its end (NaN when a probe failed).
 type Load struct {
 	Foreign    float64
 	Contended  bool
 	Wall       time.Duration
 	RoundTrips [2]float64
-	CoresMoved bool
 }
+
+// CoresMoved reports whether the window's two probes differ by more than Moved: the CPUs'
+// arrangement changed while it ran.
+func (l Load) CoresMoved() bool { return Differ(l.RoundTrips[0], l.RoundTrips[1]) }
 
 // RoundTripNs is the larger of the window's two probes, 0 when neither was measured.
 func (l Load) RoundTripNs() float64 { return MaxRoundTrip(l.RoundTrips[:]...) }
@@ -147,8 +149,7 @@ func Start() *Window {
 func (w *Window) Stop() Load {
 	wall := time.Since(w.start)
 	end := ProbeRoundTrip()
-	l := Load{Foreign: math.NaN(), Wall: wall, RoundTrips: [2]float64{w.rtt.Nanos, end.Nanos},
-		CoresMoved: Differ(w.rtt.Nanos, end.Nanos)}
+	l := Load{Foreign: math.NaN(), Wall: wall, RoundTrips: [2]float64{w.rtt.Nanos, end.Nanos}}
 	if !w.ok {
 		return l
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 
 	"vitbench/bench/contention"
 	"vitbench/bench/results"
@@ -56,15 +55,9 @@ func writeArrangementNote(w io.Writer, es, shown []entry) {
 	if len(hit) == 0 {
 		return
 	}
-	const most = 8
-	more := ""
-	if len(hit) > most {
-		more = fmt.Sprintf(", and %d more", len(hit)-most)
-		hit = hit[:most]
-	}
 	fmt.Fprintf(w, "\n%s\n", Inline(arrangementMark+" The two sides of this ratio were timed with the CPUs arranged differently "+
 		"(cross-CPU cache-line round trip, probed before and after each timing; \"moved\": the probes around one timing disagreed): "+
-		strings.Join(hit, "; ")+more+". On a VM whose vCPUs sometimes share a last-level cache and sometimes do not, multi-threaded "+
+		noteList(hit)+". On a VM whose vCPUs sometimes share a last-level cache and sometimes do not, multi-threaded "+
 		"times move by up to 2× with it; `vitbench run` re-times such a group once."))
 }
 

@@ -61,14 +61,17 @@ func writeContentionNote(w io.Writer, es, shown []entry) {
 	if len(hit) == 0 {
 		return
 	}
-	const most = 8
-	more := ""
-	if len(hit) > most {
-		more = fmt.Sprintf(", and %d more", len(hit)-most)
-		hit = hit[:most]
-	}
 	fmt.Fprintf(w, "\n%s\n", Inline(contendedMark+" Timed while other processes used more than 10% of the CPUs (foreign load over the timing window, from /proc/stat): "+
-		strings.Join(hit, "; ")+more+". Its ratios are less trustworthy; `vitbench run` re-times such a group once and keeps the second attempt."))
+		noteList(hit)+". Its ratios are less trustworthy; `vitbench run` re-times such a group once and keeps the second attempt."))
+}
+
+// noteList joins a footnote's items with "; ", the first 8 of them, then ", and N more".
+func noteList(items []string) string {
+	const most = 8
+	if len(items) <= most {
+		return strings.Join(items, "; ")
+	}
+	return strings.Join(items[:most], "; ") + fmt.Sprintf(", and %d more", len(items)-most)
 }
 
 // pct formats a load as a percentage; dash when not measured.

@@ -200,7 +200,7 @@ func BenchRow(b bench.Backend, caseName string, spec bench.Spec, dt bench.DType,
 	row = results.NewBenchRow(caseName, b.Name(), batch, threads, string(dt), spec.MACs(), spec.Bytes(), t.Peak, PeakRSS(), t.KernelNs, t.E2ENs)
 	row.Runs = t.Runs
 	row.Load = &results.RowLoad{Foreign: t.Load.Foreign, Contended: t.Load.Contended,
-		RoundTripNs: t.Load.RoundTripNs(), CoresMoved: t.Load.CoresMoved}
+		RoundTripNs: t.Load.RoundTripNs(), CoresMoved: t.Load.CoresMoved()}
 	row.Params = spec.Params()
 	if in := spec.Inputs(); len(in) > 0 && len(in[0].Shape) == 4 {
 		row.ImgH, row.ImgW = int(in[0].Shape[2]), int(in[0].Shape[3])

@@ -133,8 +133,12 @@ func (rt *runRetime) markRetimed(r *results.BenchRow) bool {
 func retimeReason(rows []results.BenchRow) string {
 	worst, contended := 0.0, false
 	var moved []string
-	type side struct{ ours, theirs []float64 }
+	type side struct {
+		name         string
+		ours, theirs []float64
+	}
 	sides := map[rowKey]*side{}
+	var order []rowKey // keys in the order of their first row, for a stable message
 	for _, r := range rows {
 		if r.Load == nil {
 			continue
@@ -151,7 +155,8 @@ func retimeReason(rows []results.BenchRow) string {
 		}
 		k := rowKey{caseName: r.Case, batch: r.Batch, threads: r.Threads}
 		if sides[k] == nil {
-			sides[k] = &side{}
+			sides[k] = &side{name: r.Case}
+			order = append(order, k)
 		}
 		if r.Backend == report.TorchBackend || r.Backend == report.OrtBackend {
 			sides[k].theirs = append(sides[k].theirs, r.Load.RoundTripNs)
@@ -162,20 +167,14 @@ func retimeReason(rows []results.BenchRow) string {
 	if contended {
 		return fmt.Sprintf("was timed while other processes used up to %.0f%% of the CPUs", 100*worst)
 	}
-	for _, r := range rows { // in row order, for a stable message
-		if r.Load == nil || r.Load.RoundTripNs <= 0 {
-			continue
-		}
-		s := sides[rowKey{caseName: r.Case, batch: r.Batch, threads: r.Threads}]
-		for _, a := range s.ours {
-			for _, b := range s.theirs {
+	for _, k := range order {
+		sd := sides[k]
+		for _, a := range sd.ours {
+			for _, b := range sd.theirs {
 				if contention.Differ(a, b) {
-					moved = append(moved, fmt.Sprintf("%s: vitbench at %.0f ns, a baseline at %.0f ns", r.Case, a, b))
+					moved = append(moved, fmt.Sprintf("%s: vitbench at %.0f ns, a baseline at %.0f ns", sd.name, a, b))
 				}
 			}
-		}
-		if len(moved) > 0 {
-			break
 		}
 	}
 	if len(moved) > 0 {
