@@ -21,7 +21,14 @@ func TestProbeRoundTrip(t *testing.T) {
 		return
 	}
 	threads := runtime.NumGoroutine()
+	// On a loaded machine (CI runs packages side by side) the pinned echo thread can wait
+	// past the probe's timeout for its CPU; that is the documented busy outcome, so try a
+	// few times before calling it a failure.
 	r := ProbeRoundTrip()
+	for try := 1; try < 5 && r.Err != nil && strings.Contains(r.Err.Error(), "busy"); try++ {
+		time.Sleep(100 * time.Millisecond)
+		r = ProbeRoundTrip()
+	}
 	if !r.Measured() {
 		t.Fatalf("probe failed: %v", r.Err)
 	}
