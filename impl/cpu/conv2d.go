@@ -18,6 +18,7 @@ type foldedWeight struct {
 	pbs      []*kern.PackedB
 	pa       *kern.PackedA // the direct convolution's weight, bias as a last column (instead of pbs)
 	geom     directGeom    // and its padded-image geometry (taps), built once
+	wino     *winoWeight   // the Winograd transform of the weight (instead of pbs)
 	bias     []float32
 	held     int64 // bytes this cache keeps alive
 }
@@ -27,6 +28,9 @@ func (f *foldedWeight) bytes() int64 { return f.held }
 // current reports whether every packed matrix is for the active ISA path.
 func (f *foldedWeight) current() bool {
 	if f.pa != nil && !f.pa.Current() {
+		return false
+	}
+	if f.wino != nil && !f.wino.current() {
 		return false
 	}
 	for _, pb := range f.pbs {
@@ -63,12 +67,17 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	if err := checkShapes("conv2d", out, []bench.Shape{{c.Batch, c.OutChans, oh, ow}}); err != nil {
 		return err
 	}
+	if useWinograd(c, b.bf16) {
+		fw := b.foldConv(c, in[1:], convWinograd)
+		b.conv2dWinograd(c, fw.wino, in[0].data, out[0].data, res)
+		return nil
+	}
 	if useDirect(c) && (!b.bf16 || c.OutChans <= b.bf16DirectMaxOut) {
-		fw := b.foldConv(c, in[1:], true)
+		fw := b.foldConv(c, in[1:], convDirect)
 		b.conv2dDirect(c, fw.pa, fw.geom, in[0].data, out[0].data, res)
 		return nil
 	}
-	fw := b.foldConv(c, in[1:], false)
+	fw := b.foldConv(c, in[1:], convWindows)
 	windows, o := oh*ow, c.OutChans
 	geom := kern.UnfoldGeom{C: c.InChans, H: c.Height, W: c.Width, KH: c.KernelH, KW: c.KernelW,
 		SH: c.StrideH, SW: c.StrideW, PH: c.PadH, PW: c.PadW, DH: c.DilationH, DW: c.DilationW, OH: oh, OW: ow}
@@ -104,20 +113,41 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	return nil
 }
 
+// convPacking is the form foldConv packs a convolution weight in.
+type convPacking int
+
+const (
+	convWindows  convPacking = iota // kern.PackBT, for the implicit GEMM
+	convDirect                      // kern.PackA with the bias column, for the direct convolution
+	convWinograd                    // the Winograd transform (winogradWeight)
+)
+
+// mode is the packing f holds.
+func (f *foldedWeight) mode() convPacking {
+	switch {
+	case f.pa != nil:
+		return convDirect
+	case f.wino != nil:
+		return convWinograd
+	}
+	return convWindows
+}
+
 // foldConv returns the conv weight with BatchNorm folded in, packed, and
 // its bias: w'[o] = w[o]·s[o], b'[o] = (b[o] − mean[o])·s[o] + beta[o] with
 // s[o] = gamma[o]/√(var[o] + eps). It is rebuilt only when one of the
-// tensors it reads was uploaded again. With direct, the weight is packed
-// for the direct convolution instead (kern.PackA, the bias as one more
-// column).
-func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, direct bool) *foldedWeight {
+// tensors it reads was uploaded again, or the packing or geometry asked
+// for changed. With convDirect the weight is packed for the direct
+// convolution instead (kern.PackA, the bias as one more column); with
+// convWinograd it is transformed for the Winograd convolution.
+func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, mode convPacking) *foldedWeight {
 	w := ws[0]
 	versions := make([]uint64, len(ws))
 	for i, t := range ws {
 		versions[i] = t.version
 	}
-	if f := w.folded; f != nil && f.current() && slices.Equal(f.versions, versions) && (f.pa != nil) == direct &&
-		(!direct || f.geom.c == c) {
+	if f := w.folded; f != nil && f.current() && slices.Equal(f.versions, versions) && f.mode() == mode &&
+		(mode != convDirect || f.geom.c == c) && (mode != convWinograd || f.wino.geom.c == c) {
 		return f
 	}
 	b.dropPacked(w)
@@ -139,7 +169,14 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, direct bool) *foldedWeigh
 			bias[i] = float32((float64(bias[i])-float64(mean[i]))*s + float64(beta[i]))
 		}
 	}
-	if direct {
+	switch mode {
+	case convWinograd:
+		f := &foldedWeight{versions: versions, wino: winogradWeight(newWinoGeom(c, b.threads), wf, bias), bias: bias}
+		f.held = f.wino.bytes()
+		w.folded = f
+		b.account(f.bytes())
+		return f
+	case convDirect:
 		f := &foldedWeight{versions: versions, pa: directWeight(o, k, wf, bias), geom: newDirectGeom(c), bias: bias}
 		f.held = f.pa.Bytes()
 		w.folded = f
