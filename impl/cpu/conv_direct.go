@@ -12,9 +12,11 @@ import (
 // tile of C (O rows × directBlock) that stays in cache for the epilogue.
 const directBlock = 128
 
-// convPath is VITBENCH_CONV, read once: "windows" or "direct" forces one
-// convolution path (for A/B timing; direct still needs SIMD), anything
-// else lets useDirect choose.
+// convPath is VITBENCH_CONV, read once: "windows", "direct" or
+// "winograd" forces one convolution path where it applies (for A/B
+// timing; direct and Winograd still need SIMD, Winograd a 3×3 stride-1
+// kernel), "nowinograd" lets useDirect choose between the other two, and
+// anything else lets useWinograd and useDirect choose.
 var convPath = os.Getenv("VITBENCH_CONV")
 
 // useDirect reports whether conv c runs as a direct convolution: a kernel

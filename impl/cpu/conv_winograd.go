@@ -48,22 +48,32 @@ func useWinograd(c ops.Conv2d, bf16 bool) bool {
 	case "winograd":
 		return true
 	}
-	return c.InChans >= winogradMinChans && c.OutChans >= winogradMinChans &&
-		ceilDiv(c.OutH(), 2)*ceilDiv(c.OutW(), 2) >= winogradMinTiles
+	if c.InChans < winogradMinChans || c.OutChans < winogradMinChans {
+		return false
+	}
+	// The share of the products' columns that are tiles of the map (the
+	// rest: the wide rows' last column and the rounding to whole panels).
+	th, tw := ceilDiv(c.OutH(), 2), ceilDiv(c.OutW(), 2)
+	panel := 32
+	computed := ceilDiv(th*(tw+1), panel) * panel
+	return float64(th*tw) >= winogradMinShare*float64(computed)
 }
 
 // winogradMinChans is the fewest input and output channels, and
-// winogradMinTiles the fewest tiles per image, for which the Winograd
-// path is chosen. Below them its transforms (about as costly per channel
-// as per output channel) or its transformed weight (16/9 of the weight,
-// read again for every image) outweigh the products it saves. Measured
-// direct/Winograd on two threads (TestConvWinogradAB, 3×3 pad 1, BN and
-// ReLU): 1.52× for 256 channels at 14×14, 1.12× for 128 at 28×28, but
-// 0.79× for 512 at 7×7 (16 tiles), 0.94× for 64 at 56×56, 0.82× for 64
-// at 16×16 and 0.69× for 32 at 64×64.
+// winogradMinShare the smallest share of the products' columns that are
+// real tiles, for which the Winograd path is chosen. Below them its
+// transforms (about as costly per channel as per output channel) or its
+// wasted columns outweigh the 2.25× fewer products; on a small map the
+// transformed weight (16/9 of the weight) is also read for few tiles.
+// Measured direct/Winograd on two threads (TestConvWinogradAB, 3×3 pad 1,
+// BN and ReLU, the share in brackets): 1.87× for 256 channels at 14×14
+// (0.77), 1.63× for 128 at 28×28 (0.88), 1.41× for 64 at 56×56 (0.94),
+// 1.38× for 64 at 32×32 (0.89), 1.33× for 32 at 64×64 (0.97), 1.49× for
+// 256 at 13×13 batch 2 (0.77); but 0.82× for 64 at 16×16 (0.67), 0.99×
+// for 128 at 16×16 (0.67) and 0.79-0.86× for 512 at 7×7 (0.5).
 const (
-	winogradMinChans = 128
-	winogradMinTiles = 36
+	winogradMinChans = 32
+	winogradMinShare = 0.75
 )
 
 // winogradCols is the number of tiles one work item's 16 products cover:
@@ -92,7 +102,9 @@ func newWinoGeom(c ops.Conv2d, threads int) winoGeom {
 	g := winoGeom{c: c, oh: c.OutH(), ow: c.OutW()}
 	g.th, g.tw = ceilDiv(g.oh, 2), ceilDiv(g.ow, 2)
 	g.hq, g.wq = g.th+1, g.tw+1
-	g.ps = g.hq*g.wq + g.wq + 1
+	// Slack past each plane: the transforms read up to wq + 1 past a
+	// tile and round their counts up to the vector width.
+	g.ps = g.hq*g.wq + g.wq + 1 + 16
 	g.n = g.th * g.wq
 	g.blocks = ceilDiv(g.n, winogradCols)
 	// Enough parts that every worker has about two items, none over
@@ -169,37 +181,42 @@ func (w *winoWeight) current() bool {
 }
 
 // conv2dWinograd runs conv c (3×3, stride 1) by Winograd F(2×2, 3×3), one
-// image at a time: the workers transform their channels' tiles, then share
-// the (column block, output part) items, each running its 16 products
-// into a tile buffer and transforming that into the output, adding the
-// bias (and the residual, then the ReLU, when the node has them).
+// image at a time, in three parallel phases: the workers transform their
+// channels' tiles (kern.WinogradInput); then they share the (column
+// block, output part) items, each running its 16 products into a tile
+// buffer and transforming those (kern.WinogradOutput, the bias added) into
+// wide output rows; then each output channel's rows are copied into the
+// NCHW output, adding the residual and applying the ReLU on the way.
 func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float32) {
 	g := w.geom
-	cin, ps := c.InChans, g.ps
+	cin, o, ps := c.InChans, c.OutChans, g.ps
 	kernelRows := w.parts[0][0].Rows()
 	tileSize := 16 * kernelRows * winogradCols
-	vSize := 16*cin*ps + winogradCols
-	buf, release := b.scratch(4*cin*ps + 8*cin*ps + vSize + b.threads*tileSize)
+	wide := 2 * g.blocks * winogradCols // floats per wide output row pair plane
+	rowBuf := 2*g.wq + 2*kern.RoundWidth()
+	qSize, vSize := 4*cin*ps, 16*cin*ps+winogradCols
+	buf, release := b.scratch(qSize + vSize + b.threads*(tileSize+rowBuf) + 2*o*wide)
 	defer release()
-	q, z := buf[:4*cin*ps], buf[4*cin*ps:12*cin*ps]
-	v, tiles := buf[12*cin*ps:12*cin*ps+vSize], buf[12*cin*ps+vSize:]
+	q, v := buf[:qSize], buf[qSize:qSize+vSize]
+	work := buf[qSize+vSize : qSize+vSize+b.threads*(tileSize+rowBuf)]
+	wout := buf[qSize+vSize+b.threads*(tileSize+rowBuf):]
 	clear(v[16*cin*ps:])
 	taps := make([]int, cin)
 	for ch := range taps {
 		taps[ch] = ch * ps
 	}
-	inImage, outImage := cin*c.Height*c.Width, c.OutChans*g.oh*g.ow
+	inImage, outImage := cin*c.Height*c.Width, o*g.oh*g.ow
 	items := g.blocks * g.parts
 	for img := 0; img < c.Batch; img++ {
 		xi := x[img*inImage : (img+1)*inImage]
-		parallelFor(b.threads, cin, 1, func(lo, hi int) { g.transformInput(xi, q, z, v, lo, hi) })
-		var ri []float32
-		if res != nil {
-			ri = res[img*outImage : (img+1)*outImage]
-		}
-		yi := y[img*outImage : (img+1)*outImage]
+		parallelChunks(min(b.threads, cin), cin, 1, func(wk, lo, hi int) {
+			row := work[wk*(tileSize+rowBuf)+tileSize : (wk+1)*(tileSize+rowBuf)]
+			for ch := lo; ch < hi; ch++ {
+				g.transformInput(xi, q, v, ch, row)
+			}
+		})
 		parallelChunks(min(b.threads, items), items, 1, func(wk, lo, hi int) {
-			m := tiles[wk*tileSize : (wk+1)*tileSize]
+			m := work[wk*(tileSize+rowBuf) : wk*(tileSize+rowBuf)+tileSize]
 			for it := lo; it < hi; it++ {
 				blk, part := it/g.parts, it%g.parts
 				w0 := blk * winogradCols
@@ -209,139 +226,78 @@ func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float3
 					kern.SgemmTaps(pas[i], v[i*cin*ps+w0:], taps, nb, m[i*kernelRows*winogradCols:], winogradCols)
 				}
 				o0 := part * g.partRows
-				g.transformOutput(m, kernelRows, pas[0].M, o0, w0, nb, w.bias, yi, ri, c.ReLU)
+				for r := 0; r < pas[0].M; r++ {
+					plane := wout[(o0+r)*2*wide:]
+					kern.WinogradOutput(nb, m[r*winogradCols:], kernelRows*winogradCols, w.bias[o0+r],
+						plane[2*w0:wide], plane[wide+2*w0:2*wide])
+				}
 			}
 		})
-	}
-}
-
-// transformInput writes the transformed tiles of channels [lo, hi) of the
-// image x [C, H, W]: the phase planes q, their transform along x, z, and
-// along y, v (16 planes per channel, v[ξν][ch·ps + t]).
-func (g winoGeom) transformInput(x, q, z, v []float32, lo, hi int) {
-	c, cin, ps, wq := g.c, g.c.InChans, g.ps, g.wq
-	plane := g.hq * g.wq
-	for ph := 0; ph < 4; ph++ {
-		py, px := ph/2, ph%2
-		// Plane column j reads image column 2j + px − PW, inside for j in [j0, j1).
-		j0 := max(0, ceilDiv(c.PadW-px, 2))
-		j1 := min(wq, ceilDiv(c.Width+c.PadW-px, 2))
-		for ch := lo; ch < hi; ch++ {
-			dst := q[(ph*cin+ch)*ps : (ph*cin+ch+1)*ps]
-			img := x[ch*c.Height*c.Width : (ch+1)*c.Height*c.Width]
-			for i := 0; i < g.hq; i++ {
-				row := dst[i*wq : (i+1)*wq]
-				yy := 2*i + py - c.PadH
-				if yy < 0 || yy >= c.Height || j0 >= j1 {
-					clear(row)
-					continue
-				}
-				clear(row[:j0])
-				src := img[yy*c.Width : (yy+1)*c.Width]
-				off := px - c.PadW
-				for j := j0; j < j1; j++ {
-					row[j] = src[2*j+off]
-				}
-				clear(row[j1:])
-			}
-			clear(dst[plane:])
-		}
-	}
-	// Along x: z[py, ν][s] from q[py, 0] and q[py, 1] at s and s+1 (Bᵀ's
-	// rows), over the channels' planes at once; the last channel stops at
-	// its plane so no worker reads past its channels.
-	span := (hi-lo-1)*ps + plane
-	at := func(a []float32, block, shift int) []float32 {
-		o := (block*cin+lo)*ps + shift
-		return a[o : o+span]
-	}
-	for py := 0; py < 2; py++ {
-		e0, e1 := at(q, 2*py, 0), at(q, 2*py, 1)           // Q[py, 0] at s, s+1
-		o0, o1 := at(q, 2*py+1, 0), at(q, 2*py+1, 1)       // Q[py, 1] at s, s+1
-		kern.AddScaled(span, -1, e0, e1, at(z, py*4+0, 0)) // d0 − d2
-		kern.Add(span, o0, e1, at(z, py*4+1, 0))           // d1 + d2
-		kern.AddScaled(span, -1, e1, o0, at(z, py*4+2, 0)) // d2 − d1
-		kern.AddScaled(span, -1, o0, o1, at(z, py*4+3, 0)) // d1 − d3
-	}
-	// Along y: v[ξ, ν][t] from z[0, ν] and z[1, ν] at t and t + wq.
-	span = (hi-lo-1)*ps + g.n
-	for nu := 0; nu < 4; nu++ {
-		a0, a1 := at(z, nu, 0), at(z, nu, wq)     // Z[0, ν] at t, t+wq
-		b0, b1 := at(z, 4+nu, 0), at(z, 4+nu, wq) // Z[1, ν] at t, t+wq
-		kern.AddScaled(span, -1, a0, a1, at(v, 0*4+nu, 0))
-		kern.Add(span, b0, a1, at(v, 1*4+nu, 0))
-		kern.AddScaled(span, -1, a1, b0, at(v, 2*4+nu, 0))
-		kern.AddScaled(span, -1, b0, b1, at(v, 3*4+nu, 0))
-	}
-	// The last channel's columns past the tiles are read by the products'
-	// rounded-up panels: keep them finite.
-	for i := 0; i < 16; i++ {
-		clear(v[(i*cin+hi-1)*ps+g.n : (i*cin+hi)*ps])
-	}
-}
-
-// transformOutput finishes tiles [w0, w0+nb) of output channels
-// [o0, o0+rows): m holds the 16 products M[ξν] [kernelRows, winogradCols];
-// Y = Aᵀ M A (in place in m), then y[o, 2ty+i, 2tx+j] = Y[i, j] + bias[o]
-// (+ res, then max(·, 0) when relu; max(·, 0) alone when relu and no res).
-func (g winoGeom) transformOutput(m []float32, kernelRows, rows, o0, w0, nb int, bias, y, res []float32, relu bool) {
-	size := kernelRows * winogradCols
-	n := rows * winogradCols
-	slot := func(xi, nu int) []float32 { return m[(xi*4+nu)*size : (xi*4+nu)*size+n] }
-	// Along ν: S[ξ, 0] = M0 + M1 + M2 into slot ν=0, S[ξ, 1] = M1 − M2 − M3 into ν=3.
-	for xi := 0; xi < 4; xi++ {
-		m0, m1, m2, m3 := slot(xi, 0), slot(xi, 1), slot(xi, 2), slot(xi, 3)
-		kern.AddScaled(n, -1, m1, m3, m3)
-		kern.AddScaled(n, -1, m3, m2, m3)
-		kern.Add(n, m0, m1, m0)
-		kern.Add(n, m0, m2, m0)
-	}
-	// Along ξ, for both columns j (slots ν = 0 and 3).
-	for _, nu := range [2]int{0, 3} {
-		s0, s1, s2, s3 := slot(0, nu), slot(1, nu), slot(2, nu), slot(3, nu)
-		kern.AddScaled(n, -1, s1, s3, s3)
-		kern.AddScaled(n, -1, s3, s2, s3)
-		kern.Add(n, s0, s1, s0)
-		kern.Add(n, s0, s2, s0)
-	}
-	oh, ow, wq := g.oh, g.ow, g.wq
-	for r := 0; r < rows; r++ {
-		o := o0 + r
-		bo := bias[o]
-		plane := y[o*oh*ow : (o+1)*oh*ow]
-		var rplane []float32
+		var ri []float32
 		if res != nil {
-			rplane = res[o*oh*ow : (o+1)*oh*ow]
+			ri = res[img*outImage : (img+1)*outImage]
 		}
-		for i := 0; i < 2; i++ {
-			for j := 0; j < 2; j++ {
-				yv := slot(3*i, 3*j)[r*winogradCols : (r+1)*winogradCols]
-				for t := w0; t < w0+nb; {
-					ty, tx := t/wq, t%wq
-					end := min(w0+nb, (ty+1)*wq)
-					oy := 2*ty + i
-					if oy >= oh {
-						break
+		g.storeRows(wout, wide, y[img*outImage:(img+1)*outImage], ri, c.ReLU, b.threads)
+	}
+}
+
+// transformInput writes the transformed tiles of channel ch of the image
+// x [C, H, W]: its four phase planes into q (q[(ph·C + ch)·ps + i·wq + j],
+// each padded image row split by kern.Deinterleave through row, a buffer
+// of 2·wq rounded up), then the 16 planes v[(ξν·C + ch)·ps + t].
+func (g winoGeom) transformInput(x, q, v []float32, ch int, row []float32) {
+	c, cin, ps, wq := g.c, g.c.InChans, g.ps, g.wq
+	plane := g.hq * wq
+	img := x[ch*c.Height*c.Width : (ch+1)*c.Height*c.Width]
+	clear(row)
+	inside := row[c.PadW : c.PadW+min(c.Width, 2*wq-c.PadW)]
+	for py := 0; py < 2; py++ {
+		even := q[((2*py)*cin+ch)*ps : ((2*py)*cin+ch+1)*ps]
+		odd := q[((2*py+1)*cin+ch)*ps : ((2*py+1)*cin+ch+1)*ps]
+		for i := 0; i < g.hq; i++ {
+			yy := 2*i + py - c.PadH
+			if yy < 0 || yy >= c.Height {
+				clear(even[i*wq : (i+1)*wq])
+				clear(odd[i*wq : (i+1)*wq])
+				continue
+			}
+			copy(inside, img[yy*c.Width:])
+			kern.Deinterleave(wq, row, even[i*wq:], odd[i*wq:])
+		}
+		clear(even[plane:])
+		clear(odd[plane:])
+	}
+	kern.WinogradInput(g.n, q[ch*ps:], cin*ps, wq, v[ch*ps:], cin*ps)
+	// The products' rounded-up panels read past the tiles: keep it finite.
+	done := (g.n + kern.RoundWidth() - 1) / kern.RoundWidth() * kern.RoundWidth()
+	for i := 0; i < 16; i++ {
+		clear(v[(i*cin+ch)*ps+done : (i*cin+ch+1)*ps])
+	}
+}
+
+// storeRows copies each output channel's wide rows (wout[o·2·wide + i·wide
+// + ty·2·wq + x] is output row 2ty+i, column x) into the NCHW output y,
+// adding res (when not nil) and then applying the ReLU (when relu).
+func (g winoGeom) storeRows(wout []float32, wide int, y, res []float32, relu bool, threads int) {
+	oh, ow := g.oh, g.ow
+	parallelFor(threads, g.c.OutChans, 1, func(lo, hi int) {
+		for o := lo; o < hi; o++ {
+			for oy := 0; oy < oh; oy++ {
+				src := wout[o*2*wide+(oy%2)*wide+(oy/2)*2*g.wq:][:ow]
+				at := (o*oh + oy) * ow
+				dst := y[at : at+ow]
+				switch {
+				case res != nil:
+					kern.Add(ow, src, res[at:at+ow], dst)
+					if relu {
+						kern.ReLU(ow, dst, dst)
 					}
-					txEnd := min(end-ty*wq, g.tw)
-					if 2*(txEnd-1)+j >= ow {
-						txEnd--
-					}
-					dst := plane[oy*ow : (oy+1)*ow]
-					src := yv[t-w0:]
-					for k := tx; k < txEnd; k++ {
-						val := src[k-tx] + bo
-						if res != nil {
-							val += rplane[oy*ow+2*k+j]
-						}
-						if relu && val < 0 {
-							val = 0
-						}
-						dst[2*k+j] = val
-					}
-					t = end
+				case relu:
+					kern.ReLU(ow, src, dst)
+				default:
+					copy(dst, src)
 				}
 			}
 		}
-	}
+	})
 }

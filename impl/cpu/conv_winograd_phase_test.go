@@ -30,8 +30,10 @@ func TestWinogradPhases(t *testing.T) {
 		w := winogradWeight(g, wf, make([]float32, cout))
 		ps := g.ps
 		x := make([]float32, cin*h*h)
-		q, z, v := make([]float32, 4*cin*ps), make([]float32, 8*cin*ps), make([]float32, 16*cin*ps+64)
-		y := make([]float32, cout*h*h)
+		q, v := make([]float32, 4*cin*ps), make([]float32, 16*cin*ps+64)
+		row := make([]float32, 2*g.wq+32)
+		wide := 2 * g.blocks * winogradCols
+		wout := make([]float32, 2*cout*wide)
 		kr := w.parts[0][0].Rows()
 		m := make([]float32, 16*kr*winogradCols)
 		taps := make([]int, cin)
@@ -41,7 +43,9 @@ func TestWinogradPhases(t *testing.T) {
 		var tIn, tG, tOut time.Duration
 		for r := 0; r < 20; r++ {
 			t0 := time.Now()
-			g.transformInput(x, q, z, v, 0, cin)
+			for ch := 0; ch < cin; ch++ {
+				g.transformInput(x, q, v, ch, row)
+			}
 			t1 := time.Now()
 			var tg, to time.Duration
 			for blk := 0; blk < g.blocks; blk++ {
@@ -53,7 +57,11 @@ func TestWinogradPhases(t *testing.T) {
 						kern.SgemmTaps(w.parts[part][i], v[i*cin*ps+w0:], taps, nb, m[i*kr*winogradCols:], winogradCols)
 					}
 					b := time.Now()
-					g.transformOutput(m, kr, w.parts[part][0].M, part*g.partRows, w0, nb, w.bias, y, nil, false)
+					o0 := part * g.partRows
+					for r := 0; r < w.parts[part][0].M; r++ {
+						plane := wout[(o0+r)*2*wide:]
+						kern.WinogradOutput(nb, m[r*winogradCols:], kr*winogradCols, 0, plane[2*w0:wide], plane[wide+2*w0:2*wide])
+					}
 					tg += b.Sub(a)
 					to += time.Since(b)
 				}

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
+	"time"
 
 	"vitbench/bench"
 	"vitbench/bench/ops"
@@ -64,28 +66,54 @@ func TestConvWinogradMatchesOracle(t *testing.T) {
 	})
 }
 
-// TestConvWinogradAB prints, for the 3×3 convolutions of ResNet-50 and
-// VQGAN, the median time of the Winograd path against the path the
-// backend would take without it, interleaved. Skipped unless
-// VITBENCH_PROFILE_AB is set.
+// TestConvWinogradAB prints, for 3×3 convolutions of ResNet-50, VQGAN and
+// IPT (BN folded, ReLU), the median time of the path the backend takes
+// without Winograd and of the Winograd path, on two threads, interleaved
+// in rounds of 20 runs (shorter rounds let the switch between them
+// dominate). Skipped unless VITBENCH_PROFILE_AB is set.
 func TestConvWinogradAB(t *testing.T) {
 	if os.Getenv("VITBENCH_PROFILE_AB") == "" {
 		t.Skip("VITBENCH_PROFILE_AB not set")
 	}
+
 	defer func(p string) { convPath = p }(convPath)
-	type cv struct{ batch, cin, cout, h int }
-	for _, c := range []cv{{1, 32, 32, 64}, {1, 64, 64, 16}, {1, 64, 64, 32}, {1, 64, 64, 56}, {1, 128, 128, 28},
-		{1, 256, 256, 14}, {1, 512, 512, 7}, {2, 256, 256, 13}, {2, 512, 512, 7}} {
-		conv := ops.Conv2d{Unfold: ops.Unfold{Batch: c.batch, InChans: c.cin, Height: c.h, Width: c.h, KernelH: 3, KernelW: 3,
-			StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1}, OutChans: c.cout,
-			BN: true, BNEps: 1e-5, ReLU: true}
-		be := New(0)
-		per := bench.Shape{c.cout}
-		shapes := []bench.Shape{{c.batch, c.cin, c.h, c.h}, {c.cout, c.cin, 3, 3}, per, per, per, per}
-		ta, tb := abNode(t, be, conv, shapes, []bench.Shape{{c.batch, c.cout, c.h, c.h}}, 30,
-			func(v int) { convPath = []string{"nowinograd", "winograd"}[v] })
-		flop := 2 * float64(c.batch*c.h*c.h*c.cout*c.cin*9)
-		fmt.Printf("%+v default %.1f µs (%.0f GFLOP/s) winograd %.1f µs (%.0f GFLOP/s eq) default/winograd %.2f\n",
-			c, ta*1e6, flop/ta/1e9, tb*1e6, flop/tb/1e9, ta/tb)
+	for _, th := range []int{2} {
+		for _, cv := range [][3]int{{64, 16, 1}, {32, 64, 1}, {64, 32, 1}, {64, 56, 1}, {128, 28, 1}, {256, 14, 1}, {512, 7, 1}, {256, 13, 2}, {512, 7, 2}, {128, 16, 2}, {256, 8, 2}} {
+			cin, h, batch := cv[0], cv[1], cv[2]
+			conv := ops.Conv2d{Unfold: ops.Unfold{Batch: batch, InChans: cin, Height: h, Width: h, KernelH: 3, KernelW: 3,
+				StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1}, OutChans: cin, BN: true, BNEps: 1e-5, ReLU: true}
+			be := New(th)
+			var ins [2][]bench.Tensor
+			var outs [2]bench.Tensor
+			for v := range 2 {
+				for _, s := range []bench.Shape{{batch, cin, h, h}, {cin, cin, 3, 3}, {cin}, {cin}, {cin}, {cin}} {
+					x, _ := be.Alloc(s, bench.Float32)
+					d := make([]float32, s.Elems())
+					for j := range d {
+						d[j] = float32((j*7)%17)/17 + 0.1
+					}
+					be.Upload(x, d)
+					ins[v] = append(ins[v], x)
+				}
+				outs[v], _ = be.Alloc(bench.Shape{batch, cin, h, h}, bench.Float32)
+			}
+			var ts [2][]float64
+			for r := 0; r < 12; r++ {
+				for v := range 2 {
+					convPath = []string{"nowinograd", "winograd"}[v]
+					for i := 0; i < 3; i++ {
+						be.Enqueue(conv, ins[v], []bench.Tensor{outs[v]})
+					}
+					t0 := time.Now()
+					for i := 0; i < 20; i++ {
+						be.Enqueue(conv, ins[v], []bench.Tensor{outs[v]})
+					}
+					ts[v] = append(ts[v], time.Since(t0).Seconds()/20)
+				}
+			}
+			slices.Sort(ts[0])
+			slices.Sort(ts[1])
+			fmt.Printf("threads %d %v: default %.1f µs winograd %.1f µs ratio %.2f\n", th, cv, ts[0][6]*1e6, ts[1][6]*1e6, ts[0][6]/ts[1][6])
+		}
 	}
 }

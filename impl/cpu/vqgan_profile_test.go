@@ -108,8 +108,15 @@ func TestNodeProfile(t *testing.T) {
 			total += m
 			key := fmt.Sprintf("%s %+v", st.Node.OpName(), st.Node)
 			if c, ok := st.Node.(ops.Conv2d); ok {
-				key = fmt.Sprintf("conv2d %d→%d %dx%d k%d s%d p%d res=%v direct=%v", c.InChans, c.OutChans, c.Height, c.Width,
-					c.KernelH, c.StrideH, c.PadH, c.Residual, useDirect(c))
+				path := "windows"
+				switch {
+				case useWinograd(c, false):
+					path = "winograd"
+				case useDirect(c):
+					path = "direct"
+				}
+				key = fmt.Sprintf("conv2d %d→%d %dx%d k%d s%d p%d res=%v %s", c.InChans, c.OutChans, c.Height, c.Width,
+					c.KernelH, c.StrideH, c.PadH, c.Residual, path)
 				macs[key] += float64(c.OutH()*c.OutW()*c.OutChans*c.Cols()) * float64(c.Batch)
 			}
 			if groups[key] == nil {

@@ -4010,6 +4010,78 @@ DATA vk_iota<>+24(SB)/4, $0x00000006
 DATA vk_iota<>+28(SB)/4, $0x00000007
 GLOBL vk_iota<>(SB), RODATA|NOPTR, $32
 
+DATA vk_ilvlo<>+0(SB)/4, $0x00000000
+DATA vk_ilvlo<>+4(SB)/4, $0x00000010
+DATA vk_ilvlo<>+8(SB)/4, $0x00000001
+DATA vk_ilvlo<>+12(SB)/4, $0x00000011
+DATA vk_ilvlo<>+16(SB)/4, $0x00000002
+DATA vk_ilvlo<>+20(SB)/4, $0x00000012
+DATA vk_ilvlo<>+24(SB)/4, $0x00000003
+DATA vk_ilvlo<>+28(SB)/4, $0x00000013
+DATA vk_ilvlo<>+32(SB)/4, $0x00000004
+DATA vk_ilvlo<>+36(SB)/4, $0x00000014
+DATA vk_ilvlo<>+40(SB)/4, $0x00000005
+DATA vk_ilvlo<>+44(SB)/4, $0x00000015
+DATA vk_ilvlo<>+48(SB)/4, $0x00000006
+DATA vk_ilvlo<>+52(SB)/4, $0x00000016
+DATA vk_ilvlo<>+56(SB)/4, $0x00000007
+DATA vk_ilvlo<>+60(SB)/4, $0x00000017
+GLOBL vk_ilvlo<>(SB), RODATA|NOPTR, $64
+
+DATA vk_ilvhi<>+0(SB)/4, $0x00000008
+DATA vk_ilvhi<>+4(SB)/4, $0x00000018
+DATA vk_ilvhi<>+8(SB)/4, $0x00000009
+DATA vk_ilvhi<>+12(SB)/4, $0x00000019
+DATA vk_ilvhi<>+16(SB)/4, $0x0000000a
+DATA vk_ilvhi<>+20(SB)/4, $0x0000001a
+DATA vk_ilvhi<>+24(SB)/4, $0x0000000b
+DATA vk_ilvhi<>+28(SB)/4, $0x0000001b
+DATA vk_ilvhi<>+32(SB)/4, $0x0000000c
+DATA vk_ilvhi<>+36(SB)/4, $0x0000001c
+DATA vk_ilvhi<>+40(SB)/4, $0x0000000d
+DATA vk_ilvhi<>+44(SB)/4, $0x0000001d
+DATA vk_ilvhi<>+48(SB)/4, $0x0000000e
+DATA vk_ilvhi<>+52(SB)/4, $0x0000001e
+DATA vk_ilvhi<>+56(SB)/4, $0x0000000f
+DATA vk_ilvhi<>+60(SB)/4, $0x0000001f
+GLOBL vk_ilvhi<>(SB), RODATA|NOPTR, $64
+
+DATA vk_evens<>+0(SB)/4, $0x00000000
+DATA vk_evens<>+4(SB)/4, $0x00000002
+DATA vk_evens<>+8(SB)/4, $0x00000004
+DATA vk_evens<>+12(SB)/4, $0x00000006
+DATA vk_evens<>+16(SB)/4, $0x00000008
+DATA vk_evens<>+20(SB)/4, $0x0000000a
+DATA vk_evens<>+24(SB)/4, $0x0000000c
+DATA vk_evens<>+28(SB)/4, $0x0000000e
+DATA vk_evens<>+32(SB)/4, $0x00000010
+DATA vk_evens<>+36(SB)/4, $0x00000012
+DATA vk_evens<>+40(SB)/4, $0x00000014
+DATA vk_evens<>+44(SB)/4, $0x00000016
+DATA vk_evens<>+48(SB)/4, $0x00000018
+DATA vk_evens<>+52(SB)/4, $0x0000001a
+DATA vk_evens<>+56(SB)/4, $0x0000001c
+DATA vk_evens<>+60(SB)/4, $0x0000001e
+GLOBL vk_evens<>(SB), RODATA|NOPTR, $64
+
+DATA vk_odds<>+0(SB)/4, $0x00000001
+DATA vk_odds<>+4(SB)/4, $0x00000003
+DATA vk_odds<>+8(SB)/4, $0x00000005
+DATA vk_odds<>+12(SB)/4, $0x00000007
+DATA vk_odds<>+16(SB)/4, $0x00000009
+DATA vk_odds<>+20(SB)/4, $0x0000000b
+DATA vk_odds<>+24(SB)/4, $0x0000000d
+DATA vk_odds<>+28(SB)/4, $0x0000000f
+DATA vk_odds<>+32(SB)/4, $0x00000011
+DATA vk_odds<>+36(SB)/4, $0x00000013
+DATA vk_odds<>+40(SB)/4, $0x00000015
+DATA vk_odds<>+44(SB)/4, $0x00000017
+DATA vk_odds<>+48(SB)/4, $0x00000019
+DATA vk_odds<>+52(SB)/4, $0x0000001b
+DATA vk_odds<>+56(SB)/4, $0x0000001d
+DATA vk_odds<>+60(SB)/4, $0x0000001f
+GLOBL vk_odds<>(SB), RODATA|NOPTR, $64
+
 // func addAVX512(n int, x *float32, y *float32, out *float32)
 // Requires: AVX, AVX512F
 TEXT ·addAVX512(SB), NOSPLIT, $0-32
@@ -6502,6 +6574,250 @@ affineSiLUAVX512_done:
 	VZEROUPPER
 	RET
 
+// func winogradInputAVX512(n int, q *float32, phase int, wq int, v *float32, vs int)
+// Requires: AVX, AVX512F
+TEXT ·winogradInputAVX512(SB), NOSPLIT, $0-48
+	MOVQ  n+0(FP), CX
+	MOVQ  q+8(FP), R8
+	MOVQ  phase+16(FP), R9
+	MOVQ  wq+24(FP), R10
+	MOVQ  v+32(FP), DI
+	MOVQ  vs+40(FP), BX
+	SHLQ  $0x02, R9
+	SHLQ  $0x02, R10
+	SHLQ  $0x02, BX
+	LEAQ  (R9)(R9*2), R13
+	LEAQ  (BX)(BX*1), R14
+	SHLQ  $0x01, R14
+	LEAQ  (R14)(R14*2), DX
+	TESTQ CX, CX
+	JLE   winogradInputAVX512_done
+
+winogradInputAVX512_loop:
+	LEAQ (R8)(R10*1), R11
+	MOVQ DI, R12
+
+	// X[a][ν] for the four patch rows a
+	VMOVUPS (R8), Z0
+	VSUBPS  4(R8), Z0, Z0
+	VMOVUPS (R8)(R9*2), Z1
+	VSUBPS  4(R8)(R9*2), Z1, Z1
+	VMOVUPS (R11), Z2
+	VSUBPS  4(R11), Z2, Z2
+	VMOVUPS (R11)(R9*2), Z3
+	VSUBPS  4(R11)(R9*2), Z3, Z3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z2, Z0, Z4
+	VADDPS  Z2, Z1, Z5
+	VSUBPS  Z1, Z2, Z6
+	VSUBPS  Z3, Z1, Z7
+	VMOVUPS Z4, (R12)
+	VMOVUPS Z5, (R12)(R14*1)
+	VMOVUPS Z6, (R12)(R14*2)
+	VMOVUPS Z7, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four patch rows a
+	VMOVUPS (R8)(R9*1), Z0
+	VADDPS  4(R8), Z0, Z0
+	VMOVUPS (R8)(R13*1), Z1
+	VADDPS  4(R8)(R9*2), Z1, Z1
+	VMOVUPS (R11)(R9*1), Z2
+	VADDPS  4(R11), Z2, Z2
+	VMOVUPS (R11)(R13*1), Z3
+	VADDPS  4(R11)(R9*2), Z3, Z3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z2, Z0, Z4
+	VADDPS  Z2, Z1, Z5
+	VSUBPS  Z1, Z2, Z6
+	VSUBPS  Z3, Z1, Z7
+	VMOVUPS Z4, (R12)
+	VMOVUPS Z5, (R12)(R14*1)
+	VMOVUPS Z6, (R12)(R14*2)
+	VMOVUPS Z7, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four patch rows a
+	VMOVUPS 4(R8), Z0
+	VSUBPS  (R8)(R9*1), Z0, Z0
+	VMOVUPS 4(R8)(R9*2), Z1
+	VSUBPS  (R8)(R13*1), Z1, Z1
+	VMOVUPS 4(R11), Z2
+	VSUBPS  (R11)(R9*1), Z2, Z2
+	VMOVUPS 4(R11)(R9*2), Z3
+	VSUBPS  (R11)(R13*1), Z3, Z3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z2, Z0, Z4
+	VADDPS  Z2, Z1, Z5
+	VSUBPS  Z1, Z2, Z6
+	VSUBPS  Z3, Z1, Z7
+	VMOVUPS Z4, (R12)
+	VMOVUPS Z5, (R12)(R14*1)
+	VMOVUPS Z6, (R12)(R14*2)
+	VMOVUPS Z7, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four patch rows a
+	VMOVUPS (R8)(R9*1), Z0
+	VSUBPS  4(R8)(R9*1), Z0, Z0
+	VMOVUPS (R8)(R13*1), Z1
+	VSUBPS  4(R8)(R13*1), Z1, Z1
+	VMOVUPS (R11)(R9*1), Z2
+	VSUBPS  4(R11)(R9*1), Z2, Z2
+	VMOVUPS (R11)(R13*1), Z3
+	VSUBPS  4(R11)(R13*1), Z3, Z3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z2, Z0, Z4
+	VADDPS  Z2, Z1, Z5
+	VSUBPS  Z1, Z2, Z6
+	VSUBPS  Z3, Z1, Z7
+	VMOVUPS Z4, (R12)
+	VMOVUPS Z5, (R12)(R14*1)
+	VMOVUPS Z6, (R12)(R14*2)
+	VMOVUPS Z7, (R12)(DX*1)
+	ADDQ    $0x00000040, R8
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JG      winogradInputAVX512_loop
+
+winogradInputAVX512_done:
+	VZEROUPPER
+	RET
+
+// func winogradOutputAVX512(n int, m *float32, ms int, bias float32, w0 *float32, w1 *float32)
+// Requires: AVX, AVX512F, SSE
+TEXT ·winogradOutputAVX512(SB), NOSPLIT, $0-48
+	MOVQ         n+0(FP), CX
+	MOVQ         m+8(FP), SI
+	MOVQ         ms+16(FP), R9
+	MOVQ         w0+32(FP), DI
+	MOVQ         w1+40(FP), DX
+	MOVSS        bias+24(FP), X15
+	VBROADCASTSS X15, Z15
+	SHLQ         $0x02, R9
+	LEAQ         (R9)(R9*2), R11
+	LEAQ         (R9)(R9*1), R10
+	SHLQ         $0x01, R10
+	TESTQ        CX, CX
+	JLE          winogradOutputAVX512_done
+	VMOVUPS      vk_ilvlo<>+0(SB), Z16
+	VMOVUPS      vk_ilvhi<>+0(SB), Z17
+
+winogradOutputAVX512_loop:
+	MOVQ SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z4
+	VADDPS  Z2, Z4, Z4
+	VSUBPS  Z2, Z1, Z5
+	VSUBPS  Z3, Z5, Z5
+	ADDQ    R10, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z6
+	VADDPS  Z2, Z6, Z6
+	VSUBPS  Z2, Z1, Z7
+	VSUBPS  Z3, Z7, Z7
+	ADDQ    R10, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z8
+	VADDPS  Z2, Z8, Z8
+	VSUBPS  Z2, Z1, Z9
+	VSUBPS  Z3, Z9, Z9
+	ADDQ    R10, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z10
+	VADDPS  Z2, Z10, Z10
+	VSUBPS  Z2, Z1, Z11
+	VSUBPS  Z3, Z11, Z11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Z6, Z4, Z0
+	VADDPS Z8, Z0, Z0
+	VADDPS Z15, Z0, Z0
+	VSUBPS Z8, Z6, Z2
+	VSUBPS Z10, Z2, Z2
+	VADDPS Z15, Z2, Z2
+	VADDPS Z7, Z5, Z1
+	VADDPS Z9, Z1, Z1
+	VADDPS Z15, Z1, Z1
+	VSUBPS Z9, Z7, Z3
+	VSUBPS Z11, Z3, Z3
+	VADDPS Z15, Z3, Z3
+
+	// interleave Y[i][0] and Y[i][1] into row i
+	VMOVAPS   Z0, Z12
+	VPERMT2PS Z1, Z16, Z12
+	VPERMT2PS Z1, Z17, Z0
+	VMOVUPS   Z12, (DI)
+	VMOVUPS   Z0, 64(DI)
+	VMOVAPS   Z2, Z12
+	VPERMT2PS Z3, Z16, Z12
+	VPERMT2PS Z3, Z17, Z2
+	VMOVUPS   Z12, (DX)
+	VMOVUPS   Z2, 64(DX)
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000080, DI
+	ADDQ      $0x00000080, DX
+	SUBQ      $0x00000010, CX
+	JG        winogradOutputAVX512_loop
+
+winogradOutputAVX512_done:
+	VZEROUPPER
+	RET
+
+// func deinterleaveAVX512(n int, src *float32, even *float32, odd *float32)
+// Requires: AVX, AVX512F
+TEXT ·deinterleaveAVX512(SB), NOSPLIT, $0-32
+	MOVQ    n+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    even+16(FP), DI
+	MOVQ    odd+24(FP), DX
+	TESTQ   CX, CX
+	JLE     deinterleaveAVX512_done
+	VMOVUPS vk_evens<>+0(SB), Z4
+	VMOVUPS vk_odds<>+0(SB), Z5
+
+deinterleaveAVX512_loop:
+	VMOVUPS   (SI), Z0
+	VMOVUPS   64(SI), Z1
+	VMOVAPS   Z0, Z2
+	VPERMT2PS Z1, Z4, Z2
+	VPERMT2PS Z1, Z5, Z0
+	VMOVUPS   Z2, (DI)
+	VMOVUPS   Z0, (DX)
+	ADDQ      $0x00000080, SI
+	ADDQ      $0x00000040, DI
+	ADDQ      $0x00000040, DX
+	SUBQ      $0x00000010, CX
+	JG        deinterleaveAVX512_loop
+
+deinterleaveAVX512_done:
+	VZEROUPPER
+	RET
+
 // func addAVX2(n int, x *float32, y *float32, out *float32)
 // Requires: AVX, AVX2
 TEXT ·addAVX2(SB), NOSPLIT, $0-32
@@ -8636,6 +8952,249 @@ affineSiLUAVX2_tail:
 	VMASKMOVPS Y1, Y15, (DI)
 
 affineSiLUAVX2_done:
+	VZEROUPPER
+	RET
+
+// func winogradInputAVX2(n int, q *float32, phase int, wq int, v *float32, vs int)
+// Requires: AVX
+TEXT ·winogradInputAVX2(SB), NOSPLIT, $0-48
+	MOVQ  n+0(FP), CX
+	MOVQ  q+8(FP), R8
+	MOVQ  phase+16(FP), R9
+	MOVQ  wq+24(FP), R10
+	MOVQ  v+32(FP), DI
+	MOVQ  vs+40(FP), BX
+	SHLQ  $0x02, R9
+	SHLQ  $0x02, R10
+	SHLQ  $0x02, BX
+	LEAQ  (R9)(R9*2), R13
+	LEAQ  (BX)(BX*1), R14
+	SHLQ  $0x01, R14
+	LEAQ  (R14)(R14*2), DX
+	TESTQ CX, CX
+	JLE   winogradInputAVX2_done
+
+winogradInputAVX2_loop:
+	LEAQ (R8)(R10*1), R11
+	MOVQ DI, R12
+
+	// X[a][ν] for the four patch rows a
+	VMOVUPS (R8), Y0
+	VSUBPS  4(R8), Y0, Y0
+	VMOVUPS (R8)(R9*2), Y1
+	VSUBPS  4(R8)(R9*2), Y1, Y1
+	VMOVUPS (R11), Y2
+	VSUBPS  4(R11), Y2, Y2
+	VMOVUPS (R11)(R9*2), Y3
+	VSUBPS  4(R11)(R9*2), Y3, Y3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Y2, Y0, Y4
+	VADDPS  Y2, Y1, Y5
+	VSUBPS  Y1, Y2, Y6
+	VSUBPS  Y3, Y1, Y7
+	VMOVUPS Y4, (R12)
+	VMOVUPS Y5, (R12)(R14*1)
+	VMOVUPS Y6, (R12)(R14*2)
+	VMOVUPS Y7, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four patch rows a
+	VMOVUPS (R8)(R9*1), Y0
+	VADDPS  4(R8), Y0, Y0
+	VMOVUPS (R8)(R13*1), Y1
+	VADDPS  4(R8)(R9*2), Y1, Y1
+	VMOVUPS (R11)(R9*1), Y2
+	VADDPS  4(R11), Y2, Y2
+	VMOVUPS (R11)(R13*1), Y3
+	VADDPS  4(R11)(R9*2), Y3, Y3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Y2, Y0, Y4
+	VADDPS  Y2, Y1, Y5
+	VSUBPS  Y1, Y2, Y6
+	VSUBPS  Y3, Y1, Y7
+	VMOVUPS Y4, (R12)
+	VMOVUPS Y5, (R12)(R14*1)
+	VMOVUPS Y6, (R12)(R14*2)
+	VMOVUPS Y7, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four patch rows a
+	VMOVUPS 4(R8), Y0
+	VSUBPS  (R8)(R9*1), Y0, Y0
+	VMOVUPS 4(R8)(R9*2), Y1
+	VSUBPS  (R8)(R13*1), Y1, Y1
+	VMOVUPS 4(R11), Y2
+	VSUBPS  (R11)(R9*1), Y2, Y2
+	VMOVUPS 4(R11)(R9*2), Y3
+	VSUBPS  (R11)(R13*1), Y3, Y3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Y2, Y0, Y4
+	VADDPS  Y2, Y1, Y5
+	VSUBPS  Y1, Y2, Y6
+	VSUBPS  Y3, Y1, Y7
+	VMOVUPS Y4, (R12)
+	VMOVUPS Y5, (R12)(R14*1)
+	VMOVUPS Y6, (R12)(R14*2)
+	VMOVUPS Y7, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four patch rows a
+	VMOVUPS (R8)(R9*1), Y0
+	VSUBPS  4(R8)(R9*1), Y0, Y0
+	VMOVUPS (R8)(R13*1), Y1
+	VSUBPS  4(R8)(R13*1), Y1, Y1
+	VMOVUPS (R11)(R9*1), Y2
+	VSUBPS  4(R11)(R9*1), Y2, Y2
+	VMOVUPS (R11)(R13*1), Y3
+	VSUBPS  4(R11)(R13*1), Y3, Y3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Y2, Y0, Y4
+	VADDPS  Y2, Y1, Y5
+	VSUBPS  Y1, Y2, Y6
+	VSUBPS  Y3, Y1, Y7
+	VMOVUPS Y4, (R12)
+	VMOVUPS Y5, (R12)(R14*1)
+	VMOVUPS Y6, (R12)(R14*2)
+	VMOVUPS Y7, (R12)(DX*1)
+	ADDQ    $0x00000020, R8
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JG      winogradInputAVX2_loop
+
+winogradInputAVX2_done:
+	VZEROUPPER
+	RET
+
+// func winogradOutputAVX2(n int, m *float32, ms int, bias float32, w0 *float32, w1 *float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·winogradOutputAVX2(SB), NOSPLIT, $0-48
+	MOVQ         n+0(FP), CX
+	MOVQ         m+8(FP), SI
+	MOVQ         ms+16(FP), R9
+	MOVQ         w0+32(FP), DI
+	MOVQ         w1+40(FP), DX
+	MOVSS        bias+24(FP), X15
+	VBROADCASTSS X15, Y15
+	SHLQ         $0x02, R9
+	LEAQ         (R9)(R9*2), R11
+	LEAQ         (R9)(R9*1), R10
+	SHLQ         $0x01, R10
+	TESTQ        CX, CX
+	JLE          winogradOutputAVX2_done
+
+winogradOutputAVX2_loop:
+	MOVQ SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y4
+	VADDPS  Y2, Y4, Y4
+	VSUBPS  Y2, Y1, Y5
+	VSUBPS  Y3, Y5, Y5
+	ADDQ    R10, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y6
+	VADDPS  Y2, Y6, Y6
+	VSUBPS  Y2, Y1, Y7
+	VSUBPS  Y3, Y7, Y7
+	ADDQ    R10, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y8
+	VADDPS  Y2, Y8, Y8
+	VSUBPS  Y2, Y1, Y9
+	VSUBPS  Y3, Y9, Y9
+	ADDQ    R10, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y10
+	VADDPS  Y2, Y10, Y10
+	VSUBPS  Y2, Y1, Y11
+	VSUBPS  Y3, Y11, Y11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Y6, Y4, Y0
+	VADDPS Y8, Y0, Y0
+	VADDPS Y15, Y0, Y0
+	VSUBPS Y8, Y6, Y2
+	VSUBPS Y10, Y2, Y2
+	VADDPS Y15, Y2, Y2
+	VADDPS Y7, Y5, Y1
+	VADDPS Y9, Y1, Y1
+	VADDPS Y15, Y1, Y1
+	VSUBPS Y9, Y7, Y3
+	VSUBPS Y11, Y3, Y3
+	VADDPS Y15, Y3, Y3
+
+	// interleave Y[i][0] and Y[i][1] into row i
+	VUNPCKLPS  Y1, Y0, Y12
+	VUNPCKHPS  Y1, Y0, Y13
+	VPERM2F128 $0x20, Y13, Y12, Y0
+	VPERM2F128 $0x31, Y13, Y12, Y1
+	VMOVUPS    Y0, (DI)
+	VMOVUPS    Y1, 32(DI)
+	VUNPCKLPS  Y3, Y2, Y12
+	VUNPCKHPS  Y3, Y2, Y13
+	VPERM2F128 $0x20, Y13, Y12, Y2
+	VPERM2F128 $0x31, Y13, Y12, Y3
+	VMOVUPS    Y2, (DX)
+	VMOVUPS    Y3, 32(DX)
+	ADDQ       $0x00000020, SI
+	ADDQ       $0x00000040, DI
+	ADDQ       $0x00000040, DX
+	SUBQ       $0x00000008, CX
+	JG         winogradOutputAVX2_loop
+
+winogradOutputAVX2_done:
+	VZEROUPPER
+	RET
+
+// func deinterleaveAVX2(n int, src *float32, even *float32, odd *float32)
+// Requires: AVX, AVX2
+TEXT ·deinterleaveAVX2(SB), NOSPLIT, $0-32
+	MOVQ  n+0(FP), CX
+	MOVQ  src+8(FP), SI
+	MOVQ  even+16(FP), DI
+	MOVQ  odd+24(FP), DX
+	TESTQ CX, CX
+	JLE   deinterleaveAVX2_done
+
+deinterleaveAVX2_loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VSHUFPS $0x88, Y1, Y0, Y2
+	VSHUFPS $0xdd, Y1, Y0, Y3
+	VPERMPD $0xd8, Y2, Y2
+	VPERMPD $0xd8, Y3, Y3
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y3, (DX)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000020, DI
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000008, CX
+	JG      deinterleaveAVX2_loop
+
+deinterleaveAVX2_done:
 	VZEROUPPER
 	RET
 

@@ -160,6 +160,21 @@ func affineAVX512(n int, a float32, b float32, x *float32, y *float32)
 //go:noescape
 func affineSiLUAVX512(n int, a float32, b float32, x *float32, y *float32)
 
+// winogradInputAVX512 writes the Winograd input transform of n tiles (a multiple of the vector width): v[(4ξ+ν)·vs + t] = (Bᵀ d B)[ξ][ν], d[a][b] = q[((a&1)·2+(b&1))·phase + t + (a>>1)·wq + (b>>1)].
+//
+//go:noescape
+func winogradInputAVX512(n int, q *float32, phase int, wq int, v *float32, vs int)
+
+// winogradOutputAVX512 writes the Winograd output transform of n tiles (a multiple of the vector width) plus bias, rows interleaved: w0[2t+j] = (Aᵀ M A)[0][j] + bias, w1[2t+j] = (Aᵀ M A)[1][j] + bias, M[ξ][ν] = m[(4ξ+ν)·ms + t].
+//
+//go:noescape
+func winogradOutputAVX512(n int, m *float32, ms int, bias float32, w0 *float32, w1 *float32)
+
+// deinterleaveAVX512 sets even[j] = src[2j] and odd[j] = src[2j+1] for j < n (a multiple of the vector width).
+//
+//go:noescape
+func deinterleaveAVX512(n int, src *float32, even *float32, odd *float32)
+
 // addAVX2 sets out[i] = x[i] + y[i] for i < n.
 //
 //go:noescape
@@ -240,6 +255,21 @@ func affineAVX2(n int, a float32, b float32, x *float32, y *float32)
 //
 //go:noescape
 func affineSiLUAVX2(n int, a float32, b float32, x *float32, y *float32)
+
+// winogradInputAVX2 writes the Winograd input transform of n tiles (a multiple of the vector width): v[(4ξ+ν)·vs + t] = (Bᵀ d B)[ξ][ν], d[a][b] = q[((a&1)·2+(b&1))·phase + t + (a>>1)·wq + (b>>1)].
+//
+//go:noescape
+func winogradInputAVX2(n int, q *float32, phase int, wq int, v *float32, vs int)
+
+// winogradOutputAVX2 writes the Winograd output transform of n tiles (a multiple of the vector width) plus bias, rows interleaved: w0[2t+j] = (Aᵀ M A)[0][j] + bias, w1[2t+j] = (Aᵀ M A)[1][j] + bias, M[ξ][ν] = m[(4ξ+ν)·ms + t].
+//
+//go:noescape
+func winogradOutputAVX2(n int, m *float32, ms int, bias float32, w0 *float32, w1 *float32)
+
+// deinterleaveAVX2 sets even[j] = src[2j] and odd[j] = src[2j+1] for j < n (a multiple of the vector width).
+//
+//go:noescape
+func deinterleaveAVX2(n int, src *float32, even *float32, odd *float32)
 
 // flashMaxAVX512 returns max_i scale·x[i] (products rounded) over i < n; n must be positive.
 // A NaN in x may or may not be returned; flashExp then makes the sum NaN.

@@ -35,6 +35,9 @@ func vectorKernels() {
 		s.moments()      // gen_moments.go: GroupNorm
 		s.affine()
 		s.affineSiLU()
+		s.winogradInput()  // gen_winograd.go
+		s.winogradOutput() // gen_winograd.go
+		s.deinterleave()   // gen_winograd.go
 	}
 }
 
@@ -114,6 +117,7 @@ func declareConsts() {
 		DATA(4*i, U32(uint32(i)))
 	}
 	consts["iota"] = idx
+	declareWinogradConsts()
 }
 
 func constU32(name string, v uint32) {

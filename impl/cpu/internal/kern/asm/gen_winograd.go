@@ -1,0 +1,243 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// The Winograd F(2×2, 3×3) convolution's transforms (winograd.go in
+// package kern gives the plain loops). Every kernel takes a count n that
+// is a positive multiple of the vector width: the callers round their
+// counts up and own the slack the rounding reads and writes.
+
+// declareWinogradConsts emits the AVX-512 permutation indices: ilvLo and
+// ilvHi interleave two vectors a, b into [a0 b0 a1 b1 …] (lanes 0-7 and
+// 8-15 of each), evens and odds take the even and odd lanes of the
+// 32-lane pair [a, b].
+func declareWinogradConsts() {
+	table := func(name string, f func(i int) int) {
+		m := GLOBL("vk_"+name, RODATA|NOPTR)
+		for i := 0; i < 16; i++ {
+			DATA(4*i, U32(uint32(f(i))))
+		}
+		consts[name] = m
+	}
+	table("ilvlo", func(i int) int { return i/2 + 16*(i%2) })
+	table("ilvhi", func(i int) int { return 8 + i/2 + 16*(i%2) })
+	table("evens", func(i int) int { return 2 * i })
+	table("odds", func(i int) int { return 2*i + 1 })
+}
+
+// winogradInput emits, for one channel and t < n tiles, the input
+// transform V = Bᵀ d B of each tile's 4×4 patch
+//
+//	d[a][b] = q[((a&1)·2 + (b&1))·phase + t + (a>>1)·wq + (b>>1)]
+//	X[a][ν] = (d[a][0]−d[a][2], d[a][1]+d[a][2], d[a][2]−d[a][1], d[a][1]−d[a][3])[ν]
+//	v[(4ξ+ν)·vs + t] = (X[0][ν]−X[2][ν], X[1][ν]+X[2][ν], X[2][ν]−X[1][ν], X[1][ν]−X[3][ν])[ξ]
+func (s vecISA) winogradInput() {
+	name := "winogradInput" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, q *float32, phase, wq int, v *float32, vs int)")
+	Pragma("noescape")
+	Doc(name + " writes the Winograd input transform of n tiles (a multiple of the vector width): v[(4ξ+ν)·vs + t] = (Bᵀ d B)[ξ][ν], d[a][b] = q[((a&1)·2+(b&1))·phase + t + (a>>1)·wq + (b>>1)].")
+	Load(Param("n"), RCX)
+	Load(Param("q"), R8)
+	Load(Param("phase"), R9)
+	Load(Param("wq"), R10)
+	Load(Param("v"), RDI)
+	Load(Param("vs"), RBX)
+	SHLQ(U8(2), R9)
+	SHLQ(U8(2), R10)
+	SHLQ(U8(2), RBX)
+	LEAQ(Mem{Base: R9, Index: R9, Scale: 2}, R13)   // 3·phase
+	LEAQ(Mem{Base: RBX, Index: RBX, Scale: 1}, R14) // 2·vs
+	SHLQ(U8(1), R14)                                // 4·vs: the next ξ
+	LEAQ(Mem{Base: R14, Index: R14, Scale: 2}, RDX) // 12·vs
+	TESTQ(RCX, RCX)
+	JLE(LabelRef(name + "_done"))
+	x, y := s.v[0:4], s.v[4:8]
+	d := func(a, b int) Mem {
+		m := Mem{Base: R8, Disp: (b >> 1) * 4}
+		if a>>1 == 1 {
+			m.Base = R11
+		}
+		switch (a&1)*2 + b&1 {
+		case 1:
+			m.Index, m.Scale = R9, 1
+		case 2:
+			m.Index, m.Scale = R9, 2
+		case 3:
+			m.Index, m.Scale = R13, 1
+		}
+		return m
+	}
+	Label(name + "_loop")
+	LEAQ(Mem{Base: R8, Index: R10, Scale: 1}, R11) // the patch's rows 2 and 3
+	MOVQ(RDI, R12)
+	for nu := 0; nu < 4; nu++ {
+		Comment("X[a][ν] for the four patch rows a")
+		for a := 0; a < 4; a++ {
+			switch nu {
+			case 0:
+				VMOVUPS(d(a, 0), x[a])
+				VSUBPS(d(a, 2), x[a], x[a])
+			case 1:
+				VMOVUPS(d(a, 1), x[a])
+				VADDPS(d(a, 2), x[a], x[a])
+			case 2:
+				VMOVUPS(d(a, 2), x[a])
+				VSUBPS(d(a, 1), x[a], x[a])
+			case 3:
+				VMOVUPS(d(a, 1), x[a])
+				VSUBPS(d(a, 3), x[a], x[a])
+			}
+		}
+		Comment("V[ξ][ν] for the four ξ")
+		VSUBPS(x[2], x[0], y[0])
+		VADDPS(x[2], x[1], y[1])
+		VSUBPS(x[1], x[2], y[2])
+		VSUBPS(x[3], x[1], y[3])
+		VMOVUPS(y[0], Mem{Base: R12})
+		VMOVUPS(y[1], Mem{Base: R12, Index: R14, Scale: 1})
+		VMOVUPS(y[2], Mem{Base: R12, Index: R14, Scale: 2})
+		VMOVUPS(y[3], Mem{Base: R12, Index: RDX, Scale: 1})
+		if nu < 3 {
+			ADDQ(RBX, R12)
+		}
+	}
+	ADDQ(U32(uint32(s.bytes)), R8)
+	ADDQ(U32(uint32(s.bytes)), RDI)
+	SUBQ(U32(uint32(s.lanes)), RCX)
+	JG(LabelRef(name + "_loop"))
+	Label(name + "_done")
+	s.end()
+}
+
+// winogradOutput emits, for one output channel and t < n tiles, the
+// output transform Y = Aᵀ M A of the 16 products plus the bias, its two
+// output rows interleaved:
+//
+//	M[ξ][ν] = m[(4ξ+ν)·ms + t]
+//	S[ξ] = ((M[ξ][0]+M[ξ][1])+M[ξ][2], (M[ξ][1]−M[ξ][2])−M[ξ][3])
+//	w0[2t+j] = ((S[0][j]+S[1][j])+S[2][j]) + bias
+//	w1[2t+j] = ((S[1][j]−S[2][j])−S[3][j]) + bias
+func (s vecISA) winogradOutput() {
+	name := "winogradOutput" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, m *float32, ms int, bias float32, w0, w1 *float32)")
+	Pragma("noescape")
+	Doc(name + " writes the Winograd output transform of n tiles (a multiple of the vector width) plus bias, rows interleaved: w0[2t+j] = (Aᵀ M A)[0][j] + bias, w1[2t+j] = (Aᵀ M A)[1][j] + bias, M[ξ][ν] = m[(4ξ+ν)·ms + t].")
+	Load(Param("n"), RCX)
+	Load(Param("m"), RSI)
+	Load(Param("ms"), R9)
+	Load(Param("w0"), RDI)
+	Load(Param("w1"), RDX)
+	bias := s.v[15]
+	Load(Param("bias"), bias.AsX())
+	s.bcast(bias, bias)
+	SHLQ(U8(2), R9)
+	LEAQ(Mem{Base: R9, Index: R9, Scale: 2}, R11) // 3·ms
+	LEAQ(Mem{Base: R9, Index: R9, Scale: 1}, R10) // 2·ms
+	SHLQ(U8(1), R10)                              // 4·ms: the next ξ
+	TESTQ(RCX, RCX)
+	JLE(LabelRef(name + "_done"))
+	t := s.v[0:4]
+	sv := [4][2]VecPhysical{{s.v[4], s.v[5]}, {s.v[6], s.v[7]}, {s.v[8], s.v[9]}, {s.v[10], s.v[11]}}
+	tmp := s.v[12:14]
+	if s.avx512 {
+		VMOVUPS(k("ilvlo"), s.v[16])
+		VMOVUPS(k("ilvhi"), s.v[17])
+	}
+	Label(name + "_loop")
+	MOVQ(RSI, R12)
+	for xi := 0; xi < 4; xi++ {
+		Comment("S[ξ] from M[ξ][0..3]")
+		VMOVUPS(Mem{Base: R12}, t[0])
+		VMOVUPS(Mem{Base: R12, Index: R9, Scale: 1}, t[1])
+		VMOVUPS(Mem{Base: R12, Index: R9, Scale: 2}, t[2])
+		VMOVUPS(Mem{Base: R12, Index: R11, Scale: 1}, t[3])
+		VADDPS(t[1], t[0], sv[xi][0])
+		VADDPS(t[2], sv[xi][0], sv[xi][0])
+		VSUBPS(t[2], t[1], sv[xi][1])
+		VSUBPS(t[3], sv[xi][1], sv[xi][1])
+		if xi < 3 {
+			ADDQ(R10, R12)
+		}
+	}
+	Comment("Y[0][j] and Y[1][j], plus the bias")
+	for j := 0; j < 2; j++ {
+		VADDPS(sv[1][j], sv[0][j], t[j])
+		VADDPS(sv[2][j], t[j], t[j])
+		VADDPS(bias, t[j], t[j])
+		VSUBPS(sv[2][j], sv[1][j], t[2+j])
+		VSUBPS(sv[3][j], t[2+j], t[2+j])
+		VADDPS(bias, t[2+j], t[2+j])
+	}
+	Comment("interleave Y[i][0] and Y[i][1] into row i")
+	for i, dst := range []Register{RDI, RDX} {
+		a, b := t[2*i], t[2*i+1]
+		if s.avx512 {
+			VMOVAPS(a, tmp[0])
+			VPERMT2PS(b, s.v[16], tmp[0])
+			VPERMT2PS(b, s.v[17], a)
+			VMOVUPS(tmp[0], Mem{Base: dst})
+			VMOVUPS(a, Mem{Base: dst, Disp: s.bytes})
+			continue
+		}
+		VUNPCKLPS(b, a, tmp[0])
+		VUNPCKHPS(b, a, tmp[1])
+		VPERM2F128(U8(0x20), tmp[1], tmp[0], a)
+		VPERM2F128(U8(0x31), tmp[1], tmp[0], b)
+		VMOVUPS(a, Mem{Base: dst})
+		VMOVUPS(b, Mem{Base: dst, Disp: s.bytes})
+	}
+	ADDQ(U32(uint32(s.bytes)), RSI)
+	ADDQ(U32(uint32(2*s.bytes)), RDI)
+	ADDQ(U32(uint32(2*s.bytes)), RDX)
+	SUBQ(U32(uint32(s.lanes)), RCX)
+	JG(LabelRef(name + "_loop"))
+	Label(name + "_done")
+	s.end()
+}
+
+// deinterleave emits even[j] = src[2j], odd[j] = src[2j+1] for j < n.
+func (s vecISA) deinterleave() {
+	name := "deinterleave" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, src, even, odd *float32)")
+	Pragma("noescape")
+	Doc(name + " sets even[j] = src[2j] and odd[j] = src[2j+1] for j < n (a multiple of the vector width).")
+	Load(Param("n"), RCX)
+	Load(Param("src"), RSI)
+	Load(Param("even"), RDI)
+	Load(Param("odd"), RDX)
+	TESTQ(RCX, RCX)
+	JLE(LabelRef(name + "_done"))
+	a, b, e, o := s.v[0], s.v[1], s.v[2], s.v[3]
+	if s.avx512 {
+		VMOVUPS(k("evens"), s.v[4])
+		VMOVUPS(k("odds"), s.v[5])
+	}
+	Label(name + "_loop")
+	VMOVUPS(Mem{Base: RSI}, a)
+	VMOVUPS(Mem{Base: RSI, Disp: s.bytes}, b)
+	if s.avx512 {
+		VMOVAPS(a, e)
+		VPERMT2PS(b, s.v[4], e)
+		VPERMT2PS(b, s.v[5], a)
+		VMOVUPS(e, Mem{Base: RDI})
+		VMOVUPS(a, Mem{Base: RDX})
+	} else {
+		VSHUFPS(U8(0x88), b, a, e)
+		VSHUFPS(U8(0xDD), b, a, o)
+		VPERMPD(U8(0xD8), e, e)
+		VPERMPD(U8(0xD8), o, o)
+		VMOVUPS(e, Mem{Base: RDI})
+		VMOVUPS(o, Mem{Base: RDX})
+	}
+	ADDQ(U32(uint32(2*s.bytes)), RSI)
+	ADDQ(U32(uint32(s.bytes)), RDI)
+	ADDQ(U32(uint32(s.bytes)), RDX)
+	SUBQ(U32(uint32(s.lanes)), RCX)
+	JG(LabelRef(name + "_loop"))
+	Label(name + "_done")
+	s.end()
+}

@@ -1,0 +1,5 @@
+//go:build purego || !amd64
+
+package kern
+
+func winogradFor(ISA) *winogradKernels { return nil }
