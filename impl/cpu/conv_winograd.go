@@ -52,12 +52,27 @@ func useWinograd(c ops.Conv2d, bf16 bool) bool {
 		return false
 	}
 	// The share of the products' columns that are tiles of the map (the
-	// rest: the wide rows' last column and the rounding to whole panels).
+	// rest: the wide rows' last column and the rounding of a group of
+	// images to whole panels).
 	th, tw := ceilDiv(c.OutH(), 2), ceilDiv(c.OutW(), 2)
+	group := winogradGroup(c)
 	panel := 32
-	computed := ceilDiv(th*(tw+1), panel) * panel
-	return float64(th*tw) >= winogradMinShare*float64(computed)
+	computed := ceilDiv(group*th*(tw+1), panel) * panel
+	return float64(group*th*tw) >= winogradMinShare*float64(computed)
 }
+
+// winogradGroup is the number of images of a batch whose tiles share the
+// products' columns: enough for about winogradGroupCols wide tiles, so
+// that a small map's transformed weight is read for more than a few
+// tiles and its last panel's rounding is shared.
+func winogradGroup(c ops.Conv2d) int {
+	n := ceilDiv(c.OutH(), 2) * (ceilDiv(c.OutW(), 2) + 1)
+	return max(1, min(c.Batch, winogradGroupCols/n))
+}
+
+// winogradGroupCols is the number of wide tiles a group of images is
+// sized to reach.
+const winogradGroupCols = 256
 
 // winogradMinChans is the fewest input and output channels, and
 // winogradMinShare the smallest share of the products' columns that are
@@ -70,7 +85,8 @@ func useWinograd(c ops.Conv2d, bf16 bool) bool {
 // (0.77), 1.63× for 128 at 28×28 (0.88), 1.41× for 64 at 56×56 (0.94),
 // 1.38× for 64 at 32×32 (0.89), 1.33× for 32 at 64×64 (0.97), 1.49× for
 // 256 at 13×13 batch 2 (0.77); but 0.82× for 64 at 16×16 (0.67), 0.99×
-// for 128 at 16×16 (0.67) and 0.79-0.86× for 512 at 7×7 (0.5).
+// for 128 at 16×16 (0.67) and 0.79-0.86× for 512 at 7×7 (0.5), each one
+// image at a time (before images were grouped).
 const (
 	winogradMinChans = 32
 	winogradMinShare = 0.75
@@ -90,9 +106,11 @@ type winoGeom struct {
 	oh, ow     int
 	th, tw     int // tiles
 	hq, wq     int // phase planes: (TH+1)×(TW+1)
-	ps         int // floats per channel in a plane array: hq·wq and slack
-	n          int // wide tiles TH·wq
-	blocks     int // column blocks of winogradCols wide tiles
+	ps         int // floats per channel and image in the phase planes: hq·wq and slack
+	n          int // wide tiles TH·wq per image
+	group      int // images whose tiles share the columns (winogradGroup)
+	vs         int // floats per channel in a transformed plane: group·n and slack
+	blocks     int // column blocks of winogradCols wide tiles of a group
 	parts      int // output-channel parts
 	partRows   int // output channels per part (the last may have fewer)
 	kernelRows int // rows of C one part's product writes (partRows rounded up)
@@ -106,7 +124,9 @@ func newWinoGeom(c ops.Conv2d, threads int) winoGeom {
 	// tile and round their counts up to the vector width.
 	g.ps = g.hq*g.wq + g.wq + 1 + 16
 	g.n = g.th * g.wq
-	g.blocks = ceilDiv(g.n, winogradCols)
+	g.group = winogradGroup(c)
+	g.vs = g.group*g.n + 2*winogradCols
+	g.blocks = ceilDiv(g.group*g.n, winogradCols)
 	// Enough parts that every worker has about two items, none over
 	// winogradMaxPart rows.
 	g.parts = max(ceilDiv(c.OutChans, winogradMaxPart), ceilDiv(2*threads, g.blocks))
@@ -180,50 +200,62 @@ func (w *winoWeight) current() bool {
 	return true
 }
 
-// conv2dWinograd runs conv c (3×3, stride 1) by Winograd F(2×2, 3×3), one
-// image at a time, in three parallel phases: the workers transform their
-// channels' tiles (kern.WinogradInput); then they share the (column
-// block, output part) items, each running its 16 products into a tile
-// buffer and transforming those (kern.WinogradOutput, the bias added) into
-// wide output rows; then each output channel's rows are copied into the
-// NCHW output, adding the residual and applying the ReLU on the way.
+// conv2dWinograd runs conv c (3×3, stride 1) by Winograd F(2×2, 3×3), a
+// group of images at a time, in three parallel phases: the workers
+// transform their channels' tiles (kern.WinogradInput); then they share
+// the (column block, output part) items, each running its 16 products
+// into a tile buffer and transforming those (kern.WinogradOutput, the bias
+// added) into wide output rows; then each output channel's rows are
+// copied into the NCHW output, adding the residual and applying the ReLU
+// on the way.
 func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float32) {
 	g := w.geom
-	cin, o, ps := c.InChans, c.OutChans, g.ps
+	cin, o := c.InChans, c.OutChans
 	kernelRows := w.parts[0][0].Rows()
 	tileSize := 16 * kernelRows * winogradCols
-	wide := 2 * g.blocks * winogradCols // floats per wide output row pair plane
+	wide := 2 * g.blocks * winogradCols // floats per output channel and row parity
 	rowBuf := 2*g.wq + 2*kern.RoundWidth()
-	qSize, vSize := 4*cin*ps, 16*cin*ps+winogradCols
-	buf, release := b.scratch(qSize + vSize + b.threads*(tileSize+rowBuf) + 2*o*wide)
+	qSize, vSize := 4*cin*g.group*g.ps, 16*cin*g.vs
+	perWorker := tileSize + rowBuf
+	buf, release := b.scratch(qSize + vSize + b.threads*perWorker + 2*o*wide)
 	defer release()
 	q, v := buf[:qSize], buf[qSize:qSize+vSize]
-	work := buf[qSize+vSize : qSize+vSize+b.threads*(tileSize+rowBuf)]
-	wout := buf[qSize+vSize+b.threads*(tileSize+rowBuf):]
-	clear(v[16*cin*ps:])
+	work := buf[qSize+vSize : qSize+vSize+b.threads*perWorker]
+	wout := buf[qSize+vSize+b.threads*perWorker:]
 	taps := make([]int, cin)
 	for ch := range taps {
-		taps[ch] = ch * ps
+		taps[ch] = ch * g.vs
 	}
 	inImage, outImage := cin*c.Height*c.Width, o*g.oh*g.ow
 	items := g.blocks * g.parts
-	for img := 0; img < c.Batch; img++ {
-		xi := x[img*inImage : (img+1)*inImage]
+	for first := 0; first < c.Batch; first += g.group {
+		imgs := min(g.group, c.Batch-first)
+		cols := imgs * g.n
+		blocks := ceilDiv(cols, winogradCols)
 		parallelChunks(min(b.threads, cin), cin, 1, func(wk, lo, hi int) {
-			row := work[wk*(tileSize+rowBuf)+tileSize : (wk+1)*(tileSize+rowBuf)]
+			row := work[wk*perWorker+tileSize : (wk+1)*perWorker]
 			for ch := lo; ch < hi; ch++ {
-				g.transformInput(xi, q, v, ch, row)
+				for i := 0; i < imgs; i++ {
+					g.transformInput(x[(first+i)*inImage:(first+i+1)*inImage], q, v, ch, i, row)
+				}
+				// The products' rounded-up panels read past the tiles:
+				// keep those columns finite.
+				done := (imgs-1)*g.n + (g.n+kern.RoundWidth()-1)/kern.RoundWidth()*kern.RoundWidth()
+				for s := 0; s < 16; s++ {
+					clear(v[(s*cin+ch)*g.vs+done : (s*cin+ch+1)*g.vs])
+				}
 			}
 		})
+		items := min(items, blocks*g.parts)
 		parallelChunks(min(b.threads, items), items, 1, func(wk, lo, hi int) {
-			m := work[wk*(tileSize+rowBuf) : wk*(tileSize+rowBuf)+tileSize]
+			m := work[wk*perWorker : wk*perWorker+tileSize]
 			for it := lo; it < hi; it++ {
 				blk, part := it/g.parts, it%g.parts
 				w0 := blk * winogradCols
-				nb := min(winogradCols, g.n-w0)
+				nb := min(winogradCols, cols-w0)
 				pas := &w.parts[part]
-				for i := range 16 {
-					kern.SgemmTaps(pas[i], v[i*cin*ps+w0:], taps, nb, m[i*kernelRows*winogradCols:], winogradCols)
+				for s := range 16 {
+					kern.SgemmTaps(pas[s], v[s*cin*g.vs+w0:], taps, nb, m[s*kernelRows*winogradCols:], winogradCols)
 				}
 				o0 := part * g.partRows
 				for r := 0; r < pas[0].M; r++ {
@@ -233,58 +265,59 @@ func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float3
 				}
 			}
 		})
-		var ri []float32
+		var rs []float32
 		if res != nil {
-			ri = res[img*outImage : (img+1)*outImage]
+			rs = res[first*outImage : (first+imgs)*outImage]
 		}
-		g.storeRows(wout, wide, y[img*outImage:(img+1)*outImage], ri, c.ReLU, b.threads)
+		g.storeRows(wout, wide, imgs, y[first*outImage:(first+imgs)*outImage], rs, c.ReLU, b.threads)
 	}
 }
 
 // transformInput writes the transformed tiles of channel ch of the image
-// x [C, H, W]: its four phase planes into q (q[(ph·C + ch)·ps + i·wq + j],
-// each padded image row split by kern.Deinterleave through row, a buffer
-// of 2·wq rounded up), then the 16 planes v[(ξν·C + ch)·ps + t].
-func (g winoGeom) transformInput(x, q, v []float32, ch int, row []float32) {
+// x [C, H, W], image i of its group: its four phase planes into q
+// (q[((ph·C + ch)·group + i)·ps + r·wq + j], each padded image row split by
+// kern.Deinterleave through row, a buffer of 2·wq rounded up), then the
+// 16 planes v[(ξν·C + ch)·vs + i·n + t]. The rounded-up count writes past
+// image i's tiles: the images of a group go in order, each overwriting
+// the previous one's excess.
+func (g winoGeom) transformInput(x, q, v []float32, ch, i int, row []float32) {
 	c, cin, ps, wq := g.c, g.c.InChans, g.ps, g.wq
 	plane := g.hq * wq
 	img := x[ch*c.Height*c.Width : (ch+1)*c.Height*c.Width]
 	clear(row)
 	inside := row[c.PadW : c.PadW+min(c.Width, 2*wq-c.PadW)]
+	at := func(ph int) int { return ((ph*cin+ch)*g.group + i) * ps }
 	for py := 0; py < 2; py++ {
-		even := q[((2*py)*cin+ch)*ps : ((2*py)*cin+ch+1)*ps]
-		odd := q[((2*py+1)*cin+ch)*ps : ((2*py+1)*cin+ch+1)*ps]
-		for i := 0; i < g.hq; i++ {
-			yy := 2*i + py - c.PadH
+		even := q[at(2*py) : at(2*py)+ps]
+		odd := q[at(2*py+1) : at(2*py+1)+ps]
+		for r := 0; r < g.hq; r++ {
+			yy := 2*r + py - c.PadH
 			if yy < 0 || yy >= c.Height {
-				clear(even[i*wq : (i+1)*wq])
-				clear(odd[i*wq : (i+1)*wq])
+				clear(even[r*wq : (r+1)*wq])
+				clear(odd[r*wq : (r+1)*wq])
 				continue
 			}
 			copy(inside, img[yy*c.Width:])
-			kern.Deinterleave(wq, row, even[i*wq:], odd[i*wq:])
+			kern.Deinterleave(wq, row, even[r*wq:], odd[r*wq:])
 		}
 		clear(even[plane:])
 		clear(odd[plane:])
 	}
-	kern.WinogradInput(g.n, q[ch*ps:], cin*ps, wq, v[ch*ps:], cin*ps)
-	// The products' rounded-up panels read past the tiles: keep it finite.
-	done := (g.n + kern.RoundWidth() - 1) / kern.RoundWidth() * kern.RoundWidth()
-	for i := 0; i < 16; i++ {
-		clear(v[(i*cin+ch)*ps+done : (i*cin+ch+1)*ps])
-	}
+	kern.WinogradInput(g.n, q[at(0):], cin*g.group*ps, wq, v[ch*g.vs+i*g.n:], cin*g.vs)
 }
 
-// storeRows copies each output channel's wide rows (wout[o·2·wide + i·wide
-// + ty·2·wq + x] is output row 2ty+i, column x) into the NCHW output y,
-// adding res (when not nil) and then applying the ReLU (when relu).
-func (g winoGeom) storeRows(wout []float32, wide int, y, res []float32, relu bool, threads int) {
-	oh, ow := g.oh, g.ow
-	parallelFor(threads, g.c.OutChans, 1, func(lo, hi int) {
-		for o := lo; o < hi; o++ {
+// storeRows copies each output channel's wide rows (wout[o·2·wide + p·wide
+// + 2·(i·n + ty·wq) + x] is image i's output row 2ty+p, column x) into the
+// NCHW output y of imgs images, adding res (when not nil) and then
+// applying the ReLU (when relu).
+func (g winoGeom) storeRows(wout []float32, wide, imgs int, y, res []float32, relu bool, threads int) {
+	oh, ow, o := g.oh, g.ow, g.c.OutChans
+	parallelFor(threads, imgs*o, 1, func(lo, hi int) {
+		for io := lo; io < hi; io++ {
+			i, ch := io/o, io%o
 			for oy := 0; oy < oh; oy++ {
-				src := wout[o*2*wide+(oy%2)*wide+(oy/2)*2*g.wq:][:ow]
-				at := (o*oh + oy) * ow
+				src := wout[ch*2*wide+(oy%2)*wide+2*(i*g.n+(oy/2)*g.wq):][:ow]
+				at := ((i*o+ch)*oh + oy) * ow
 				dst := y[at : at+ow]
 				switch {
 				case res != nil:

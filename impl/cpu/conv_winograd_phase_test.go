@@ -30,7 +30,7 @@ func TestWinogradPhases(t *testing.T) {
 		w := winogradWeight(g, wf, make([]float32, cout))
 		ps := g.ps
 		x := make([]float32, cin*h*h)
-		q, v := make([]float32, 4*cin*ps), make([]float32, 16*cin*ps+64)
+		q, v := make([]float32, 4*cin*ps), make([]float32, 16*cin*g.vs)
 		row := make([]float32, 2*g.wq+32)
 		wide := 2 * g.blocks * winogradCols
 		wout := make([]float32, 2*cout*wide)
@@ -38,13 +38,13 @@ func TestWinogradPhases(t *testing.T) {
 		m := make([]float32, 16*kr*winogradCols)
 		taps := make([]int, cin)
 		for i := range taps {
-			taps[i] = i * ps
+			taps[i] = i * g.vs
 		}
 		var tIn, tG, tOut time.Duration
 		for r := 0; r < 20; r++ {
 			t0 := time.Now()
 			for ch := 0; ch < cin; ch++ {
-				g.transformInput(x, q, v, ch, row)
+				g.transformInput(x, q, v, ch, 0, row)
 			}
 			t1 := time.Now()
 			var tg, to time.Duration
@@ -54,7 +54,7 @@ func TestWinogradPhases(t *testing.T) {
 					nb := min(winogradCols, g.n-w0)
 					a := time.Now()
 					for i := range 16 {
-						kern.SgemmTaps(w.parts[part][i], v[i*cin*ps+w0:], taps, nb, m[i*kr*winogradCols:], winogradCols)
+						kern.SgemmTaps(w.parts[part][i], v[i*cin*g.vs+w0:], taps, nb, m[i*kr*winogradCols:], winogradCols)
 					}
 					b := time.Now()
 					o0 := part * g.partRows

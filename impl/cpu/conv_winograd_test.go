@@ -16,14 +16,16 @@ import (
 // Winograd path on every SIMD path against the float64 loop: odd and even
 // output sizes (a last tile row or column half outside the map), no,
 // symmetric, asymmetric and wide padding, maps down to 2×2 and a batch of
-// two, output channels that split into several parts, and a residual
+// two, batches of three and five whose images are grouped (three in
+// groups of two and one), output channels that split into several parts, and a residual
 // with a ReLU, a ReLU alone and neither.
 func TestConvWinogradMatchesOracle(t *testing.T) {
 	defer func(p string) { convPath = p }(convPath)
 	convPath = "winograd"
 	type geom struct{ batch, cin, h, w, ph, pw int }
 	geoms := []geom{{1, 5, 13, 11, 1, 1}, {2, 7, 8, 8, 1, 1}, {1, 4, 9, 16, 0, 0}, {1, 3, 7, 6, 2, 1},
-		{1, 16, 4, 4, 0, 1}, {1, 9, 33, 35, 1, 1}, {2, 64, 7, 7, 1, 1}}
+		{1, 16, 4, 4, 0, 1}, {1, 9, 33, 35, 1, 1}, {2, 64, 7, 7, 1, 1},
+		{3, 5, 18, 17, 1, 1}, {5, 6, 5, 6, 1, 1}}
 	forEachPath(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(41, 42))
 		for gi, gm := range geoms {
