@@ -37,28 +37,62 @@ func (b *Backend) maxPool2d(m ops.MaxPool2d, in, out []*tensor) error {
 	x, y := in[0].data, out[0].data
 	planes := m.Batch * m.Chans
 	parallelFor(b.threads, planes, 4, func(lo, hi int) {
+		cols := make([]float32, m.Width)
 		for pl := lo; pl < hi; pl++ {
-			src := x[pl*m.Height*m.Width : (pl+1)*m.Height*m.Width]
-			dst := y[pl*oh*ow : (pl+1)*oh*ow]
-			for oy := 0; oy < oh; oy++ {
-				y0 := oy*m.Stride - m.Pad
-				for ox := 0; ox < ow; ox++ {
-					x0 := ox*m.Stride - m.Pad
-					best := float32(math.Inf(-1))
-					for ky := max(0, -y0); ky < m.Kernel && y0+ky < m.Height; ky++ {
-						row := src[(y0+ky)*m.Width:]
-						for kx := max(0, -x0); kx < m.Kernel && x0+kx < m.Width; kx++ {
-							if v := row[x0+kx]; v > best || v != v {
-								best = v
-							}
-						}
-					}
-					dst[oy*ow+ox] = best
-				}
-			}
+			maxPoolPlane(m, x[pl*m.Height*m.Width:(pl+1)*m.Height*m.Width], y[pl*oh*ow:(pl+1)*oh*ow], cols)
 		}
 	})
 	return nil
+}
+
+// maxPoolPlane pools one plane src [H, W] into dst [OH, OW]:
+//
+//	dst[oy, ox] = max over the window's pixels inside the plane of src,
+//	a NaN anywhere in the window giving NaN
+//
+// separably: for each output row, the maximum down the window's rows
+// into cols [W], then across each window's columns of cols.
+func maxPoolPlane(m ops.MaxPool2d, src, dst, cols []float32) {
+	oh, ow := m.OutH(), m.OutW()
+	for oy := 0; oy < oh; oy++ {
+		y0 := oy*m.Stride - m.Pad
+		ya, yb := max(y0, 0), min(y0+m.Kernel, m.Height)
+		out := dst[oy*ow : (oy+1)*ow]
+		if ya >= yb { // a window wholly in the padding (pad past kernel/2)
+			for i := range out {
+				out[i] = float32(math.Inf(-1))
+			}
+			continue
+		}
+		copy(cols, src[ya*m.Width:(ya+1)*m.Width])
+		for yy := ya + 1; yy < yb; yy++ {
+			row := src[yy*m.Width : (yy+1)*m.Width]
+			for i, v := range row {
+				cols[i] = maxNaN(cols[i], v)
+			}
+		}
+		for ox := range out {
+			x0 := ox*m.Stride - m.Pad
+			xa, xb := max(x0, 0), min(x0+m.Kernel, m.Width)
+			if xa >= xb {
+				out[ox] = float32(math.Inf(-1))
+				continue
+			}
+			best := cols[xa]
+			for _, v := range cols[xa+1 : xb] {
+				best = maxNaN(best, v)
+			}
+			out[ox] = best
+		}
+	}
+}
+
+// maxNaN is the larger of a and b, NaN when either is (b when both are).
+func maxNaN(a, b float32) float32 {
+	if b > a || b != b {
+		return b
+	}
+	return a
 }
 
 // nearestIndex is F.interpolate's "nearest" source index for output
