@@ -19,6 +19,7 @@ type foldedWeight struct {
 	pa       *kern.PackedA // the direct convolution's weight, bias as a last column (instead of pbs)
 	geom     directGeom    // and its padded-image geometry (taps), built once
 	wino     *winoWeight   // the Winograd transform of the weight (instead of pbs)
+	raw      []float32     // the folded weight [O, C] unpacked, for the pointwise product (instead of pbs)
 	bias     []float32
 	held     int64 // bytes this cache keeps alive
 }
@@ -72,6 +73,11 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 		b.conv2dWinograd(c, fw.wino, in[0].data, out[0].data, res)
 		return nil
 	}
+	if usePointwise(c, b.bf16) {
+		fw := b.foldConv(c, in[1:], convPointwise)
+		b.conv2dPointwise(c, fw.raw, fw.bias, in[0].data, out[0].data, res)
+		return nil
+	}
 	if useDirect(c) && (!b.bf16 || c.OutChans <= b.bf16DirectMaxOut) {
 		fw := b.foldConv(c, in[1:], convDirect)
 		b.conv2dDirect(c, fw.pa, fw.geom, in[0].data, out[0].data, res)
@@ -117,9 +123,10 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 type convPacking int
 
 const (
-	convWindows  convPacking = iota // kern.PackBT, for the implicit GEMM
-	convDirect                      // kern.PackA with the bias column, for the direct convolution
-	convWinograd                    // the Winograd transform (winogradWeight)
+	convWindows   convPacking = iota // kern.PackBT, for the implicit GEMM
+	convDirect                       // kern.PackA with the bias column, for the direct convolution
+	convWinograd                     // the Winograd transform (winogradWeight)
+	convPointwise                    // unpacked, read in place by the pointwise product
 )
 
 // mode is the packing f holds.
@@ -129,6 +136,8 @@ func (f *foldedWeight) mode() convPacking {
 		return convDirect
 	case f.wino != nil:
 		return convWinograd
+	case f.raw != nil:
+		return convPointwise
 	}
 	return convWindows
 }
@@ -170,6 +179,14 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, mode convPacking) *folded
 		}
 	}
 	switch mode {
+	case convPointwise:
+		f := &foldedWeight{versions: versions, raw: wf, bias: bias, held: int64(len(bias)) * 4}
+		if c.BN {
+			f.held += int64(len(wf)) * 4 // without BN, raw is the tensor's own data
+		}
+		w.folded = f
+		b.account(f.bytes())
+		return f
 	case convWinograd:
 		f := &foldedWeight{versions: versions, wino: winogradWeight(newWinoGeom(c, b.threads), wf, bias), bias: bias}
 		f.held = f.wino.bytes()

@@ -42,8 +42,8 @@ func convOracle(c ops.Conv2d, x, w, bias []float32) []float64 {
 // TestConvBothPathsMatchOracle runs convolutions of many geometries —
 // strides 1 to 3 (the direct path splits the image into stride phases),
 // dilation, asymmetric padding, 1×1 and 7×7 kernels, odd sizes — through
-// the direct path and the implicit-GEMM path on every SIMD path, against
-// the float64 loop.
+// the direct path, the implicit-GEMM path and (for 1×1 stride 1) the
+// pointwise product on every SIMD path, against the float64 loop.
 func TestConvBothPathsMatchOracle(t *testing.T) {
 	geoms := []ops.Unfold{
 		{Batch: 2, InChans: 5, Height: 13, Width: 11, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1},
@@ -51,12 +51,15 @@ func TestConvBothPathsMatchOracle(t *testing.T) {
 		{Batch: 1, InChans: 4, Height: 17, Width: 14, KernelH: 3, KernelW: 2, StrideH: 2, StrideW: 1, PadH: 1, PadW: 0, DilationH: 2},
 		{Batch: 2, InChans: 6, Height: 10, Width: 9, KernelH: 3, KernelW: 3, StrideH: 3, StrideW: 2, PadH: 2, PadW: 1, DilationW: 2},
 		{Batch: 1, InChans: 8, Height: 9, Width: 7, KernelH: 1, KernelW: 1, StrideH: 2, StrideW: 2},
+		// 1×1 stride 1: the pointwise product, in two blocks of pixels (the
+		// second partial) and a batch of two.
+		{Batch: 2, InChans: 9, Height: 23, Width: 17, KernelH: 1, KernelW: 1, StrideH: 1, StrideW: 1},
 		{Batch: 1, InChans: 3, Height: 4, Width: 3, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 0, PadW: 0},
 		// One block per image: the direct path pads four images at a time and
 		// shares their blocks, then the fifth alone.
 		{Batch: 5, InChans: 4, Height: 6, Width: 7, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1},
 	}
-	for _, mode := range []string{"direct", "windows"} {
+	for _, mode := range []string{"direct", "windows", "pointwise"} {
 		t.Run(mode, func(t *testing.T) {
 			prev := convPath
 			convPath = mode
