@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"vitbench/bench"
@@ -60,4 +61,26 @@ func TestConvPointwiseMatchesOracle(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestConvPointwiseAB prints, for ResNet-50's 1×1 convolutions (BN
+// folded, ReLU, the expanding ones with a residual), the median time of
+// the implicit GEMM and of the pointwise product, interleaved. Skipped
+// unless VITBENCH_PROFILE_AB is set.
+func TestConvPointwiseAB(t *testing.T) {
+	if os.Getenv("VITBENCH_PROFILE_AB") == "" {
+		t.Skip("VITBENCH_PROFILE_AB not set")
+	}
+	type cv struct {
+		cin, cout, h, batch int
+		res                 bool
+	}
+	for _, c := range []cv{{64, 256, 56, 1, true}, {256, 64, 56, 1, false}, {64, 64, 56, 1, false}, {256, 128, 56, 1, false},
+		{128, 512, 28, 1, true}, {512, 128, 28, 1, false}, {256, 1024, 14, 1, true}, {1024, 256, 14, 1, false},
+		{512, 2048, 7, 1, true}, {64, 256, 56, 8, true}, {1024, 256, 14, 8, false}, {64, 64, 16, 1, false}} {
+		conv := ops.Conv2d{Unfold: ops.Unfold{Batch: c.batch, InChans: c.cin, Height: c.h, Width: c.h, KernelH: 1, KernelW: 1,
+			StrideH: 1, StrideW: 1, DilationH: 1, DilationW: 1}, OutChans: c.cout, BN: true, BNEps: 1e-5, ReLU: true, Residual: c.res}
+		ta, tb := abConv(conv, [2]string{"windows", "pointwise"})
+		fmt.Printf("%+v: windows %.1f µs, pointwise %.1f µs, windows/pointwise %.2f\n", c, ta*1e6, tb*1e6, ta/tb)
+	}
 }

@@ -29,8 +29,12 @@ import (
 // Q[a mod 2, b mod 2][ty + a/2, tx + b/2]: a shifted view of a plane.
 // Tiles are numbered over the whole plane width, t = ty·(TW+1) + tx, the
 // column tx = TW being discarded (as the direct convolution's wide rows),
-// so every transform is a few additions of whole shifted planes, over all
-// the channels of a worker at once, through the SIMD elementwise kernels.
+// so a vector of consecutive tiles reads each of its 16 patch elements
+// as one contiguous load (kern.WinogradInput). The tiles of a group of
+// images follow each other in the transformed planes, so the products'
+// columns run over all of them; the output transform (kern.WinogradOutput)
+// writes each tile row's two output rows with their columns interleaved,
+// in the same wide layout, from which whole rows are copied out.
 
 // useWinograd reports whether conv c runs as a Winograd convolution: 3×3,
 // stride 1, no dilation, on a SIMD path of the float32 backend, with
