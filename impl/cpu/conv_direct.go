@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"os"
+	"slices"
+	"strings"
 
 	"vitbench/bench/ops"
 	"vitbench/impl/cpu/internal/kern"
@@ -12,12 +14,16 @@ import (
 // tile of C (O rows × directBlock) that stays in cache for the epilogue.
 const directBlock = 128
 
-// convPath is VITBENCH_CONV, read once: "windows", "direct" or
-// "winograd" forces one convolution path where it applies (for A/B
-// timing; direct and Winograd still need SIMD, Winograd a 3×3 stride-1
-// kernel), "nowinograd" lets useDirect choose between the other two, and
-// anything else lets useWinograd and useDirect choose.
+// convPath is VITBENCH_CONV, read once, a comma-separated list for A/B
+// timing: "windows", "direct", "winograd" or "pointwise" forces that
+// convolution path where it applies (all but windows need SIMD, Winograd a
+// 3×3 stride-1 kernel, pointwise a 1×1 stride-1 one without padding);
+// "nowinograd" and "nopointwise" turn those two off and let the rules
+// choose among the rest. Empty (or anything else): the rules choose.
 var convPath = os.Getenv("VITBENCH_CONV")
+
+// convForced reports whether convPath lists mode.
+func convForced(mode string) bool { return slices.Contains(strings.Split(convPath, ","), mode) }
 
 // useDirect reports whether conv c runs as a direct convolution: a kernel
 // larger than 1×1 with at least directMinOutputs output positions or at
@@ -29,10 +35,10 @@ func useDirect(c ops.Conv2d) bool {
 	if kern.Active() == kern.ISAGo {
 		return false
 	}
-	switch convPath {
-	case "windows":
+	switch {
+	case convForced("windows"):
 		return false
-	case "direct":
+	case convForced("direct"):
 		return true
 	}
 	return c.KernelH*c.KernelW > 1 && (c.OutH()*c.OutW() >= directMinOutputs || c.Cols() <= directMaxCols)

@@ -46,10 +46,10 @@ func useWinograd(c ops.Conv2d, bf16 bool) bool {
 		c.DilationH != 1 || c.DilationW != 1 || c.OutH() < 2 || c.OutW() < 2 {
 		return false
 	}
-	switch convPath {
-	case "windows", "direct", "nowinograd":
+	switch {
+	case convForced("windows") || convForced("direct") || convForced("nowinograd"):
 		return false
-	case "winograd":
+	case convForced("winograd"):
 		return true
 	}
 	if c.InChans < winogradMinChans || c.OutChans < winogradMinChans {

@@ -37,13 +37,16 @@ func (b *Backend) maxPool2d(m ops.MaxPool2d, in, out []*tensor) error {
 	x, y := in[0].data, out[0].data
 	planes := m.Batch * m.Chans
 	parallelFor(b.threads, planes, 4, func(lo, hi int) {
-		cols := make([]float32, m.Width)
+		var scratch maxPoolScratch
 		for pl := lo; pl < hi; pl++ {
-			maxPoolPlane(m, x[pl*m.Height*m.Width:(pl+1)*m.Height*m.Width], y[pl*oh*ow:(pl+1)*oh*ow], cols)
+			maxPoolPlane(m, x[pl*m.Height*m.Width:(pl+1)*m.Height*m.Width], y[pl*oh*ow:(pl+1)*oh*ow], &scratch)
 		}
 	})
 	return nil
 }
+
+// maxPoolScratch holds one worker's rows for maxPoolPlane.
+type maxPoolScratch struct{ cols, padded, even, odd []float32 }
 
 // maxPoolPlane pools one plane src [H, W] into dst [OH, OW]:
 //
@@ -51,9 +54,29 @@ func (b *Backend) maxPool2d(m ops.MaxPool2d, in, out []*tensor) error {
 //	a NaN anywhere in the window giving NaN
 //
 // separably: for each output row, the maximum down the window's rows
-// into cols [W], then across each window's columns of cols.
-func maxPoolPlane(m ops.MaxPool2d, src, dst, cols []float32) {
+// into cols [W] (kern.Max), then across each window's columns of cols.
+// ResNet's 3×3 stride-2 window with padding 1 takes the columns from the
+// even and odd halves of cols padded with −∞ (kern.Deinterleave, then two
+// kern.Max); other windows go column by column. Both compare in the order
+// of the plain loop along each axis, so the paths agree bit for bit.
+func maxPoolPlane(m ops.MaxPool2d, src, dst []float32, s *maxPoolScratch) {
 	oh, ow := m.OutH(), m.OutW()
+	if len(s.cols) < m.Width {
+		s.cols = make([]float32, m.Width)
+	}
+	cols := s.cols[:m.Width]
+	resnet := m.Kernel == 3 && m.Stride == 2 && m.Pad == 1
+	var even, odd, padded []float32
+	if resnet {
+		half := (ow + 1 + 15) / 16 * 16 // the pairs Deinterleave reads, rounded up
+		if len(s.padded) < 2*half {
+			s.padded, s.even, s.odd = make([]float32, 2*half), make([]float32, half), make([]float32, half)
+		}
+		padded, even, odd = s.padded[:2*half], s.even[:half], s.odd[:half]
+		for i := range padded {
+			padded[i] = float32(math.Inf(-1))
+		}
+	}
 	for oy := 0; oy < oh; oy++ {
 		y0 := oy*m.Stride - m.Pad
 		ya, yb := max(y0, 0), min(y0+m.Kernel, m.Height)
@@ -66,10 +89,16 @@ func maxPoolPlane(m ops.MaxPool2d, src, dst, cols []float32) {
 		}
 		copy(cols, src[ya*m.Width:(ya+1)*m.Width])
 		for yy := ya + 1; yy < yb; yy++ {
-			row := src[yy*m.Width : (yy+1)*m.Width]
-			for i, v := range row {
-				cols[i] = maxNaN(cols[i], v)
-			}
+			kern.Max(m.Width, cols, src[yy*m.Width:(yy+1)*m.Width], cols)
+		}
+		if resnet {
+			// Column x of cols is padded[x+1]; window ox covers padded
+			// 2ox, 2ox+1, 2ox+2: even[ox], odd[ox], even[ox+1].
+			copy(padded[1:], cols)
+			kern.Deinterleave(ow+1, padded, even, odd)
+			kern.Max(ow, even, odd, out)
+			kern.Max(ow, out, even[1:], out)
+			continue
 		}
 		for ox := range out {
 			x0 := ox*m.Stride - m.Pad

@@ -45,6 +45,10 @@ func maxPoolOracle(m ops.MaxPool2d, x []float32) []float32 {
 // PyTorch refuses but a fixture may declare), with some NaNs and all-negative planes (the
 // padding must not count as 0), against the plain loop.
 func TestMaxPoolMatchesOracle(t *testing.T) {
+	forEachPath(t, func(t *testing.T) { checkMaxPool(t) })
+}
+
+func checkMaxPool(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, m := range []ops.MaxPool2d{
 		{Batch: 2, Chans: 3, Height: 50, Width: 65, Kernel: 3, Stride: 2, Pad: 1},

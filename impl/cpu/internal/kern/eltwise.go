@@ -71,10 +71,29 @@ func AddScaled(n int, alpha float32, x, y, out []float32) {
 	addScaledGo(alpha, x[:n], y[:n], out[:n])
 }
 
+// Max sets out to the larger of x and y elementwise, NaN when either is:
+//
+//	for i < n: out[i] = y[i] if y[i] > x[i] || y[i] != y[i], else x[i]
+//
+// (x on ties, so −0 and +0 keep x's sign). out may be x or y (in place);
+// otherwise the slices must not overlap.
+func Max(n int, x, y, out []float32) {
+	if n == 0 {
+		return
+	}
+	_, _, _ = x[n-1], y[n-1], out[n-1]
+	if k := eltwiseFor(active); k != nil {
+		k.max(n, &x[0], &y[0], &out[0])
+		return
+	}
+	maxGo(x[:n], y[:n], out[:n])
+}
+
 // eltwiseKernels are the SIMD elementwise kernels of one path.
 type eltwiseKernels struct {
 	add       func(n int, x, y, out *float32)
 	relu      func(n int, x, out *float32)
 	scale     func(n int, alpha float32, x, out *float32)
 	addScaled func(n int, alpha float32, x, y, out *float32)
+	max       func(n int, x, y, out *float32)
 }

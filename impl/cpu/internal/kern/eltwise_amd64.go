@@ -3,8 +3,8 @@
 package kern
 
 var (
-	eltwiseAVX512 = eltwiseKernels{add: addAVX512, relu: reluAVX512, scale: scaleAVX512, addScaled: addScaledAVX512}
-	eltwiseAVX2   = eltwiseKernels{add: addAVX2, relu: reluAVX2, scale: scaleAVX2, addScaled: addScaledAVX2}
+	eltwiseAVX512 = eltwiseKernels{add: addAVX512, relu: reluAVX512, scale: scaleAVX512, addScaled: addScaledAVX512, max: maxAVX512}
+	eltwiseAVX2   = eltwiseKernels{add: addAVX2, relu: reluAVX2, scale: scaleAVX2, addScaled: addScaledAVX2, max: maxAVX2}
 )
 
 // eltwiseFor returns the elementwise kernels of path p, nil on the Go path.

@@ -30,3 +30,13 @@ func reluGo(x, out []float32) {
 		out[i] = max(v, 0)
 	}
 }
+
+func maxGo(x, y, out []float32) {
+	y, out = y[:len(x)], out[:len(x)]
+	for i, v := range x {
+		if w := y[i]; w > v || w != w {
+			v = w
+		}
+		out[i] = v
+	}
+}

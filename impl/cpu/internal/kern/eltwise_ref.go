@@ -32,3 +32,12 @@ func reluRef(n int, x, out []float32) {
 		}
 	}
 }
+
+func maxRef(n int, x, y, out []float32) {
+	for i := 0; i < n; i++ {
+		out[i] = x[i]
+		if y[i] > x[i] || y[i] != y[i] {
+			out[i] = y[i]
+		}
+	}
+}

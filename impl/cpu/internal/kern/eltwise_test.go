@@ -51,6 +51,7 @@ var eltwiseCases = []eltwiseCase{
 	{"Scale", func(n int, x, _, o []float32) { Scale(n, -1.75, x, o) }, func(n int, x, _, o []float32) { scaleRef(n, -1.75, x, o) }, 0},
 	// x + alpha·y fused or not: within an ulp of |x| + |alpha·y|.
 	{"AddScaled", func(n int, x, y, o []float32) { AddScaled(n, 0.3, x, y, o) }, func(n int, x, y, o []float32) { addScaledRef(n, 0.3, x, y, o) }, 1.2e-7},
+	{"Max", func(n int, x, y, o []float32) { Max(n, x, y, o) }, maxRef, 0},
 }
 
 // TestEltwiseMatchesOracle runs every elementwise kernel on every path,
@@ -69,6 +70,9 @@ func TestEltwiseMatchesOracle(t *testing.T) {
 					if n > 5 {
 						x[3] = float32(math.NaN())
 						y[5] = float32(math.Inf(1))
+					}
+					if n > 10 {
+						y[9] = float32(math.NaN()) // Max must return y's NaN too
 					}
 					want := make([]float32, n)
 					c.ref(n, x, y, want)

@@ -6818,6 +6818,88 @@ deinterleaveAVX512_done:
 	VZEROUPPER
 	RET
 
+// func maxAVX512(n int, x *float32, y *float32, out *float32)
+// Requires: AVX, AVX512F
+TEXT ·maxAVX512(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ out+24(FP), DI
+
+maxAVX512_blocks:
+	CMPQ CX, $0x00000040
+	JB   maxAVX512_vectors
+
+	// out = y > x ? y : x, then y where y is NaN
+	VMOVUPS (SI), Z0
+	VMOVUPS (DX), Z4
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 64(DX), Z5
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 128(DX), Z6
+	VMOVUPS 192(SI), Z3
+	VMOVUPS 192(DX), Z7
+	VMAXPS  Z0, Z4, Z8
+	VCMPPS  $0x03, Z4, Z4, K2
+	VMOVAPS Z4, K2, Z8
+	VMOVUPS Z8, (DI)
+	VMAXPS  Z1, Z5, Z9
+	VCMPPS  $0x03, Z5, Z5, K2
+	VMOVAPS Z5, K2, Z9
+	VMOVUPS Z9, 64(DI)
+	VMAXPS  Z2, Z6, Z10
+	VCMPPS  $0x03, Z6, Z6, K2
+	VMOVAPS Z6, K2, Z10
+	VMOVUPS Z10, 128(DI)
+	VMAXPS  Z3, Z7, Z11
+	VCMPPS  $0x03, Z7, Z7, K2
+	VMOVAPS Z7, K2, Z11
+	VMOVUPS Z11, 192(DI)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, DX
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x00000040, CX
+	JMP     maxAVX512_blocks
+
+maxAVX512_vectors:
+	CMPQ CX, $0x00000010
+	JB   maxAVX512_tail
+
+	// out = y > x ? y : x, then y where y is NaN
+	VMOVUPS (SI), Z0
+	VMOVUPS (DX), Z4
+	VMAXPS  Z0, Z4, Z8
+	VCMPPS  $0x03, Z4, Z4, K2
+	VMOVAPS Z4, K2, Z8
+	VMOVUPS Z8, (DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DX
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     maxAVX512_vectors
+
+maxAVX512_tail:
+	TESTQ CX, CX
+	JZ    maxAVX512_done
+
+	// K1 = lanes < n
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+
+	// out = y > x ? y : x, then y where y is NaN
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS.Z (DX), K1, Z4
+	VMAXPS    Z0, Z4, Z8
+	VCMPPS    $0x03, Z4, Z4, K2
+	VMOVAPS   Z4, K2, Z8
+	VMOVUPS   Z8, K1, (DI)
+
+maxAVX512_done:
+	VZEROUPPER
+	RET
+
 // func addAVX2(n int, x *float32, y *float32, out *float32)
 // Requires: AVX, AVX2
 TEXT ·addAVX2(SB), NOSPLIT, $0-32
@@ -9195,6 +9277,75 @@ deinterleaveAVX2_loop:
 	JG      deinterleaveAVX2_loop
 
 deinterleaveAVX2_done:
+	VZEROUPPER
+	RET
+
+// func maxAVX2(n int, x *float32, y *float32, out *float32)
+// Requires: AVX, AVX2
+TEXT ·maxAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ out+24(FP), DI
+
+maxAVX2_blocks:
+	CMPQ CX, $0x00000010
+	JB   maxAVX2_vectors
+
+	// out = y > x ? y : x, then y where y is NaN
+	VMOVUPS   (SI), Y0
+	VMOVUPS   (DX), Y2
+	VMOVUPS   32(SI), Y1
+	VMOVUPS   32(DX), Y3
+	VMAXPS    Y0, Y2, Y4
+	VCMPPS    $0x03, Y2, Y2, Y6
+	VBLENDVPS Y6, Y2, Y4, Y4
+	VMOVUPS   Y4, (DI)
+	VMAXPS    Y1, Y3, Y5
+	VCMPPS    $0x03, Y3, Y3, Y7
+	VBLENDVPS Y7, Y3, Y5, Y5
+	VMOVUPS   Y5, 32(DI)
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DX
+	ADDQ      $0x00000040, DI
+	SUBQ      $0x00000010, CX
+	JMP       maxAVX2_blocks
+
+maxAVX2_vectors:
+	CMPQ CX, $0x00000008
+	JB   maxAVX2_tail
+
+	// out = y > x ? y : x, then y where y is NaN
+	VMOVUPS   (SI), Y0
+	VMOVUPS   (DX), Y2
+	VMAXPS    Y0, Y2, Y4
+	VCMPPS    $0x03, Y2, Y2, Y6
+	VBLENDVPS Y6, Y2, Y4, Y4
+	VMOVUPS   Y4, (DI)
+	ADDQ      $0x00000020, SI
+	ADDQ      $0x00000020, DX
+	ADDQ      $0x00000020, DI
+	SUBQ      $0x00000008, CX
+	JMP       maxAVX2_vectors
+
+maxAVX2_tail:
+	TESTQ CX, CX
+	JZ    maxAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+
+	// out = y > x ? y : x, then y where y is NaN
+	VMASKMOVPS (SI), Y15, Y0
+	VMASKMOVPS (DX), Y15, Y2
+	VMAXPS     Y0, Y2, Y4
+	VCMPPS     $0x03, Y2, Y2, Y6
+	VBLENDVPS  Y6, Y2, Y4, Y4
+	VMASKMOVPS Y4, Y15, (DI)
+
+maxAVX2_done:
 	VZEROUPPER
 	RET
 

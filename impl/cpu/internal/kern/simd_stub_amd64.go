@@ -175,6 +175,11 @@ func winogradOutputAVX512(n int, m *float32, ms int, bias float32, w0 *float32, 
 //go:noescape
 func deinterleaveAVX512(n int, src *float32, even *float32, odd *float32)
 
+// maxAVX512 sets out[i] = y[i] if y[i] > x[i] or y[i] is NaN, else x[i], for i < n.
+//
+//go:noescape
+func maxAVX512(n int, x *float32, y *float32, out *float32)
+
 // addAVX2 sets out[i] = x[i] + y[i] for i < n.
 //
 //go:noescape
@@ -270,6 +275,11 @@ func winogradOutputAVX2(n int, m *float32, ms int, bias float32, w0 *float32, w1
 //
 //go:noescape
 func deinterleaveAVX2(n int, src *float32, even *float32, odd *float32)
+
+// maxAVX2 sets out[i] = y[i] if y[i] > x[i] or y[i] is NaN, else x[i], for i < n.
+//
+//go:noescape
+func maxAVX2(n int, x *float32, y *float32, out *float32)
 
 // flashMaxAVX512 returns max_i scale·x[i] (products rounded) over i < n; n must be positive.
 // A NaN in x may or may not be returned; flashExp then makes the sum NaN.

@@ -38,6 +38,7 @@ func vectorKernels() {
 		s.winogradInput()  // gen_winograd.go
 		s.winogradOutput() // gen_winograd.go
 		s.deinterleave()   // gen_winograd.go
+		s.maxNaN()         // gen_winograd.go: max pooling
 	}
 }
 

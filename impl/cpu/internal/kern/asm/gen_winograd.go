@@ -241,3 +241,38 @@ func (s vecISA) deinterleave() {
 	Label(name + "_done")
 	s.end()
 }
+
+// maxNaN emits out[i] = y[i] when y[i] > x[i] or y[i] is NaN, else x[i]:
+// the larger of the two, NaN when either is, x on ties (max pooling's
+// comparison, in the order the Go twin makes it).
+func (s vecISA) maxNaN() {
+	name := "max" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, x, y, out *float32)")
+	Pragma("noescape")
+	Doc(name + " sets out[i] = y[i] if y[i] > x[i] or y[i] is NaN, else x[i], for i < n.")
+	Load(Param("n"), RCX)
+	Load(Param("x"), RSI)
+	Load(Param("y"), RDX)
+	Load(Param("out"), RDI)
+	u := s.unroll
+	a, b, c, m := s.v[:u], s.v[u:2*u], s.v[2*u:3*u], s.v[3*u:4*u]
+	s.stream(name, []Register{RSI, RDX, RDI}, func(n int, tail bool, at func(p, j int) Mem) {
+		Comment("out = y > x ? y : x, then y where y is NaN")
+		for j := 0; j < n; j++ {
+			s.ld(at(0, j), a[j], tail)
+			s.ld(at(1, j), b[j], tail)
+		}
+		for j := 0; j < n; j++ {
+			VMAXPS(a[j], b[j], c[j])
+			if s.avx512 {
+				VCMPPS(Imm(3), b[j], b[j], K2)
+				VMOVAPS(b[j], K2, c[j])
+			} else {
+				VCMPPS(Imm(3), b[j], b[j], m[j])
+				VBLENDVPS(m[j], b[j], c[j], c[j])
+			}
+			s.st(c[j], at(2, j), tail)
+		}
+	})
+	s.end()
+}
