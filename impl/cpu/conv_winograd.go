@@ -56,13 +56,32 @@ func useWinograd(c ops.Conv2d, bf16 bool) bool {
 		return false
 	}
 	// The share of the products' columns that are tiles of the map (the
-	// rest: the wide rows' last column and the rounding of a group of
-	// images to whole panels).
+	// rest: the rounding of a group of images to whole panels, and the
+	// wide rows' last column when they are kept).
 	th, tw := ceilDiv(c.OutH(), 2), ceilDiv(c.OutW(), 2)
 	group := winogradGroup(c)
-	panel := 32
-	computed := ceilDiv(group*th*(tw+1), panel) * panel
+	_, rowTiles := winogradRows(th, tw, group)
+	computed := ceilDiv(group*th*rowTiles, winogradPanel) * winogradPanel
 	return float64(group*th*tw) >= winogradMinShare*float64(computed)
+}
+
+// winogradPanel is the column panel of the products the share is
+// reckoned in (the AVX-512 microkernel's; AVX2's is half).
+const winogradPanel = 32
+
+// winogradRows chooses how the tiles of a group of images are numbered
+// in the transformed planes: wide rows of tw+1 tiles (the last one
+// discarded), which the input transform covers in one pass per channel,
+// or dense rows of tw, one pass per tile row, when that saves a column
+// panel of the products (a 16×16 map: 72 wide tiles take three panels,
+// 64 dense ones two). It returns whether the rows are dense and their
+// length in tiles.
+func winogradRows(th, tw, group int) (dense bool, rowTiles int) {
+	wide := ceilDiv(group*th*(tw+1), winogradPanel)
+	if ceilDiv(group*th*tw, winogradPanel) < wide {
+		return true, tw
+	}
+	return false, tw + 1
 }
 
 // winogradGroup is the number of images of a batch whose tiles share the
@@ -85,12 +104,14 @@ const winogradGroupCols = 256
 // wasted columns outweigh the 2.25× fewer products; on a small map the
 // transformed weight (16/9 of the weight) is also read for few tiles.
 // Measured direct/Winograd on two threads (TestConvWinogradAB, 3×3 pad 1,
-// BN and ReLU, the share in brackets): 1.87× for 256 channels at 14×14
-// (0.77), 1.63× for 128 at 28×28 (0.88), 1.41× for 64 at 56×56 (0.94),
-// 1.38× for 64 at 32×32 (0.89), 1.33× for 32 at 64×64 (0.97), 1.49× for
-// 256 at 13×13 batch 2 (0.77); but 0.82× for 64 at 16×16 (0.67), 0.99×
-// for 128 at 16×16 (0.67) and 0.79-0.86× for 512 at 7×7 (0.5), each one
-// image at a time (before images were grouped).
+// BN and ReLU, with images grouped and dense rows where they pay; the
+// share in brackets): 1.56× for 256 channels at 14×14 (0.77), 1.69× for
+// 128 at 28×28 (0.88), 1.48× for 64 at 56×56 (0.94), 1.57× for 64 at
+// 32×32 (0.89), 1.35× for 32 at 64×64 (0.97), 1.20× for 64 at 16×16
+// (1.0), 1.57× for 256 at 13×13 batch 2 (0.77), 1.64× for 128 at 16×16
+// batch 2, 1.87× for 256 at 8×8 batch 2, 1.30× and 1.36× for 512 at 7×7
+// batch 2 and 8 (1.0); but 0.68× for 512 at 7×7 alone (16 tiles in a
+// 32-column panel: 0.5).
 const (
 	winogradMinChans = 32
 	winogradMinShare = 0.75
@@ -111,8 +132,10 @@ type winoGeom struct {
 	th, tw     int // tiles
 	hq, wq     int // phase planes: (TH+1)×(TW+1)
 	ps         int // floats per channel and image in the phase planes: hq·wq and slack
-	n          int // wide tiles TH·wq per image
+	n          int // tiles per image in the transformed planes: TH·rowTiles
 	group      int // images whose tiles share the columns (winogradGroup)
+	dense      bool
+	rowTiles   int // tiles per tile row in the transformed planes: wq, or tw when dense (winogradRows)
 	vs         int // floats per channel in a transformed plane: group·n and slack
 	blocks     int // column blocks of winogradCols wide tiles of a group
 	parts      int // output-channel parts
@@ -127,8 +150,9 @@ func newWinoGeom(c ops.Conv2d, threads int) winoGeom {
 	// Slack past each plane: the transforms read up to wq + 1 past a
 	// tile and round their counts up to the vector width.
 	g.ps = g.hq*g.wq + g.wq + 1 + 16
-	g.n = g.th * g.wq
 	g.group = winogradGroup(c)
+	g.dense, g.rowTiles = winogradRows(g.th, g.tw, g.group)
+	g.n = g.th * g.rowTiles
 	g.vs = g.group*g.n + 2*winogradCols
 	g.blocks = ceilDiv(g.group*g.n, winogradCols)
 	// Enough parts that every worker has about two items, none over
@@ -307,7 +331,15 @@ func (g winoGeom) transformInput(x, q, v []float32, ch, i int, row []float32) {
 		clear(even[plane:])
 		clear(odd[plane:])
 	}
-	kern.WinogradInput(g.n, q[at(0):], cin*g.group*ps, wq, v[ch*g.vs+i*g.n:], cin*g.vs)
+	if !g.dense {
+		kern.WinogradInput(g.n, q[at(0):], cin*g.group*ps, wq, v[ch*g.vs+i*g.n:], cin*g.vs)
+		return
+	}
+	// Dense rows: one pass per tile row, in order, each one's rounded-up
+	// excess overwritten by the next.
+	for ty := 0; ty < g.th; ty++ {
+		kern.WinogradInput(g.tw, q[at(0)+ty*wq:], cin*g.group*ps, wq, v[ch*g.vs+i*g.n+ty*g.tw:], cin*g.vs)
+	}
 }
 
 // storeRows copies each output channel's wide rows (wout[o·2·wide + p·wide
@@ -320,7 +352,7 @@ func (g winoGeom) storeRows(wout []float32, wide, imgs int, y, res []float32, re
 		for io := lo; io < hi; io++ {
 			i, ch := io/o, io%o
 			for oy := 0; oy < oh; oy++ {
-				src := wout[ch*2*wide+(oy%2)*wide+2*(i*g.n+(oy/2)*g.wq):][:ow]
+				src := wout[ch*2*wide+(oy%2)*wide+2*(i*g.n+(oy/2)*g.rowTiles):][:ow]
 				at := ((i*o+ch)*oh + oy) * ow
 				dst := y[at : at+ow]
 				switch {
