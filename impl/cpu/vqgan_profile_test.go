@@ -112,6 +112,8 @@ func TestNodeProfile(t *testing.T) {
 				switch {
 				case useWinograd(c, false):
 					path = "winograd"
+				case usePointwise(c, false):
+					path = "pointwise"
 				case useDirect(c):
 					path = "direct"
 				}
