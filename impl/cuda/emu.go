@@ -15,8 +15,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ebitengine/purego"
-
 	"vitbench/bench"
 )
 
@@ -109,7 +107,7 @@ func loadEmulator() (uintptr, string, error) {
 			emuErr = fmt.Errorf("CUDA emulator: %w", emuErr)
 			return
 		}
-		emuHandle, emuErr = purego.Dlopen(emuPath, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		emuHandle, emuErr = dlopenGlobal(emuPath)
 		if emuErr != nil {
 			emuErr = fmt.Errorf("CUDA emulator: loading %s: %v", emuPath, oneLine(emuErr.Error()))
 		}

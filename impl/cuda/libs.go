@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -171,8 +172,16 @@ func (s libSearch) run() (uintptr, string, error) {
 }
 
 // dlopenGlobal dlopens path with RTLD_NOW|RTLD_GLOBAL, so that what the
-// library opens later by its SONAME finds it.
+// library opens later by its SONAME finds it. The goroutine stays on its
+// thread for the call: purego reads the loader's message (dlerror) in a
+// second call after a failed dlopen, and the message is per thread; on
+// another thread it would be whatever that thread's last dlopen said (a
+// busy machine's loaded process moved one test's goroutine between the
+// two and reported the previous candidate's miss instead of the file's
+// missing dependency).
 func dlopenGlobal(path string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 }
 
