@@ -127,22 +127,24 @@ const winogradMaxPart = 96
 
 // winoGeom is the tile geometry of one Winograd convolution.
 type winoGeom struct {
-	c          ops.Conv2d
-	oh, ow     int
-	th, tw     int // tiles
-	hq, wq     int // phase planes: (TH+1)×(TW+1)
-	ps         int // floats per channel and image in the phase planes: hq·wq and slack
-	n          int // tiles per image in the transformed planes: TH·rowTiles
-	group      int // images whose tiles share the columns (winogradGroup)
-	dense      bool
-	rowTiles   int // tiles per tile row in the transformed planes: wq, or tw when dense (winogradRows)
-	vs         int // floats per channel in a transformed plane: group·n and slack
-	blocks     int // column blocks of winogradCols wide tiles of a group
-	parts      int // output-channel parts
-	partRows   int // output channels per part (the last may have fewer)
-	kernelRows int // rows of C one part's product writes (partRows rounded up)
+	c        ops.Conv2d
+	oh, ow   int
+	th, tw   int // tiles
+	hq, wq   int // phase planes: (TH+1)×(TW+1)
+	ps       int // floats per channel and image in the phase planes: hq·wq and slack
+	n        int // tiles per image in the transformed planes: TH·rowTiles
+	group    int // images whose tiles share the columns (winogradGroup)
+	dense    bool
+	rowTiles int // tiles per tile row in the transformed planes: wq, or tw when dense (winogradRows)
+	vs       int // floats per channel in a transformed plane: group·n and slack
+	blocks   int // column blocks of winogradCols wide tiles of a group
+	parts    int // output-channel parts
+	partRows int // output channels per part (the last may have fewer)
 }
 
+// newWinoGeom lays out conv c's tiles for a backend of threads workers:
+// the phase planes, the image groups and their tile rows (winogradGroup,
+// winogradRows), the column blocks and the parts of the output channels.
 func newWinoGeom(c ops.Conv2d, threads int) winoGeom {
 	g := winoGeom{c: c, oh: c.OutH(), ow: c.OutW()}
 	g.th, g.tw = ceilDiv(g.oh, 2), ceilDiv(g.ow, 2)
