@@ -222,9 +222,6 @@ func storeNCHW(rows, o int, tok, dst []float32, ld int, res []float32, resOff in
 	}
 	for ch := 0; ch < o; ch++ {
 		d := dst[ch*ld : ch*ld+rows]
-		kern.Add(rows, d, res[resOff+ch*ld:resOff+ch*ld+rows], d)
-		if relu {
-			kern.ReLU(rows, d, d)
-		}
+		storeRun(d, res[resOff+ch*ld:resOff+ch*ld+rows], d, relu)
 	}
 }

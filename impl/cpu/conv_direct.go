@@ -200,21 +200,35 @@ func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, 
 					for ch := 0; ch < o; ch++ {
 						src := tile[ch*directBlock+oy*g.wq+q0-w0:][:n]
 						at := base + (ch*oh+oy)*ow + q0
-						dst := y[at : at+n]
-						switch {
-						case res != nil:
-							kern.Add(n, src, res[at:at+n], dst)
-							if relu {
-								kern.ReLU(n, dst, dst)
-							}
-						case relu:
-							kern.ReLU(n, src, dst)
-						default:
-							copy(dst, src)
+						var r []float32
+						if res != nil {
+							r = res[at : at+n]
 						}
+						storeRun(src, r, y[at:at+n], relu)
 					}
 				}
 			}
 		})
+	}
+}
+
+// storeRun writes a run of finished outputs src into dst, adding res
+// (same length) first when it is not nil and clamping at zero when relu:
+//
+//	dst[i] = relu?(src[i] + res[i])
+//
+// src and dst may be the same slice.
+func storeRun(src, res, dst []float32, relu bool) {
+	n := len(dst)
+	switch {
+	case res != nil:
+		kern.Add(n, src, res, dst)
+		if relu {
+			kern.ReLU(n, dst, dst)
+		}
+	case relu:
+		kern.ReLU(n, src, dst)
+	case n > 0 && &src[0] != &dst[0]:
+		copy(dst, src)
 	}
 }

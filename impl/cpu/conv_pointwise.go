@@ -60,13 +60,12 @@ func (b *Backend) conv2dPointwise(c ops.Conv2d, wf, bias, x, y, res []float32) {
 			for ch := 0; ch < o; ch++ {
 				row := out[ch*hw : ch*hw+n]
 				kern.Affine(n, 1, bias[ch], row, row)
+				var r []float32
 				if res != nil {
 					at := (img*o+ch)*hw + j0
-					kern.Add(n, row, res[at:at+n], row)
+					r = res[at : at+n]
 				}
-				if c.ReLU {
-					kern.ReLU(n, row, row)
-				}
+				storeRun(row, r, row, c.ReLU)
 			}
 		}
 	})

@@ -2,11 +2,9 @@ package cpu
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"testing"
 
-	"vitbench/bench"
 	"vitbench/bench/ops"
 )
 
@@ -17,50 +15,8 @@ import (
 // past the row blocks of the product, and a residual with a ReLU, a ReLU
 // alone and neither.
 func TestConvPointwiseMatchesOracle(t *testing.T) {
-	defer func(p string) { convPath = p }(convPath)
-	convPath = "pointwise"
-	type geom struct{ batch, cin, h, w, ph, pw int }
-	geoms := []geom{{1, 70, 31, 17, 0, 0}, {2, 7, 8, 8, 0, 0}, {1, 5, 13, 11, 0, 0}, {3, 3, 24, 32, 0, 0}}
-	forEachPath(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(41, 42))
-		for gi, gm := range geoms {
-			u := ops.Unfold{Batch: gm.batch, InChans: gm.cin, Height: gm.h, Width: gm.w, KernelH: 1, KernelW: 1,
-				StrideH: 1, StrideW: 1, PadH: gm.ph, PadW: gm.pw, DilationH: 1, DilationW: 1}
-			for _, outChans := range []int{13, 40, 200} {
-				res, relu := gi%3 == 0, gi%3 != 2
-				c := ops.Conv2d{Unfold: u, OutChans: outChans, Bias: true, ReLU: relu, Residual: res}
-				if !usePointwise(c, false) {
-					continue // the Go path
-				}
-				be := New(2)
-				x := randSlice(rng, u.Batch*u.InChans*u.Height*u.Width, -1, 1)
-				w := randSlice(rng, outChans*c.Cols(), -0.5, 0.5)
-				bias := randSlice(rng, outChans, -0.5, 0.5)
-				outShape := bench.Shape{u.Batch, outChans, u.OutH(), u.OutW()}
-				in := []*tensor{be.testTensor(t, bench.Shape{u.Batch, u.InChans, u.Height, u.Width}, x),
-					be.testTensor(t, bench.Shape{outChans, u.InChans, 1, 1}, w),
-					be.testTensor(t, bench.Shape{outChans}, bias)}
-				want := convOracle(c, x, w, bias)
-				if res {
-					r := randSlice(rng, int(outShape.Elems()), -1, 1)
-					in = append(in, be.testTensor(t, outShape, r))
-					for i := range want {
-						want[i] += float64(r[i])
-					}
-				}
-				if relu {
-					for i := range want {
-						want[i] = max(want[i], 0)
-					}
-				}
-				out := []*tensor{be.testTensor(t, outShape, nil)}
-				if err := be.conv2d(c, in, out); err != nil {
-					t.Fatal(err)
-				}
-				checkClose(t, fmt.Sprintf("pointwise %+v O=%d", gm, outChans), out[0].data, want)
-			}
-		}
-	})
+	geoms := []convGeom{{1, 70, 31, 17, 0, 0}, {2, 7, 8, 8, 0, 0}, {1, 5, 13, 11, 0, 0}, {3, 3, 24, 32, 0, 0}}
+	checkConvPath(t, "pointwise", 1, geoms, usePointwise)
 }
 
 // TestConvPointwiseAB prints, for ResNet-50's 1×1 convolutions (BN

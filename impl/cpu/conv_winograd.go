@@ -356,18 +356,11 @@ func (g winoGeom) storeRows(wout []float32, wide, imgs int, y, res []float32, re
 			for oy := 0; oy < oh; oy++ {
 				src := wout[ch*2*wide+(oy%2)*wide+2*(i*g.n+(oy/2)*g.rowTiles):][:ow]
 				at := ((i*o+ch)*oh + oy) * ow
-				dst := y[at : at+ow]
-				switch {
-				case res != nil:
-					kern.Add(ow, src, res[at:at+ow], dst)
-					if relu {
-						kern.ReLU(ow, dst, dst)
-					}
-				case relu:
-					kern.ReLU(ow, src, dst)
-				default:
-					copy(dst, src)
+				var r []float32
+				if res != nil {
+					r = res[at : at+ow]
 				}
+				storeRun(src, r, y[at:at+ow], relu)
 			}
 		}
 	})

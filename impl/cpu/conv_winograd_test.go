@@ -20,21 +20,34 @@ import (
 // groups of two and one), output channels that split into several parts, and a residual
 // with a ReLU, a ReLU alone and neither.
 func TestConvWinogradMatchesOracle(t *testing.T) {
-	defer func(p string) { convPath = p }(convPath)
-	convPath = "winograd"
-	type geom struct{ batch, cin, h, w, ph, pw int }
-	geoms := []geom{{1, 5, 13, 11, 1, 1}, {2, 7, 8, 8, 1, 1}, {1, 4, 9, 16, 0, 0}, {1, 3, 7, 6, 2, 1},
+	geoms := []convGeom{{1, 5, 13, 11, 1, 1}, {2, 7, 8, 8, 1, 1}, {1, 4, 9, 16, 0, 0}, {1, 3, 7, 6, 2, 1},
 		{1, 16, 4, 4, 0, 1}, {1, 9, 33, 35, 1, 1}, {2, 64, 7, 7, 1, 1},
 		{3, 5, 18, 17, 1, 1}, {5, 6, 5, 6, 1, 1}}
+	checkConvPath(t, "winograd", 3, geoms, useWinograd)
+}
+
+// convGeom is one image geometry of checkConvPath: batch, input channels,
+// height, width and padding.
+type convGeom struct{ batch, cin, h, w, ph, pw int }
+
+// checkConvPath runs k×k stride-1 convolutions of every geometry, with 13,
+// 40 and 200 output channels, forced onto convPath mode, on every kernel
+// path where use takes them, against the float64 loop: geometry i with a
+// residual and a ReLU when i mod 3 is 0, a ReLU alone when 1, neither
+// when 2.
+func checkConvPath(t *testing.T, mode string, k int, geoms []convGeom, use func(ops.Conv2d, bool) bool) {
+	t.Helper()
+	defer func(p string) { convPath = p }(convPath)
+	convPath = mode
 	forEachPath(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(41, 42))
 		for gi, gm := range geoms {
-			u := ops.Unfold{Batch: gm.batch, InChans: gm.cin, Height: gm.h, Width: gm.w, KernelH: 3, KernelW: 3,
+			u := ops.Unfold{Batch: gm.batch, InChans: gm.cin, Height: gm.h, Width: gm.w, KernelH: k, KernelW: k,
 				StrideH: 1, StrideW: 1, PadH: gm.ph, PadW: gm.pw, DilationH: 1, DilationW: 1}
 			for _, outChans := range []int{13, 40, 200} {
 				res, relu := gi%3 == 0, gi%3 != 2
 				c := ops.Conv2d{Unfold: u, OutChans: outChans, Bias: true, ReLU: relu, Residual: res}
-				if !useWinograd(c, false) {
+				if !use(c, false) {
 					continue // the Go path
 				}
 				be := New(2)
@@ -43,7 +56,7 @@ func TestConvWinogradMatchesOracle(t *testing.T) {
 				bias := randSlice(rng, outChans, -0.5, 0.5)
 				outShape := bench.Shape{u.Batch, outChans, u.OutH(), u.OutW()}
 				in := []*tensor{be.testTensor(t, bench.Shape{u.Batch, u.InChans, u.Height, u.Width}, x),
-					be.testTensor(t, bench.Shape{outChans, u.InChans, 3, 3}, w),
+					be.testTensor(t, bench.Shape{outChans, u.InChans, k, k}, w),
 					be.testTensor(t, bench.Shape{outChans}, bias)}
 				want := convOracle(c, x, w, bias)
 				if res {
@@ -62,7 +75,7 @@ func TestConvWinogradMatchesOracle(t *testing.T) {
 				if err := be.conv2d(c, in, out); err != nil {
 					t.Fatal(err)
 				}
-				checkClose(t, fmt.Sprintf("winograd %+v O=%d", gm, outChans), out[0].data, want)
+				checkClose(t, fmt.Sprintf("%s %+v O=%d", mode, gm, outChans), out[0].data, want)
 			}
 		}
 	})
