@@ -60,7 +60,7 @@ func useWinograd(c ops.Conv2d, bf16 bool) bool {
 	// wide rows' last column when they are kept).
 	th, tw := ceilDiv(c.OutH(), 2), ceilDiv(c.OutW(), 2)
 	group := winogradGroup(c)
-	_, rowTiles := winogradRows(th, tw, group)
+	rowTiles := winogradRows(th, tw, group)
 	computed := ceilDiv(group*th*rowTiles, winogradPanel) * winogradPanel
 	return float64(group*th*tw) >= winogradMinShare*float64(computed)
 }
@@ -74,14 +74,14 @@ const winogradPanel = 32
 // discarded), which the input transform covers in one pass per channel,
 // or dense rows of tw, one pass per tile row, when that saves a column
 // panel of the products (a 16×16 map: 72 wide tiles take three panels,
-// 64 dense ones two). It returns whether the rows are dense and their
-// length in tiles.
-func winogradRows(th, tw, group int) (dense bool, rowTiles int) {
+// 64 dense ones two). It returns the rows' length in tiles: tw when
+// dense, tw+1 when wide.
+func winogradRows(th, tw, group int) (rowTiles int) {
 	wide := ceilDiv(group*th*(tw+1), winogradPanel)
 	if ceilDiv(group*th*tw, winogradPanel) < wide {
-		return true, tw
+		return tw
 	}
-	return false, tw + 1
+	return tw + 1
 }
 
 // winogradGroup is the number of images of a batch whose tiles share the
@@ -129,17 +129,17 @@ const winogradMaxPart = 96
 type winoGeom struct {
 	c        ops.Conv2d
 	oh, ow   int
-	th, tw   int // tiles
-	hq, wq   int // phase planes: (TH+1)×(TW+1)
-	ps       int // floats per channel and image in the phase planes: hq·wq and slack
-	n        int // tiles per image in the transformed planes: TH·rowTiles
-	group    int // images whose tiles share the columns (winogradGroup)
-	dense    bool
-	rowTiles int // tiles per tile row in the transformed planes: wq, or tw when dense (winogradRows)
-	vs       int // floats per channel in a transformed plane: group·n and slack
-	blocks   int // column blocks of winogradCols wide tiles of a group
-	parts    int // output-channel parts
-	partRows int // output channels per part (the last may have fewer)
+	th, tw   int   // tiles
+	hq, wq   int   // phase planes: (TH+1)×(TW+1)
+	ps       int   // floats per channel and image in the phase planes: hq·wq and slack
+	n        int   // tiles per image in the transformed planes: TH·rowTiles
+	group    int   // images whose tiles share the columns (winogradGroup)
+	rowTiles int   // tiles per tile row in the transformed planes: wq (wide), or tw (dense) (winogradRows)
+	vs       int   // floats per channel in a transformed plane: group·n and slack
+	blocks   int   // column blocks of winogradCols wide tiles of a group
+	parts    int   // output-channel parts
+	partRows int   // output channels per part (the last may have fewer)
+	taps     []int // the products' row offsets in a transformed plane: ch·vs
 }
 
 // newWinoGeom lays out conv c's tiles for a backend of threads workers:
@@ -153,10 +153,14 @@ func newWinoGeom(c ops.Conv2d, threads int) winoGeom {
 	// tile and round their counts up to the vector width.
 	g.ps = g.hq*g.wq + g.wq + 1 + 16
 	g.group = winogradGroup(c)
-	g.dense, g.rowTiles = winogradRows(g.th, g.tw, g.group)
+	g.rowTiles = winogradRows(g.th, g.tw, g.group)
 	g.n = g.th * g.rowTiles
 	g.vs = g.group*g.n + 2*winogradCols
 	g.blocks = ceilDiv(g.group*g.n, winogradCols)
+	g.taps = make([]int, c.InChans)
+	for ch := range g.taps {
+		g.taps[ch] = ch * g.vs
+	}
 	// Enough parts that every worker has about two items, none over
 	// winogradMaxPart rows.
 	g.parts = max(ceilDiv(c.OutChans, winogradMaxPart), ceilDiv(2*threads, g.blocks))
@@ -252,12 +256,7 @@ func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float3
 	q, v := buf[:qSize], buf[qSize:qSize+vSize]
 	work := buf[qSize+vSize : qSize+vSize+b.threads*perWorker]
 	wout := buf[qSize+vSize+b.threads*perWorker:]
-	taps := make([]int, cin)
-	for ch := range taps {
-		taps[ch] = ch * g.vs
-	}
 	inImage, outImage := cin*c.Height*c.Width, o*g.oh*g.ow
-	items := g.blocks * g.parts
 	for first := 0; first < c.Batch; first += g.group {
 		imgs := min(g.group, c.Batch-first)
 		cols := imgs * g.n
@@ -276,7 +275,7 @@ func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float3
 				}
 			}
 		})
-		items := min(items, blocks*g.parts)
+		items := blocks * g.parts
 		parallelChunks(min(b.threads, items), items, 1, func(wk, lo, hi int) {
 			m := work[wk*perWorker : wk*perWorker+tileSize]
 			for it := lo; it < hi; it++ {
@@ -285,7 +284,7 @@ func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float3
 				nb := min(winogradCols, cols-w0)
 				pas := &w.parts[part]
 				for s := range 16 {
-					kern.SgemmTaps(pas[s], v[s*cin*g.vs+w0:], taps, nb, m[s*kernelRows*winogradCols:], winogradCols)
+					kern.SgemmTaps(pas[s], v[s*cin*g.vs+w0:], g.taps, nb, m[s*kernelRows*winogradCols:], winogradCols)
 				}
 				o0 := part * g.partRows
 				for r := 0; r < pas[0].M; r++ {
@@ -333,7 +332,7 @@ func (g winoGeom) transformInput(x, q, v []float32, ch, i int, row []float32) {
 		clear(even[plane:])
 		clear(odd[plane:])
 	}
-	if !g.dense {
+	if g.rowTiles == g.wq {
 		kern.WinogradInput(g.n, q[at(0):], cin*g.group*ps, wq, v[ch*g.vs+i*g.n:], cin*g.vs)
 		return
 	}

@@ -36,10 +36,6 @@ func TestWinogradPhases(t *testing.T) {
 		wout := make([]float32, 2*cout*wide)
 		kr := w.parts[0][0].Rows()
 		m := make([]float32, 16*kr*winogradCols)
-		taps := make([]int, cin)
-		for i := range taps {
-			taps[i] = i * g.vs
-		}
 		var tIn, tG, tOut time.Duration
 		for r := 0; r < 20; r++ {
 			t0 := time.Now()
@@ -54,7 +50,7 @@ func TestWinogradPhases(t *testing.T) {
 					nb := min(winogradCols, g.n-w0)
 					a := time.Now()
 					for i := range 16 {
-						kern.SgemmTaps(w.parts[part][i], v[i*cin*g.vs+w0:], taps, nb, m[i*kr*winogradCols:], winogradCols)
+						kern.SgemmTaps(w.parts[part][i], v[i*cin*g.vs+w0:], g.taps, nb, m[i*kr*winogradCols:], winogradCols)
 					}
 					b := time.Now()
 					o0 := part * g.partRows

@@ -36,17 +36,33 @@ func (b *Backend) maxPool2d(m ops.MaxPool2d, in, out []*tensor) error {
 	}
 	x, y := in[0].data, out[0].data
 	planes := m.Batch * m.Chans
-	parallelFor(b.threads, planes, 4, func(lo, hi int) {
-		var scratch maxPoolScratch
+	half := (ow + 16) / 16 * 16 // the ow+1 column pairs Deinterleave reads, rounded up
+	per := m.Width + 4*half
+	buf, release := b.scratch(b.threads * per)
+	defer release()
+	parallelChunks(b.threads, planes, 4, func(w, lo, hi int) {
+		s := newMaxPoolScratch(buf[w*per:(w+1)*per], m.Width, half)
 		for pl := lo; pl < hi; pl++ {
-			maxPoolPlane(m, x[pl*m.Height*m.Width:(pl+1)*m.Height*m.Width], y[pl*oh*ow:(pl+1)*oh*ow], &scratch)
+			maxPoolPlane(m, x[pl*m.Height*m.Width:(pl+1)*m.Height*m.Width], y[pl*oh*ow:(pl+1)*oh*ow], s)
 		}
 	})
 	return nil
 }
 
-// maxPoolScratch holds one worker's rows for maxPoolPlane.
+// maxPoolScratch holds one worker's rows for maxPoolPlane: cols [W], and
+// for ResNet's window padded [2·half] (−∞ but for the columns each row
+// copies in), even and odd [half].
 type maxPoolScratch struct{ cols, padded, even, odd []float32 }
+
+// newMaxPoolScratch lays the rows out in buf (width + 4·half values).
+func newMaxPoolScratch(buf []float32, width, half int) maxPoolScratch {
+	s := maxPoolScratch{cols: buf[:width], padded: buf[width : width+2*half],
+		even: buf[width+2*half : width+3*half], odd: buf[width+3*half : width+4*half]}
+	for i := range s.padded {
+		s.padded[i] = float32(math.Inf(-1))
+	}
+	return s
+}
 
 // maxPoolPlane pools one plane src [H, W] into dst [OH, OW]:
 //
@@ -59,24 +75,10 @@ type maxPoolScratch struct{ cols, padded, even, odd []float32 }
 // even and odd halves of cols padded with −∞ (kern.Deinterleave, then two
 // kern.Max); other windows go column by column. Both compare in the order
 // of the plain loop along each axis, so the paths agree bit for bit.
-func maxPoolPlane(m ops.MaxPool2d, src, dst []float32, s *maxPoolScratch) {
+func maxPoolPlane(m ops.MaxPool2d, src, dst []float32, s maxPoolScratch) {
 	oh, ow := m.OutH(), m.OutW()
-	if len(s.cols) < m.Width {
-		s.cols = make([]float32, m.Width)
-	}
-	cols := s.cols[:m.Width]
+	cols, padded, even, odd := s.cols, s.padded, s.even, s.odd
 	resnet := m.Kernel == 3 && m.Stride == 2 && m.Pad == 1
-	var even, odd, padded []float32
-	if resnet {
-		half := (ow + 1 + 15) / 16 * 16 // the pairs Deinterleave reads, rounded up
-		if len(s.padded) < 2*half {
-			s.padded, s.even, s.odd = make([]float32, 2*half), make([]float32, half), make([]float32, half)
-		}
-		padded, even, odd = s.padded[:2*half], s.even[:half], s.odd[:half]
-		for i := range padded {
-			padded[i] = float32(math.Inf(-1))
-		}
-	}
 	for oy := 0; oy < oh; oy++ {
 		y0 := oy*m.Stride - m.Pad
 		ya, yb := max(y0, 0), min(y0+m.Kernel, m.Height)
