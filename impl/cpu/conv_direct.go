@@ -107,41 +107,94 @@ func newDirectGeom(c ops.Conv2d) directGeom {
 }
 
 // pad writes image x [C, H, W] into dst laid out as the geometry says.
+// A horizontal stride of 2 fills each pair of phase planes (px = 0, 1)
+// from one zero-padded image row with kern.Deinterleave (padPairs); other
+// strides copy element by element.
 func (g directGeom) pad(x, dst []float32, threads int) {
 	c := g.c
-	parallelFor(threads, c.InChans*g.phases, 1, func(lo, hi int) {
-		for p := lo; p < hi; p++ {
-			ch, py, px := p/g.phases, p%g.phases/c.StrideW, p%c.StrideW
-			plane := dst[p*g.plane : (p+1)*g.plane]
-			img := x[ch*c.Height*c.Width : (ch+1)*c.Height*c.Width]
-			// Plane columns j read image column j·SW + px − PW, inside for j in [j0, j1).
-			j0 := max(0, ceilDiv(c.PadW-px, c.StrideW))
-			j1 := min(g.wq, ceilDiv(c.Width+c.PadW-px, c.StrideW))
-			for i := 0; i < g.hq; i++ {
-				row := plane[i*g.wq : (i+1)*g.wq]
-				y := i*c.StrideH + py - c.PadH
-				if y < 0 || y >= c.Height || j0 >= j1 {
-					clear(row)
-					continue
-				}
-				src := img[y*c.Width : (y+1)*c.Width]
-				clear(row[:j0])
-				if c.StrideW == 1 {
-					copy(row[j0:j1], src[j0+px-c.PadW:])
-				} else {
-					for j := j0; j < j1; j++ {
-						row[j] = src[j*c.StrideW+px-c.PadW]
-					}
-				}
-				clear(row[j1:])
+	if c.StrideW == 2 && kern.Active() != kern.ISAGo {
+		g.padPairs(x, dst, threads)
+	} else {
+		parallelFor(threads, c.InChans*g.phases, 1, func(lo, hi int) {
+			for p := lo; p < hi; p++ {
+				g.padPlane(x, dst, p)
 			}
-		}
-	})
+		})
+	}
 	fill := dst[g.ones : g.ones+g.plane+directBlock]
 	for i := range fill {
 		fill[i] = 1
 	}
 	clear(dst[g.ones+g.plane+directBlock:])
+}
+
+// padPlane writes phase plane p (channel p / phases) element by element.
+func (g directGeom) padPlane(x, dst []float32, p int) {
+	c := g.c
+	ch, py, px := p/g.phases, p%g.phases/c.StrideW, p%c.StrideW
+	plane := dst[p*g.plane : (p+1)*g.plane]
+	img := x[ch*c.Height*c.Width : (ch+1)*c.Height*c.Width]
+	// Plane columns j read image column j·SW + px − PW, inside for j in [j0, j1).
+	j0 := max(0, ceilDiv(c.PadW-px, c.StrideW))
+	j1 := min(g.wq, ceilDiv(c.Width+c.PadW-px, c.StrideW))
+	for i := 0; i < g.hq; i++ {
+		row := plane[i*g.wq : (i+1)*g.wq]
+		y := i*c.StrideH + py - c.PadH
+		if y < 0 || y >= c.Height || j0 >= j1 {
+			clear(row)
+			continue
+		}
+		src := img[y*c.Width : (y+1)*c.Width]
+		clear(row[:j0])
+		if c.StrideW == 1 {
+			copy(row[j0:j1], src[j0+px-c.PadW:])
+		} else {
+			for j := j0; j < j1; j++ {
+				row[j] = src[j*c.StrideW+px-c.PadW]
+			}
+		}
+		clear(row[j1:])
+	}
+}
+
+// padPairs is pad for a horizontal stride of 2: for every channel and
+// vertical phase py, each plane row i is image row i·SH + py − PH placed
+// at column PW of a zeroed row of 2·wq values and split into its even
+// (px = 0) and odd (px = 1) columns, the two planes being adjacent. The
+// kernel writes whole vectors past wq, into the next rows of its plane,
+// which are written after it; the last rows of a plane, where those
+// vectors would leave it, go through a buffer.
+func (g directGeom) padPairs(x, dst []float32, threads int) {
+	c := g.c
+	wide := kern.RoundWidth() * ceilDiv(g.wq, kern.RoundWidth())
+	parallelFor(threads, c.InChans*c.StrideH, 1, func(lo, hi int) {
+		buf := make([]float32, 4*wide)
+		row, lastEven, lastOdd := buf[:2*wide], buf[2*wide:3*wide], buf[3*wide:]
+		inside := row[c.PadW : c.PadW+min(c.Width, 2*g.wq-c.PadW)]
+		for pair := lo; pair < hi; pair++ {
+			ch, py := pair/c.StrideH, pair%c.StrideH
+			p := pair * 2 // planes p (px = 0) and p+1 (px = 1)
+			even, odd := dst[p*g.plane:(p+1)*g.plane], dst[(p+1)*g.plane:(p+2)*g.plane]
+			img := x[ch*c.Height*c.Width : (ch+1)*c.Height*c.Width]
+			for i := 0; i < g.hq; i++ {
+				y := i*c.StrideH + py - c.PadH
+				e, o := even[i*g.wq:(i+1)*g.wq], odd[i*g.wq:(i+1)*g.wq]
+				if y < 0 || y >= c.Height {
+					clear(e)
+					clear(o)
+					continue
+				}
+				copy(inside, img[y*c.Width:])
+				if (g.hq-i)*g.wq >= wide {
+					kern.Deinterleave(g.wq, row, even[i*g.wq:], odd[i*g.wq:])
+					continue
+				}
+				kern.Deinterleave(g.wq, row, lastEven, lastOdd)
+				copy(e, lastEven)
+				copy(o, lastOdd)
+			}
+		}
+	})
 }
 
 // directWeight packs the folded weight [O, K] with the bias as one more

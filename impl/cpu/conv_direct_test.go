@@ -41,7 +41,8 @@ func convOracle(c ops.Conv2d, x, w, bias []float32) []float64 {
 
 // TestConvBothPathsMatchOracle runs convolutions of many geometries —
 // strides 1 to 3 (the direct path splits the image into stride phases),
-// dilation, asymmetric padding, 1×1 and 7×7 kernels, odd sizes — through
+// dilation, asymmetric padding, 1×1 and 7×7 kernels, odd sizes, maps of
+// many blocks — through
 // the direct path, the implicit-GEMM path and (for 1×1 stride 1) the
 // pointwise product on every SIMD path, against the float64 loop.
 func TestConvBothPathsMatchOracle(t *testing.T) {
@@ -51,6 +52,10 @@ func TestConvBothPathsMatchOracle(t *testing.T) {
 		{Batch: 1, InChans: 4, Height: 17, Width: 14, KernelH: 3, KernelW: 2, StrideH: 2, StrideW: 1, PadH: 1, PadW: 0, DilationH: 2},
 		{Batch: 2, InChans: 6, Height: 10, Width: 9, KernelH: 3, KernelW: 3, StrideH: 3, StrideW: 2, PadH: 2, PadW: 1, DilationW: 2},
 		{Batch: 1, InChans: 8, Height: 9, Width: 7, KernelH: 1, KernelW: 1, StrideH: 2, StrideW: 2},
+		{Batch: 2, InChans: 3, Height: 37, Width: 41, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2}, // VQGAN's Downsample: rows wider than a vector, an odd width
+		// Maps of many direct blocks per worker.
+		{Batch: 2, InChans: 3, Height: 70, Width: 66, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2},
+		{Batch: 1, InChans: 2, Height: 40, Width: 45, KernelH: 5, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 2, PadW: 1},
 		// 1×1 stride 1: the pointwise product, in two blocks of pixels (the
 		// second partial) and a batch of two.
 		{Batch: 2, InChans: 9, Height: 23, Width: 17, KernelH: 1, KernelW: 1, StrideH: 1, StrideW: 1},
