@@ -5,11 +5,13 @@ import (
 
 	"vitbench/bench"
 	"vitbench/bench/ops"
+	"vitbench/impl/cpu/internal/kern"
 )
 
-// The nodes of IPT; see package ops for what each computes. All four are
-// plain loops: the mean shift is 9 multiply-adds a pixel and the others
-// move data.
+// The nodes of IPT; see package ops for what each computes. They are
+// plain loops (the mean shift is 9 multiply-adds a pixel, the others move
+// data), but for the pixel shuffle by 2, which merges row pairs with
+// kern.Interleave.
 
 func (b *Backend) meanShift(n ops.MeanShift, in, out []*tensor) error {
 	c := n.Chans
@@ -46,13 +48,23 @@ func (b *Backend) pixelShuffle(n ops.PixelShuffle, in, out []*tensor) error {
 		return err
 	}
 	x, y := in[0].data, out[0].data
+	plane := h * w
 	parallelFor(b.threads, n.Batch*n.Chans*h*r, 1, func(lo, hi int) {
 		for row := lo; row < hi; row++ {
 			bc, oy := row/(h*r), row%(h*r)
 			iy, i := oy/r, oy%r
+			// Output row oy of channel bc interleaves row iy of the r
+			// input channels bc·r² + i·r + q, q < r.
 			dst := y[row*w*r : (row+1)*w*r]
-			for ox := range dst {
-				dst[ox] = x[((bc*r*r+i*r+ox%r)*h+iy)*w+ox/r]
+			at := (bc*r*r+i*r)*plane + iy*w
+			if r == 2 {
+				kern.Interleave(w, x[at:at+w], x[at+plane:at+plane+w], dst)
+				continue
+			}
+			for q := 0; q < r; q++ {
+				for j, v := range x[at+q*plane : at+q*plane+w] {
+					dst[j*r+q] = v
+				}
 			}
 		}
 	})

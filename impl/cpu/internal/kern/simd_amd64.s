@@ -6818,6 +6818,38 @@ deinterleaveAVX512_done:
 	VZEROUPPER
 	RET
 
+// func interleaveAVX512(n int, even *float32, odd *float32, dst *float32)
+// Requires: AVX, AVX512F
+TEXT ·interleaveAVX512(SB), NOSPLIT, $0-32
+	MOVQ    n+0(FP), CX
+	MOVQ    even+8(FP), SI
+	MOVQ    odd+16(FP), DX
+	MOVQ    dst+24(FP), DI
+	TESTQ   CX, CX
+	JLE     interleaveAVX512_done
+	VMOVUPS vk_ilvlo<>+0(SB), Z4
+	VMOVUPS vk_ilvhi<>+0(SB), Z5
+
+interleaveAVX512_loop:
+	VMOVUPS (SI), Z0
+	VMOVUPS (DX), Z1
+
+	// lo = [a0 b0 … a7 b7], hi = [a8 b8 … a15 b15]
+	VMOVAPS   Z0, Z2
+	VPERMT2PS Z1, Z4, Z2
+	VPERMT2PS Z1, Z5, Z0
+	VMOVUPS   Z2, (DI)
+	VMOVUPS   Z0, 64(DI)
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DX
+	ADDQ      $0x00000080, DI
+	SUBQ      $0x00000010, CX
+	JG        interleaveAVX512_loop
+
+interleaveAVX512_done:
+	VZEROUPPER
+	RET
+
 // func maxAVX512(n int, x *float32, y *float32, out *float32)
 // Requires: AVX, AVX512F
 TEXT ·maxAVX512(SB), NOSPLIT, $0-32
@@ -9277,6 +9309,37 @@ deinterleaveAVX2_loop:
 	JG      deinterleaveAVX2_loop
 
 deinterleaveAVX2_done:
+	VZEROUPPER
+	RET
+
+// func interleaveAVX2(n int, even *float32, odd *float32, dst *float32)
+// Requires: AVX
+TEXT ·interleaveAVX2(SB), NOSPLIT, $0-32
+	MOVQ  n+0(FP), CX
+	MOVQ  even+8(FP), SI
+	MOVQ  odd+16(FP), DX
+	MOVQ  dst+24(FP), DI
+	TESTQ CX, CX
+	JLE   interleaveAVX2_done
+
+interleaveAVX2_loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y1
+
+	// per 128-bit lane: lo = [a0 b0 a1 b1 | a4 b4 a5 b5], hi = [a2 b2 a3 b3 | a6 b6 a7 b7]
+	VUNPCKLPS  Y1, Y0, Y2
+	VUNPCKHPS  Y1, Y0, Y3
+	VPERM2F128 $0x20, Y3, Y2, Y0
+	VPERM2F128 $0x31, Y3, Y2, Y1
+	VMOVUPS    Y0, (DI)
+	VMOVUPS    Y1, 32(DI)
+	ADDQ       $0x00000020, SI
+	ADDQ       $0x00000020, DX
+	ADDQ       $0x00000040, DI
+	SUBQ       $0x00000008, CX
+	JG         interleaveAVX2_loop
+
+interleaveAVX2_done:
 	VZEROUPPER
 	RET
 

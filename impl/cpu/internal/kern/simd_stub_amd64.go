@@ -175,6 +175,11 @@ func winogradOutputAVX512(n int, m *float32, ms int, bias float32, w0 *float32, 
 //go:noescape
 func deinterleaveAVX512(n int, src *float32, even *float32, odd *float32)
 
+// interleaveAVX512 sets dst[2j] = even[j] and dst[2j+1] = odd[j] for j < n (a multiple of the vector width).
+//
+//go:noescape
+func interleaveAVX512(n int, even *float32, odd *float32, dst *float32)
+
 // maxAVX512 sets out[i] = y[i] if y[i] > x[i] or y[i] is NaN, else x[i], for i < n.
 //
 //go:noescape
@@ -275,6 +280,11 @@ func winogradOutputAVX2(n int, m *float32, ms int, bias float32, w0 *float32, w1
 //
 //go:noescape
 func deinterleaveAVX2(n int, src *float32, even *float32, odd *float32)
+
+// interleaveAVX2 sets dst[2j] = even[j] and dst[2j+1] = odd[j] for j < n (a multiple of the vector width).
+//
+//go:noescape
+func interleaveAVX2(n int, even *float32, odd *float32, dst *float32)
 
 // maxAVX2 sets out[i] = y[i] if y[i] > x[i] or y[i] is NaN, else x[i], for i < n.
 //

@@ -117,9 +117,33 @@ func Deinterleave(n int, src, even, odd []float32) {
 	}
 }
 
+// Interleave merges two rows into one, the inverse of Deinterleave:
+//
+//	for j < n: dst[2j] = even[j], dst[2j+1] = odd[j]
+//
+// Unlike the other calls here it touches exactly n pairs: the SIMD kernel
+// takes the whole vectors and the Go loop the rest.
+func Interleave(n int, even, odd, dst []float32) {
+	if n <= 0 {
+		return
+	}
+	_, _, _ = even[n-1], odd[n-1], dst[2*n-1]
+	j := 0
+	if k := winogradFor(active); k != nil {
+		w := RoundWidth()
+		if j = n / w * w; j > 0 {
+			k.interleave(j, &even[0], &odd[0], &dst[0])
+		}
+	}
+	for ; j < n; j++ {
+		dst[2*j], dst[2*j+1] = even[j], odd[j]
+	}
+}
+
 // winogradKernels are the SIMD kernels of one path.
 type winogradKernels struct {
 	input        func(n int, q *float32, phase, wq int, v *float32, vs int)
 	output       func(n int, m *float32, ms int, bias float32, w0, w1 *float32)
 	deinterleave func(n int, src, even, odd *float32)
+	interleave   func(n int, even, odd, dst *float32)
 }

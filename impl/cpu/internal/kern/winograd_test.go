@@ -155,3 +155,31 @@ func TestDeinterleaveMatchesLoop(t *testing.T) {
 		checkSameBits(t, "Deinterleave", runs, want, func(i int) bool { return i%(n+16) < n })
 	}
 }
+
+// TestInterleaveMatchesLoop checks the merge of two rows on every path,
+// at counts with and without a tail past the whole vectors, and that it
+// writes nothing past its 2n values.
+func TestInterleaveMatchesLoop(t *testing.T) {
+	for _, n := range []int{1, 5, 8, 16, 17, 31, 32, 50} {
+		even, odd := make([]float32, n), make([]float32, n)
+		for j := range even {
+			even[j], odd[j] = float32(j)+0.25, -float32(j)-0.5
+		}
+		runs := winogradRuns(t, func() []float32 {
+			out := make([]float32, 2*n+16)
+			for i := range out {
+				out[i] = 7
+			}
+			Interleave(n, even, odd, out[:2*n])
+			return out
+		})
+		want := make([]float32, 2*n+16)
+		for i := range want {
+			want[i] = 7
+		}
+		for j := 0; j < n; j++ {
+			want[2*j], want[2*j+1] = even[j], odd[j]
+		}
+		checkSameBits(t, "Interleave", runs, want, func(int) bool { return true })
+	}
+}

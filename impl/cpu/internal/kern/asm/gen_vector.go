@@ -38,6 +38,7 @@ func vectorKernels() {
 		s.winogradInput()  // gen_winograd.go
 		s.winogradOutput() // gen_winograd.go
 		s.deinterleave()   // gen_winograd.go
+		s.interleave()     // gen_winograd.go: pixel shuffle
 		s.maxNaN()         // gen_winograd.go: max pooling
 	}
 }

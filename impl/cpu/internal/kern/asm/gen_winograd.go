@@ -242,6 +242,52 @@ func (s vecISA) deinterleave() {
 	s.end()
 }
 
+// interleave emits dst[2j] = even[j], dst[2j+1] = odd[j] for j < n: the
+// inverse of deinterleave (a pixel shuffle's row for a factor of 2).
+func (s vecISA) interleave() {
+	name := "interleave" + s.suffix
+	TEXT(name, NOSPLIT, "func(n int, even, odd, dst *float32)")
+	Pragma("noescape")
+	Doc(name + " sets dst[2j] = even[j] and dst[2j+1] = odd[j] for j < n (a multiple of the vector width).")
+	Load(Param("n"), RCX)
+	Load(Param("even"), RSI)
+	Load(Param("odd"), RDX)
+	Load(Param("dst"), RDI)
+	TESTQ(RCX, RCX)
+	JLE(LabelRef(name + "_done"))
+	a, b, lo, hi := s.v[0], s.v[1], s.v[2], s.v[3]
+	if s.avx512 {
+		VMOVUPS(k("ilvlo"), s.v[4])
+		VMOVUPS(k("ilvhi"), s.v[5])
+	}
+	Label(name + "_loop")
+	VMOVUPS(Mem{Base: RSI}, a)
+	VMOVUPS(Mem{Base: RDX}, b)
+	if s.avx512 {
+		Comment("lo = [a0 b0 … a7 b7], hi = [a8 b8 … a15 b15]")
+		VMOVAPS(a, lo)
+		VPERMT2PS(b, s.v[4], lo)
+		VPERMT2PS(b, s.v[5], a)
+		VMOVUPS(lo, Mem{Base: RDI})
+		VMOVUPS(a, Mem{Base: RDI, Disp: s.bytes})
+	} else {
+		Comment("per 128-bit lane: lo = [a0 b0 a1 b1 | a4 b4 a5 b5], hi = [a2 b2 a3 b3 | a6 b6 a7 b7]")
+		VUNPCKLPS(b, a, lo)
+		VUNPCKHPS(b, a, hi)
+		VPERM2F128(U8(0x20), hi, lo, a)
+		VPERM2F128(U8(0x31), hi, lo, b)
+		VMOVUPS(a, Mem{Base: RDI})
+		VMOVUPS(b, Mem{Base: RDI, Disp: s.bytes})
+	}
+	ADDQ(U32(uint32(s.bytes)), RSI)
+	ADDQ(U32(uint32(s.bytes)), RDX)
+	ADDQ(U32(uint32(2*s.bytes)), RDI)
+	SUBQ(U32(uint32(s.lanes)), RCX)
+	JG(LabelRef(name + "_loop"))
+	Label(name + "_done")
+	s.end()
+}
+
 // maxNaN emits out[i] = y[i] when y[i] > x[i] or y[i] is NaN, else x[i]:
 // the larger of the two, NaN when either is, x on ties (max pooling's
 // comparison, in the order the Go twin makes it).
