@@ -261,17 +261,20 @@ func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float3
 		imgs := min(g.group, c.Batch-first)
 		cols := imgs * g.n
 		blocks := ceilDiv(cols, winogradCols)
+		colTile := w.parts[0][0].ColTile()
 		parallelChunks(min(b.threads, cin), cin, 1, func(wk, lo, hi int) {
 			row := work[wk*perWorker+tileSize : (wk+1)*perWorker]
 			for ch := lo; ch < hi; ch++ {
 				for i := 0; i < imgs; i++ {
 					g.transformInput(x[(first+i)*inImage:(first+i+1)*inImage], q, v, ch, i, row)
 				}
-				// The products' rounded-up panels read past the tiles:
-				// keep those columns finite.
+				// The products' panels, rounded up to whole column
+				// tiles, read past the tiles: keep those columns finite.
 				done := (imgs-1)*g.n + (g.n+kern.RoundWidth()-1)/kern.RoundWidth()*kern.RoundWidth()
-				for s := 0; s < 16; s++ {
-					clear(v[(s*cin+ch)*g.vs+done : (s*cin+ch+1)*g.vs])
+				if read := ceilDiv(cols, colTile) * colTile; done < read {
+					for s := 0; s < 16; s++ {
+						clear(v[(s*cin+ch)*g.vs+done : (s*cin+ch)*g.vs+read])
+					}
 				}
 			}
 		})
