@@ -12,21 +12,24 @@ import (
 
 // TestConvWindowsStoresMatchOracle runs the implicit-GEMM convolution on
 // maps whose output is written whole (storeWhole, channel counts past
-// one block of storeChansBlock and not a multiple of it, a batch of two)
-// and on one too large for that (chunked storeNCHW), each with the ReLU
-// fused in the GEMM and with a residual added before it, against the
-// float64 loop.
+// one block of storeChansBlock and not a multiple of it, a batch of two),
+// on one too large for that without a residual but not with one, and on
+// one too large either way (chunked storeNCHW), each with the ReLU fused
+// in the GEMM and with a residual added before it, against the float64
+// loop.
 func TestConvWindowsStoresMatchOracle(t *testing.T) {
 	defer func(p string) { convPath = p }(convPath)
 	convPath = "windows"
 	for _, g := range []struct {
-		u     ops.Unfold
-		o     int
-		whole bool
+		u               ops.Unfold
+		o               int
+		whole, wholeRes bool // written whole without and with a residual
 	}{
-		{ops.Unfold{Batch: 2, InChans: 9, Height: 7, Width: 7, KernelH: 1, KernelW: 1, StrideH: 1, StrideW: 1}, 150, true},
-		{ops.Unfold{Batch: 1, InChans: 5, Height: 14, Width: 13, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}, 70, true},
-		{ops.Unfold{Batch: 2, InChans: 3, Height: 60, Width: 60, KernelH: 1, KernelW: 1, StrideH: 1, StrideW: 1}, 40, false},
+		{ops.Unfold{Batch: 2, InChans: 9, Height: 7, Width: 7, KernelH: 1, KernelW: 1, StrideH: 1, StrideW: 1}, 150, true, true},
+		{ops.Unfold{Batch: 1, InChans: 5, Height: 14, Width: 13, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}, 70, true, true},
+		{ops.Unfold{Batch: 2, InChans: 3, Height: 60, Width: 60, KernelH: 1, KernelW: 1, StrideH: 1, StrideW: 1}, 40, false, true},
+		// Past wholeMapResidualBytes: chunked with the residual too.
+		{ops.Unfold{Batch: 1, InChans: 2, Height: 140, Width: 110, KernelH: 1, KernelW: 1, StrideH: 1, StrideW: 1}, 280, false, false},
 	} {
 		forEachPath(t, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(51, 52))
@@ -34,8 +37,8 @@ func TestConvWindowsStoresMatchOracle(t *testing.T) {
 			u.DilationH, u.DilationW = 1, 1
 			for _, residual := range []bool{false, true} {
 				c := ops.Conv2d{Unfold: u, OutChans: g.o, Bias: true, ReLU: true, Residual: residual}
-				if wholeMap(c) != g.whole {
-					t.Fatalf("%+v O=%d: wholeMap %v, want %v", u, g.o, wholeMap(c), g.whole)
+				if want := g.whole && !residual || g.wholeRes && residual; wholeMap(c) != want {
+					t.Fatalf("%+v O=%d residual %v: wholeMap %v, want %v", u, g.o, residual, wholeMap(c), want)
 				}
 				be := New(2)
 				oh, ow := c.OutH(), c.OutW()
