@@ -299,7 +299,11 @@ class TestCommittedFixtures(unittest.TestCase):
                 got = E.reference_error(case, stored, E.independent_reference(case, inputs, weights))
                 for k, e in doc["reference_error"].items():
                     for key in ("nmse", "max_abs"):
-                        self.assertAlmostEqual(got[k][key], e[key], delta=1e-9 * max(e[key], 1e-30))
+                        # The float64 reference is recomputed with whatever BLAS kernel this CPU
+                        # selects; its last-bit differences from the exporting machine's move the
+                        # float32-vs-float64 error in about its ninth digit (block/odd_b2: 3.3e-16
+                        # of 1.8e-7 on an AMD EPYC). A wrong measurement differs at the first digit.
+                        self.assertAlmostEqual(got[k][key], e[key], delta=1e-6 * max(e[key], 1e-30))
                     # float32 rounding noise, far below any tolerance class
                     self.assertLess(e["nmse"], 1e-10)
 
