@@ -112,7 +112,7 @@ func newDirectGeom(c ops.Conv2d) directGeom {
 // strides copy element by element.
 func (g directGeom) pad(x, dst []float32, threads int) {
 	c := g.c
-	if c.StrideW == 2 && kern.Active() != kern.ISAGo {
+	if c.StrideW == 2 {
 		g.padPairs(x, dst, threads)
 	} else {
 		parallelFor(threads, c.InChans*g.phases, 1, func(lo, hi int) {
