@@ -40,7 +40,7 @@ TEXT ·gemm12x32AVX512(SB), NOSPLIT, $0-80
 	TESTQ  BX, BX
 	JZ     gemm12x32AVX512_loop
 
-gemm12x32AVX512_pfloop:
+gemm12x32AVX512_pfloop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z24
 	VMOVUPS 64(DX), Z25
@@ -85,15 +85,16 @@ gemm12x32AVX512_pfloop:
 	ADDQ         $0x30, CX
 	ADDQ         $0x80, DX
 
-	// prefetch the same step of the next panel into L2
+	// prefetch the same steps of the next panel into L2
 	PREFETCHT1 (BX)
 	PREFETCHT1 64(BX)
 	ADDQ       $0x80, BX
 	DECQ       AX
-	JNZ        gemm12x32AVX512_pfloop
+	JNZ        gemm12x32AVX512_pfloop_one
 	JMP        gemm12x32AVX512_done
 
 gemm12x32AVX512_loop:
+gemm12x32AVX512_loop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z24
 	VMOVUPS 64(DX), Z25
@@ -138,7 +139,7 @@ gemm12x32AVX512_loop:
 	ADDQ         $0x30, CX
 	ADDQ         $0x80, DX
 	DECQ         AX
-	JNZ          gemm12x32AVX512_loop
+	JNZ          gemm12x32AVX512_loop_one
 
 gemm12x32AVX512_done:
 	MOVQ  c+24(FP), AX
@@ -326,8 +327,121 @@ TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-80
 	MOVQ   pf+72(FP), BX
 	TESTQ  BX, BX
 	JZ     gemm6x16AVX2_loop
+	CMPQ   AX, $0x04
+	JL     gemm6x16AVX2_pfloop_one
 
-gemm6x16AVX2_pfloop:
+gemm6x16AVX2_pfloop_group:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Y12
+	VMOVUPS 32(DX), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 4(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 8(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 12(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 16(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 20(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS 64(DX), Y12
+	VMOVUPS 96(DX), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS 24(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 28(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 32(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 36(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 40(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 44(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS 128(DX), Y12
+	VMOVUPS 160(DX), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS 48(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 52(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 56(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 60(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 64(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 68(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS 192(DX), Y12
+	VMOVUPS 224(DX), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS 72(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 76(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 80(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 84(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 88(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 92(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         $0x60, CX
+	ADDQ         $0x00000100, DX
+
+	// prefetch the same steps of the next panel into L2
+	PREFETCHT1 (BX)
+	PREFETCHT1 64(BX)
+	PREFETCHT1 128(BX)
+	PREFETCHT1 192(BX)
+	ADDQ       $0x00000100, BX
+	SUBQ       $0x04, AX
+	CMPQ       AX, $0x04
+	JGE        gemm6x16AVX2_pfloop_group
+	TESTQ      AX, AX
+	JZ         gemm6x16AVX2_done
+
+gemm6x16AVX2_pfloop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Y12
 	VMOVUPS 32(DX), Y13
@@ -354,14 +468,122 @@ gemm6x16AVX2_pfloop:
 	ADDQ         $0x18, CX
 	ADDQ         $0x40, DX
 
-	// prefetch the same step of the next panel into L2
+	// prefetch the same steps of the next panel into L2
 	PREFETCHT1 (BX)
 	ADDQ       $0x40, BX
 	DECQ       AX
-	JNZ        gemm6x16AVX2_pfloop
+	JNZ        gemm6x16AVX2_pfloop_one
 	JMP        gemm6x16AVX2_done
 
 gemm6x16AVX2_loop:
+	CMPQ AX, $0x04
+	JL   gemm6x16AVX2_loop_one
+
+gemm6x16AVX2_loop_group:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Y12
+	VMOVUPS 32(DX), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 4(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 8(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 12(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 16(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 20(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS 64(DX), Y12
+	VMOVUPS 96(DX), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS 24(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 28(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 32(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 36(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 40(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 44(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS 128(DX), Y12
+	VMOVUPS 160(DX), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS 48(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 52(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 56(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 60(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 64(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 68(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS 192(DX), Y12
+	VMOVUPS 224(DX), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS 72(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 76(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 80(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 84(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 88(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 92(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         $0x60, CX
+	ADDQ         $0x00000100, DX
+	SUBQ         $0x04, AX
+	CMPQ         AX, $0x04
+	JGE          gemm6x16AVX2_loop_group
+	TESTQ        AX, AX
+	JZ           gemm6x16AVX2_done
+
+gemm6x16AVX2_loop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Y12
 	VMOVUPS 32(DX), Y13
@@ -388,7 +610,7 @@ gemm6x16AVX2_loop:
 	ADDQ         $0x18, CX
 	ADDQ         $0x40, DX
 	DECQ         AX
-	JNZ          gemm6x16AVX2_loop
+	JNZ          gemm6x16AVX2_loop_one
 
 gemm6x16AVX2_done:
 	MOVQ  c+24(FP), AX
@@ -507,7 +729,7 @@ TEXT ·gemm4x32AVX512(SB), NOSPLIT, $0-80
 	TESTQ  BX, BX
 	JZ     gemm4x32AVX512_loop
 
-gemm4x32AVX512_pfloop:
+gemm4x32AVX512_pfloop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z8
 	VMOVUPS 64(DX), Z9
@@ -528,15 +750,16 @@ gemm4x32AVX512_pfloop:
 	ADDQ         $0x30, CX
 	ADDQ         $0x80, DX
 
-	// prefetch the same step of the next panel into L2
+	// prefetch the same steps of the next panel into L2
 	PREFETCHT1 (BX)
 	PREFETCHT1 64(BX)
 	ADDQ       $0x80, BX
 	DECQ       AX
-	JNZ        gemm4x32AVX512_pfloop
+	JNZ        gemm4x32AVX512_pfloop_one
 	JMP        gemm4x32AVX512_done
 
 gemm4x32AVX512_loop:
+gemm4x32AVX512_loop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z8
 	VMOVUPS 64(DX), Z9
@@ -557,7 +780,7 @@ gemm4x32AVX512_loop:
 	ADDQ         $0x30, CX
 	ADDQ         $0x80, DX
 	DECQ         AX
-	JNZ          gemm4x32AVX512_loop
+	JNZ          gemm4x32AVX512_loop_one
 
 gemm4x32AVX512_done:
 	MOVQ  c+24(FP), AX
@@ -662,7 +885,7 @@ TEXT ·gemm8x32AVX512(SB), NOSPLIT, $0-80
 	TESTQ  BX, BX
 	JZ     gemm8x32AVX512_loop
 
-gemm8x32AVX512_pfloop:
+gemm8x32AVX512_pfloop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z16
 	VMOVUPS 64(DX), Z17
@@ -695,15 +918,16 @@ gemm8x32AVX512_pfloop:
 	ADDQ         $0x30, CX
 	ADDQ         $0x80, DX
 
-	// prefetch the same step of the next panel into L2
+	// prefetch the same steps of the next panel into L2
 	PREFETCHT1 (BX)
 	PREFETCHT1 64(BX)
 	ADDQ       $0x80, BX
 	DECQ       AX
-	JNZ        gemm8x32AVX512_pfloop
+	JNZ        gemm8x32AVX512_pfloop_one
 	JMP        gemm8x32AVX512_done
 
 gemm8x32AVX512_loop:
+gemm8x32AVX512_loop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z16
 	VMOVUPS 64(DX), Z17
@@ -736,7 +960,7 @@ gemm8x32AVX512_loop:
 	ADDQ         $0x30, CX
 	ADDQ         $0x80, DX
 	DECQ         AX
-	JNZ          gemm8x32AVX512_loop
+	JNZ          gemm8x32AVX512_loop_one
 
 gemm8x32AVX512_done:
 	MOVQ  c+24(FP), AX
@@ -900,7 +1124,7 @@ TEXT ·gemmDirect12x32AVX512(SB), NOSPLIT, $0-88
 	TESTQ  R10, R10
 	JZ     gemmDirect12x32AVX512_loop
 
-gemmDirect12x32AVX512_pfloop:
+gemmDirect12x32AVX512_pfloop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z24
 	VMOVUPS 64(DX), Z25
@@ -948,15 +1172,16 @@ gemmDirect12x32AVX512_pfloop:
 	ADDQ         $0x04, DI
 	ADDQ         $0x80, DX
 
-	// prefetch the same step of the next panel into L2
+	// prefetch the same steps of the next panel into L2
 	PREFETCHT1 (R10)
 	PREFETCHT1 64(R10)
 	ADDQ       $0x80, R10
 	DECQ       AX
-	JNZ        gemmDirect12x32AVX512_pfloop
+	JNZ        gemmDirect12x32AVX512_pfloop_one
 	JMP        gemmDirect12x32AVX512_done
 
 gemmDirect12x32AVX512_loop:
+gemmDirect12x32AVX512_loop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z24
 	VMOVUPS 64(DX), Z25
@@ -1004,7 +1229,7 @@ gemmDirect12x32AVX512_loop:
 	ADDQ         $0x04, DI
 	ADDQ         $0x80, DX
 	DECQ         AX
-	JNZ          gemmDirect12x32AVX512_loop
+	JNZ          gemmDirect12x32AVX512_loop_one
 
 gemmDirect12x32AVX512_done:
 	MOVQ  c+32(FP), AX
@@ -1197,8 +1422,122 @@ TEXT ·gemmDirect6x16AVX2(SB), NOSPLIT, $0-88
 	MOVQ   pf+80(FP), R8
 	TESTQ  R8, R8
 	JZ     gemmDirect6x16AVX2_loop
+	CMPQ   AX, $0x04
+	JL     gemmDirect6x16AVX2_pfloop_one
 
-gemmDirect6x16AVX2_pfloop:
+gemmDirect6x16AVX2_pfloop_group:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Y12
+	VMOVUPS 32(DX), Y13
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (CX)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS (CX)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (DI), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS (DI)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS (DI)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS 64(DX), Y12
+	VMOVUPS 96(DX), Y13
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS 4(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 4(CX)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 4(CX)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 4(DI), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 4(DI)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 4(DI)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS 128(DX), Y12
+	VMOVUPS 160(DX), Y13
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS 8(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 8(CX)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 8(CX)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 8(DI), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 8(DI)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 8(DI)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS 192(DX), Y12
+	VMOVUPS 224(DX), Y13
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS 12(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 12(CX)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 12(CX)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 12(DI), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 12(DI)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 12(DI)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         $0x10, CX
+	ADDQ         $0x10, DI
+	ADDQ         $0x00000100, DX
+
+	// prefetch the same steps of the next panel into L2
+	PREFETCHT1 (R8)
+	PREFETCHT1 64(R8)
+	PREFETCHT1 128(R8)
+	PREFETCHT1 192(R8)
+	ADDQ       $0x00000100, R8
+	SUBQ       $0x04, AX
+	CMPQ       AX, $0x04
+	JGE        gemmDirect6x16AVX2_pfloop_group
+	TESTQ      AX, AX
+	JZ         gemmDirect6x16AVX2_done
+
+gemmDirect6x16AVX2_pfloop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Y12
 	VMOVUPS 32(DX), Y13
@@ -1226,14 +1565,123 @@ gemmDirect6x16AVX2_pfloop:
 	ADDQ         $0x04, DI
 	ADDQ         $0x40, DX
 
-	// prefetch the same step of the next panel into L2
+	// prefetch the same steps of the next panel into L2
 	PREFETCHT1 (R8)
 	ADDQ       $0x40, R8
 	DECQ       AX
-	JNZ        gemmDirect6x16AVX2_pfloop
+	JNZ        gemmDirect6x16AVX2_pfloop_one
 	JMP        gemmDirect6x16AVX2_done
 
 gemmDirect6x16AVX2_loop:
+	CMPQ AX, $0x04
+	JL   gemmDirect6x16AVX2_loop_one
+
+gemmDirect6x16AVX2_loop_group:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Y12
+	VMOVUPS 32(DX), Y13
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (CX)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS (CX)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (DI), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS (DI)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS (DI)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS 64(DX), Y12
+	VMOVUPS 96(DX), Y13
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS 4(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 4(CX)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 4(CX)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 4(DI), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 4(DI)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 4(DI)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS 128(DX), Y12
+	VMOVUPS 160(DX), Y13
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS 8(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 8(CX)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 8(CX)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 8(DI), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 8(DI)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 8(DI)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS 192(DX), Y12
+	VMOVUPS 224(DX), Y13
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS 12(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 12(CX)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 12(CX)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 12(DI), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 12(DI)(BX*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 12(DI)(SI*1), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         $0x10, CX
+	ADDQ         $0x10, DI
+	ADDQ         $0x00000100, DX
+	SUBQ         $0x04, AX
+	CMPQ         AX, $0x04
+	JGE          gemmDirect6x16AVX2_loop_group
+	TESTQ        AX, AX
+	JZ           gemmDirect6x16AVX2_done
+
+gemmDirect6x16AVX2_loop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Y12
 	VMOVUPS 32(DX), Y13
@@ -1261,7 +1709,7 @@ gemmDirect6x16AVX2_loop:
 	ADDQ         $0x04, DI
 	ADDQ         $0x40, DX
 	DECQ         AX
-	JNZ          gemmDirect6x16AVX2_loop
+	JNZ          gemmDirect6x16AVX2_loop_one
 
 gemmDirect6x16AVX2_done:
 	MOVQ  c+32(FP), AX
@@ -1394,7 +1842,7 @@ TEXT ·gemmTaps12x32AVX512(SB), NOSPLIT, $0-56
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-gemmTaps12x32AVX512_loop:
+gemmTaps12x32AVX512_loop_one:
 	// b_v = b[taps[p] + v·lanes : ...]
 	MOVQ    (BX), SI
 	VMOVUPS (DX)(SI*4), Z24
@@ -1440,7 +1888,7 @@ gemmTaps12x32AVX512_loop:
 	ADDQ         $0x30, CX
 	ADDQ         $0x08, BX
 	DECQ         AX
-	JNZ          gemmTaps12x32AVX512_loop
+	JNZ          gemmTaps12x32AVX512_loop_one
 	MOVQ         c+32(FP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -1547,8 +1995,118 @@ TEXT ·gemmTaps6x16AVX2(SB), NOSPLIT, $0-56
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+	CMPQ   AX, $0x04
+	JL     gemmTaps6x16AVX2_loop_one
 
-gemmTaps6x16AVX2_loop:
+gemmTaps6x16AVX2_loop_group:
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    (BX), SI
+	VMOVUPS (DX)(SI*4), Y12
+	VMOVUPS 32(DX)(SI*4), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 4(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 8(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 12(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 16(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 20(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    8(BX), SI
+	VMOVUPS (DX)(SI*4), Y12
+	VMOVUPS 32(DX)(SI*4), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS 24(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 28(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 32(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 36(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 40(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 44(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    16(BX), SI
+	VMOVUPS (DX)(SI*4), Y12
+	VMOVUPS 32(DX)(SI*4), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS 48(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 52(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 56(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 60(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 64(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 68(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    24(BX), SI
+	VMOVUPS (DX)(SI*4), Y12
+	VMOVUPS 32(DX)(SI*4), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS 72(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 76(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 80(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 84(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 88(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 92(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         $0x60, CX
+	ADDQ         $0x20, BX
+	SUBQ         $0x04, AX
+	CMPQ         AX, $0x04
+	JGE          gemmTaps6x16AVX2_loop_group
+	TESTQ        AX, AX
+	JZ           gemmTaps6x16AVX2_done
+
+gemmTaps6x16AVX2_loop_one:
 	// b_v = b[taps[p] + v·lanes : ...]
 	MOVQ    (BX), SI
 	VMOVUPS (DX)(SI*4), Y12
@@ -1576,13 +2134,15 @@ gemmTaps6x16AVX2_loop:
 	ADDQ         $0x18, CX
 	ADDQ         $0x08, BX
 	DECQ         AX
-	JNZ          gemmTaps6x16AVX2_loop
-	MOVQ         c+32(FP), AX
-	MOVQ         ldc+40(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         accumulate+48(FP), DX
-	TESTQ        DX, DX
-	JZ           gemmTaps6x16AVX2_store
+	JNZ          gemmTaps6x16AVX2_loop_one
+
+gemmTaps6x16AVX2_done:
+	MOVQ  c+32(FP), AX
+	MOVQ  ldc+40(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemmTaps6x16AVX2_store
 
 	// acc += c, row by row
 	MOVQ   AX, DX
@@ -1644,7 +2204,7 @@ TEXT ·gemmTaps4x32AVX512(SB), NOSPLIT, $0-56
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-gemmTaps4x32AVX512_loop:
+gemmTaps4x32AVX512_loop_one:
 	// b_v = b[taps[p] + v·lanes : ...]
 	MOVQ    (BX), SI
 	VMOVUPS (DX)(SI*4), Z8
@@ -1666,7 +2226,7 @@ gemmTaps4x32AVX512_loop:
 	ADDQ         $0x30, CX
 	ADDQ         $0x08, BX
 	DECQ         AX
-	JNZ          gemmTaps4x32AVX512_loop
+	JNZ          gemmTaps4x32AVX512_loop_one
 	MOVQ         c+32(FP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -1730,7 +2290,7 @@ TEXT ·gemmTaps8x32AVX512(SB), NOSPLIT, $0-56
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-gemmTaps8x32AVX512_loop:
+gemmTaps8x32AVX512_loop_one:
 	// b_v = b[taps[p] + v·lanes : ...]
 	MOVQ    (BX), SI
 	VMOVUPS (DX)(SI*4), Z16
@@ -1764,7 +2324,7 @@ gemmTaps8x32AVX512_loop:
 	ADDQ         $0x30, CX
 	ADDQ         $0x08, BX
 	DECQ         AX
-	JNZ          gemmTaps8x32AVX512_loop
+	JNZ          gemmTaps8x32AVX512_loop_one
 	MOVQ         c+32(FP), AX
 	MOVQ         ldc+40(FP), CX
 	SHLQ         $0x02, CX
@@ -1869,7 +2429,7 @@ TEXT ·gemmBF16x12AVX512(SB), NOSPLIT, $0-88
 	TESTQ  R10, R10
 	JZ     gemmBF16x12AVX512_loop
 
-gemmBF16x12AVX512_pfloop:
+gemmBF16x12AVX512_pfloop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z24
 	VMOVUPS 64(DX), Z25
@@ -2085,15 +2645,16 @@ gemmBF16x12AVX512_pfloop:
 	ADDQ $0x04, DI
 	ADDQ $0x80, DX
 
-	// prefetch the same step of the next panel into L2
+	// prefetch the same steps of the next panel into L2
 	PREFETCHT1 (R10)
 	PREFETCHT1 64(R10)
 	ADDQ       $0x80, R10
 	DECQ       AX
-	JNZ        gemmBF16x12AVX512_pfloop
+	JNZ        gemmBF16x12AVX512_pfloop_one
 	JMP        gemmBF16x12AVX512_done
 
 gemmBF16x12AVX512_loop:
+gemmBF16x12AVX512_loop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z24
 	VMOVUPS 64(DX), Z25
@@ -2309,7 +2870,7 @@ gemmBF16x12AVX512_loop:
 	ADDQ $0x04, DI
 	ADDQ $0x80, DX
 	DECQ AX
-	JNZ  gemmBF16x12AVX512_loop
+	JNZ  gemmBF16x12AVX512_loop_one
 
 gemmBF16x12AVX512_done:
 	MOVQ  c+32(FP), AX
@@ -2508,7 +3069,7 @@ TEXT ·gemmBF16x8AVX512(SB), NOSPLIT, $0-88
 	TESTQ  R9, R9
 	JZ     gemmBF16x8AVX512_loop
 
-gemmBF16x8AVX512_pfloop:
+gemmBF16x8AVX512_pfloop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z16
 	VMOVUPS 64(DX), Z17
@@ -2655,15 +3216,16 @@ gemmBF16x8AVX512_pfloop:
 	ADDQ $0x04, DI
 	ADDQ $0x80, DX
 
-	// prefetch the same step of the next panel into L2
+	// prefetch the same steps of the next panel into L2
 	PREFETCHT1 (R9)
 	PREFETCHT1 64(R9)
 	ADDQ       $0x80, R9
 	DECQ       AX
-	JNZ        gemmBF16x8AVX512_pfloop
+	JNZ        gemmBF16x8AVX512_pfloop_one
 	JMP        gemmBF16x8AVX512_done
 
 gemmBF16x8AVX512_loop:
+gemmBF16x8AVX512_loop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z16
 	VMOVUPS 64(DX), Z17
@@ -2810,7 +3372,7 @@ gemmBF16x8AVX512_loop:
 	ADDQ $0x04, DI
 	ADDQ $0x80, DX
 	DECQ AX
-	JNZ  gemmBF16x8AVX512_loop
+	JNZ  gemmBF16x8AVX512_loop_one
 
 gemmBF16x8AVX512_done:
 	MOVQ  c+32(FP), AX
@@ -2956,7 +3518,7 @@ TEXT ·gemmBF16x4AVX512(SB), NOSPLIT, $0-88
 	TESTQ  R8, R8
 	JZ     gemmBF16x4AVX512_loop
 
-gemmBF16x4AVX512_pfloop:
+gemmBF16x4AVX512_pfloop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z8
 	VMOVUPS 64(DX), Z9
@@ -3034,15 +3596,16 @@ gemmBF16x4AVX512_pfloop:
 	ADDQ $0x04, DI
 	ADDQ $0x80, DX
 
-	// prefetch the same step of the next panel into L2
+	// prefetch the same steps of the next panel into L2
 	PREFETCHT1 (R8)
 	PREFETCHT1 64(R8)
 	ADDQ       $0x80, R8
 	DECQ       AX
-	JNZ        gemmBF16x4AVX512_pfloop
+	JNZ        gemmBF16x4AVX512_pfloop_one
 	JMP        gemmBF16x4AVX512_done
 
 gemmBF16x4AVX512_loop:
+gemmBF16x4AVX512_loop_one:
 	// b_v = b[p·NR + v·lanes : ...]
 	VMOVUPS (DX), Z8
 	VMOVUPS 64(DX), Z9
@@ -3120,7 +3683,7 @@ gemmBF16x4AVX512_loop:
 	ADDQ $0x04, DI
 	ADDQ $0x80, DX
 	DECQ AX
-	JNZ  gemmBF16x4AVX512_loop
+	JNZ  gemmBF16x4AVX512_loop_one
 
 gemmBF16x4AVX512_done:
 	MOVQ  c+32(FP), AX

@@ -21,15 +21,26 @@ func main() {
 		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
 	ymm := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
 	gemmKernel("gemm12x32AVX512", 12, 12, 2, zmm, 64, aPacked)
+	// The AVX2 kernels take four steps of k per iteration: on the AMD
+	// EPYC (Zen 3, AVX2 only) that ran ViT's and DETR's GEMMs 1.06-1.2×
+	// faster than one step (interleaved, two threads); their 12 FMAs a
+	// step leave the loop's own instructions a larger share than the
+	// AVX-512 kernel's 24.
+	kUnroll = 4
 	gemmKernel("gemm6x16AVX2", 6, 6, 2, ymm, 32, aPacked)
+	kUnroll = 1
 	// The last rows of an activation (197 tokens are 16 tiles of 12 and
 	// 5 rows) in its zero-padded 12-row panel, without computing 12.
 	gemmKernel("gemm4x32AVX512", 4, 12, 2, zmm, 64, aPacked)
 	gemmKernel("gemm8x32AVX512", 8, 12, 2, zmm, 64, aPacked)
 	gemmKernel("gemmDirect12x32AVX512", 12, 12, 2, zmm, 64, aDirect)
+	kUnroll = 4
 	gemmKernel("gemmDirect6x16AVX2", 6, 6, 2, ymm, 32, aDirect)
+	kUnroll = 1
 	gemmKernel("gemmTaps12x32AVX512", 12, 12, 2, zmm, 64, bTaps)
+	kUnroll = 4
 	gemmKernel("gemmTaps6x16AVX2", 6, 6, 2, ymm, 32, bTaps)
+	kUnroll = 1
 	// A convolution's last output channels (64 = 5·12 + 4).
 	gemmKernel("gemmTaps4x32AVX512", 4, 12, 2, zmm, 64, bTaps)
 	gemmKernel("gemmTaps8x32AVX512", 8, 12, 2, zmm, 64, bTaps)
@@ -43,6 +54,19 @@ func main() {
 	transposeRows(32) // Bᵀ panels, AVX-512
 	Generate()
 }
+
+// addImm is x as an ADDQ immediate: avo types 256 as a 16-bit constant,
+// which ADDQ has no form for.
+func addImm(x int) Constant {
+	if x < 256 {
+		return Imm(uint64(x))
+	}
+	return U32(x)
+}
+
+// kUnroll is how many steps of k the next kernels' loops take per
+// iteration (a remainder loop takes the rest one at a time).
+var kUnroll = 1
 
 // operands says where a microkernel reads its operands from.
 type operands int
@@ -172,69 +196,91 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 			VXORPS(v, v, v)
 		}
 	}
-	// step emits one pass of the k loop at label: load b's row, then the
-	// mr·nv FMAs; with pf, also prefetch the same bytes of the next panel.
-	step := func(label string, pf Register) {
-		if taps {
-			Comment("b_v = b[taps[p] + v·lanes : ...]")
-			MOVQ(Mem{Base: pt}, off)
-			for v := 0; v < nv; v++ {
-				VMOVUPS(Mem{Base: pb, Index: off, Scale: 4, Disp: v * width}, vb[v])
-			}
-		} else {
-			Comment("b_v = b[p·NR + v·lanes : ...]")
-			for v := 0; v < nv; v++ {
-				VMOVUPS(Mem{Base: pb, Disp: v * width}, vb[v])
-			}
-		}
-		if mode == aDirectBF16 {
-			Comment("acc[r][v] += dot(broadcast(a[r·lda + p]), b_v) in bf16 pairs")
-		} else if direct {
-			Comment("acc[r][v] += broadcast(a[r·lda + p]) · b_v")
-		} else {
-			Comment("acc[r][v] += broadcast(a[p·panel + r]) · b_v")
-		}
-		for r := 0; r < mr; r++ {
-			src := Mem{Base: pa, Disp: 4 * r}
-			if direct {
-				src = Mem{Base: rowBase[r/3]}
-				switch r % 3 {
-				case 1:
-					src.Index, src.Scale = lda, 1
-				case 2:
-					src.Index, src.Scale = lda2, 1
+	// body emits u steps of the k loop (b's row, then the mr·nv FMAs, at
+	// displacements within the unrolled group) and then advances the
+	// pointers past them; with pf, it also prefetches the same bytes of
+	// the next panel.
+	body := func(u int, pf Register) {
+		for q := 0; q < u; q++ {
+			if taps {
+				Comment("b_v = b[taps[p] + v·lanes : ...]")
+				MOVQ(Mem{Base: pt, Disp: 8 * q}, off)
+				for v := 0; v < nv; v++ {
+					VMOVUPS(Mem{Base: pb, Index: off, Scale: 4, Disp: v * width}, vb[v])
+				}
+			} else {
+				Comment("b_v = b[p·NR + v·lanes : ...]")
+				for v := 0; v < nv; v++ {
+					VMOVUPS(Mem{Base: pb, Disp: (q*nv + v) * width}, vb[v])
 				}
 			}
-			VBROADCASTSS(src, bcast)
-			for v := 0; v < nv; v++ {
-				if mode == aDirectBF16 {
-					vdpbf16ps(acc[r*nv+v], bcast, vb[v])
-				} else {
-					VFMADD231PS(vb[v], bcast, acc[r*nv+v])
+			if mode == aDirectBF16 {
+				Comment("acc[r][v] += dot(broadcast(a[r·lda + p]), b_v) in bf16 pairs")
+			} else if direct {
+				Comment("acc[r][v] += broadcast(a[r·lda + p]) · b_v")
+			} else {
+				Comment("acc[r][v] += broadcast(a[p·panel + r]) · b_v")
+			}
+			for r := 0; r < mr; r++ {
+				src := Mem{Base: pa, Disp: 4 * (q*panel + r)}
+				if direct {
+					src = Mem{Base: rowBase[r/3], Disp: 4 * q}
+					switch r % 3 {
+					case 1:
+						src.Index, src.Scale = lda, 1
+					case 2:
+						src.Index, src.Scale = lda2, 1
+					}
+				}
+				VBROADCASTSS(src, bcast)
+				for v := 0; v < nv; v++ {
+					if mode == aDirectBF16 {
+						vdpbf16ps(acc[r*nv+v], bcast, vb[v])
+					} else {
+						VFMADD231PS(vb[v], bcast, acc[r*nv+v])
+					}
 				}
 			}
 		}
 		if direct {
 			for _, base := range rowBase {
-				ADDQ(Imm(4), base)
+				ADDQ(addImm(4*u), base)
 			}
 		} else {
-			ADDQ(Imm(uint64(4*panel)), pa)
+			ADDQ(addImm(4*panel*u), pa)
 		}
 		if taps {
-			ADDQ(Imm(8), pt)
+			ADDQ(addImm(8*u), pt)
 		} else {
-			ADDQ(Imm(uint64(nv*width)), pb)
+			ADDQ(addImm(nv*width*u), pb)
 		}
 		if pf != nil {
-			Comment("prefetch the same step of the next panel into L2")
-			for d := 0; d < nv*width; d += 64 {
+			Comment("prefetch the same steps of the next panel into L2")
+			for d := 0; d < u*nv*width; d += 64 {
 				PREFETCHT1(Mem{Base: pf, Disp: d})
 			}
-			ADDQ(Imm(uint64(nv*width)), pf)
+			ADDQ(addImm(nv*width*u), pf)
 		}
+	}
+	// loop emits the k loop at label: groups of kUnroll steps while
+	// that many remain, then single steps; it ends at name_done.
+	loop := func(label string, pf Register) {
+		Label(label)
+		if kUnroll > 1 {
+			CMPQ(kc, U8(kUnroll))
+			JL(LabelRef(label + "_one"))
+			Label(label + "_group")
+			body(kUnroll, pf)
+			SUBQ(Imm(uint64(kUnroll)), kc)
+			CMPQ(kc, U8(kUnroll))
+			JGE(LabelRef(label + "_group"))
+			TESTQ(kc, kc)
+			JZ(LabelRef(name + "_done"))
+		}
+		Label(label + "_one")
+		body(1, pf)
 		DECQ(kc)
-		JNZ(LabelRef(label))
+		JNZ(LabelRef(label + "_one"))
 	}
 	var pf Register
 	if !taps {
@@ -242,12 +288,10 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 		TESTQ(pf, pf)
 		JZ(LabelRef(name + "_loop"))
 		// The same loop, also prefetching the next panel into L2.
-		Label(name + "_pfloop")
-		step(name+"_pfloop", pf)
+		loop(name+"_pfloop", pf)
 		JMP(LabelRef(name + "_done"))
 	}
-	Label(name + "_loop")
-	step(name+"_loop", nil)
+	loop(name+"_loop", nil)
 	Label(name + "_done")
 
 	pc := Load(Param("c"), GP64())
