@@ -23,9 +23,9 @@ func main() {
 	gemmKernel("gemm12x32AVX512", 12, 12, 2, zmm, 64, aPacked)
 	// The AVX2 kernels take four steps of k per iteration: on the AMD
 	// EPYC (Zen 3, AVX2 only) that ran ViT's and DETR's GEMMs 1.06-1.2×
-	// faster than one step (interleaved, two threads); their 12 FMAs a
-	// step leave the loop's own instructions a larger share than the
-	// AVX-512 kernel's 24.
+	// faster than one step (interleaved, two threads; two steps ran 3-6%
+	// slower than four, eight no faster); their 12 FMAs a step leave the
+	// loop's own instructions a larger share than the AVX-512 kernel's 24.
 	kUnroll = 4
 	gemmKernel("gemm6x16AVX2", 6, 6, 2, ymm, 32, aPacked)
 	kUnroll = 1
