@@ -21,7 +21,10 @@ type microKernel struct {
 	mr, nr int
 	fn     packedFn
 	direct func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
-	tails  []rowsKernel[packedFn]
+	// directCols is the widest column range for which direct reads A in
+	// place (see directA); 0 means any.
+	directCols int
+	tails      []rowsKernel[packedFn]
 }
 
 // packedFn is the signature of a microkernel over packed panels.
@@ -337,7 +340,7 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 	// A row-major A is read in place by full tiles; only a last panel of
 	// fewer than mr rows is packed (zero-padded).
 	ma, direct := src.(matrixA)
-	direct = direct && mk.direct != nil && directA(j1-j0, k)
+	direct = direct && mk.direct != nil && directA(mk, j1-j0, k)
 	// kernel runs the microkernel on the tile at rows ic+ir of A, with A
 	// packed at ap or, for a full tile when direct, in place. The first
 	// tile of each panel prefetches the next panel (pf) into L2.
@@ -443,15 +446,19 @@ func rowBlock(m, mr int) int {
 	return (rows + mr - 1) / mr * mr
 }
 
-// directA reports whether the microkernel should read a row-major A in
-// place rather than pack it, for n columns of depth k. Packing costs about
-// one pass over A and pays for itself over many panels of B; with few
-// panels (attention's P·V, narrow projections) it does not. A deep K is
-// left packed: twelve rows read in place then compete for a few L1 sets
-// when the row stride is a multiple of a few KiB.
-func directA(n, k int) bool { return allowDirect && n <= directMaxN && k <= kcBlock }
-
-const directMaxN = 256
+// directA reports whether microkernel mk should read a row-major A in
+// place rather than pack it, for n columns of depth k. With AVX-512,
+// packing costs about one pass over A and pays for itself over many
+// panels of B; with few panels (attention's P·V, narrow projections) it
+// does not, so mk.directCols is 256 there. The AVX2 kernel's six rows read
+// in place ran as fast or faster than packed ones at every width (1.0-1.18×
+// on ViT's and DETR's projections on an AVX2-only AMD EPYC, Zen 3,
+// interleaved), so it has no limit (directCols 0). A deep K is left
+// packed: rows read in place then compete for a few L1 sets when the row
+// stride is a multiple of a few KiB.
+func directA(mk microKernel, n, k int) bool {
+	return allowDirect && (mk.directCols == 0 || n <= mk.directCols) && k <= kcBlock
+}
 
 // allowDirect lets the tests run the packed path on shapes that would be
 // read in place.
