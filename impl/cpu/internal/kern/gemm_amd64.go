@@ -3,9 +3,9 @@
 package kern
 
 var (
-	gemmAVX512 = microKernel{mr: 12, nr: 32, fn: gemm12x32AVX512, direct: gemmDirect12x32AVX512, directCols: 256,
+	gemmAVX512 = microKernel{mr: 12, nr: 32, fn: gemm12x32AVX512, direct: gemmDirect12x32AVX512,
 		tails: []rowsKernel[packedFn]{{4, gemm4x32AVX512}, {8, gemm8x32AVX512}}}
-	gemmAVX2 = microKernel{mr: 6, nr: 16, fn: gemm6x16AVX2, direct: gemmDirect6x16AVX2}
+	gemmAVX2 = microKernel{mr: 6, nr: 16, fn: gemm6x16AVX2, direct: gemmDirect6x16AVX2, directAll: true}
 )
 
 // microKernelFor returns the packed-GEMM kernel of path p.

@@ -21,10 +21,10 @@ type microKernel struct {
 	mr, nr int
 	fn     packedFn
 	direct func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
-	// directCols is the widest column range for which direct reads A in
-	// place (see directA); 0 means any.
-	directCols int
-	tails      []rowsKernel[packedFn]
+	// directAll makes direct read A in place at every width and depth,
+	// not only the narrow and shallow products (see directA).
+	directAll bool
+	tails     []rowsKernel[packedFn]
 }
 
 // packedFn is the signature of a microkernel over packed panels.
@@ -450,15 +450,19 @@ func rowBlock(m, mr int) int {
 // place rather than pack it, for n columns of depth k. With AVX-512,
 // packing costs about one pass over A and pays for itself over many
 // panels of B; with few panels (attention's P·V, narrow projections) it
-// does not, so mk.directCols is 256 there. The AVX2 kernel's six rows read
-// in place ran as fast or faster than packed ones at every width (1.0-1.18×
-// on ViT's and DETR's projections on an AVX2-only AMD EPYC, Zen 3,
-// interleaved), so it has no limit (directCols 0). A deep K is left
-// packed: rows read in place then compete for a few L1 sets when the row
-// stride is a multiple of a few KiB.
+// does not, so A is read in place up to directMaxN columns. A deep K is
+// left packed there: twelve rows read in place then compete for a few L1
+// sets when the row stride is a multiple of a few KiB. The AVX2 kernel's
+// six rows read in place (mk.directAll) ran, on an AVX2-only AMD EPYC
+// (Zen 3), interleaved: 1.07-1.5× faster than packed on products deeper
+// than kcBlock (alone; 1.05-1.14× as the network's nodes: ViT's and DETR's
+// second MLP layers), and on the wider ones 1.0-1.22× alone, 0.95-1.10×
+// (mean 1.02×, within the nodes' ±4% noise) as nodes.
 func directA(mk microKernel, n, k int) bool {
-	return allowDirect && (mk.directCols == 0 || n <= mk.directCols) && k <= kcBlock
+	return allowDirect && (mk.directAll || n <= directMaxN && k <= kcBlock)
 }
+
+const directMaxN = 256
 
 // allowDirect lets the tests run the packed path on shapes that would be
 // read in place.
