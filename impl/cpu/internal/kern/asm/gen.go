@@ -21,26 +21,15 @@ func main() {
 		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
 	ymm := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
 	gemmKernel("gemm12x32AVX512", 12, 12, 2, zmm, 64, aPacked)
-	// The AVX2 kernels take four steps of k per iteration: on the AMD
-	// EPYC (Zen 3, AVX2 only) that ran ViT's and DETR's GEMMs 1.06-1.2×
-	// faster than one step (interleaved, two threads; two steps ran 3-6%
-	// slower than four, eight no faster); their 12 FMAs a step leave the
-	// loop's own instructions a larger share than the AVX-512 kernel's 24.
-	kUnroll = 4
 	gemmKernel("gemm6x16AVX2", 6, 6, 2, ymm, 32, aPacked)
-	kUnroll = 1
 	// The last rows of an activation (197 tokens are 16 tiles of 12 and
 	// 5 rows) in its zero-padded 12-row panel, without computing 12.
 	gemmKernel("gemm4x32AVX512", 4, 12, 2, zmm, 64, aPacked)
 	gemmKernel("gemm8x32AVX512", 8, 12, 2, zmm, 64, aPacked)
 	gemmKernel("gemmDirect12x32AVX512", 12, 12, 2, zmm, 64, aDirect)
-	kUnroll = 4
 	gemmKernel("gemmDirect6x16AVX2", 6, 6, 2, ymm, 32, aDirect)
-	kUnroll = 1
 	gemmKernel("gemmTaps12x32AVX512", 12, 12, 2, zmm, 64, bTaps)
-	kUnroll = 4
 	gemmKernel("gemmTaps6x16AVX2", 6, 6, 2, ymm, 32, bTaps)
-	kUnroll = 1
 	// A convolution's last output channels (64 = 5·12 + 4).
 	gemmKernel("gemmTaps4x32AVX512", 4, 12, 2, zmm, 64, bTaps)
 	gemmKernel("gemmTaps8x32AVX512", 8, 12, 2, zmm, 64, bTaps)
@@ -64,9 +53,19 @@ func addImm(x int) Constant {
 	return U32(x)
 }
 
-// kUnroll is how many steps of k the next kernels' loops take per
-// iteration (a remainder loop takes the rest one at a time).
-var kUnroll = 1
+// stepsPerIteration is how many steps of k a microkernel of vectors
+// width bytes wide takes per loop iteration (a remainder loop takes the
+// rest one at a time). The AVX2 kernels take four: on the AMD EPYC (Zen 3,
+// AVX2 only) that ran ViT's and DETR's GEMMs 1.06-1.2× faster than one
+// step (interleaved, two threads; two steps ran 3-6% slower than four,
+// eight no faster); their 12 FMAs a step leave the loop's own
+// instructions a larger share than the AVX-512 kernels' 24, which take one.
+func stepsPerIteration(width int) int {
+	if width == 32 {
+		return 4
+	}
+	return 1
+}
 
 // operands says where a microkernel reads its operands from.
 type operands int
@@ -262,17 +261,18 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 			ADDQ(addImm(nv*width*u), pf)
 		}
 	}
-	// loop emits the k loop at label: groups of kUnroll steps while
+	// loop emits the k loop at label: groups of unroll steps while
 	// that many remain, then single steps; it ends at name_done.
+	unroll := stepsPerIteration(width)
 	loop := func(label string, pf Register) {
 		Label(label)
-		if kUnroll > 1 {
-			CMPQ(kc, U8(kUnroll))
+		if unroll > 1 {
+			CMPQ(kc, U8(unroll))
 			JL(LabelRef(label + "_one"))
 			Label(label + "_group")
-			body(kUnroll, pf)
-			SUBQ(Imm(uint64(kUnroll)), kc)
-			CMPQ(kc, U8(kUnroll))
+			body(unroll, pf)
+			SUBQ(Imm(uint64(unroll)), kc)
+			CMPQ(kc, U8(unroll))
 			JGE(LabelRef(label + "_group"))
 			TESTQ(kc, kc)
 			JZ(LabelRef(name + "_done"))
