@@ -33,7 +33,9 @@ func TestConvPointwiseAB(t *testing.T) {
 	}
 	for _, c := range []cv{{64, 256, 56, 1, true}, {256, 64, 56, 1, false}, {64, 64, 56, 1, false}, {256, 128, 56, 1, false},
 		{128, 512, 28, 1, true}, {512, 128, 28, 1, false}, {256, 1024, 14, 1, true}, {1024, 256, 14, 1, false},
-		{512, 2048, 7, 1, true}, {64, 256, 56, 8, true}, {1024, 256, 14, 8, false}, {64, 64, 16, 1, false}} {
+		{512, 2048, 7, 1, true}, {64, 256, 56, 8, true}, {1024, 256, 14, 8, false}, {64, 64, 16, 1, false},
+		{256, 512, 28, 1, false}, {512, 256, 28, 1, false}, {512, 1024, 14, 1, false}, {1024, 512, 14, 1, false},
+		{2048, 512, 7, 1, false}, {1024, 2048, 7, 1, false}, {64, 32, 32, 1, false}, {32, 64, 16, 1, false}, {64, 64, 16, 1, true}, {2048, 256, 29, 1, false}, {2048, 256, 29, 2, false}} {
 		conv := ops.Conv2d{Unfold: ops.Unfold{Batch: c.batch, InChans: c.cin, Height: c.h, Width: c.h, KernelH: 1, KernelW: 1,
 			StrideH: 1, StrideW: 1, DilationH: 1, DilationW: 1}, OutChans: c.cout, BN: true, BNEps: 1e-5, ReLU: true, Residual: c.res}
 		ta, tb := abConv(conv, [2]string{"windows", "pointwise"})
