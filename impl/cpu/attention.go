@@ -71,7 +71,7 @@ func (b *Backend) querySplit(pairs, n int) (blocks, rows int) {
 // most threads workers in order, w the worker's index (for its scratch).
 func forQueryBlocks(threads, batch, heads, n, blocks, rows int, body func(w, img, h, r0, r1 int)) {
 	tasks := batch * heads * blocks
-	parallelChunks(min(threads, tasks), tasks, 1, func(w, lo, hi int) {
+	parallelWorkers(min(threads, tasks), tasks, 1, func(w, lo, hi int) {
 		for task := lo; task < hi; task++ {
 			p, blk := task/blocks, task%blocks
 			if r0, r1 := blk*rows, min((blk+1)*rows, n); r0 < r1 {

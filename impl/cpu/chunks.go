@@ -12,20 +12,23 @@ func chunkRows(k, tile int) int {
 	return max(tile, chunkBytes/(4*max(k, 1))/tile*tile)
 }
 
-// forChunks splits m rows into one contiguous run of whole row tiles per
-// worker, and each run into chunks of at most chunk rows, calling
-// body(worker, r0, r1) for every chunk, in order within a worker. Work
-// under about a quarter of a million multiply-adds (macs) stays on one
-// worker: waking another costs more than it saves.
+// forChunks splits m rows into chunks of whole row tiles, at most chunk
+// rows each, and calls body(worker, r0, r1) for every chunk; each worker
+// takes its share of the chunks in order, and one done with its share
+// takes the last chunks of another's (parallelWorkers). When chunk covers
+// more than a worker's share of the rows, each worker's share is one
+// chunk. Work under about a quarter of a million multiply-adds (macs)
+// stays on one worker: waking another costs more than it saves.
 func forChunks(threads, m, tile, chunk int, macs int64, body func(w, r0, r1 int)) {
 	if macs < 1<<18 {
 		threads = 1
 	}
 	tiles := (m + tile - 1) / tile
-	parallelChunks(threads, tiles, 1, func(w, lo, hi int) {
+	per := max(1, min(chunk/tile, ceilDiv(tiles, threads))) // tiles per chunk
+	parallelWorkers(threads, tiles, per, func(w, lo, hi int) {
 		end := min(hi*tile, m)
-		for r0 := lo * tile; r0 < end; r0 += chunk {
-			body(w, r0, min(r0+chunk, end))
+		for r0 := lo * tile; r0 < end; r0 += per * tile {
+			body(w, r0, min(r0+per*tile, end))
 		}
 	})
 }

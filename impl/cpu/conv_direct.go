@@ -235,7 +235,7 @@ func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, 
 		for i := 0; i < imgs; i++ {
 			g.pad(x[(first+i)*inImage:], padded[i*g.size:(i+1)*g.size], b.threads)
 		}
-		parallelChunks(min(threads, imgs*blocks), imgs*blocks, 1, func(w, lo, hi int) {
+		parallelWorkers(min(threads, imgs*blocks), imgs*blocks, 1, func(w, lo, hi int) {
 			tile := tiles[w*rows*directBlock : (w+1)*rows*directBlock]
 			for task := lo; task < hi; task++ {
 				img, blk := task/blocks, task%blocks

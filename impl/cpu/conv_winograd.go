@@ -262,7 +262,7 @@ func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float3
 		cols := imgs * g.n
 		blocks := ceilDiv(cols, winogradCols)
 		colTile := w.parts[0][0].ColTile()
-		parallelChunks(min(b.threads, cin), cin, 1, func(wk, lo, hi int) {
+		parallelWorkers(min(b.threads, cin), cin, 1, func(wk, lo, hi int) {
 			row := work[wk*perWorker+tileSize : (wk+1)*perWorker]
 			for ch := lo; ch < hi; ch++ {
 				for i := 0; i < imgs; i++ {
@@ -279,7 +279,7 @@ func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float3
 			}
 		})
 		items := blocks * g.parts
-		parallelChunks(min(b.threads, items), items, 1, func(wk, lo, hi int) {
+		parallelWorkers(min(b.threads, items), items, 1, func(wk, lo, hi int) {
 			m := work[wk*perWorker : wk*perWorker+tileSize]
 			for it := lo; it < hi; it++ {
 				blk, part := it/g.parts, it%g.parts

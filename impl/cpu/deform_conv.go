@@ -78,7 +78,7 @@ func (b *Backend) deformConv2d(dc ops.DeformConv2d, in, out []*tensor) error {
 		}
 		yImg := y[img*o*pixels : (img+1)*o*pixels]
 		tiles := (pixels + chunk - 1) / chunk
-		parallelChunks(workers, tiles, 1, func(wk, lo, hi int) {
+		parallelWorkers(workers, tiles, 1, func(wk, lo, hi int) {
 			col := buf[h*w*cin+wk*per : h*w*cin+wk*per+chunk*cols]
 			res := buf[h*w*cin+wk*per+chunk*cols : h*w*cin+(wk+1)*per]
 			var offs [4]int32

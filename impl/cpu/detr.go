@@ -40,7 +40,7 @@ func (b *Backend) maxPool2d(m ops.MaxPool2d, in, out []*tensor) error {
 	per := m.Width + 4*half
 	buf, release := b.scratch(b.threads * per)
 	defer release()
-	parallelChunks(b.threads, planes, 4, func(w, lo, hi int) {
+	parallelWorkers(b.threads, planes, 4, func(w, lo, hi int) {
 		s := newMaxPoolScratch(buf[w*per:(w+1)*per], m.Width, half)
 		for pl := lo; pl < hi; pl++ {
 			maxPoolPlane(m, x[pl*m.Height*m.Width:(pl+1)*m.Height*m.Width], y[pl*oh*ow:(pl+1)*oh*ow], s)

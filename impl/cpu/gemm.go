@@ -22,7 +22,9 @@ func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []fl
 	mr := pb.RowTile()
 	if m < 2*mr*threads || (m <= colSplitRows && panels >= 2*threads && pb.N*pb.K >= colSplitB) {
 		grain := max(1, 64/w) // at least 64 columns per worker
-		parallelFor(threads, panels, grain, func(lo, hi int) {
+		// Static halves: a piece of the columns packs A again on the
+		// paths that do not read it in place.
+		parallelChunks(threads, panels, grain, func(_, lo, hi int) {
 			kern.SgemmPackedEpi(m, a, lda, pb, c, ldc, epi, lo*w, min(hi*w, pb.N))
 		})
 		return

@@ -7,9 +7,49 @@ import "sync"
 // goroutine and the others on the shared pool's helpers (or on fresh
 // goroutines when the pool is busy), returning when all are done. With
 // one chunk it runs inline.
+//
+// The chunks are balanced: each is cut into about piecesPerChunk pieces
+// of at least grain items, and a worker done with its own takes the
+// others' last pieces (spinPool.runBalanced), so body may be called
+// several times per worker, on any contiguous pieces, in any order.
 func parallelFor(threads, n, grain int, body func(lo, hi int)) {
-	parallelChunks(threads, n, grain, func(_, lo, hi int) { body(lo, hi) })
+	parallelWorkers(threads, n, grain, func(_, lo, hi int) { body(lo, hi) })
 }
+
+// parallelWorkers is parallelFor that also tells body which worker runs
+// it (0 ≤ worker < threads), for per-worker scratch; unlike
+// parallelChunks, a worker may run several pieces, and pieces of other
+// workers' shares.
+func parallelWorkers(threads, n, grain int, body func(worker, lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	grain = max(grain, 1)
+	chunks := min(threads, (n+grain-1)/grain)
+	if chunks <= 1 {
+		body(0, 0, n)
+		return
+	}
+	piece := max(grain, (n+chunks*piecesPerChunk-1)/(chunks*piecesPerChunk))
+	if sharedPool().runBalanced(chunks, n, piece, body) {
+		return
+	}
+	var wg sync.WaitGroup
+	for c := 0; c < chunks; c++ {
+		lo, hi := c*n/chunks, (c+1)*n/chunks
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body(c, lo, hi)
+		}()
+	}
+	wg.Wait()
+}
+
+// piecesPerChunk is how many pieces a balanced call cuts each worker's
+// share into: the finer, the less a slow worker holds a call up, and the
+// more takes each call makes.
+const piecesPerChunk = 4
 
 // parallelChunks is parallelFor that also tells body its chunk's index
 // (0 ≤ chunk < threads), so workers can own per-worker scratch.

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestParallelChunksCoversOnce: every index of every call is visited
@@ -84,5 +85,61 @@ func TestPoolWakesOnlyItsChunks(t *testing.T) {
 		if got := hp.job.Load(); got != want {
 			t.Errorf("helper %d was given %d calls, want %d", h+1, got-before[h], want-before[h])
 		}
+	}
+}
+
+// TestParallelWorkersCoversOnce: a balanced call visits every index
+// exactly once, in pieces of at least grain items (but a chunk's last),
+// on workers 0 … threads-1, back to back and with one worker slowed down
+// so that the other takes its pieces; and a worker that is held up on its
+// first piece does not keep the others from finishing its share.
+func TestParallelWorkersCoversOnce(t *testing.T) {
+	check := func(threads, n, grain int, slow bool) (stolen bool) {
+		hits := make([]atomic.Int32, n)
+		var mu sync.Mutex
+		ran := map[[2]int]int{} // piece → worker
+		parallelWorkers(threads, n, grain, func(w, lo, hi int) {
+			if w < 0 || w >= threads {
+				t.Errorf("worker %d of %d", w, threads)
+			}
+			if slow && w == 1 {
+				time.Sleep(2 * time.Millisecond)
+			}
+			for i := lo; i < hi; i++ {
+				hits[i].Add(1)
+			}
+			mu.Lock()
+			ran[[2]int{lo, hi}] = w
+			mu.Unlock()
+		})
+		for i := range hits {
+			if hits[i].Load() != 1 {
+				t.Errorf("threads %d n %d grain %d: index %d visited %d times", threads, n, grain, i, hits[i].Load())
+			}
+		}
+		chunks := min(threads, (n+grain-1)/grain)
+		for p, w := range ran {
+			end := false // a piece shorter than the grain must end a chunk
+			for c := 1; c <= chunks; c++ {
+				end = end || p[1] == c*n/chunks
+			}
+			if p[1]-p[0] < grain && !end {
+				t.Errorf("threads %d n %d grain %d: piece %v shorter than the grain", threads, n, grain, p)
+			}
+			if chunks > 1 && w == 0 && p[0] >= n/chunks {
+				stolen = true
+			}
+		}
+		return stolen
+	}
+	for round := 0; round < 200; round++ {
+		check(2, 1+round%37, 1+round%3, false)
+	}
+	stole := false
+	for round := 0; round < 20 && !stole; round++ {
+		stole = check(2, 64, 1, true)
+	}
+	if !stole {
+		t.Error("with worker 1 slowed down, worker 0 never took a piece of its share")
 	}
 }

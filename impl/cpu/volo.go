@@ -81,7 +81,7 @@ func (b *Backend) outlookCore(o ops.OutlookCore, in, out []*tensor) error {
 	where := make([]int32, threads*maxTerms) // attention weights, head 0
 	ws := make([]float32, threads*maxTerms)
 	plane := o.Height * o.Width * o.Dim
-	parallelChunks(threads, o.Batch*o.Height, 1, func(w, lo, hi int) {
+	parallelWorkers(threads, o.Batch*o.Height, 1, func(w, lo, hi int) {
 		offs, where, ws := offs[w*maxTerms:(w+1)*maxTerms], where[w*maxTerms:(w+1)*maxTerms], ws[w*maxTerms:(w+1)*maxTerms]
 		for r := lo; r < hi; r++ {
 			bi, py := r/o.Height, r%o.Height
@@ -237,7 +237,7 @@ func (b *Backend) classAttnCore(c ops.ClassAttnCore, in, out []*tensor) error {
 	scores, release := b.scratch(threads * n)
 	defer release()
 	matmul := b.matmul()
-	parallelChunks(threads, pairs, 1, func(w, lo, hi int) {
+	parallelWorkers(threads, pairs, 1, func(w, lo, hi int) {
 		s := scores[w*n : (w+1)*n]
 		for p := lo; p < hi; p++ {
 			img, h := p/c.Heads, p%c.Heads
