@@ -4778,14 +4778,14 @@ reluAVX512_done:
 	RET
 
 // func scaleAVX512(n int, alpha float32, x *float32, out *float32)
-// Requires: AVX, AVX512F, SSE
+// Requires: AVX, AVX512F
 TEXT ·scaleAVX512(SB), NOSPLIT, $0-32
 	MOVQ n+0(FP), CX
 	MOVQ x+16(FP), SI
 	MOVQ out+24(FP), DI
 
 	// alpha in every lane
-	MOVSS        alpha+8(FP), X8
+	VMOVSS       alpha+8(FP), X8
 	VBROADCASTSS X8, Z8
 
 scaleAVX512_blocks:
@@ -4843,7 +4843,7 @@ scaleAVX512_done:
 	RET
 
 // func addScaledAVX512(n int, alpha float32, x *float32, y *float32, out *float32)
-// Requires: AVX, AVX512F, SSE
+// Requires: AVX, AVX512F
 TEXT ·addScaledAVX512(SB), NOSPLIT, $0-40
 	MOVQ n+0(FP), CX
 	MOVQ x+16(FP), SI
@@ -4851,7 +4851,7 @@ TEXT ·addScaledAVX512(SB), NOSPLIT, $0-40
 	MOVQ out+32(FP), DI
 
 	// alpha in every lane
-	MOVSS        alpha+8(FP), X8
+	VMOVSS       alpha+8(FP), X8
 	VBROADCASTSS X8, Z8
 
 addScaledAVX512_blocks:
@@ -6074,12 +6074,12 @@ siluAVX512_done:
 	RET
 
 // func softmaxRowAVX512(n int, x *float32, y *float32, scale float32)
-// Requires: AVX, AVX512DQ, AVX512F, SSE
+// Requires: AVX, AVX512DQ, AVX512F
 TEXT ·softmaxRowAVX512(SB), NOSPLIT, $0-28
 	MOVQ n+0(FP), DX
 
 	// scale in every lane
-	MOVSS        scale+24(FP), X0
+	VMOVSS       scale+24(FP), X0
 	VBROADCASTSS X0, Z0
 
 	// pass 1: m = max_i scale·x[i]
@@ -6384,7 +6384,7 @@ softmaxRowAVX512_norm_done:
 	RET
 
 // func layerNormRowAVX512(n int, x *float32, gamma *float32, beta *float32, y *float32, eps float32)
-// Requires: AVX, AVX512DQ, AVX512F, FMA3, SSE
+// Requires: AVX, AVX512DQ, AVX512F, FMA3
 TEXT ·layerNormRowAVX512(SB), NOSPLIT, $0-44
 	MOVQ n+0(FP), DX
 
@@ -6541,7 +6541,7 @@ layerNormRowAVX512_var_done:
 	VFNMADD231SS X3, X3, X4
 	VXORPS       X12, X12, X12
 	VMAXSS       X12, X4, X4
-	MOVSS        eps+40(FP), X12
+	VMOVSS       eps+40(FP), X12
 	VADDSS       X12, X4, X4
 	VSQRTSS      X4, X4, X4
 	VMOVSS       vk_one<>+0(SB), X1
@@ -6774,14 +6774,14 @@ weightedRowsAVX512_done:
 	RET
 
 // func momentsAVX512(n int, x *float32, shift float32, sums *float64)
-// Requires: AVX, AVX512DQ, AVX512F, SSE
+// Requires: AVX, AVX512DQ, AVX512F
 TEXT ·momentsAVX512(SB), NOSPLIT, $0-32
 	MOVQ n+0(FP), CX
 	MOVQ x+8(FP), SI
 	MOVQ sums+24(FP), DI
 
 	// shift as float64 in every lane
-	MOVSS        shift+16(FP), X0
+	VMOVSS       shift+16(FP), X0
 	VCVTSS2SD    X0, X0, X0
 	VBROADCASTSD X0, Z0
 	VXORPD       Z1, Z1, Z1
@@ -6853,16 +6853,16 @@ momentsAVX512_done:
 	RET
 
 // func affineAVX512(n int, a float32, b float32, x *float32, y *float32)
-// Requires: AVX, AVX512F, SSE
+// Requires: AVX, AVX512F
 TEXT ·affineAVX512(SB), NOSPLIT, $0-32
 	MOVQ n+0(FP), CX
 	MOVQ x+16(FP), SI
 	MOVQ y+24(FP), DI
 
 	// a and b in every lane
-	MOVSS        a+8(FP), X8
+	VMOVSS       a+8(FP), X8
 	VBROADCASTSS X8, Z8
-	MOVSS        b+12(FP), X9
+	VMOVSS       b+12(FP), X9
 	VBROADCASTSS X9, Z9
 
 affineAVX512_blocks:
@@ -6914,7 +6914,7 @@ affineAVX512_done:
 	RET
 
 // func affineSiLUAVX512(n int, a float32, b float32, x *float32, y *float32)
-// Requires: AVX, AVX512F, SSE
+// Requires: AVX, AVX512F
 TEXT ·affineSiLUAVX512(SB), NOSPLIT, $0-32
 	MOVQ    n+0(FP), CX
 	MOVQ    x+16(FP), SI
@@ -6922,9 +6922,9 @@ TEXT ·affineSiLUAVX512(SB), NOSPLIT, $0-32
 	VMOVUPS vk_explo<>+0(SB), Z0
 
 	// a and b in every lane (loaded through a low register: MOVSS reaches X0-X15 only)
-	MOVSS        a+8(FP), X1
+	VMOVSS       a+8(FP), X1
 	VBROADCASTSS X1, Z17
-	MOVSS        b+12(FP), X1
+	VMOVSS       b+12(FP), X1
 	VBROADCASTSS X1, Z18
 
 affineSiLUAVX512_blocks:
@@ -7252,14 +7252,14 @@ winogradInputAVX512_done:
 	RET
 
 // func winogradOutputAVX512(n int, m *float32, ms int, bias float32, w0 *float32, w1 *float32)
-// Requires: AVX, AVX512F, SSE
+// Requires: AVX, AVX512F
 TEXT ·winogradOutputAVX512(SB), NOSPLIT, $0-48
 	MOVQ         n+0(FP), CX
 	MOVQ         m+8(FP), SI
 	MOVQ         ms+16(FP), R9
 	MOVQ         w0+32(FP), DI
 	MOVQ         w1+40(FP), DX
-	MOVSS        bias+24(FP), X15
+	VMOVSS       bias+24(FP), X15
 	VBROADCASTSS X15, Z15
 	SHLQ         $0x02, R9
 	LEAQ         (R9)(R9*2), R11
@@ -7612,14 +7612,14 @@ reluAVX2_done:
 	RET
 
 // func scaleAVX2(n int, alpha float32, x *float32, out *float32)
-// Requires: AVX, AVX2, SSE
+// Requires: AVX, AVX2
 TEXT ·scaleAVX2(SB), NOSPLIT, $0-32
 	MOVQ n+0(FP), CX
 	MOVQ x+16(FP), SI
 	MOVQ out+24(FP), DI
 
 	// alpha in every lane
-	MOVSS        alpha+8(FP), X4
+	VMOVSS       alpha+8(FP), X4
 	VBROADCASTSS X4, Y4
 
 scaleAVX2_blocks:
@@ -7670,7 +7670,7 @@ scaleAVX2_done:
 	RET
 
 // func addScaledAVX2(n int, alpha float32, x *float32, y *float32, out *float32)
-// Requires: AVX, AVX2, FMA3, SSE
+// Requires: AVX, AVX2, FMA3
 TEXT ·addScaledAVX2(SB), NOSPLIT, $0-40
 	MOVQ n+0(FP), CX
 	MOVQ x+16(FP), SI
@@ -7678,7 +7678,7 @@ TEXT ·addScaledAVX2(SB), NOSPLIT, $0-40
 	MOVQ out+32(FP), DI
 
 	// alpha in every lane
-	MOVSS        alpha+8(FP), X4
+	VMOVSS       alpha+8(FP), X4
 	VBROADCASTSS X4, Y4
 
 addScaledAVX2_blocks:
@@ -8709,12 +8709,12 @@ siluAVX2_done:
 	RET
 
 // func softmaxRowAVX2(n int, x *float32, y *float32, scale float32)
-// Requires: AVX, AVX2, FMA3, SSE
+// Requires: AVX, AVX2, FMA3
 TEXT ·softmaxRowAVX2(SB), NOSPLIT, $0-28
 	MOVQ n+0(FP), DX
 
 	// scale in every lane
-	MOVSS        scale+24(FP), X0
+	VMOVSS       scale+24(FP), X0
 	VBROADCASTSS X0, Y0
 
 	// pass 1: m = max_i scale·x[i]
@@ -8994,7 +8994,7 @@ softmaxRowAVX2_norm_done:
 	RET
 
 // func layerNormRowAVX2(n int, x *float32, gamma *float32, beta *float32, y *float32, eps float32)
-// Requires: AVX, AVX2, FMA3, SSE
+// Requires: AVX, AVX2, FMA3
 TEXT ·layerNormRowAVX2(SB), NOSPLIT, $0-44
 	MOVQ n+0(FP), DX
 
@@ -9120,7 +9120,7 @@ layerNormRowAVX2_var_done:
 	VFNMADD231SS X3, X3, X4
 	VXORPS       X8, X8, X8
 	VMAXSS       X8, X4, X4
-	MOVSS        eps+40(FP), X8
+	VMOVSS       eps+40(FP), X8
 	VADDSS       X8, X4, X4
 	VSQRTSS      X4, X4, X4
 	VMOVSS       vk_one<>+0(SB), X1
@@ -9299,14 +9299,14 @@ weightedRowsAVX2_done:
 	RET
 
 // func momentsAVX2(n int, x *float32, shift float32, sums *float64)
-// Requires: AVX, AVX2, FMA3, SSE
+// Requires: AVX, AVX2, FMA3
 TEXT ·momentsAVX2(SB), NOSPLIT, $0-32
 	MOVQ n+0(FP), CX
 	MOVQ x+8(FP), SI
 	MOVQ sums+24(FP), DI
 
 	// shift as float64 in every lane
-	MOVSS        shift+16(FP), X0
+	VMOVSS       shift+16(FP), X0
 	VCVTSS2SD    X0, X0, X0
 	VBROADCASTSD X0, Y0
 	VXORPD       Y1, Y1, Y1
@@ -9374,16 +9374,16 @@ momentsAVX2_done:
 	RET
 
 // func affineAVX2(n int, a float32, b float32, x *float32, y *float32)
-// Requires: AVX, AVX2, FMA3, SSE
+// Requires: AVX, AVX2, FMA3
 TEXT ·affineAVX2(SB), NOSPLIT, $0-32
 	MOVQ n+0(FP), CX
 	MOVQ x+16(FP), SI
 	MOVQ y+24(FP), DI
 
 	// a and b in every lane
-	MOVSS        a+8(FP), X4
+	VMOVSS       a+8(FP), X4
 	VBROADCASTSS X4, Y4
-	MOVSS        b+12(FP), X5
+	VMOVSS       b+12(FP), X5
 	VBROADCASTSS X5, Y5
 
 affineAVX2_blocks:
@@ -9428,7 +9428,7 @@ affineAVX2_done:
 	RET
 
 // func affineSiLUAVX2(n int, a float32, b float32, x *float32, y *float32)
-// Requires: AVX, AVX2, FMA3, SSE
+// Requires: AVX, AVX2, FMA3
 TEXT ·affineSiLUAVX2(SB), NOSPLIT, $0-32
 	MOVQ    n+0(FP), CX
 	MOVQ    x+16(FP), SI
@@ -9436,9 +9436,9 @@ TEXT ·affineSiLUAVX2(SB), NOSPLIT, $0-32
 	VMOVUPS vk_explo<>+0(SB), Y0
 
 	// a and b in every lane (loaded through a low register: MOVSS reaches X0-X15 only)
-	MOVSS        a+8(FP), X1
+	VMOVSS       a+8(FP), X1
 	VBROADCASTSS X1, Y9
-	MOVSS        b+12(FP), X1
+	VMOVSS       b+12(FP), X1
 	VBROADCASTSS X1, Y10
 
 affineSiLUAVX2_blocks:
@@ -9747,14 +9747,14 @@ winogradInputAVX2_done:
 	RET
 
 // func winogradOutputAVX2(n int, m *float32, ms int, bias float32, w0 *float32, w1 *float32)
-// Requires: AVX, AVX2, SSE
+// Requires: AVX, AVX2
 TEXT ·winogradOutputAVX2(SB), NOSPLIT, $0-48
 	MOVQ         n+0(FP), CX
 	MOVQ         m+8(FP), SI
 	MOVQ         ms+16(FP), R9
 	MOVQ         w0+32(FP), DI
 	MOVQ         w1+40(FP), DX
-	MOVSS        bias+24(FP), X15
+	VMOVSS       bias+24(FP), X15
 	VBROADCASTSS X15, Y15
 	SHLQ         $0x02, R9
 	LEAQ         (R9)(R9*2), R11
@@ -9976,13 +9976,13 @@ maxAVX2_done:
 	RET
 
 // func flashMaxAVX512(n int, x *float32, scale float32) float32
-// Requires: AVX, AVX512F, SSE
+// Requires: AVX, AVX512F
 TEXT ·flashMaxAVX512(SB), NOSPLIT, $0-28
 	MOVQ n+0(FP), CX
 	MOVQ x+8(FP), SI
 
 	// scale in every lane
-	MOVSS        scale+16(FP), X0
+	VMOVSS       scale+16(FP), X0
 	VBROADCASTSS X0, Z0
 	VMOVUPS      vk_neginf<>+0(SB), Z1
 	VMOVUPS      Z1, Z3
@@ -10044,20 +10044,20 @@ flashMaxAVX512_done:
 	VMAXPS        X7, X3, X3
 	VMOVSHDUP     X3, X7
 	VMAXPS        X7, X3, X3
-	MOVSS         X3, ret+24(FP)
+	VMOVSS        X3, ret+24(FP)
 	VZEROUPPER
 	RET
 
 // func flashExpAVX512(n int, x *float32, scale float32, m float32) float32
-// Requires: AVX, AVX512DQ, AVX512F, SSE
+// Requires: AVX, AVX512DQ, AVX512F
 TEXT ·flashExpAVX512(SB), NOSPLIT, $0-28
 	MOVQ n+0(FP), CX
 	MOVQ x+8(FP), SI
 
 	// scale and m in every lane
-	MOVSS        scale+16(FP), X0
+	VMOVSS       scale+16(FP), X0
 	VBROADCASTSS X0, Z0
-	MOVSS        m+20(FP), X2
+	VMOVSS       m+20(FP), X2
 	VBROADCASTSS X2, Z2
 	VMOVUPS      vk_explo<>+0(SB), Z1
 	VXORPS       Z3, Z3, Z3
@@ -10233,18 +10233,18 @@ flashExpAVX512_done:
 	VADDPS        X7, X3, X3
 	VMOVSHDUP     X3, X7
 	VADDPS        X7, X3, X3
-	MOVSS         X3, ret+24(FP)
+	VMOVSS        X3, ret+24(FP)
 	VZEROUPPER
 	RET
 
 // func flashMaxAVX2(n int, x *float32, scale float32) float32
-// Requires: AVX, AVX2, SSE
+// Requires: AVX, AVX2
 TEXT ·flashMaxAVX2(SB), NOSPLIT, $0-28
 	MOVQ n+0(FP), CX
 	MOVQ x+8(FP), SI
 
 	// scale in every lane
-	MOVSS        scale+16(FP), X0
+	VMOVSS       scale+16(FP), X0
 	VBROADCASTSS X0, Y0
 	VMOVUPS      vk_neginf<>+0(SB), Y1
 	VMOVUPS      Y1, Y3
@@ -10296,20 +10296,20 @@ flashMaxAVX2_done:
 	VMAXPS       X5, X3, X3
 	VMOVSHDUP    X3, X5
 	VMAXPS       X5, X3, X3
-	MOVSS        X3, ret+24(FP)
+	VMOVSS       X3, ret+24(FP)
 	VZEROUPPER
 	RET
 
 // func flashExpAVX2(n int, x *float32, scale float32, m float32) float32
-// Requires: AVX, AVX2, FMA3, SSE
+// Requires: AVX, AVX2, FMA3
 TEXT ·flashExpAVX2(SB), NOSPLIT, $0-28
 	MOVQ n+0(FP), CX
 	MOVQ x+8(FP), SI
 
 	// scale and m in every lane
-	MOVSS        scale+16(FP), X0
+	VMOVSS       scale+16(FP), X0
 	VBROADCASTSS X0, Y0
-	MOVSS        m+20(FP), X2
+	VMOVSS       m+20(FP), X2
 	VBROADCASTSS X2, Y2
 	VMOVUPS      vk_explo<>+0(SB), Y1
 	VXORPS       Y3, Y3, Y3
@@ -10477,7 +10477,7 @@ flashExpAVX2_done:
 	VADDPS       X5, X3, X3
 	VMOVSHDUP    X3, X5
 	VADDPS       X5, X3, X3
-	MOVSS        X3, ret+24(FP)
+	VMOVSS       X3, ret+24(FP)
 	VZEROUPPER
 	RET
 

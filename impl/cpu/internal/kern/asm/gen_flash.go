@@ -35,10 +35,10 @@ func (s vecISA) flashMax() {
 	acc := s.v[3 : 3+s.unroll]
 	t := s.v[3+s.unroll : 3+2*s.unroll]
 	Comment("scale in every lane")
-	Load(Param("scale"), sc.AsX())
+	loadFloat("scale", sc.AsX())
 	s.bcast(sc, sc)
 	s.maxPass(name, sc, lo, acc, t)
-	Store(acc[0].AsX(), ReturnIndex(0))
+	storeFloatResult(acc[0].AsX())
 	s.end()
 }
 
@@ -56,11 +56,11 @@ func (s vecISA) flashExp() {
 	acc := s.v[3 : 3+s.unroll]
 	t := s.v[3+s.unroll : 3+2*s.unroll]
 	Comment("scale and m in every lane")
-	Load(Param("scale"), sc.AsX())
+	loadFloat("scale", sc.AsX())
 	s.bcast(sc, sc)
-	Load(Param("m"), m.AsX())
+	loadFloat("m", m.AsX())
 	s.bcast(m, m)
 	s.expSumPass(name, []Register{RSI}, sc, lo, m, acc, t)
-	Store(acc[0].AsX(), ReturnIndex(0))
+	storeFloatResult(acc[0].AsX())
 	s.end()
 }

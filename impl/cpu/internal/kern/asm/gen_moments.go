@@ -34,7 +34,7 @@ func (s vecISA) moments() {
 	acc2 := s.v[1+parts : 1+2*parts]
 	t := s.v[1+2*parts : 1+3*parts]
 	Comment("shift as float64 in every lane")
-	Load(Param("shift"), sh.AsX())
+	loadFloat("shift", sh.AsX())
 	VCVTSS2SD(sh.AsX(), sh.AsX(), sh.AsX())
 	VBROADCASTSD(sh.AsX(), sh)
 	for j := range acc {
@@ -106,9 +106,9 @@ func (s vecISA) affine() {
 	Load(Param("y"), RDI)
 	va, vb := s.v[2*s.unroll], s.v[2*s.unroll+1]
 	Comment("a and b in every lane")
-	Load(Param("a"), va.AsX())
+	loadFloat("a", va.AsX())
 	s.bcast(va, va)
-	Load(Param("b"), vb.AsX())
+	loadFloat("b", vb.AsX())
 	s.bcast(vb, vb)
 	xs := s.v[:s.unroll]
 	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {

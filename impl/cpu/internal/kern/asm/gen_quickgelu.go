@@ -50,9 +50,9 @@ func (s vecISA) sigmoidGate(name, slope string, affine bool, doc ...string) {
 	va, vb := s.v[1+4*s.unroll], s.v[2+4*s.unroll]
 	if affine {
 		Comment("a and b in every lane (loaded through a low register: MOVSS reaches X0-X15 only)")
-		Load(Param("a"), xs[0].AsX())
+		loadFloat("a", xs[0].AsX())
 		s.bcast(xs[0], va)
-		Load(Param("b"), xs[0].AsX())
+		loadFloat("b", xs[0].AsX())
 		s.bcast(xs[0], vb)
 	}
 	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {

@@ -301,7 +301,7 @@ func (s vecISA) scale() {
 	Load(Param("out"), RDI)
 	alpha := s.v[2*s.unroll]
 	Comment("alpha in every lane")
-	Load(Param("alpha"), alpha.AsX())
+	loadFloat("alpha", alpha.AsX())
 	s.bcast(alpha, alpha)
 	a := s.v[:s.unroll]
 	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
@@ -329,7 +329,7 @@ func (s vecISA) addScaled() {
 	Load(Param("out"), RDI)
 	alpha := s.v[2*s.unroll]
 	Comment("alpha in every lane")
-	Load(Param("alpha"), alpha.AsX())
+	loadFloat("alpha", alpha.AsX())
 	s.bcast(alpha, alpha)
 	a, b := s.v[:s.unroll], s.v[s.unroll:2*s.unroll]
 	s.stream(name, []Register{RSI, RDX, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
@@ -655,7 +655,7 @@ func (s vecISA) softmaxRow() {
 	acc := s.v[3 : 3+s.unroll]
 	t := s.v[3+s.unroll : 3+2*s.unroll]
 	Comment("scale in every lane")
-	Load(Param("scale"), sc.AsX())
+	loadFloat("scale", sc.AsX())
 	s.bcast(sc, sc)
 
 	Comment("pass 1: m = max_i scale·x[i]")
@@ -759,7 +759,7 @@ func (s vecISA) layerNormRow() {
 	VFNMADD231SS(lo.AsX(), lo.AsX(), acc[0].AsX())
 	VXORPS(t[0].AsX(), t[0].AsX(), t[0].AsX())
 	VMAXSS(t[0].AsX(), acc[0].AsX(), acc[0].AsX())
-	Load(Param("eps"), t[0].AsX())
+	loadFloat("eps", t[0].AsX())
 	VADDSS(t[0].AsX(), acc[0].AsX(), acc[0].AsX())
 	VSQRTSS(acc[0].AsX(), acc[0].AsX(), acc[0].AsX())
 	VMOVSS(k("one"), rstd.AsX())

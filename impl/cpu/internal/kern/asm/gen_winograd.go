@@ -132,7 +132,7 @@ func (s vecISA) winogradOutput() {
 	Load(Param("w0"), RDI)
 	Load(Param("w1"), RDX)
 	bias := s.v[15]
-	Load(Param("bias"), bias.AsX())
+	loadFloat("bias", bias.AsX())
 	s.bcast(bias, bias)
 	SHLQ(U8(2), R9)
 	LEAQ(Mem{Base: R9, Index: R9, Scale: 2}, R11) // 3·ms
