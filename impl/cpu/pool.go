@@ -36,14 +36,16 @@ type spinPool struct {
 	body    func(chunk, lo, hi int)
 	bounds  [maxPoolChunks + 1]int // chunk c covers [bounds[c], bounds[c+1])
 
-	// A balanced call (runBalanced) cuts each chunk into pieces of piece
-	// items: its worker takes them from the front, and a worker done with
-	// its own takes the others' from the back.
-	balanced bool
-	chunks   int
-	piece    int
-	queues   [maxPoolChunks]pieceQueue
+	// A balanced call (piece > 0, see run) cuts each chunk into pieces of
+	// piece items: its worker takes them from the front, and a worker
+	// done with its own takes the others' from the back.
+	chunks int
+	piece  int
+	queues [maxPoolChunks]pieceQueue
 }
+
+// balanced reports whether the current call is cut into pieces.
+func (p *spinPool) balanced() bool { return p.piece > 0 }
 
 // pieceQueue is the pieces of one chunk not yet taken: front<<32 | back,
 // pieces [front, back) of the chunk, on a cache line of its own so that its
@@ -147,31 +149,13 @@ func (p *spinPool) helper(h int, hp *poolHelper) {
 			spins, idle = 0, time.Time{}
 		}
 		done++
-		if p.balanced {
+		if p.balanced() {
 			p.drain(h)
 		} else {
 			p.body(h, p.bounds[h], p.bounds[h+1])
 		}
 		p.pending.Add(-1)
 	}
-}
-
-// run splits [0, n) into chunks contiguous runs, runs body on each and
-// returns when all are done, or reports false (running nothing) when the
-// pool is busy or has too few helpers.
-func (p *spinPool) run(chunks, n int, body func(chunk, lo, hi int)) bool {
-	return p.start(chunks, n, 0, body)
-}
-
-// runBalanced is run with each chunk cut into pieces of at most piece
-// items, which body(worker, lo, hi) is called on one at a time by
-// whichever worker takes them: its own worker from the front, in order,
-// and a worker done with its own chunk from the back of another's. A
-// worker on a CPU that runs slower (a busy hyperthread sibling, a lower
-// clock, a host that moved it) so hands its last pieces to the other
-// instead of holding the call up.
-func (p *spinPool) runBalanced(chunks, n, piece int, body func(worker, lo, hi int)) bool {
-	return p.start(chunks, n, piece, body)
 }
 
 // drain runs worker w's pieces from the front of its own chunk, then the
@@ -202,8 +186,18 @@ func (p *spinPool) runPiece(w, c, i int) {
 	p.body(w, lo, min(lo+p.piece, p.bounds[c+1]))
 }
 
-// start runs a call: static chunks when piece is 0, else balanced pieces.
-func (p *spinPool) start(chunks, n, piece int, body func(chunk, lo, hi int)) bool {
+// run splits [0, n) into chunks contiguous runs and returns when body has
+// run on all of them, or reports false (running nothing) when the pool is
+// busy or has too few helpers. With piece 0 each chunk is one call of
+// body(chunk, lo, hi) on its own worker. With piece > 0 the call is
+// balanced: each chunk is cut into pieces of at most piece items, and
+// body(worker, lo, hi) runs on one piece at a time on whichever worker
+// takes it: its own worker from the front, in order, and a worker done
+// with its own chunk from the back of another's, so that a worker on a CPU
+// that runs slower (a busy hyperthread sibling, a lower clock, a host that
+// moved it) hands its last pieces to the other instead of holding the
+// call up.
+func (p *spinPool) run(chunks, n, piece int, body func(chunk, lo, hi int)) bool {
 	if chunks-1 > len(p.helpers) || !p.busy.TryLock() {
 		return false
 	}
@@ -211,8 +205,8 @@ func (p *spinPool) start(chunks, n, piece int, body func(chunk, lo, hi int)) boo
 	for c := 0; c <= chunks; c++ {
 		p.bounds[c] = c * n / chunks
 	}
-	p.balanced, p.chunks, p.piece = piece > 0, chunks, piece
-	if p.balanced {
+	p.chunks, p.piece = chunks, piece
+	if p.balanced() {
 		for c := 0; c < chunks; c++ {
 			p.queues[c].state.Store(uint64((p.bounds[c+1] - p.bounds[c] + piece - 1) / piece))
 		}
@@ -228,7 +222,7 @@ func (p *spinPool) start(chunks, n, piece int, body func(chunk, lo, hi int)) boo
 			}
 		}
 	}
-	if p.balanced {
+	if p.balanced() {
 		p.drain(0)
 	} else {
 		body(0, p.bounds[0], p.bounds[1])
