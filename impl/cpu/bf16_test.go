@@ -49,7 +49,10 @@ func TestBF16BackendAvailability(t *testing.T) {
 // channels, which cpu-bf16 leaves to the fp32 direct convolution where the
 // SIMD paths take it (conv_direct.go: its 28×28 map qualifies) and the Go
 // path never does; the limit is lowered so that both go through the bf16
-// implicit GEMM, the kernels this test compares.
+// implicit GEMM, the kernels this test compares. On a CPU with AMX-BF16
+// the VDPBF16PS run has the AMX kernel turned off, and the AMX run (whose
+// sums are not a chain of float32 roundings) must agree with the twin
+// within a few float32 roundings (NMSE below 1e-9).
 func TestBF16BackendTwinAndRounding(t *testing.T) {
 	if !kern.HasBF16() {
 		t.Skip("no AVX512_BF16: kern's tests run the Go twin (TestSgemmBF16MatchesOracle)")
@@ -60,7 +63,21 @@ func TestBF16BackendTwinAndRounding(t *testing.T) {
 			b.bf16DirectMaxOut = 0
 			return b
 		}
+		amxWas := kern.SetAMX(false)
 		simd, _ := run(t, bf16(), name, 3)
+		kern.SetAMX(amxWas)
+		if kern.HasAMX() {
+			amx, _ := run(t, bf16(), name, 3)
+			var num, den float64
+			for i := range amx {
+				d := float64(amx[i] - simd[i])
+				num += d * d
+				den += float64(simd[i]) * float64(simd[i])
+			}
+			if nmse := num / den; nmse > 1e-9 || math.IsNaN(nmse) {
+				t.Errorf("%s: the AMX kernel's outputs are off the VDPBF16PS ones by NMSE %g", name, nmse)
+			}
+		}
 		prev := kern.SetISA(kern.ISAGo)
 		twin, _ := run(t, bf16(), name, 3)
 		kern.SetISA(prev)

@@ -104,6 +104,44 @@ func dotBF16Ref(a, b []float32, bias float32) float32 {
 	return c + bias
 }
 
+// forEachBF16Kernel runs f on every ISA path, and on the AVX-512 path of
+// an AMX CPU twice: with the AMX kernel (exact false: its sums are not
+// those of a chain of VDPBF16PS, see dpbf16AMX's doc, so the oracle holds
+// within amxBound) and with it off (exact true: the VDPBF16PS kernels,
+// which the oracle reproduces bit for bit).
+func forEachBF16Kernel(t *testing.T, f func(t *testing.T, exact bool)) {
+	forEachISA(t, func(t *testing.T) {
+		if !bf16UsesAMX() {
+			f(t, true)
+			return
+		}
+		t.Run("amx", func(t *testing.T) { f(t, false) })
+		prev := SetAMX(false)
+		defer SetAMX(prev)
+		t.Run("vdpbf16ps", func(t *testing.T) { f(t, true) })
+	})
+}
+
+// closeBF16 reports whether got agrees with the oracle want: bit for bit
+// when exact, else within amxBound of it, for a sum of k products whose
+// magnitudes add up to mag (other terms, such as a residual, of
+// magnitude extra).
+func closeBF16(got, want float32, exact bool, k int, mag, extra float64) bool {
+	if exact || sameFloat(got, want) {
+		return sameFloat(got, want)
+	}
+	return math.Abs(float64(got)-float64(want)) <= amxBound(k, mag)+0x1p-22*(math.Abs(float64(want))+extra)
+}
+
+// amxBound is how far the AMX kernel's sum of k products (magnitudes
+// adding up to mag) may be from the oracle's chain of float32 roundings:
+// each of the two may be off the exact sum by about a float32 rounding per
+// 16 pairs (AMX, measured) or per pair (the chain's random walk), with a
+// margin of 4.
+func amxBound(k int, mag float64) float64 {
+	return 4 * 0x1p-24 * mag * math.Sqrt(float64(k)+16)
+}
+
 // TestSgemmBF16MatchesOracle runs the bf16 GEMM (on AVX-512 with
 // AVX512_BF16 the VDPBF16PS kernels, elsewhere the Go twin) against
 // dotBF16Ref bit for bit, through SgemmBF16 (B packed per call) and
@@ -112,7 +150,7 @@ func dotBF16Ref(a, b []float32, bias float32) float32 {
 // block of k, inside NaN guard regions; and the result against the
 // float32 product within bf16's rounding.
 func TestSgemmBF16MatchesOracle(t *testing.T) {
-	forEachISA(t, func(t *testing.T) {
+	forEachBF16Kernel(t, func(t *testing.T, exact bool) {
 		t.Logf("bf16 microkernel: %s", BF16Kernel())
 		rng := rand.New(rand.NewPCG(5, 6))
 		shapes := [][3]int{{1, 1, 1}, {1, 5, 3}, {3, 7, 17}, {4, 32, 16}, {5, 33, 31}, {8, 64, 32}, {12, 32, 2},
@@ -168,7 +206,14 @@ func TestSgemmBF16MatchesOracle(t *testing.T) {
 							want += epi.Residual[i*n+j]
 						}
 						got := c[i*ldc+j]
-						if !sameFloat(got, want) {
+						var mag, extra float64
+						for q := range k {
+							mag += math.Abs(float64(bf16DAZ(RoundBF16(a[i*lda+q]))) * float64(bf16DAZ(RoundBF16(bt[j*k+q]))))
+						}
+						if epi.Residual != nil {
+							extra = math.Abs(float64(epi.Residual[i*n+j]))
+						}
+						if !closeBF16(got, want, exact, k, mag, extra) {
 							t.Fatalf("%s: C[%d,%d] = %g (%#08x), oracle %g (%#08x)", name, i, j, got, math.Float32bits(got), want, math.Float32bits(want))
 						}
 						if epi.Act == ActNone && epi.Residual == nil {
@@ -246,7 +291,7 @@ func TestGemmBF16TileTwin(t *testing.T) {
 // explicit unfolded matrix, bit for bit: odd and even k, k past one block,
 // padded and strided windows, a last row panel not full.
 func TestSgemmSourceBF16(t *testing.T) {
-	forEachISA(t, func(t *testing.T) {
+	forEachBF16Kernel(t, func(t *testing.T, exact bool) {
 		rng := rand.New(rand.NewPCG(13, 14))
 		for _, g := range []UnfoldGeom{
 			{C: 3, H: 31, W: 29, KH: 7, KW: 7, SH: 4, SW: 4, PH: 2, PW: 2, DH: 1, DW: 1},  // k = 147
@@ -266,7 +311,11 @@ func TestSgemmSourceBF16(t *testing.T) {
 			checkGuards(t, fmt.Sprintf("%+v C", g), cf)
 			for i := range m {
 				for j := range n {
-					if want := dotBF16Ref(cols[i*k:i*k+k], w[j*k:j*k+k], 0); !sameFloat(c[i*n+j], want) {
+					var mag float64
+					for q := range k {
+						mag += math.Abs(float64(bf16DAZ(RoundBF16(cols[i*k+q]))) * float64(bf16DAZ(RoundBF16(w[j*k+q]))))
+					}
+					if want := dotBF16Ref(cols[i*k:i*k+k], w[j*k:j*k+k], 0); !closeBF16(c[i*n+j], want, exact, k, mag, 0) {
 						t.Fatalf("%+v: C[%d,%d] = %g, oracle %g", g, i, j, c[i*n+j], want)
 					}
 				}

@@ -13,6 +13,9 @@ import "sync"
 const (
 	bf16NR = 32 // columns of a packed panel and of the microkernel's tile
 	bf16MR = 12 // rows of the microkernel's tile
+	// bf16AMXRows is the rows of the AMX microkernel's tile (two tiles of
+	// A, 16 rows each).
+	bf16AMXRows = 32
 	// kcBlockBF16 is the depth of a block of k: the same bytes of a B
 	// panel (128 KiB) as kcBlock in float32.
 	kcBlockBF16 = 2 * kcBlock
@@ -54,10 +57,40 @@ func gemmBF16Go(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc 
 	}
 }
 
-// bf16Tile returns the microkernel of the active path: the VDPBF16PS
-// kernels on the AVX-512 path of a CPU with AVX512_BF16, else the twin.
+// amxOff turns the AMX kernel off (SetAMX), so that the AVX-512 path of an
+// AMX CPU runs the VDPBF16PS kernels, which its Go twin reproduces bit for
+// bit.
+var amxOff bool
+
+// SetAMX turns the AMX-BF16 microkernel on or off (on by default where
+// HasAMX) and returns the previous setting. Not safe while kernels run.
+func SetAMX(on bool) (was bool) {
+	was = !amxOff
+	amxOff = !on
+	return was
+}
+
+// bf16UsesAMX reports whether the bf16 GEMM runs on AMX tiles: on the
+// AVX-512 path of a CPU with AMX-BF16 (HasAMX), unless SetAMX(false).
+func bf16UsesAMX() bool { return !amxOff && active == ISAAVX512 && HasAMX() }
+
+// bf16Rows is the number of rows of the active bf16 microkernel's tile:
+// bf16AMXRows on AMX, else bf16MR.
+func bf16Rows() int {
+	if bf16UsesAMX() {
+		return bf16AMXRows
+	}
+	return bf16MR
+}
+
+// bf16Tile returns the microkernel of the active path: the AMX kernel
+// where bf16UsesAMX, the VDPBF16PS kernels on the AVX-512 path of a CPU
+// with AVX512_BF16, else the twin.
 func bf16Tile() bf16TileFn {
-	if active == ISAAVX512 && HasBF16() {
+	switch {
+	case bf16UsesAMX():
+		return gemmBF16AMXTile
+	case active == ISAAVX512 && HasBF16():
 		return gemmBF16Asm
 	}
 	return gemmBF16Go
@@ -65,7 +98,10 @@ func bf16Tile() bf16TileFn {
 
 // BF16Kernel names the bf16 microkernel the active path uses.
 func BF16Kernel() string {
-	if active == ISAAVX512 && HasBF16() {
+	switch {
+	case bf16UsesAMX():
+		return "amx_bf16"
+	case active == ISAAVX512 && HasBF16():
 		return "avx512_bf16"
 	}
 	return "go"
@@ -102,29 +138,38 @@ func PackBNBF16(n, k int, b []float32, ldb int) *PackedB {
 }
 
 // packedLenBF16 is the number of pairs of an n×k operand packed for the
-// bf16 GEMM: for each block of k, ⌈N/bf16NR⌉ panels of ⌈kb/2⌉ pairs.
+// bf16 GEMM: for each block of k, ⌈N/bf16NR⌉ panels of panelPairsBF16
+// pairs.
 func packedLenBF16(n, k int) int {
 	panels := (n + bf16NR - 1) / bf16NR
 	full := k / kcBlockBF16
 	last := k - full*kcBlockBF16
-	return panels * bf16NR * (full*kcBlockBF16/2 + (last+1)/2)
+	return panels * bf16NR * (full*kcBlockBF16/2 + panelPairsBF16(last))
 }
+
+// panelPairsBF16 is the depth in pairs of a packed panel for a block of kb
+// values of k: ⌈kb/2⌉ rounded up to a multiple of 16, the depth of an AMX
+// tile of B, the pairs past ⌈kb/2⌉ zero. (A full block, kcBlockBF16/2
+// pairs, is such a multiple already.)
+func panelPairsBF16(kb int) int { return ((kb+1)/2 + 15) / 16 * 16 }
 
 // packBF16 fills dst with op(B) (Bᵀ when transB) rounded and packed:
 // in the block of k starting at pc (dst[panels·bf16NR·pc/2:]), pair p of
-// column j at (j/bf16NR)·bf16NR·kp + p·bf16NR + j mod bf16NR, where kp is
-// the block's pairs; zero past n and past k.
+// column j at (j/bf16NR)·bf16NR·kd + p·bf16NR + j mod bf16NR, where kd is
+// the block's panel depth (panelPairsBF16); zero past n and past k.
 func packBF16(dst []uint32, n, k int, b []float32, ldb int, transB bool) {
 	panels := (n + bf16NR - 1) / bf16NR
 	for pc := 0; pc < k; pc += kcBlockBF16 {
 		kb := min(kcBlockBF16, k-pc)
-		kp := (kb + 1) / 2
+		kp, kd := (kb+1)/2, panelPairsBF16(kb)
 		block := dst[panels*bf16NR*(pc/2):]
 		for jr := 0; jr < n; jr += bf16NR {
-			panel := block[jr*kp : jr*kp+bf16NR*kp]
+			panel := block[jr*kd : jr*kd+bf16NR*kd]
 			nw := min(bf16NR, n-jr)
 			if nw < bf16NR {
 				clear(panel)
+			} else {
+				clear(panel[kp*bf16NR:])
 			}
 			if transB {
 				// Column j of op(B) is row j of B: its pairs are adjacent.
@@ -176,14 +221,13 @@ func SgemmBF16(m, n, k int, a []float32, lda int, b []float32, ldb int, transB b
 	sgemmPanelsBF16(m, matrixA{a, lda}, &p, c, ldc, Epilogue{}, 0, n)
 }
 
-// panelPairs sets dst[r·lda + p] = pairBF16(panel[2p·bf16MR + r],
-// panel[(2p+1)·bf16MR + r]) for r < rows, p < kp: a packed panel of
-// bf16MR rows (PackA's layout, 2·kp steps deep) as rows of pairs. The
-// panel is rounded into buf (kp·bf16MR pairs or more), two values to a
-// uint32, with packPairs (VCVTNE2PS2BF16 where it runs), then regrouped:
-// value p·bf16MR + r is half r%2 of pair p·bf16MR/2 + r/2.
-func panelPairs(dst []uint32, lda int, panel []float32, kp, rows int, buf []uint32) {
-	const mr = bf16MR
+// panelPairs sets dst[r·lda + p] = pairBF16(panel[2p·mr + r],
+// panel[(2p+1)·mr + r]) for r < rows, p < kp: a packed panel of mr rows
+// (PackA's layout, 2·kp steps deep) as rows of pairs. The panel is rounded
+// into buf (kp·mr pairs or more), two values to a uint32, with packPairs
+// (VCVTNE2PS2BF16 where it runs), then regrouped: value p·mr + r is half
+// r%2 of pair p·mr/2 + r/2. mr must be even.
+func panelPairs(dst []uint32, lda int, panel []float32, kp, mr, rows int, buf []uint32) {
 	bf := buf[:kp*mr]
 	packPairs(bf, panel[:2*kp*mr])
 	for r := range rows {
@@ -198,10 +242,13 @@ func panelPairs(dst []uint32, lda int, panel []float32, kp, rows int, buf []uint
 }
 
 // bf16KernelRows is the number of rows of the microkernel that computes
-// the first mh rows of a tile: 4, 8 or bf16MR. Other row counts go through
-// a scratch tile (A's rows past mh are zero).
+// the first mh rows of a tile: 4, 8 or bf16MR, or mh itself on AMX (whose
+// kernel writes any number of rows). Other row counts go through a
+// scratch tile (A's rows past mh are zero).
 func bf16KernelRows(mh int) int {
 	switch {
+	case bf16UsesAMX():
+		return mh
 	case mh <= 4:
 		return 4
 	case mh <= 8:
@@ -225,7 +272,13 @@ func bf16Stride(kp int) int { return (kp+15)/16*16 + 16 }
 //
 // j0 must be a multiple of bf16NR.
 func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi Epilogue, j0, j1 int) {
-	const mr, nr = bf16MR, bf16NR
+	const nr = bf16NR
+	mr := bf16Rows()
+	// packMR is the rows of the panels PackA writes for a source that is
+	// not a matrix: 16 on AMX, two to the kernel's 32 rows (PackA's fast
+	// paths stop at 16).
+	packMR := min(mr, 16)
+	amx := bf16UsesAMX()
 	k := pb.K
 	panels := pb.Panels()
 	kc := min(k, kcBlockBF16)
@@ -236,7 +289,7 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 
 	pairs := pairsPool.Get().(*[]uint32)
 	defer pairsPool.Put(pairs)
-	pa := growPairs(pairs, mc*lda+(kc+1)/2*mr)
+	pa := growPairs(pairs, mc*lda+(kc+1)/2*packMR)
 	pa, panelBuf := pa[:mc*lda], pa[mc*lda:] // panelBuf: panelPairs' rounded panel
 	wsp := workspace.Get().(*[]float32)
 	defer workspace.Put(wsp)
@@ -253,7 +306,13 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 	}
 	for pc := 0; pc < k; pc += kcBlockBF16 {
 		kb := min(kcBlockBF16, k-pc)
-		kp := (kb + 1) / 2
+		kp, kd := (kb+1)/2, panelPairsBF16(kb)
+		// kt is the depth the kernel runs: the panel's whole depth on
+		// AMX (A's pairs past kp are then zero, as the panel's are).
+		kt := kp
+		if amx {
+			kt = kd
+		}
 		block := pb.data16[panels*nr*(pc/2):]
 		acc := 0
 		if pc > 0 {
@@ -273,29 +332,35 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 				// Panels of mr rows, the source's fast layout (a[p·mr + r]),
 				// rounded as they are and then regrouped into rows of pairs.
 				kb2 := 2 * kp // even: an odd kb's last value pairs with a zero
-				panels := rowsF[:(mb+mr-1)/mr*mr*kb2]
-				src.PackA(panels, ic, mb, mr, pc, kb)
+				pm := packMR
+				panels := rowsF[:(mb+pm-1)/pm*pm*kb2]
+				src.PackA(panels, ic, mb, pm, pc, kb)
 				if kb2 != kb {
 					// PackA wrote panels kb deep; spread them kb2 deep,
 					// last panel first, with a zero step at the end.
-					for q := (mb+mr-1)/mr - 1; q >= 0; q-- {
-						copy(panels[q*mr*kb2:q*mr*kb2+mr*kb], panels[q*mr*kb:q*mr*kb+mr*kb])
-						clear(panels[q*mr*kb2+mr*kb : (q+1)*mr*kb2])
+					for q := (mb+pm-1)/pm - 1; q >= 0; q-- {
+						copy(panels[q*pm*kb2:q*pm*kb2+pm*kb], panels[q*pm*kb:q*pm*kb+pm*kb])
+						clear(panels[q*pm*kb2+pm*kb : (q+1)*pm*kb2])
 					}
 				}
-				for ir := 0; ir < mb; ir += mr {
-					panelPairs(pa[ir*lda:], lda, panels[ir*kb2:(ir+mr)*kb2], kp, min(mr, mb-ir), panelBuf)
+				for ir := 0; ir < mb; ir += pm {
+					panelPairs(pa[ir*lda:], lda, panels[ir*kb2:(ir+pm)*kb2], kp, pm, min(pm, mb-ir), panelBuf)
 				}
 			}
 			for r := mb; r < (mb+mr-1)/mr*mr; r++ {
-				clear(pa[r*lda : r*lda+kp])
+				clear(pa[r*lda : r*lda+kt])
+			}
+			if kt > kp {
+				for r := range mb {
+					clear(pa[r*lda+kp : r*lda+kt])
+				}
 			}
 			actFrom := j0
 			for jr := j0; jr < j1; jr += nr {
-				bp := block[jr*kp : jr*kp+nr*kp]
+				bp := block[jr*kd : jr*kd+nr*kd]
 				var pf []uint32
 				if jr+nr < j1 {
-					pf = block[(jr+nr)*kp:]
+					pf = block[(jr+nr)*kd:]
 				}
 				nw := min(nr, j1-jr)
 				for ir := 0; ir < mb; ir += mr {
@@ -311,7 +376,7 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 						if last && epi.Residual != nil && epi.Act == ActNone {
 							res = epi.Residual[(ic+ir)*epi.LdR+jr:]
 						}
-						tileFn(mh, kp, ap, lda, bp, c[cp:], ldc, acc, bias, res, epi.LdR, pf)
+						tileFn(mh, kt, ap, lda, bp, c[cp:], ldc, acc, bias, res, epi.LdR, pf)
 						pf = nil
 						continue
 					}
@@ -322,7 +387,7 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 							copy(tile[r*nr:r*nr+nw], c[cp+r*ldc:cp+r*ldc+nw])
 						}
 					}
-					tileFn(rows, kp, ap, lda, bp, tile, nr, acc, nil, nil, 0, nil)
+					tileFn(rows, kt, ap, lda, bp, tile, nr, acc, nil, nil, 0, nil)
 					for r := 0; r < mh; r++ {
 						row := c[cp+r*ldc : cp+r*ldc+nw]
 						copy(row, tile[r*nr:r*nr+nw])

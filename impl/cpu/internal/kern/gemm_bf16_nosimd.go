@@ -12,3 +12,10 @@ func cvtBlocks(dst []uint32, src []float32) int { return 0 }
 func gemmBF16Asm(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, pf []uint32) {
 	gemmBF16Go(rows, kp, a, lda, b, c, ldc, accumulate, bias, res, ldr, pf)
 }
+
+// HasAMX reports whether the AMX-BF16 kernels can run: never in this build.
+func HasAMX() bool { return false }
+
+func gemmBF16AMXTile(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, pf []uint32) {
+	panic("kern: no AMX kernel in this build")
+}

@@ -575,7 +575,7 @@ func (p *PackedB) TransB() bool { return p.transB }
 // good unit for splitting rows between workers).
 func (p *PackedB) RowTile() int {
 	if p.bf16 {
-		return bf16MR
+		return bf16Rows()
 	}
 	if p.mk.fn == nil {
 		return 4

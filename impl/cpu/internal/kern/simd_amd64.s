@@ -3807,6 +3807,328 @@ TEXT ·dpbf16AVX512(SB), NOSPLIT, $0-24
 	VZEROUPPER
 	RET
 
+// func gemmBF16AMX(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, rows int, scratch *float32, cfg *byte)
+// Requires: AMX-BF16, AVX, AVX512F
+TEXT ·gemmBF16AMX(SB), NOSPLIT, $0-104
+	MOVQ cfg+96(FP), AX
+
+	// LDTILECFG [{{0x96dc20 0 AX 0 15}}]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0x00
+
+	// TILEZERO TMM0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// TILEZERO TMM1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+
+	// TILEZERO TMM2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+
+	// TILEZERO TMM3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd8
+	MOVQ kt+0(FP), R8
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), DX
+	SHLQ $0x02, DX
+	MOVQ b+24(FP), DI
+	MOVQ $0x00000080, CX
+	MOVQ rows+80(FP), R11
+	CMPQ R11, $0x10
+	JLE  gemmBF16AMX_half
+
+	// 32 rows: A's second 16 rows from BX
+	MOVQ DX, BX
+	SHLQ $0x04, BX
+	ADDQ SI, BX
+
+gemmBF16AMX_loop:
+	// TILELOADD TMM4, [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 2 DX 0 15}} + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x16
+
+	// TILELOADD TMM6, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x0f
+
+	// TILELOADD TMM7, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 64]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x7c
+	BYTE $0x0f
+	BYTE $0x40
+
+	// TILELOADD TMM5, [{{0x96dc20 3 BX 0 15}} + {{0x96dc20 2 DX 0 15}} + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x13
+
+	// TDPBF16PS TMM0, TMM4, TMM6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x4a
+	BYTE $0x5c
+	BYTE $0xc4
+
+	// TDPBF16PS TMM1, TMM4, TMM7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x42
+	BYTE $0x5c
+	BYTE $0xcc
+
+	// TDPBF16PS TMM2, TMM5, TMM6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x4a
+	BYTE $0x5c
+	BYTE $0xd5
+
+	// TDPBF16PS TMM3, TMM5, TMM7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x42
+	BYTE $0x5c
+	BYTE $0xdd
+	ADDQ $0x40, SI
+	ADDQ $0x40, BX
+	ADDQ $0x00000800, DI
+	DECQ R8
+	JNZ  gemmBF16AMX_loop
+	MOVQ scratch+88(FP), AX
+
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 2048], TMM2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x94
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 2112], TMM3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x9c
+	BYTE $0x08
+	BYTE $0x40
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+	JMP  gemmBF16AMX_store
+
+	// at most 16 rows: one tile of A
+gemmBF16AMX_half:
+	// TILELOADD TMM4, [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 2 DX 0 15}} + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x16
+
+	// TILELOADD TMM6, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x0f
+
+	// TILELOADD TMM7, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 64]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x7c
+	BYTE $0x0f
+	BYTE $0x40
+
+	// TDPBF16PS TMM0, TMM4, TMM6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x4a
+	BYTE $0x5c
+	BYTE $0xc4
+
+	// TDPBF16PS TMM1, TMM4, TMM7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x42
+	BYTE $0x5c
+	BYTE $0xcc
+	ADDQ $0x40, SI
+	ADDQ $0x00000800, DI
+	DECQ R8
+	JNZ  gemmBF16AMX_half
+	MOVQ scratch+88(FP), AX
+
+gemmBF16AMX_store:
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 0], TMM0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 64], TMM1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x08
+	BYTE $0x40
+
+	// TILERELEASE
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0xc0
+
+	// c = ((sums (+ c)) + bias) + res, row by row
+	MOVQ c+32(FP), R9
+	MOVQ ldc+40(FP), R10
+	SHLQ $0x02, R10
+	MOVQ accumulate+48(FP), R12
+	MOVQ bias+56(FP), R13
+	MOVQ res+64(FP), BX
+	MOVQ ldr+72(FP), DX
+	SHLQ $0x02, DX
+
+gemmBF16AMX_row:
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	TESTQ   R12, R12
+	JZ      gemmBF16AMX_noacc
+	VADDPS  (R9), Z0, Z0
+	VADDPS  64(R9), Z1, Z1
+
+gemmBF16AMX_noacc:
+	TESTQ  R13, R13
+	JZ     gemmBF16AMX_nobias
+	VADDPS (R13), Z0, Z0
+	VADDPS 64(R13), Z1, Z1
+
+gemmBF16AMX_nobias:
+	TESTQ  BX, BX
+	JZ     gemmBF16AMX_nores
+	VADDPS (BX), Z0, Z0
+	VADDPS 64(BX), Z1, Z1
+	ADDQ   DX, BX
+
+gemmBF16AMX_nores:
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	ADDQ    $0x80, AX
+	ADDQ    R10, R9
+	DECQ    R11
+	JNZ     gemmBF16AMX_row
+	VZEROUPPER
+	RET
+
+// func amxProbeBF16(acc *float32, a *uint32, b *uint32, cfg *byte)
+// Requires: AMX-BF16
+TEXT ·amxProbeBF16(SB), NOSPLIT, $0-32
+	MOVQ cfg+24(FP), AX
+
+	// LDTILECFG [{{0x96dc20 0 AX 0 15}}]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0x00
+	MOVQ acc+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ b+16(FP), BX
+	MOVQ $0x00000040, CX
+
+	// TILELOADD TMM0, [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x0e
+
+	// TILELOADD TMM4, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x0f
+
+	// TILELOADD TMM6, [{{0x96dc20 3 BX 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x0b
+
+	// TDPBF16PS TMM0, TMM4, TMM6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x4a
+	BYTE $0x5c
+	BYTE $0xc4
+
+	// TILESTORED [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0], TMM0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x0e
+
+	// TILERELEASE
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0xc0
+	RET
+
 DATA vk_one<>+0(SB)/4, $0x3f800000
 DATA vk_one<>+4(SB)/4, $0x3f800000
 DATA vk_one<>+8(SB)/4, $0x3f800000

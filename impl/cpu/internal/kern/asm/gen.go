@@ -34,6 +34,7 @@ func main() {
 	gemmKernel("gemmTaps4x32AVX512", 4, 12, 2, zmm, 64, bTaps)
 	gemmKernel("gemmTaps8x32AVX512", 8, 12, 2, zmm, 64, bTaps)
 	bf16Kernels(zmm)  // gen_bf16.go: VDPBF16PS microkernels
+	amxKernels()      // gen_amx.go: the AMX-BF16 microkernel
 	vectorKernels()   // gen_vector.go: elementwise and row kernels
 	flashKernels()    // gen_flash.go: the fused attention's online-softmax rows
 	transposeStrip()  // gen_transpose.go

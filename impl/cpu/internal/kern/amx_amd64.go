@@ -1,0 +1,64 @@
+//go:build !purego
+
+package kern
+
+import (
+	"sync"
+
+	"golang.org/x/sys/cpu"
+)
+
+// amxConfig is the tile configuration of the AMX kernels (LDTILECFG's
+// 64-byte operand): palette 1, and each of the eight tiles 16 rows of 64
+// bytes (16 floats, or 16 bf16 pairs).
+var amxConfig = func() (cfg [64]byte) {
+	cfg[0] = 1 // palette
+	for t := range 8 {
+		cfg[16+2*t] = 64 // bytes per row, little-endian uint16
+		cfg[48+t] = 16   // rows
+	}
+	return cfg
+}()
+
+var amxOnce struct {
+	sync.Once
+	ok bool
+}
+
+// HasAMX reports whether the AMX-BF16 kernels can run: the CPU has AMX
+// tiles and AMX-BF16, the OS saves tile state (XCR0 bits 17 and 18, which
+// x/sys/cpu checks), and it has granted this process the use of tile data
+// (requestAMX, asked once).
+func HasAMX() bool {
+	amxOnce.Do(func() {
+		amxOnce.ok = cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16 && requestAMX() == nil
+	})
+	return amxOnce.ok
+}
+
+// gemmBF16AMXTile is the bf16TileFn of the AMX path: any rows from 1 to
+// bf16AMXRows, kp a multiple of 16 pairs (the panel and A zero past the
+// real depth), through a 32×32 scratch tile on the stack.
+func gemmBF16AMXTile(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, _ []uint32) {
+	if rows < 1 || rows > bf16AMXRows || kp%16 != 0 || kp == 0 {
+		panic("kern: AMX tile of this shape")
+	}
+	readRows := bf16AMXRows
+	if rows <= 16 {
+		readRows = 16
+	}
+	_ = a[(readRows-1)*lda+kp-1]
+	_ = b[kp*bf16NR-1]
+	_ = c[(rows-1)*ldc+bf16NR-1]
+	var pbias, pres *float32
+	if bias != nil {
+		_ = bias[bf16NR-1]
+		pbias = &bias[0]
+	}
+	if res != nil {
+		_ = res[(rows-1)*ldr+bf16NR-1]
+		pres = &res[0]
+	}
+	var scratch [bf16AMXRows * bf16NR]float32
+	gemmBF16AMX(kp/16, &a[0], lda, &b[0], &c[0], ldc, accumulate, pbias, pres, ldr, rows, &scratch[0], &amxConfig[0])
+}

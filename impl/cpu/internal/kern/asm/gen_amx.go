@@ -1,0 +1,263 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// AMX tile registers the bf16 AMX kernel uses: four accumulators (a 2×2
+// grid of 16×16 float32 tiles), two tiles of A (16 rows by 16 pairs each)
+// and two of B (16 pairs by 16 columns each).
+const (
+	tmmC00, tmmC01, tmmC10, tmmC11 = 0, 1, 2, 3
+	tmmA0, tmmA1, tmmB0, tmmB1     = 4, 5, 6, 7
+)
+
+// amxKernels emits gemmBF16AMX (the AMX-BF16 microkernel of 32 rows by 32
+// columns) and amxProbe (one TDPBF16PS on given tiles, for the tests).
+func amxKernels() {
+	amxGemmKernel()
+	amxProbe()
+}
+
+// gpIndex is the ModRM/SIB number of a 64-bit register among the first
+// eight; the AMX kernels use only those, so the VEX prefix's R̄X̄B̄ bits
+// are always 111.
+func gpIndex(r Register) int {
+	for i, x := range []Register{RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI} {
+		if r == x {
+			return i
+		}
+	}
+	panic(fmt.Sprintf("amx: %v is not one of the first eight registers", r))
+}
+
+// vex0F38 writes the bytes of a VEX-encoded instruction of map 0F38, W0,
+// L0, prefix pp (00: none, 01: 66, 10: F3, 11: F2), VEX.vvvv v and opcode
+// op, followed by rest (ModRM, SIB, displacement):
+//
+//	C4 E2 (0 v̄v̄v̄v̄ 0 p p) op rest…
+//
+// reads and writes are the registers the instruction reads and writes,
+// for avo's liveness. avo v0.6.0 and the Go assembler have no AMX
+// mnemonics, so the instructions are written as bytes; the tests run each
+// (TestAMXProbeTwin, TestGemmBF16AMX).
+func vex0F38(comment string, pp, v, op int, reads, writes []Op, rest ...int) {
+	Comment(comment)
+	bytes := append([]int{0xC4, 0xE2, (^v&15)<<3 | pp, op}, rest...)
+	for i, b := range bytes {
+		in := &ir.Instruction{Opcode: "BYTE", Operands: []Op{U8(uint8(b))}}
+		if i == 0 {
+			in.Inputs, in.Outputs = reads, writes
+			in.ISA = []string{"AMX-BF16"}
+		}
+		Instruction(in)
+	}
+}
+
+// sibMem is the ModRM (with reg) and SIB and displacement bytes of the
+// memory operand [base + index·1 + disp], the tile loads' and stores'
+// "sibmem" form (index is the row stride in bytes).
+func sibMem(reg int, base, index Register, disp int) []int {
+	b, x := gpIndex(base), gpIndex(index)
+	if b == 5 || x == 4 {
+		panic("amx: no BP base or SP index")
+	}
+	sib := x<<3 | b
+	switch {
+	case disp == 0:
+		return []int{reg<<3 | 4, sib}
+	case disp >= -128 && disp < 128:
+		return []int{1<<6 | reg<<3 | 4, sib, disp & 0xff}
+	}
+	return []int{2<<6 | reg<<3 | 4, sib, disp & 0xff, disp >> 8 & 0xff, disp >> 16 & 0xff, disp >> 24 & 0xff}
+}
+
+// tileLoad emits TILELOADD tmm, [base + stride + disp]: rows of the tile
+// from base+disp, stride bytes apart (VEX.128.F2.0F38.W0 4B).
+func tileLoad(tmm int, base, stride Register, disp int) {
+	vex0F38(fmt.Sprintf("TILELOADD TMM%d, [%v + %v + %d]", tmm, base, stride, disp), 0b11, 0, 0x4B,
+		[]Op{base, stride}, nil, sibMem(tmm, base, stride, disp)...)
+}
+
+// tileStore emits TILESTORED [base + stride + disp], tmm
+// (VEX.128.F3.0F38.W0 4B).
+func tileStore(tmm int, base, stride Register, disp int) {
+	vex0F38(fmt.Sprintf("TILESTORED [%v + %v + %d], TMM%d", base, stride, disp, tmm), 0b10, 0, 0x4B,
+		[]Op{base, stride}, nil, sibMem(tmm, base, stride, disp)...)
+}
+
+// tdpbf16ps emits TDPBF16PS acc, a, b (VEX.128.F3.0F38.W0 5C, ModRM.reg
+// acc, ModRM.rm a, VEX.vvvv b): for each row m and column n of acc and
+// pair k, acc[m][n] += a[m].pair[k] · b[k].pair[n] in bf16 pairs.
+func tdpbf16ps(acc, a, b int) {
+	vex0F38(fmt.Sprintf("TDPBF16PS TMM%d, TMM%d, TMM%d", acc, a, b), 0b10, b, 0x5C, nil, nil, 0xC0|acc<<3|a)
+}
+
+// tileZero emits TILEZERO tmm (VEX.128.F2.0F38.W0 49 11:tmm:000).
+func tileZero(tmm int) {
+	vex0F38(fmt.Sprintf("TILEZERO TMM%d", tmm), 0b11, 0, 0x49, nil, nil, 0xC0|tmm<<3)
+}
+
+// ldTileCfg emits LDTILECFG [base] (VEX.128.NP.0F38.W0 49 /0): the tile
+// shapes from the 64-byte configuration at base, every tile zeroed.
+func ldTileCfg(base Register) {
+	b := gpIndex(base)
+	if b == 4 || b == 5 {
+		panic("amx: no SP or BP base")
+	}
+	vex0F38(fmt.Sprintf("LDTILECFG [%v]", base), 0b00, 0, 0x49, []Op{base}, nil, b)
+}
+
+// tileRelease emits TILERELEASE (VEX.128.NP.0F38.W0 49 C0): the tiles
+// back to their initial state, so that the OS saves no tile data for the
+// thread.
+func tileRelease() {
+	vex0F38("TILERELEASE", 0b00, 0, 0x49, nil, nil, 0xC0)
+}
+
+// amxGemmKernel emits
+//
+//	func gemmBF16AMX(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, rows int, scratch *float32, cfg *byte)
+//
+// which computes, for r < rows (1 to 32) and j < 32,
+//
+//	c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<16·kt} dot(a[r·lda+p], b[p·32+j]) + bias[j]) + res[r·ldr+j]
+//
+// with TDPBF16PS: each uint32 a pair of bf16 (the even k low), the rows
+// of A lda pairs apart (32 rows readable, or 16 when rows ≤ 16), B a
+// 32-column panel of pairs (PackBTBF16's layout), the sums in float32 as
+// the instruction rounds them (dpbf16AMX in bf16_amx.go), c's old value
+// counted when accumulate != 0, bias and res when not nil. The four
+// 16×16 sums are stored in scratch (32×32 floats) and added to the rest
+// there. cfg is the tile configuration (amxConfig: every tile 16 rows of
+// 64 bytes); the tiles are released at the end.
+func amxGemmKernel() {
+	const name = "gemmBF16AMX"
+	TEXT(name, NOSPLIT, "func(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, rows int, scratch *float32, cfg *byte)")
+	Pragma("noescape")
+	Doc(name + " computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<16·kt} dot(a[r·lda+p], b[p·32+j]) + bias[j]) + res[r·ldr+j] for r < rows (at most 32), j < 32 with AMX TDPBF16PS (dpbf16AMX in bf16_amx.go says how it rounds); the sums go through scratch (32×32 floats); cfg is amxConfig.")
+	Load(Param("cfg"), RAX)
+	ldTileCfg(RAX)
+	for _, t := range []int{tmmC00, tmmC01, tmmC10, tmmC11} {
+		tileZero(t)
+	}
+	Load(Param("kt"), R8)
+	Load(Param("a"), RSI)
+	Load(Param("lda"), RDX)
+	SHLQ(Imm(2), RDX) // lda in bytes
+	Load(Param("b"), RDI)
+	MOVQ(U32(128), RCX) // a B panel row: 32 pairs
+	Load(Param("rows"), R11)
+	CMPQ(R11, Imm(16))
+	JLE(LabelRef(name + "_half"))
+
+	Comment("32 rows: A's second 16 rows from BX")
+	MOVQ(RDX, RBX)
+	SHLQ(Imm(4), RBX)
+	ADDQ(RSI, RBX)
+	Label(name + "_loop")
+	tileLoad(tmmA0, RSI, RDX, 0)
+	tileLoad(tmmB0, RDI, RCX, 0)
+	tileLoad(tmmB1, RDI, RCX, 64)
+	tileLoad(tmmA1, RBX, RDX, 0)
+	tdpbf16ps(tmmC00, tmmA0, tmmB0)
+	tdpbf16ps(tmmC01, tmmA0, tmmB1)
+	tdpbf16ps(tmmC10, tmmA1, tmmB0)
+	tdpbf16ps(tmmC11, tmmA1, tmmB1)
+	ADDQ(Imm(64), RSI)
+	ADDQ(Imm(64), RBX)
+	ADDQ(U32(2048), RDI)
+	DECQ(R8)
+	JNZ(LabelRef(name + "_loop"))
+	Load(Param("scratch"), RAX)
+	tileStore(tmmC10, RAX, RCX, 16*128)
+	tileStore(tmmC11, RAX, RCX, 16*128+64)
+	JMP(LabelRef(name + "_store"))
+
+	Comment("at most 16 rows: one tile of A")
+	Label(name + "_half")
+	tileLoad(tmmA0, RSI, RDX, 0)
+	tileLoad(tmmB0, RDI, RCX, 0)
+	tileLoad(tmmB1, RDI, RCX, 64)
+	tdpbf16ps(tmmC00, tmmA0, tmmB0)
+	tdpbf16ps(tmmC01, tmmA0, tmmB1)
+	ADDQ(Imm(64), RSI)
+	ADDQ(U32(2048), RDI)
+	DECQ(R8)
+	JNZ(LabelRef(name + "_half"))
+	Load(Param("scratch"), RAX)
+
+	Label(name + "_store")
+	tileStore(tmmC00, RAX, RCX, 0)
+	tileStore(tmmC01, RAX, RCX, 64)
+	tileRelease()
+
+	Comment("c = ((sums (+ c)) + bias) + res, row by row")
+	Load(Param("c"), R9)
+	Load(Param("ldc"), R10)
+	SHLQ(Imm(2), R10)
+	Load(Param("accumulate"), R12)
+	Load(Param("bias"), R13)
+	Load(Param("res"), RBX)
+	Load(Param("ldr"), RDX)
+	SHLQ(Imm(2), RDX)
+	Label(name + "_row")
+	VMOVUPS(Mem{Base: RAX}, Z0)
+	VMOVUPS(Mem{Base: RAX, Disp: 64}, Z1)
+	TESTQ(R12, R12)
+	JZ(LabelRef(name + "_noacc"))
+	VADDPS(Mem{Base: R9}, Z0, Z0)
+	VADDPS(Mem{Base: R9, Disp: 64}, Z1, Z1)
+	Label(name + "_noacc")
+	TESTQ(R13, R13)
+	JZ(LabelRef(name + "_nobias"))
+	VADDPS(Mem{Base: R13}, Z0, Z0)
+	VADDPS(Mem{Base: R13, Disp: 64}, Z1, Z1)
+	Label(name + "_nobias")
+	TESTQ(RBX, RBX)
+	JZ(LabelRef(name + "_nores"))
+	VADDPS(Mem{Base: RBX}, Z0, Z0)
+	VADDPS(Mem{Base: RBX, Disp: 64}, Z1, Z1)
+	ADDQ(RDX, RBX)
+	Label(name + "_nores")
+	VMOVUPS(Z0, Mem{Base: R9})
+	VMOVUPS(Z1, Mem{Base: R9, Disp: 64})
+	ADDQ(Imm(128), RAX)
+	ADDQ(R10, R9)
+	DECQ(R11)
+	JNZ(LabelRef(name + "_row"))
+	VZEROUPPER()
+	RET()
+}
+
+// amxProbe emits
+//
+//	func amxProbeBF16(acc *float32, a, b *uint32, cfg *byte)
+//
+// which runs one TDPBF16PS on 16×16 tiles loaded from acc (floats), a and
+// b (pairs), all rows 64 bytes apart, and stores the accumulator back to
+// acc: for the tests, which compare the instruction with its Go twin
+// (dpbf16AMX).
+func amxProbe() {
+	TEXT("amxProbeBF16", NOSPLIT, "func(acc *float32, a, b *uint32, cfg *byte)")
+	Pragma("noescape")
+	Doc("amxProbeBF16 runs one TDPBF16PS on 16×16 tiles: acc[m·16+n] gets the sum over pairs k of a[m·16+k]·b[k·16+n] added as the instruction does (dpbf16AMX is its Go twin, for the tests); cfg is amxConfig.")
+	Load(Param("cfg"), RAX)
+	ldTileCfg(RAX)
+	Load(Param("acc"), RSI)
+	Load(Param("a"), RDI)
+	Load(Param("b"), RBX)
+	MOVQ(U32(64), RCX)
+	tileLoad(tmmC00, RSI, RCX, 0)
+	tileLoad(tmmA0, RDI, RCX, 0)
+	tileLoad(tmmB0, RBX, RCX, 0)
+	tdpbf16ps(tmmC00, tmmA0, tmmB0)
+	tileStore(tmmC00, RSI, RCX, 0)
+	tileRelease()
+	RET()
+}
