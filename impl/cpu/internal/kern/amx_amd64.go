@@ -62,3 +62,29 @@ func gemmBF16AMXTile(rows, kp int, a []uint32, lda int, b []uint32, c []float32,
 	var scratch [bf16AMXRows * bf16NR]float32
 	gemmBF16AMX(kp/16, &a[0], lda, &b[0], &c[0], ldc, accumulate, pbias, pres, ldr, rows, &scratch[0], &amxConfig[0])
 }
+
+// AMXPeakLanes and AMXPeakChains are the shape of AMXPeakBF16: six
+// independent accumulator tiles of 256 float32 lanes, each TDPBF16PS
+// adding 16 pairs of products (32 multiply-adds) to every lane.
+const (
+	AMXPeakLanes  = 256
+	AMXPeakChains = 6
+	AMXPeakPairs  = 16
+)
+
+// AMXPeakBF16 runs the AMX-BF16 peak loop: n iterations of six
+// independent TDPBF16PS, every element of A the bf16 pair a and of B the
+// pair b, so that each float32 of acc (six tiles of 256) ends as
+// n · 16 · (a.hi·b.hi + a.lo·b.lo), summed as the instruction sums. It
+// reports false (and does nothing) where HasAMX is false or n < 1.
+func AMXPeakBF16(n int, a, b uint32, acc *[AMXPeakChains * AMXPeakLanes]float32) bool {
+	if !HasAMX() || n < 1 {
+		return false
+	}
+	var ta, tb [256]uint32
+	for i := range ta {
+		ta[i], tb[i] = a, b
+	}
+	amxPeakBF16(n, &ta[0], &tb[0], &acc[0], &amxConfig[0])
+	return true
+}

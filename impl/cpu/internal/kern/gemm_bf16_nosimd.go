@@ -19,3 +19,14 @@ func HasAMX() bool { return false }
 func gemmBF16AMXTile(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, pf []uint32) {
 	panic("kern: no AMX kernel in this build")
 }
+
+// AMXPeakLanes, AMXPeakChains and AMXPeakPairs: the AMX peak loop's shape
+// (no such loop in this build).
+const (
+	AMXPeakLanes  = 256
+	AMXPeakChains = 6
+	AMXPeakPairs  = 16
+)
+
+// AMXPeakBF16: no AMX in this build.
+func AMXPeakBF16(n int, a, b uint32, acc *[AMXPeakChains * AMXPeakLanes]float32) bool { return false }

@@ -3812,7 +3812,7 @@ TEXT ·dpbf16AVX512(SB), NOSPLIT, $0-24
 TEXT ·gemmBF16AMX(SB), NOSPLIT, $0-104
 	MOVQ cfg+96(FP), AX
 
-	// LDTILECFG [{{0x96dc20 0 AX 0 15}}]
+	// LDTILECFG [{{0x96ede0 0 AX 0 15}}]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x78
@@ -3862,7 +3862,7 @@ TEXT ·gemmBF16AMX(SB), NOSPLIT, $0-104
 	ADDQ SI, BX
 
 gemmBF16AMX_loop:
-	// TILELOADD TMM4, [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 2 DX 0 15}} + 0]
+	// TILELOADD TMM4, [{{0x96ede0 6 SI 0 15}} + {{0x96ede0 2 DX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3870,7 +3870,7 @@ gemmBF16AMX_loop:
 	BYTE $0x24
 	BYTE $0x16
 
-	// TILELOADD TMM6, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	// TILELOADD TMM6, [{{0x96ede0 7 DI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3878,7 +3878,7 @@ gemmBF16AMX_loop:
 	BYTE $0x34
 	BYTE $0x0f
 
-	// TILELOADD TMM7, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 64]
+	// TILELOADD TMM7, [{{0x96ede0 7 DI 0 15}} + {{0x96ede0 1 CX 0 15}} + 64]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3887,7 +3887,7 @@ gemmBF16AMX_loop:
 	BYTE $0x0f
 	BYTE $0x40
 
-	// TILELOADD TMM5, [{{0x96dc20 3 BX 0 15}} + {{0x96dc20 2 DX 0 15}} + 0]
+	// TILELOADD TMM5, [{{0x96ede0 3 BX 0 15}} + {{0x96ede0 2 DX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3929,7 +3929,7 @@ gemmBF16AMX_loop:
 	JNZ  gemmBF16AMX_loop
 	MOVQ scratch+88(FP), AX
 
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 2048], TMM2
+	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 2048], TMM2
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -3941,7 +3941,7 @@ gemmBF16AMX_loop:
 	BYTE $0x00
 	BYTE $0x00
 
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 2112], TMM3
+	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 2112], TMM3
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -3956,7 +3956,7 @@ gemmBF16AMX_loop:
 
 	// at most 16 rows: one tile of A
 gemmBF16AMX_half:
-	// TILELOADD TMM4, [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 2 DX 0 15}} + 0]
+	// TILELOADD TMM4, [{{0x96ede0 6 SI 0 15}} + {{0x96ede0 2 DX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3964,7 +3964,7 @@ gemmBF16AMX_half:
 	BYTE $0x24
 	BYTE $0x16
 
-	// TILELOADD TMM6, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	// TILELOADD TMM6, [{{0x96ede0 7 DI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3972,7 +3972,7 @@ gemmBF16AMX_half:
 	BYTE $0x34
 	BYTE $0x0f
 
-	// TILELOADD TMM7, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 64]
+	// TILELOADD TMM7, [{{0x96ede0 7 DI 0 15}} + {{0x96ede0 1 CX 0 15}} + 64]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -4001,7 +4001,7 @@ gemmBF16AMX_half:
 	MOVQ scratch+88(FP), AX
 
 gemmBF16AMX_store:
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 0], TMM0
+	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 0], TMM0
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4009,7 +4009,7 @@ gemmBF16AMX_store:
 	BYTE $0x04
 	BYTE $0x08
 
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 64], TMM1
+	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 64], TMM1
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4071,7 +4071,7 @@ gemmBF16AMX_nores:
 TEXT ·amxProbeBF16(SB), NOSPLIT, $0-32
 	MOVQ cfg+24(FP), AX
 
-	// LDTILECFG [{{0x96dc20 0 AX 0 15}}]
+	// LDTILECFG [{{0x96ede0 0 AX 0 15}}]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x78
@@ -4082,7 +4082,7 @@ TEXT ·amxProbeBF16(SB), NOSPLIT, $0-32
 	MOVQ b+16(FP), BX
 	MOVQ $0x00000040, CX
 
-	// TILELOADD TMM0, [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	// TILELOADD TMM0, [{{0x96ede0 6 SI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -4090,7 +4090,7 @@ TEXT ·amxProbeBF16(SB), NOSPLIT, $0-32
 	BYTE $0x04
 	BYTE $0x0e
 
-	// TILELOADD TMM4, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	// TILELOADD TMM4, [{{0x96ede0 7 DI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -4098,7 +4098,7 @@ TEXT ·amxProbeBF16(SB), NOSPLIT, $0-32
 	BYTE $0x24
 	BYTE $0x0f
 
-	// TILELOADD TMM6, [{{0x96dc20 3 BX 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	// TILELOADD TMM6, [{{0x96ede0 3 BX 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -4113,13 +4113,209 @@ TEXT ·amxProbeBF16(SB), NOSPLIT, $0-32
 	BYTE $0x5c
 	BYTE $0xc4
 
-	// TILESTORED [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0], TMM0
+	// TILESTORED [{{0x96ede0 6 SI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0], TMM0
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
 	BYTE $0x4b
 	BYTE $0x04
 	BYTE $0x0e
+
+	// TILERELEASE
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0xc0
+	RET
+
+// func amxPeakBF16(n int, a *uint32, b *uint32, acc *float32, cfg *byte)
+// Requires: AMX-BF16
+TEXT ·amxPeakBF16(SB), NOSPLIT, $0-40
+	MOVQ cfg+32(FP), AX
+
+	// LDTILECFG [{{0x96ede0 0 AX 0 15}}]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0x00
+
+	// TILEZERO TMM0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// TILEZERO TMM1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+
+	// TILEZERO TMM2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+
+	// TILEZERO TMM3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd8
+
+	// TILEZERO TMM4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xe0
+
+	// TILEZERO TMM5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xe8
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ $0x00000040, CX
+
+	// TILELOADD TMM6, [{{0x96ede0 6 SI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x0e
+
+	// TILELOADD TMM7, [{{0x96ede0 7 DI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x3c
+	BYTE $0x0f
+	MOVQ n+0(FP), R8
+
+amxPeakBF16_loop:
+	// TDPBF16PS TMM0, TMM6, TMM7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x42
+	BYTE $0x5c
+	BYTE $0xc6
+
+	// TDPBF16PS TMM1, TMM6, TMM7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x42
+	BYTE $0x5c
+	BYTE $0xce
+
+	// TDPBF16PS TMM2, TMM6, TMM7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x42
+	BYTE $0x5c
+	BYTE $0xd6
+
+	// TDPBF16PS TMM3, TMM6, TMM7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x42
+	BYTE $0x5c
+	BYTE $0xde
+
+	// TDPBF16PS TMM4, TMM6, TMM7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x42
+	BYTE $0x5c
+	BYTE $0xe6
+
+	// TDPBF16PS TMM5, TMM6, TMM7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x42
+	BYTE $0x5c
+	BYTE $0xee
+	DECQ R8
+	JNZ  amxPeakBF16_loop
+	MOVQ acc+24(FP), AX
+
+	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 0], TMM0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x08
+
+	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 1024], TMM1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x8c
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x04
+	BYTE $0x00
+	BYTE $0x00
+
+	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 2048], TMM2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x94
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x00
+
+	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 3072], TMM3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x9c
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x0c
+	BYTE $0x00
+	BYTE $0x00
+
+	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 4096], TMM4
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0xa4
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x10
+	BYTE $0x00
+	BYTE $0x00
+
+	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 5120], TMM5
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0xac
+	BYTE $0x08
+	BYTE $0x00
+	BYTE $0x14
+	BYTE $0x00
+	BYTE $0x00
 
 	// TILERELEASE
 	BYTE $0xc4

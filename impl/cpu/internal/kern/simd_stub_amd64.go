@@ -89,6 +89,11 @@ func gemmBF16AMX(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, acc
 //go:noescape
 func amxProbeBF16(acc *float32, a *uint32, b *uint32, cfg *byte)
 
+// amxPeakBF16 runs n iterations of six independent TDPBF16PS (accumulator tiles 0-5 += tile 6 · tile 7, loaded from a and b) and stores the six accumulators to acc (6·256 floats); n must be positive; cfg is amxConfig.
+//
+//go:noescape
+func amxPeakBF16(n int, a *uint32, b *uint32, acc *float32, cfg *byte)
+
 // addAVX512 sets out[i] = x[i] + y[i] for i < n.
 //
 //go:noescape

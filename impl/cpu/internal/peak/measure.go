@@ -53,6 +53,15 @@ type Result struct {
 	BF16Total         float64 `json:"bf16_dot_gflops_total,omitempty"`
 	BF16PerCoreMedian float64 `json:"bf16_dot_gflops_per_core_median,omitempty"`
 	BF16TotalMedian   float64 `json:"bf16_dot_gflops_total_median,omitempty"`
+	// AMX-BF16 tile throughput (TDPBF16PS: 16 pairs of bf16 products into
+	// each of a 16×16 tile's float32 lanes, 64 flops per lane), GFLOP/s,
+	// best and median, one thread and Threads together: the ceiling of the
+	// bf16 GEMM where it runs on AMX. Zero (and absent) without AMX-BF16
+	// or on another path.
+	AMXPerCore       float64 `json:"amx_bf16_gflops_per_core,omitempty"`
+	AMXTotal         float64 `json:"amx_bf16_gflops_total,omitempty"`
+	AMXPerCoreMedian float64 `json:"amx_bf16_gflops_per_core_median,omitempty"`
+	AMXTotalMedian   float64 `json:"amx_bf16_gflops_total_median,omitempty"`
 	// Memory bandwidth, GB/s (bytes read + written / time, 1e9 bytes),
 	// best run of the better of triad and copy: one thread, Threads threads.
 	Bandwidth1T    float64 `json:"bandwidth_gbps_1t"`
@@ -80,7 +89,7 @@ const fmaX, fmaY = 0.5, 1
 
 // Measure times the FMA loop (one thread, then Threads together), the
 // bf16 dot-product loop the same way on the AVX-512 path of a CPU with
-// AVX512_BF16, and the bandwidth kernels (one thread, then Threads
+// AVX512_BF16, the AMX-BF16 loop on one with AMX, and the bandwidth kernels (one thread, then Threads
 // together). It takes about 2·(Count+2)·Duration per loop plus the
 // bandwidth passes.
 func Measure(opt Options) (Result, error) {
@@ -114,6 +123,16 @@ func Measure(opt Options) (Result, error) {
 		}
 		r.BF16PerCore, r.BF16PerCoreMedian = slices.Max(one), median(one)
 		r.BF16Total, r.BF16TotalMedian = slices.Max(all), median(all)
+	}
+	if a, ok := amxKernel(); ok && o.ISA == ISAAVX512 {
+		n := calibrate(a, o.Duration)
+		one := fmaRuns(a, n, 1, o.Count)
+		all := one
+		if o.Threads > 1 {
+			all = fmaRuns(a, n, o.Threads, o.Count)
+		}
+		r.AMXPerCore, r.AMXPerCoreMedian = slices.Max(one), median(one)
+		r.AMXTotal, r.AMXTotalMedian = slices.Max(all), median(all)
 	}
 
 	bw := measureBandwidth(o.BandwidthBytes, o.Threads, o.Count)

@@ -168,3 +168,51 @@ func TestDotKernel(t *testing.T) {
 		t.Errorf("bf16 peak %+v", r)
 	}
 }
+
+// TestAMXKernel: where the CPU has AMX-BF16, the AMX loop runs exactly n
+// TDPBF16PS on every lane of its six tiles (each adds 16 pairs of
+// 0.5·1 + 0.25·1: 12 per iteration, exact), writes nothing outside them,
+// and counts 64 flops per lane and instruction; Measure then reports its
+// peak, elsewhere none.
+func TestAMXKernel(t *testing.T) {
+	k, ok := amxKernel()
+	if !ok {
+		r, err := Measure(Options{Duration: time.Millisecond, Count: 1, BandwidthBytes: 3 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.AMXPerCore != 0 || r.AMXTotal != 0 {
+			t.Errorf("an AMX peak without the AMX loop: %+v", r)
+		}
+		return
+	}
+	const guard = 64
+	for _, n := range []int{1, 2, 5, 13} {
+		buf := make([]float32, guard+k.lanes*k.chains+guard)
+		for i := range buf {
+			buf[i] = float32(math.NaN())
+		}
+		acc := buf[guard : len(buf)-guard]
+		k.loop(n, 0, 0, acc)
+		for i := range acc {
+			if acc[i] != float32(12*n) {
+				t.Fatalf("n=%d: acc[%d] = %v, want %v", n, i, acc[i], 12*n)
+			}
+		}
+		for i := range guard {
+			if !math.IsNaN(float64(buf[i])) || !math.IsNaN(float64(buf[len(buf)-1-i])) {
+				t.Fatalf("n=%d: write outside the accumulators", n)
+			}
+		}
+	}
+	if got := k.flops(1); got != 6*16*16*16*2*2 {
+		t.Errorf("flops of one iteration %v, want %v", got, 6*16*16*16*2*2)
+	}
+	r, err := Measure(Options{ISA: ISAAVX512, Duration: 2 * time.Millisecond, Count: 2, BandwidthBytes: 3 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(r.AMXPerCore > 0) || !(r.AMXTotal > 0) || r.AMXPerCoreMedian > r.AMXPerCore {
+		t.Errorf("AMX peak %+v", r)
+	}
+}

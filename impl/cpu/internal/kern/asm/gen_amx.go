@@ -18,10 +18,52 @@ const (
 )
 
 // amxKernels emits gemmBF16AMX (the AMX-BF16 microkernel of 32 rows by 32
-// columns) and amxProbe (one TDPBF16PS on given tiles, for the tests).
+// columns), amxProbe (one TDPBF16PS on given tiles, for the tests) and
+// amxPeakLoop (independent TDPBF16PS chains, the AMX-BF16 peak).
 func amxKernels() {
 	amxGemmKernel()
 	amxProbe()
+	amxPeakLoop()
+}
+
+// amxPeakLoop emits
+//
+//	func amxPeakBF16(n int, a, b *uint32, acc *float32, cfg *byte)
+//
+// which zeroes six 16×16 accumulator tiles, loads one tile of A and one
+// of B (16 rows of 16 pairs each, 64 bytes apart) and runs n iterations of
+// six TDPBF16PS, one per accumulator (independent chains, enough to cover
+// the instruction's latency), then stores the six tiles to acc (6·256
+// floats, 64 bytes a row): acc[t·256 + m·16 + j] = n · Σ_k a[m·16+k]·b[k·16+j]
+// summed in pairs. n must be positive.
+func amxPeakLoop() {
+	const name = "amxPeakBF16"
+	TEXT(name, NOSPLIT, "func(n int, a, b *uint32, acc *float32, cfg *byte)")
+	Pragma("noescape")
+	Doc(name + " runs n iterations of six independent TDPBF16PS (accumulator tiles 0-5 += tile 6 · tile 7, loaded from a and b) and stores the six accumulators to acc (6·256 floats); n must be positive; cfg is amxConfig.")
+	Load(Param("cfg"), RAX)
+	ldTileCfg(RAX)
+	for t := 0; t < 6; t++ {
+		tileZero(t)
+	}
+	Load(Param("a"), RSI)
+	Load(Param("b"), RDI)
+	MOVQ(U32(64), RCX)
+	tileLoad(6, RSI, RCX, 0)
+	tileLoad(7, RDI, RCX, 0)
+	Load(Param("n"), R8)
+	Label(name + "_loop")
+	for t := 0; t < 6; t++ {
+		tdpbf16ps(t, 6, 7)
+	}
+	DECQ(R8)
+	JNZ(LabelRef(name + "_loop"))
+	Load(Param("acc"), RAX)
+	for t := 0; t < 6; t++ {
+		tileStore(t, RAX, RCX, t*1024)
+	}
+	tileRelease()
+	RET()
 }
 
 // gpIndex is the ModRM/SIB number of a 64-bit register among the first
