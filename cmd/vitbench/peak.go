@@ -86,6 +86,10 @@ func writePeak(w io.Writer, r vcpu.PeakResult) error {
 		t.Append("bf16 dot peak (best)", "avx512_bf16", f(r.BF16PerCore), f(r.BF16Total), "GFLOP/s")
 		t.Append("bf16 dot (median)", "avx512_bf16", f(r.BF16PerCoreMedian), f(r.BF16TotalMedian), "GFLOP/s")
 	}
+	if r.AMXPerCore > 0 {
+		t.Append("bf16 AMX tile peak (best)", "amx_bf16", f(r.AMXPerCore), f(r.AMXTotal), "GFLOP/s")
+		t.Append("bf16 AMX tile (median)", "amx_bf16", f(r.AMXPerCoreMedian), f(r.AMXTotalMedian), "GFLOP/s")
+	}
 	t.Append("memory bandwidth (best)", "triad or copy", f(r.Bandwidth1T), f(r.BandwidthTotal), "GB/s")
 	t.Append("triad a = b + s·c (best)", "go loop", f(r.BandwidthKernels1T["triad"]), f(r.BandwidthKernelsTotal["triad"]), "GB/s")
 	t.Append("copy a = b (best)", "go memmove", f(r.BandwidthKernels1T["copy"]), f(r.BandwidthKernelsTotal["copy"]), "GB/s")

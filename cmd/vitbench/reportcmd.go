@@ -159,11 +159,18 @@ func readPeak(path string) (vcpu.PeakResult, error) {
 }
 
 // peaksByBackend is the peak each CPU backend's rows are read against: the
-// fp32 FMA peak for cpu, the bf16 dot product's for cpu-bf16 (when the
-// peak file has one), each for threads threads as cpuPeakFor says.
+// fp32 FMA peak for cpu, for cpu-bf16 the AMX tile peak where the peak
+// file has one (cpu-bf16 then runs its products on AMX), else the bf16 dot
+// product's, each for threads threads as cpuPeakFor says.
 func peaksByBackend(pk vcpu.PeakResult, threads int) map[string]float64 {
 	m := map[string]float64{"cpu": cpuPeakFor(pk, threads)}
-	if pk.BF16PerCore > 0 {
+	switch {
+	case pk.AMXPerCore > 0:
+		m["cpu-bf16"] = pk.AMXTotal
+		if threads == 1 {
+			m["cpu-bf16"] = pk.AMXPerCore
+		}
+	case pk.BF16PerCore > 0:
 		m["cpu-bf16"] = pk.BF16Total
 		if threads == 1 {
 			m["cpu-bf16"] = pk.BF16PerCore
