@@ -106,33 +106,12 @@ func Measure(opt Options) (Result, error) {
 		Duration: o.Duration.Seconds(), Count: o.Count, BandwidthBytes: o.BandwidthBytes,
 		FMAChains: k.chains, FMALanes: k.lanes,
 	}
-	n := calibrate(k, o.Duration)
-	one := fmaRuns(k, n, 1, o.Count)
-	all := one
-	if o.Threads > 1 {
-		all = fmaRuns(k, n, o.Threads, o.Count)
-	}
-	r.FMAPerCore, r.FMAPerCoreMedian = slices.Max(one), median(one)
-	r.FMATotal, r.FMATotalMedian = slices.Max(all), median(all)
+	r.FMAPerCore, r.FMAPerCoreMedian, r.FMATotal, r.FMATotalMedian = timeLoop(k, o)
 	if d, ok := dotKernel(); ok && o.ISA == ISAAVX512 {
-		n := calibrate(d, o.Duration)
-		one := fmaRuns(d, n, 1, o.Count)
-		all := one
-		if o.Threads > 1 {
-			all = fmaRuns(d, n, o.Threads, o.Count)
-		}
-		r.BF16PerCore, r.BF16PerCoreMedian = slices.Max(one), median(one)
-		r.BF16Total, r.BF16TotalMedian = slices.Max(all), median(all)
+		r.BF16PerCore, r.BF16PerCoreMedian, r.BF16Total, r.BF16TotalMedian = timeLoop(d, o)
 	}
 	if a, ok := amxKernel(); ok && o.ISA == ISAAVX512 {
-		n := calibrate(a, o.Duration)
-		one := fmaRuns(a, n, 1, o.Count)
-		all := one
-		if o.Threads > 1 {
-			all = fmaRuns(a, n, o.Threads, o.Count)
-		}
-		r.AMXPerCore, r.AMXPerCoreMedian = slices.Max(one), median(one)
-		r.AMXTotal, r.AMXTotalMedian = slices.Max(all), median(all)
+		r.AMXPerCore, r.AMXPerCoreMedian, r.AMXTotal, r.AMXTotalMedian = timeLoop(a, o)
 	}
 
 	bw := measureBandwidth(o.BandwidthBytes, o.Threads, o.Count)
@@ -144,6 +123,19 @@ func Measure(opt Options) (Result, error) {
 		r.BandwidthTotal = max(r.BandwidthTotal, v)
 	}
 	return r, nil
+}
+
+// timeLoop times loop k, calibrated to o.Duration, o.Count times on one
+// thread and o.Count times on o.Threads together, and returns the best and
+// median GFLOP/s of each.
+func timeLoop(k fmaKernel, o Options) (perCore, perCoreMedian, total, totalMedian float64) {
+	n := calibrate(k, o.Duration)
+	one := fmaRuns(k, n, 1, o.Count)
+	all := one
+	if o.Threads > 1 {
+		all = fmaRuns(k, n, o.Threads, o.Count)
+	}
+	return slices.Max(one), median(one), slices.Max(all), median(all)
 }
 
 func (o Options) withDefaults() (Options, error) {
