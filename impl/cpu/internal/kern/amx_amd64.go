@@ -50,15 +50,7 @@ func gemmBF16AMXTile(rows, kp int, a []uint32, lda int, b []uint32, c []float32,
 	_ = a[(readRows-1)*lda+kp-1]
 	_ = b[kp*bf16NR-1]
 	_ = c[(rows-1)*ldc+bf16NR-1]
-	var pbias, pres *float32
-	if bias != nil {
-		_ = bias[bf16NR-1]
-		pbias = &bias[0]
-	}
-	if res != nil {
-		_ = res[(rows-1)*ldr+bf16NR-1]
-		pres = &res[0]
-	}
+	pbias, pres := epiPointers(rows, bias, res, ldr)
 	var scratch [bf16AMXRows * bf16NR]float32
 	gemmBF16AMX(kp/16, &a[0], lda, &b[0], &c[0], ldc, accumulate, pbias, pres, ldr, rows, &scratch[0], &amxConfig[0])
 }

@@ -106,7 +106,7 @@ func dotBF16Ref(a, b []float32, bias float32) float32 {
 
 // forEachBF16Kernel runs f on every ISA path, and on the AVX-512 path of
 // an AMX CPU twice: with the AMX kernel (exact false: its sums are not
-// those of a chain of VDPBF16PS, see dpbf16AMX's doc, so the oracle holds
+// those of a chain of VDPBF16PS, see docs/cpu-bf16.md, "AMX", so the oracle holds
 // within amxBound) and with it off (exact true: the VDPBF16PS kernels,
 // which the oracle reproduces bit for bit).
 func forEachBF16Kernel(t *testing.T, f func(t *testing.T, exact bool)) {

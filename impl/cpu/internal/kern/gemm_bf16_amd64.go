@@ -28,16 +28,8 @@ func gemmBF16Asm(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc
 	_ = a[(rows-1)*lda+kp-1]
 	_ = b[kp*bf16NR-1]
 	_ = c[(rows-1)*ldc+bf16NR-1]
-	var pbias, pres *float32
+	pbias, pres := epiPointers(rows, bias, res, ldr)
 	var ppf *uint32
-	if bias != nil {
-		_ = bias[bf16NR-1]
-		pbias = &bias[0]
-	}
-	if res != nil {
-		_ = res[(rows-1)*ldr+bf16NR-1]
-		pres = &res[0]
-	}
 	if len(pf) >= kp*bf16NR {
 		ppf = &pf[0]
 	}
@@ -51,4 +43,19 @@ func gemmBF16Asm(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc
 	default:
 		panic("kern: no bf16 microkernel of this many rows")
 	}
+}
+
+// epiPointers returns the first elements of a bf16 tile's bias (bf16NR
+// values) and residual (rows rows ldr apart), nil for a nil slice, after
+// checking each holds what the tile reads.
+func epiPointers(rows int, bias, res []float32, ldr int) (pbias, pres *float32) {
+	if bias != nil {
+		_ = bias[bf16NR-1]
+		pbias = &bias[0]
+	}
+	if res != nil {
+		_ = res[(rows-1)*ldr+bf16NR-1]
+		pres = &res[0]
+	}
+	return pbias, pres
 }

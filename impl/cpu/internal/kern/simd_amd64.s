@@ -3812,7 +3812,7 @@ TEXT ·dpbf16AVX512(SB), NOSPLIT, $0-24
 TEXT ·gemmBF16AMX(SB), NOSPLIT, $0-104
 	MOVQ cfg+96(FP), AX
 
-	// LDTILECFG [{{0x96ede0 0 AX 0 15}}]
+	// LDTILECFG [{{0x96dc20 0 AX 0 15}}]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x78
@@ -3862,7 +3862,7 @@ TEXT ·gemmBF16AMX(SB), NOSPLIT, $0-104
 	ADDQ SI, BX
 
 gemmBF16AMX_loop:
-	// TILELOADD TMM4, [{{0x96ede0 6 SI 0 15}} + {{0x96ede0 2 DX 0 15}} + 0]
+	// TILELOADD TMM4, [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 2 DX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3870,7 +3870,7 @@ gemmBF16AMX_loop:
 	BYTE $0x24
 	BYTE $0x16
 
-	// TILELOADD TMM6, [{{0x96ede0 7 DI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
+	// TILELOADD TMM6, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3878,7 +3878,7 @@ gemmBF16AMX_loop:
 	BYTE $0x34
 	BYTE $0x0f
 
-	// TILELOADD TMM7, [{{0x96ede0 7 DI 0 15}} + {{0x96ede0 1 CX 0 15}} + 64]
+	// TILELOADD TMM7, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 64]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3887,7 +3887,7 @@ gemmBF16AMX_loop:
 	BYTE $0x0f
 	BYTE $0x40
 
-	// TILELOADD TMM5, [{{0x96ede0 3 BX 0 15}} + {{0x96ede0 2 DX 0 15}} + 0]
+	// TILELOADD TMM5, [{{0x96dc20 3 BX 0 15}} + {{0x96dc20 2 DX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3929,7 +3929,7 @@ gemmBF16AMX_loop:
 	JNZ  gemmBF16AMX_loop
 	MOVQ scratch+88(FP), AX
 
-	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 2048], TMM2
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 2048], TMM2
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -3941,7 +3941,7 @@ gemmBF16AMX_loop:
 	BYTE $0x00
 	BYTE $0x00
 
-	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 2112], TMM3
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 2112], TMM3
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -3956,7 +3956,7 @@ gemmBF16AMX_loop:
 
 	// at most 16 rows: one tile of A
 gemmBF16AMX_half:
-	// TILELOADD TMM4, [{{0x96ede0 6 SI 0 15}} + {{0x96ede0 2 DX 0 15}} + 0]
+	// TILELOADD TMM4, [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 2 DX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3964,7 +3964,7 @@ gemmBF16AMX_half:
 	BYTE $0x24
 	BYTE $0x16
 
-	// TILELOADD TMM6, [{{0x96ede0 7 DI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
+	// TILELOADD TMM6, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3972,7 +3972,7 @@ gemmBF16AMX_half:
 	BYTE $0x34
 	BYTE $0x0f
 
-	// TILELOADD TMM7, [{{0x96ede0 7 DI 0 15}} + {{0x96ede0 1 CX 0 15}} + 64]
+	// TILELOADD TMM7, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 64]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -4001,7 +4001,7 @@ gemmBF16AMX_half:
 	MOVQ scratch+88(FP), AX
 
 gemmBF16AMX_store:
-	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 0], TMM0
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 0], TMM0
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4009,7 +4009,7 @@ gemmBF16AMX_store:
 	BYTE $0x04
 	BYTE $0x08
 
-	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 64], TMM1
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 64], TMM1
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4066,75 +4066,12 @@ gemmBF16AMX_nores:
 	VZEROUPPER
 	RET
 
-// func amxProbeBF16(acc *float32, a *uint32, b *uint32, cfg *byte)
-// Requires: AMX-BF16
-TEXT ·amxProbeBF16(SB), NOSPLIT, $0-32
-	MOVQ cfg+24(FP), AX
-
-	// LDTILECFG [{{0x96ede0 0 AX 0 15}}]
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x78
-	BYTE $0x49
-	BYTE $0x00
-	MOVQ acc+0(FP), SI
-	MOVQ a+8(FP), DI
-	MOVQ b+16(FP), BX
-	MOVQ $0x00000040, CX
-
-	// TILELOADD TMM0, [{{0x96ede0 6 SI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x04
-	BYTE $0x0e
-
-	// TILELOADD TMM4, [{{0x96ede0 7 DI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x24
-	BYTE $0x0f
-
-	// TILELOADD TMM6, [{{0x96ede0 3 BX 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7b
-	BYTE $0x4b
-	BYTE $0x34
-	BYTE $0x0b
-
-	// TDPBF16PS TMM0, TMM4, TMM6
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x4a
-	BYTE $0x5c
-	BYTE $0xc4
-
-	// TILESTORED [{{0x96ede0 6 SI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0], TMM0
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x7a
-	BYTE $0x4b
-	BYTE $0x04
-	BYTE $0x0e
-
-	// TILERELEASE
-	BYTE $0xc4
-	BYTE $0xe2
-	BYTE $0x78
-	BYTE $0x49
-	BYTE $0xc0
-	RET
-
 // func amxPeakBF16(n int, a *uint32, b *uint32, acc *float32, cfg *byte)
 // Requires: AMX-BF16
 TEXT ·amxPeakBF16(SB), NOSPLIT, $0-40
 	MOVQ cfg+32(FP), AX
 
-	// LDTILECFG [{{0x96ede0 0 AX 0 15}}]
+	// LDTILECFG [{{0x96dc20 0 AX 0 15}}]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x78
@@ -4186,7 +4123,7 @@ TEXT ·amxPeakBF16(SB), NOSPLIT, $0-40
 	MOVQ b+16(FP), DI
 	MOVQ $0x00000040, CX
 
-	// TILELOADD TMM6, [{{0x96ede0 6 SI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
+	// TILELOADD TMM6, [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -4194,7 +4131,7 @@ TEXT ·amxPeakBF16(SB), NOSPLIT, $0-40
 	BYTE $0x34
 	BYTE $0x0e
 
-	// TILELOADD TMM7, [{{0x96ede0 7 DI 0 15}} + {{0x96ede0 1 CX 0 15}} + 0]
+	// TILELOADD TMM7, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -4249,7 +4186,7 @@ amxPeakBF16_loop:
 	JNZ  amxPeakBF16_loop
 	MOVQ acc+24(FP), AX
 
-	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 0], TMM0
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 0], TMM0
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4257,7 +4194,7 @@ amxPeakBF16_loop:
 	BYTE $0x04
 	BYTE $0x08
 
-	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 1024], TMM1
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 1024], TMM1
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4269,7 +4206,7 @@ amxPeakBF16_loop:
 	BYTE $0x00
 	BYTE $0x00
 
-	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 2048], TMM2
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 2048], TMM2
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4281,7 +4218,7 @@ amxPeakBF16_loop:
 	BYTE $0x00
 	BYTE $0x00
 
-	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 3072], TMM3
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 3072], TMM3
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4293,7 +4230,7 @@ amxPeakBF16_loop:
 	BYTE $0x00
 	BYTE $0x00
 
-	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 4096], TMM4
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 4096], TMM4
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4305,7 +4242,7 @@ amxPeakBF16_loop:
 	BYTE $0x00
 	BYTE $0x00
 
-	// TILESTORED [{{0x96ede0 0 AX 0 15}} + {{0x96ede0 1 CX 0 15}} + 5120], TMM5
+	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 5120], TMM5
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a

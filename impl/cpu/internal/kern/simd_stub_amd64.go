@@ -79,15 +79,10 @@ func cvtBF16AVX512(blocks int, src *float32, dst *uint32)
 //go:noescape
 func dpbf16AVX512(acc *uint32, a *uint32, b *uint32)
 
-// gemmBF16AMX computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<16·kt} dot(a[r·lda+p], b[p·32+j]) + bias[j]) + res[r·ldr+j] for r < rows (at most 32), j < 32 with AMX TDPBF16PS (dpbf16AMX in bf16_amx.go says how it rounds); the sums go through scratch (32×32 floats); cfg is amxConfig.
+// gemmBF16AMX computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<16·kt} dot(a[r·lda+p], b[p·32+j]) + bias[j]) + res[r·ldr+j] for r < rows (at most 32), j < 32 with AMX TDPBF16PS (docs/cpu-bf16.md, "AMX", says how it sums); the sums go through scratch (32×32 floats); cfg is amxConfig.
 //
 //go:noescape
 func gemmBF16AMX(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, rows int, scratch *float32, cfg *byte)
-
-// amxProbeBF16 runs one TDPBF16PS on 16×16 tiles: acc[m·16+n] gets the sum over pairs k of a[m·16+k]·b[k·16+n] added as the instruction does (dpbf16AMX is its Go twin, for the tests); cfg is amxConfig.
-//
-//go:noescape
-func amxProbeBF16(acc *float32, a *uint32, b *uint32, cfg *byte)
 
 // amxPeakBF16 runs n iterations of six independent TDPBF16PS (accumulator tiles 0-5 += tile 6 · tile 7, loaded from a and b) and stores the six accumulators to acc (6·256 floats); n must be positive; cfg is amxConfig.
 //

@@ -18,11 +18,10 @@ const (
 )
 
 // amxKernels emits gemmBF16AMX (the AMX-BF16 microkernel of 32 rows by 32
-// columns), amxProbe (one TDPBF16PS on given tiles, for the tests) and
-// amxPeakLoop (independent TDPBF16PS chains, the AMX-BF16 peak).
+// columns) and amxPeakLoop (independent TDPBF16PS chains, the AMX-BF16
+// peak).
 func amxKernels() {
 	amxGemmKernel()
-	amxProbe()
 	amxPeakLoop()
 }
 
@@ -87,7 +86,7 @@ func gpIndex(r Register) int {
 // reads and writes are the registers the instruction reads and writes,
 // for avo's liveness. avo v0.6.0 and the Go assembler have no AMX
 // mnemonics, so the instructions are written as bytes; the tests run each
-// (TestAMXProbeTwin, TestGemmBF16AMX).
+// (TestSgemmBF16MatchesOracle, TestSgemmSourceBF16, TestAMXKernel).
 func vex0F38(comment string, pp, v, op int, reads, writes []Op, rest ...int) {
 	Comment(comment)
 	bytes := append([]int{0xC4, 0xE2, (^v&15)<<3 | pp, op}, rest...)
@@ -173,7 +172,7 @@ func tileRelease() {
 // with TDPBF16PS: each uint32 a pair of bf16 (the even k low), the rows
 // of A lda pairs apart (32 rows readable, or 16 when rows ≤ 16), B a
 // 32-column panel of pairs (PackBTBF16's layout), the sums in float32 as
-// the instruction rounds them (dpbf16AMX in bf16_amx.go), c's old value
+// the instruction rounds them (docs/cpu-bf16.md, "AMX"), c's old value
 // counted when accumulate != 0, bias and res when not nil. The four
 // 16×16 sums are stored in scratch (32×32 floats) and added to the rest
 // there. cfg is the tile configuration (amxConfig: every tile 16 rows of
@@ -182,7 +181,7 @@ func amxGemmKernel() {
 	const name = "gemmBF16AMX"
 	TEXT(name, NOSPLIT, "func(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, rows int, scratch *float32, cfg *byte)")
 	Pragma("noescape")
-	Doc(name + " computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<16·kt} dot(a[r·lda+p], b[p·32+j]) + bias[j]) + res[r·ldr+j] for r < rows (at most 32), j < 32 with AMX TDPBF16PS (dpbf16AMX in bf16_amx.go says how it rounds); the sums go through scratch (32×32 floats); cfg is amxConfig.")
+	Doc(name + " computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<16·kt} dot(a[r·lda+p], b[p·32+j]) + bias[j]) + res[r·ldr+j] for r < rows (at most 32), j < 32 with AMX TDPBF16PS (docs/cpu-bf16.md, \"AMX\", says how it sums); the sums go through scratch (32×32 floats); cfg is amxConfig.")
 	Load(Param("cfg"), RAX)
 	ldTileCfg(RAX)
 	for _, t := range []int{tmmC00, tmmC01, tmmC10, tmmC11} {
@@ -274,32 +273,5 @@ func amxGemmKernel() {
 	DECQ(R11)
 	JNZ(LabelRef(name + "_row"))
 	VZEROUPPER()
-	RET()
-}
-
-// amxProbe emits
-//
-//	func amxProbeBF16(acc *float32, a, b *uint32, cfg *byte)
-//
-// which runs one TDPBF16PS on 16×16 tiles loaded from acc (floats), a and
-// b (pairs), all rows 64 bytes apart, and stores the accumulator back to
-// acc: for the tests, which compare the instruction with its Go twin
-// (dpbf16AMX).
-func amxProbe() {
-	TEXT("amxProbeBF16", NOSPLIT, "func(acc *float32, a, b *uint32, cfg *byte)")
-	Pragma("noescape")
-	Doc("amxProbeBF16 runs one TDPBF16PS on 16×16 tiles: acc[m·16+n] gets the sum over pairs k of a[m·16+k]·b[k·16+n] added as the instruction does (dpbf16AMX is its Go twin, for the tests); cfg is amxConfig.")
-	Load(Param("cfg"), RAX)
-	ldTileCfg(RAX)
-	Load(Param("acc"), RSI)
-	Load(Param("a"), RDI)
-	Load(Param("b"), RBX)
-	MOVQ(U32(64), RCX)
-	tileLoad(tmmC00, RSI, RCX, 0)
-	tileLoad(tmmA0, RDI, RCX, 0)
-	tileLoad(tmmB0, RBX, RCX, 0)
-	tdpbf16ps(tmmC00, tmmA0, tmmB0)
-	tileStore(tmmC00, RSI, RCX, 0)
-	tileRelease()
 	RET()
 }
