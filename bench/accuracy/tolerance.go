@@ -118,6 +118,14 @@ var overrides = []override{
 			"a weak verdict for that case until its fixture's encoder scores are well separated",
 	},
 	{
+		op: "deformable_detr", precision: "tf32",
+		tol: Tolerance{Class: "detector", RTol: 2e-2, ATol: 1, NMSE: 3e-1},
+		reason: "two-stage: tf32 products can swap two near-tied proposals of the encoder's top-k, so two query rows " +
+			"trade places (deformable_detr_r50_two_stage on cuda-emu-tf32 on an Intel Xeon host: rows 23 and 24 swapped, " +
+			"max |diff| 0.49 in pred_logits, every other row within 1e-3); a stopgap until the query rows are aligned " +
+			"within near-tied proposal scores",
+	},
+	{
 		op: "vqgan", precision: "bf16",
 		tol: Tolerance{Class: "network", RTol: 2e-1, ATol: 2, NMSE: 3e-1},
 		reason: "bf16 products move the quantizer's input by about 1%, which flips the codes whose distance gap is smaller " +

@@ -55,7 +55,10 @@ func TestPrecisionOverrides(t *testing.T) {
 			t.Errorf("%s: %+v, want the bf16 override", b, tol)
 		}
 	}
-	for _, b := range []string{"cuda", "cuda-emu", "cuda-emu-tf32", "cuda-fp16", "cpu"} {
+	if tol, _ := Lookup("detector", "deformable_detr", "cuda-emu-tf32"); tol.Override == "" || tol.Class != "detector@tf32" || tol.RTol != 2e-2 {
+		t.Errorf("cuda-emu-tf32: %+v, want the tf32 override", tol)
+	}
+	for _, b := range []string{"cuda", "cuda-emu", "cuda-fp16", "cpu"} {
 		tol, err := Lookup("detector", "deformable_detr", b)
 		if err != nil {
 			t.Fatal(err)
