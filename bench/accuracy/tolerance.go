@@ -107,25 +107,6 @@ func (o override) matches(op, backend string) bool {
 // variants round the products' inputs as cuBLAS's tensor-core paths do).
 var overrides = []override{
 	{
-		op: "deformable_detr", precision: "bf16",
-		tol: Tolerance{Class: "detector", RTol: 1e-1, ATol: 1, NMSE: 3e-1},
-		reason: "two-stage: the queries are the top proposals over near-uniform encoder scores (synthesized weights); " +
-			"bf16 products reorder them, so other proposals become queries and their logits and boxes differ " +
-			"(deformable_detr_r50_two_stage on cuda-emu-bf16: max |diff| 0.55, NMSE 1.6e-2 logits, 8.9e-2 boxes; " +
-			"on cpu-bf16 max |diff| 0.78 and NMSE 0.22 (boxes) there, 0.95 and 3.2e-2 on deformable_detr_r50_two_stage_800, " +
-			"how many of the 300 queries change depending on the rounding's luck: an atol of 1 bounds the logits only, " +
-			"the boxes lie in [0, 1]; the other Deformable DETR fixtures stay below NMSE 3e-5 on cpu-bf16); " +
-			"a weak verdict for that case until its fixture's encoder scores are well separated",
-	},
-	{
-		op: "deformable_detr", precision: "tf32",
-		tol: Tolerance{Class: "detector", RTol: 2e-2, ATol: 1, NMSE: 3e-1},
-		reason: "two-stage: tf32 products can swap two near-tied proposals of the encoder's top-k, so two query rows " +
-			"trade places (deformable_detr_r50_two_stage on cuda-emu-tf32 on an Intel Xeon host: rows 23 and 24 swapped, " +
-			"max |diff| 0.49 in pred_logits, every other row within 1e-3); a stopgap until the query rows are aligned " +
-			"within near-tied proposal scores",
-	},
-	{
 		op: "vqgan", precision: "bf16",
 		tol: Tolerance{Class: "network", RTol: 2e-1, ATol: 2, NMSE: 3e-1},
 		reason: "bf16 products move the quantizer's input by about 1%, which flips the codes whose distance gap is smaller " +

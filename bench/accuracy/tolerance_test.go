@@ -47,24 +47,28 @@ func TestReducedPrecisionLoosensProductClassesOnly(t *testing.T) {
 // other, keeps the class's name with the precision, and carries its reason.
 func TestPrecisionOverrides(t *testing.T) {
 	for _, b := range []string{"cuda-bf16", "cuda-emu-bf16", "cpu-bf16"} {
-		tol, err := Lookup("detector", "deformable_detr", b)
+		tol, err := Lookup("network", "vqgan", b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tol.Override == "" || tol.Class != "detector@bf16" || tol.ATol != 1 {
+		if tol.Override == "" || tol.Class != "network@bf16" || tol.ATol != 2 {
 			t.Errorf("%s: %+v, want the bf16 override", b, tol)
 		}
 	}
-	if tol, _ := Lookup("detector", "deformable_detr", "cuda-emu-tf32"); tol.Override == "" || tol.Class != "detector@tf32" || tol.RTol != 2e-2 {
-		t.Errorf("cuda-emu-tf32: %+v, want the tf32 override", tol)
-	}
-	for _, b := range []string{"cuda", "cuda-emu", "cuda-fp16", "cpu"} {
-		tol, err := Lookup("detector", "deformable_detr", b)
+	for _, b := range []string{"cuda", "cuda-emu", "cuda-emu-tf32", "cpu"} {
+		tol, err := Lookup("network", "vqgan", b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tol.Override != "" {
-			t.Errorf("%s: the bf16 override applied: %+v", b, tol)
+			t.Errorf("%s: an override applied: %+v", b, tol)
+		}
+	}
+	// Two-stage query rows are aligned within near-tied proposal scores (bench/runner), so the
+	// detector is held to its class on every backend.
+	for _, b := range []string{"cuda-emu-tf32", "cuda-emu-bf16", "cpu-bf16", "cuda-fp16"} {
+		if tol, _ := Lookup("detector", "deformable_detr", b); tol.Override != "" {
+			t.Errorf("deformable_detr on %s: an override applied: %+v", b, tol)
 		}
 	}
 	if tol, _ := Lookup("gemm", "token_performer", "cuda-emu-fp16"); tol.Override == "" || tol.ATol != 5e-2 {

@@ -237,6 +237,9 @@ func (t *ddetrTransformer) Outputs() []bench.ArraySpec {
 	if t.refine {
 		out = append(out, bench.ArraySpec{Name: "last_reference", Shape: bench.Shape{t.batch, t.queries, 4}})
 	}
+	if t.twoStage {
+		out = append(out, t.proposalLogitsSpec())
+	}
 	if t.probe {
 		for _, i := range probeLayers(t.encLayers) {
 			out = append(out, bench.ArraySpec{Name: fmt.Sprintf("stages.enc%d", i), Shape: bench.Shape{t.batch, s, t.d}})
@@ -257,6 +260,15 @@ func probeLayers(n int) []int {
 		out = append(out, i)
 	}
 	return out
+}
+
+// proposalLogitsSpec is the two-stage output proposal_logits [N, queries,
+// classes]: the encoder class head's logits of the selected proposals, in
+// query order. Column 0 is the score that ranked them; the checker reads it
+// to tell which query rows two correct implementations may order either
+// way (bench/runner/queries.go).
+func (t *ddetrTransformer) proposalLogitsSpec() bench.ArraySpec {
+	return bench.ArraySpec{Name: "proposal_logits", Shape: bench.Shape{t.batch, t.queries, t.classes}}
 }
 
 // initRefDims is 4 when the queries start from two-stage boxes, else 2.
@@ -298,6 +310,9 @@ func (t *ddetrTransformer) Params() int64 { return bench.BytesOf(t.Weights()) / 
 func (t *ddetrTransformer) Graph() *bench.Graph {
 	g := &bench.Graph{}
 	names := transformerNames{src: "src", pos: "pos", memory: "memory", hs: "hs", refs: "reference_points"}
+	if t.twoStage {
+		names.proposalLogits = "proposal_logits"
+	}
 	if t.masked {
 		names.mask = "padding_mask"
 	}
@@ -311,11 +326,11 @@ func (t *ddetrTransformer) Graph() *bench.Graph {
 
 // transformerNames are the values the transformer's sub-graph reads
 // (src, pos and, unless "", mask) and writes (memory, hs, refs, with box
-// refinement lastRef, and with probe the outputs stages.enc{i} and
-// stages.dec{i} of probeLayers).
+// refinement lastRef, with two-stage queries proposalLogits, and with
+// probe the outputs stages.enc{i} and stages.dec{i} of probeLayers).
 type transformerNames struct {
-	src, pos, mask, memory, hs, refs, lastRef string
-	probe                                     bool
+	src, pos, mask, memory, hs, refs, lastRef, proposalLogits string
+	probe                                                     bool
 }
 
 // steps appends the transformer's sub-graph.
@@ -496,7 +511,8 @@ func (t *ddetrTransformer) preNormEncoderLayer(g *bench.Graph, enc MSDeformSampl
 // every memory row, scored by the encoder's class head (the last one) and
 // offset by its box head, the top queries' boxes as the initial 4-d
 // references and their sine embedding, through pos_trans and its norm,
-// as the query positions and the decoder's input.
+// as the query positions and the decoder's input; the top queries' class
+// logits go to nm.proposalLogits.
 func (t *ddetrTransformer) twoStageQueries(g *bench.Graph, nm transformerNames) {
 	b, s, q, d, l := t.batch, t.values(), t.queries, t.d, len(t.levels)
 	tok, box := bench.Shape{b, s, d}, bench.Shape{b, s, 4}
@@ -534,6 +550,7 @@ func (t *ddetrTransformer) twoStageQueries(g *bench.Graph, nm transformerNames) 
 		bench.Step{Node: gemm(s, 4, d, ""), In: []string{"ts.b2", bp + "2.weight", bp + "2.bias"}, Out: []string{"ts.b3"}},
 		bench.Step{Node: Add{Elems: b * s * 4}, In: []string{"ts.b3", "ts.prop"}, Out: []string{"ts.coord"}},
 		bench.Step{Node: TopKRows{Batch: b, Rows: s, K: q, Classes: t.classes, Width: 4}, In: []string{"ts.cls", "ts.coord"}, Out: []string{"ts.topk"}},
+		bench.Step{Node: TopKRows{Batch: b, Rows: s, K: q, Classes: t.classes, Width: t.classes}, In: []string{"ts.cls", "ts.cls"}, Out: []string{nm.proposalLogits}},
 		bench.Step{Node: Sigmoid{Elems: b * q * 4}, In: []string{"ts.topk"}, Out: []string{nm.refs}},
 		bench.Step{Node: ProposalPosEmbed{Batch: b, Queries: q}, In: []string{"ts.topk"}, Out: []string{"ts.ppe"}},
 		bench.Step{Node: gemm(q, 2*d, 2*d, ""), In: []string{"ts.ppe", "transformer.pos_trans.weight", "transformer.pos_trans.bias"}, Out: []string{"ts.pt"}},

@@ -129,6 +129,9 @@ func (d *deformableDETR) Outputs() []bench.ArraySpec {
 		{Name: "labels", Shape: bench.Shape{b, k}},
 		{Name: "boxes", Shape: bench.Shape{b, k, 4}},
 	}
+	if d.t.twoStage {
+		out = append(out, d.t.proposalLogitsSpec())
+	}
 	if d.t.probe {
 		h3, w3 := d.backbone.stageSize(1)
 		h5, w5 := d.backbone.stageSize(3)
@@ -224,6 +227,9 @@ func (d *deformableDETR) Graph() *bench.Graph {
 	g.Temp("det.pos", bench.Shape{b, s, dm})
 	g.Steps = append(g.Steps, bench.Step{Node: FlattenLevels{Batch: b, Chans: dm, Levels: t.levels}, In: lvNames, Out: []string{"det.src"}})
 	names := transformerNames{src: "det.src", pos: "det.pos", memory: "det.memory", hs: "det.hs", refs: "det.refs"}
+	if t.twoStage {
+		names.proposalLogits = "proposal_logits"
+	}
 	if t.refine {
 		// The last layer's refinement is the box head: sigmoid(bbox_embed[last](hs) + inverse_sigmoid(ref)).
 		names.lastRef = "pred_boxes"

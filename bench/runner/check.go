@@ -127,15 +127,20 @@ func CheckFixture(b bench.Backend, dir string, opt CheckOptions) (row results.Ch
 // judgeOutputs compares every output in got with its reference (ref; for an output in
 // sampling, got is cut down to the stored sample first) under tol — tightened per output to
 // the measured noise of its reference where noise has it (accuracy.OutputTolerances) — plus
-// the top-1 class of "logits" (a detector's top-k is first aligned within near-tied
-// scores, DETR's labels within near-tied class probabilities: alignDetections), and fills row with the failing output's figures and
+// the top-1 class of "logits" (a two-stage case's query rows are first put in the reference's
+// order within near-tied proposal scores: alignQueries; a detector's top-k is aligned within
+// near-tied scores, DETR's labels within near-tied class probabilities: alignDetections), and fills row with the failing output's figures and
 // tolerance, else the worst NMSE's; Status becomes OK when all pass. An error means a
 // reference could not be read.
 func judgeOutputs(row *results.CheckRow, outputs []bench.ArraySpec, got map[string][]float32,
 	ref func(name string) ([]float32, error), sampling map[string]fixture.Sampling, tol accuracy.Tolerance,
 	noise map[string]accuracy.Noise) error {
 	tolFor := accuracy.OutputTolerances(tol, row.Backend, noise)
-	got, err := alignDetections(row.Op, outputs, got, ref, sampling, tolFor)
+	got, _, err := alignQueries(row.Op, outputs, got, ref, sampling, tolFor)
+	if err != nil {
+		return err
+	}
+	got, err = alignDetections(row.Op, outputs, got, ref, sampling, tolFor)
 	if err != nil {
 		return err
 	}

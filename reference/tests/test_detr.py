@@ -136,6 +136,8 @@ def manual_detector(images, image_mask, weights, p):
     xyxy = np.stack([(cx - 0.5 * bw) * vw, (cy - 0.5 * bh) * vh, (cx + 0.5 * bw) * vw, (cy + 0.5 * bh) * vh], -1)
     out = {"pred_logits": logits, "pred_boxes": boxes, "scores": scores, "labels": labels.astype(np.float64),
            "boxes": xyxy}
+    if p.get("two_stage"):
+        out["proposal_logits"] = tr["proposal_logits"]
     if p["probe"]:
         out.update({"stages.c3": feats[0].numpy(), "stages.c5": feats[2].numpy(),
                     "stages.src": np.concatenate(src_f, 1), "stages.memory": tr["memory"], "stages.hs": hs})

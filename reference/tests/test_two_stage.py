@@ -148,8 +148,8 @@ class TestTransformer(unittest.TestCase):
         p = small_params()
         module, weights, src, pos, mask, outs = self.case(p)
         self.assertEqual(outs, {"memory": [2, 58, 256], "hs": [2, 10, 256], "reference_points": [2, 10, 4],
-                                "last_reference": [2, 10, 4], "stages.enc0": [2, 58, 256],
-                                "stages.dec0": [2, 10, 256]})
+                                "last_reference": [2, 10, 4], "proposal_logits": [2, 10, 5],
+                                "stages.enc0": [2, 58, 256], "stages.dec0": [2, 10, 256]})
         seen = []
         module.transformer.decoder.layers[0].cross_attn.register_forward_hook(
             lambda mod, args, out: seen.append(args[1].numpy().copy()))
@@ -170,6 +170,16 @@ class TestTransformer(unittest.TestCase):
         # The initial references are the sigmoid of the top-scored proposals (+ box head offsets).
         rp = got["reference_points"]
         self.assertTrue(np.all((rp > 0) & (rp <= 1)))
+        # proposal_logits are the selected rows' class logits: column 0 descends along the queries and is the
+        # top of the encoder head's class-0 scores.
+        pl = got["proposal_logits"]
+        self.assertTrue(np.all(np.diff(pl[..., 0], axis=1) <= 0))
+        enc = {}
+        module.transformer.decoder.class_embed[2].register_forward_hook(
+            lambda mod, args, out: enc.update(cls=out.detach().numpy().copy()))
+        self.run_module(module, src, pos, mask)
+        top = np.sort(enc["cls"][..., 0], axis=1)[:, ::-1][:, :10]
+        np.testing.assert_allclose(pl[..., 0], top, rtol=1e-12, atol=1e-12)
         # The selection matters: the class head of the encoder (index dec_layers) changes every output.
         alt = dict(weights)
         alt["transformer.decoder.class_embed.2.weight"] = -weights["transformer.decoder.class_embed.2.weight"]
@@ -377,7 +387,7 @@ class TestDetector(unittest.TestCase):
         ins, ws, outs = C.shapes("deformable_detr", small["params"], 1)
         self.assertEqual(ins, {"images": [1, 3, 128, 160]})
         self.assertEqual(outs, {"pred_logits": [1, 30, 91], "pred_boxes": [1, 30, 4], "scores": [1, 20],
-                                "labels": [1, 20], "boxes": [1, 20, 4]})
+                                "labels": [1, 20], "boxes": [1, 20, 4], "proposal_logits": [1, 30, 91]})
         self.assertEqual(ws["class_embed.6.weight"], [91, 256])
         self.assertEqual(ws["transformer.decoder.bbox_embed.6.layers.2.weight"], [4, 256])
         # Every proposal valid: levels 16x20, 8x10, 4x5, 2x3 (narrower than 50), no mask.

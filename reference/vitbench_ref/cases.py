@@ -786,7 +786,9 @@ def ddetr_shapes(p, b):
     ``transformer.pos_trans.*`` [2d, 2d], ``transformer.pos_trans_norm.*`` [2d], and dec_layers + 1
     class heads ``transformer.decoder.class_embed.{i}.*`` [num_classes, d] and box MLPs
     ``transformer.decoder.bbox_embed.{i}.*`` (index dec_layers scores the encoder's proposals);
-    ``reference_points`` is [B, Q, 4] (the selected proposal boxes)."""
+    ``reference_points`` is [B, Q, 4] (the selected proposal boxes), and the output
+    ``proposal_logits [B, Q, num_classes]`` (the selected proposals' class logits, in query order)
+    is added."""
     shp = p["spatial_shapes"]
     s_, nl = sum(h * w for h, w in shp), len(shp)
     d, m, f, q = p["d_model"], p["heads"], p["ffn_dim"], p["queries"]
@@ -834,6 +836,8 @@ def ddetr_shapes(p, b):
     outs = {"memory": [b, s_, d], "hs": [b, q, d], "reference_points": [b, q, 4 if two else 2]}
     if p.get("box_refine"):
         outs["last_reference"] = [b, q, 4]
+    if two:
+        outs["proposal_logits"] = [b, q, p["num_classes"]]
     if p["probe"]:
         for i in ddetr.probe_layers(p["enc_layers"]):
             outs["stages.enc%d" % i] = [b, s_, d]
@@ -898,6 +902,8 @@ def detr_shapes(p, b):
     weights.update(_bbox_embed_weights("bbox_embed.", heads_n, d))
     outs = {"pred_logits": [b, q, c], "pred_boxes": [b, q, 4], "scores": [b, k], "labels": [b, k],
             "boxes": [b, k, 4]}
+    if p.get("two_stage"):
+        outs["proposal_logits"] = [b, q, c]
     if p["probe"]:
         (h3, w3), _, (h5, w5), _ = tp["spatial_shapes"]
         s_ = sum(hh * ww for hh, ww in tp["spatial_shapes"])

@@ -266,7 +266,8 @@ class DeformableTransformer(nn.Module):
         (L = dec_layers); the ``queries`` largest class-0 scores per image, descending, equal scores lower row first
         (a stable sort); the selected coordinates (detached), their sigmoid as the 4-d initial references, and
         ``pos_trans_norm(pos_trans(proposal_pos_embed(coords)))`` split into ``query_pos`` (first d) and ``tgt``.
-        Returns ``(reference_points [N, Q, 4], query_pos, tgt, enc_scores [N, S])``."""
+        Returns ``(reference_points [N, Q, 4], query_pos, tgt, proposal_logits [N, Q, num_classes])``, the last
+        the selected proposals' class logits in query order (column 0 ranked them)."""
         n, _, d = memory.shape
         proposals, valid = encoder_output_proposals(self.spatial_shapes, mask_flatten, n, memory.dtype)
         out = memory
@@ -280,16 +281,18 @@ class DeformableTransformer(nn.Module):
         # torch.topk's order for equal scores is unspecified; a stable sort takes the lower row first.
         topk = torch.sort(enc_class[..., 0], dim=1, descending=True, stable=True)[1][:, :self.queries]
         coords = torch.gather(enc_coord_unact, 1, topk.unsqueeze(-1).repeat(1, 1, 4)).detach()
+        proposal_logits = torch.gather(enc_class, 1, topk.unsqueeze(-1).repeat(1, 1, enc_class.shape[-1]))
         reference_points = coords.sigmoid()
         pos_trans_out = self.pos_trans_norm(self.pos_trans(proposal_pos_embed(coords)))
         query_pos, tgt = torch.split(pos_trans_out, d, dim=2)
-        return reference_points, query_pos, tgt, enc_class[..., 0]
+        return reference_points, query_pos, tgt, proposal_logits
 
     def forward(self, src_flatten, pos_flatten, mask_flatten, query_embed, stages=None):
         """Returns ``(hs [dec_layers, N, Q, d], init_reference_out [N, Q, 2] (two-stage: [N, Q, 4]),
         inter_references [dec_layers, N, Q, 2 or 4] (the reference after each layer's refinement; the
-        initial one repeated without refinement), memory [N, S, d])``.  ``query_embed`` is None with
-        two_stage."""
+        initial one repeated without refinement), memory [N, S, d], proposal_logits)``, the last the
+        two-stage selection's class logits ``[N, Q, num_classes]`` (None without two_stage).
+        ``query_embed`` is None with two_stage."""
         n = src_flatten.shape[0]
         lvl_pos = torch.cat([pos_flatten[:, s:s + h * w] + self.level_embed[lvl].view(1, 1, -1)
                              for lvl, (s, (h, w)) in enumerate(zip(self.level_start_index, self.spatial_shapes))], 1)
@@ -298,8 +301,9 @@ class DeformableTransformer(nn.Module):
         else:
             valid_ratios = valid_ratios_from_masks(self.level_masks(mask_flatten), src_flatten.dtype)
         memory = self.encoder(src_flatten, valid_ratios, lvl_pos, mask_flatten, stages)
+        proposal_logits = None
         if self.two_stage:
-            reference_points, query_pos, tgt, _ = self.two_stage_queries(memory, mask_flatten)
+            reference_points, query_pos, tgt, proposal_logits = self.two_stage_queries(memory, mask_flatten)
         else:
             query_pos, tgt = torch.split(query_embed, self.d_model, dim=1)
             query_pos = query_pos.unsqueeze(0).expand(n, -1, -1)
@@ -307,7 +311,7 @@ class DeformableTransformer(nn.Module):
             reference_points = self.reference_points(query_pos).sigmoid()
         hs, inter_references = self.decoder(tgt, reference_points, memory, valid_ratios, query_pos, mask_flatten,
                                             stages)
-        return hs, reference_points, inter_references, memory
+        return hs, reference_points, inter_references, memory, proposal_logits
 
 
 class DDETRTransformer(nn.Module):
@@ -360,10 +364,12 @@ class DDETRTransformer(nn.Module):
     def forward(self, src, pos, padding_mask=None):
         stages = {} if self.probe else None
         qe = None if self.two_stage else self.query_embed.weight
-        hs, ref, inter_refs, memory = self.transformer(src, pos, padding_mask, qe, stages)
+        hs, ref, inter_refs, memory, proposal_logits = self.transformer(src, pos, padding_mask, qe, stages)
         out = {"memory": memory, "hs": hs[-1], "reference_points": ref}
         if self.box_refine:
             out["last_reference"] = inter_refs[-1]
+        if self.two_stage:
+            out["proposal_logits"] = proposal_logits
         if stages:
             out.update(stages)
         return out
@@ -515,10 +521,12 @@ def ddetr_transformer_float64(src, pos, padding_mask, weights, p, refs_out=None)
         om = np.where(keep[..., None], memory, 0.0)
         om = ln(lin(om, "transformer.enc_output"), "transformer.enc_output_norm")
         last = p["dec_layers"]
-        score = lin(om, "transformer.decoder.class_embed.%d" % last)[..., 0]
+        enc_class = lin(om, "transformer.decoder.class_embed.%d" % last)
+        score = enc_class[..., 0]
         coord = mlp(om, "transformer.decoder.bbox_embed.%d.layers." % last) + prop
         top = np.argsort(-score, axis=1, kind="stable")[:, :p["queries"]]
         coords = np.take_along_axis(coord, top[..., None], 1)
+        out["proposal_logits"] = np.take_along_axis(enc_class, top[..., None], 1)
         ref = 1 / (1 + np.exp(-coords))
         pt = ln(lin(proposal_pos_embed_float64(coords), "transformer.pos_trans"),
                 "transformer.pos_trans_norm")
@@ -737,7 +745,7 @@ class DeformableDETR(nn.Module):
         src_flatten = torch.cat([s.flatten(2).transpose(1, 2) for s in srcs], 1)
         pos_flatten = torch.cat([p.flatten(2).transpose(1, 2) for p in pos], 1)
         mask_flatten = None if mask is None else torch.cat([m.flatten(1) for m in masks], 1)
-        hs, init_reference, inter_references, memory = self.transformer(
+        hs, init_reference, inter_references, memory, proposal_logits = self.transformer(
             src_flatten, pos_flatten, mask_flatten, None if self.two_stage else self.query_embed.weight)
         reference = inter_references[-2] if (self.box_refine and hs.shape[0] > 1) else init_reference
         last = hs.shape[0] - 1  # the last decoder layer's heads (two-stage: index dec_layers is the encoder's)
@@ -755,6 +763,8 @@ class DeformableDETR(nn.Module):
             sizes = torch.stack([(~mask[:, :, 0]).sum(1), (~mask[:, 0, :]).sum(1)], 1).to(dtype)
         scores, labels, pboxes = ddetr_postprocess(logits, boxes, sizes, self.top_k)
         out = {"pred_logits": logits, "pred_boxes": boxes, "scores": scores, "labels": labels, "boxes": pboxes}
+        if self.two_stage:
+            out["proposal_logits"] = proposal_logits
         if self.probe:
             out.update({"stages.c3": feats[0], "stages.c5": feats[2], "stages.src": src_flatten,
                         "stages.memory": memory, "stages.hs": hs})
