@@ -145,122 +145,113 @@ func AlignQueryRows(refScore, gotScore []float32, same func(g, r int) bool, near
 	return QueryOrder{Source: src}
 }
 
+// queryRows is one per-query output of a two-stage case: the backend's
+// values, the reference's (the stored sample when smp is not nil), its
+// width per query row and its element tolerance.
+type queryRows struct {
+	name      string
+	width     int
+	got, want []float32
+	tol       accuracy.Tolerance
+	smp       *fixture.Sampling
+}
+
+// row returns query row q of image img of the backend's values.
+func (o queryRows) row(vals []float32, img, nq, q int) []float32 {
+	return vals[(img*nq+q)*o.width:][:o.width]
+}
+
+// within reports whether g equals r under the element rule of t (an
+// infinity only itself).
+func within(g, r float32, t accuracy.Tolerance) bool {
+	if math.IsInf(float64(g), 0) || math.IsInf(float64(r), 0) {
+		return g == r
+	}
+	return math.Abs(float64(g)-float64(r)) <= t.ATol+t.RTol*math.Abs(float64(r))
+}
+
 // alignQueries returns got with a two-stage case's query rows put in the
 // reference's order (AlignQueryRows, per image, with the ranking scores of
-// column 0 of proposal_logits and the per-query outputs' tolerances), and
-// how many rows were forgiven; a forgiven row takes the reference's values
-// where the fixture stores them. Rows are matched on the per-query
+// column 0 of proposal_logits and the per-query outputs' tolerances); a
+// forgiven row takes the reference's values where the fixture stores them. Rows are matched on the per-query
 // outputs stored whole; the order then applies to the sampled ones too,
 // before they are cut. Other cases come back unchanged.
 func alignQueries(op string, outputs []bench.ArraySpec, got map[string][]float32, ref func(name string) ([]float32, error),
-	sampling map[string]fixture.Sampling, tolFor func(name string, ref []float32) accuracy.Tolerance) (map[string][]float32, int, error) {
-	rows := perQueryOutputs(op, outputs)
-	var pl bench.ArraySpec
-	for _, a := range rows {
-		if a.Name == proposalLogits {
-			pl = a
-		}
-	}
-	if len(pl.Shape) != 3 || pl.Shape[2] < 1 {
-		return got, 0, nil
+	sampling map[string]fixture.Sampling, tolFor func(name string, ref []float32) accuracy.Tolerance) (map[string][]float32, error) {
+	specs := perQueryOutputs(op, outputs)
+	i := slices.IndexFunc(specs, func(a bench.ArraySpec) bool { return a.Name == proposalLogits })
+	if i < 0 || len(specs[i].Shape) != 3 {
+		return got, nil
 	}
 	if _, ok := sampling[proposalLogits]; ok {
-		return got, 0, nil
+		return got, nil
 	}
-	n, q := pl.Shape[0], pl.Shape[1]
-	type rowed struct {
-		spec      bench.ArraySpec
-		width     int
-		got, want []float32
-		tol       accuracy.Tolerance
-		smp       *fixture.Sampling
-	}
-	var all []rowed
-	for _, a := range rows {
+	n, q := specs[i].Shape[0], specs[i].Shape[1]
+	var all []queryRows
+	var pl queryRows
+	for _, a := range specs {
 		if len(a.Shape) < 2 || a.Shape[0] != n || a.Shape[1] != q || int64(len(got[a.Name])) != a.Shape.Elems() {
-			return got, 0, nil
+			return got, nil
 		}
 		want, err := ref(a.Name)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
-		r := rowed{spec: a, width: int(a.Shape.Elems()) / (n * q), got: got[a.Name], want: want, tol: tolFor(a.Name, want)}
+		o := queryRows{name: a.Name, width: int(a.Shape.Elems()) / (n * q), got: got[a.Name], want: want, tol: tolFor(a.Name, want)}
 		if s, ok := sampling[a.Name]; ok {
-			r.smp = &s
-		} else if len(want) != len(r.got) {
-			return got, 0, nil
+			o.smp = &s
+		} else if len(want) != len(o.got) {
+			return got, nil
 		}
-		all = append(all, r)
-	}
-	within := func(g, r float32, t accuracy.Tolerance) bool {
-		gi, ri := math.IsInf(float64(g), 0), math.IsInf(float64(r), 0)
-		if gi || ri {
-			return g == r
+		if a.Name == proposalLogits {
+			pl = o
 		}
-		return math.Abs(float64(g)-float64(r)) <= t.ATol+t.RTol*math.Abs(float64(r))
-	}
-	plTol := tolFor(proposalLogits, all[0].want)
-	for _, a := range all {
-		if a.spec.Name == proposalLogits {
-			plTol = a.tol
-		}
+		all = append(all, o)
 	}
 	near := func(a, b float32) bool {
-		return math.Abs(float64(a)-float64(b)) <= 2*(plTol.ATol+plTol.RTol*math.Abs(float64(b)))
+		return math.Abs(float64(a)-float64(b)) <= 2*(pl.tol.ATol+pl.tol.RTol*math.Abs(float64(b)))
 	}
 	out := maps.Clone(got)
-	for _, a := range all {
-		out[a.spec.Name] = append([]float32(nil), a.got...)
-	}
-	forgiven := 0
-	c := pl.Shape[2]
-	refPL, gotPL := got[proposalLogits], got[proposalLogits]
-	for _, a := range all {
-		if a.spec.Name == proposalLogits {
-			refPL = a.want
-		}
+	for _, o := range all {
+		out[o.name] = slices.Clone(o.got)
 	}
 	refScore, gotScore := make([]float32, q), make([]float32, q)
 	for img := 0; img < n; img++ {
-		for i := 0; i < q; i++ {
-			refScore[i], gotScore[i] = refPL[(img*q+i)*c], gotPL[(img*q+i)*c]
+		for r := 0; r < q; r++ {
+			refScore[r], gotScore[r] = pl.row(pl.want, img, q, r)[0], pl.row(pl.got, img, q, r)[0]
 		}
 		same := func(g, r int) bool {
-			for _, a := range all {
-				if a.smp != nil {
+			for _, o := range all {
+				if o.smp != nil {
 					continue
 				}
-				gr, rr := a.got[(img*q+g)*a.width:][:a.width], a.want[(img*q+r)*a.width:][:a.width]
-				for j := range gr {
-					if !within(gr[j], rr[j], a.tol) {
+				rr := o.row(o.want, img, q, r)
+				for j, v := range o.row(o.got, img, q, g) {
+					if !within(v, rr[j], o.tol) {
 						return false
 					}
 				}
 			}
 			return true
 		}
-		order := AlignQueryRows(refScore, gotScore, same, near)
-		for r, g := range order.Source {
+		for r, g := range AlignQueryRows(refScore, gotScore, same, near).Source {
 			if g == r {
 				continue
 			}
-			if g < 0 {
-				forgiven++
-			}
-			for _, a := range all {
-				dst := out[a.spec.Name][(img*q+r)*a.width:][:a.width]
+			for _, o := range all {
+				dst := o.row(out[o.name], img, q, r)
 				switch {
 				case g >= 0:
-					copy(dst, a.got[(img*q+g)*a.width:][:a.width])
-				case a.smp == nil:
-					copy(dst, a.want[(img*q+r)*a.width:][:a.width])
-				case a.smp.Axis == 1 && r%a.smp.Step == 0:
+					copy(dst, o.row(o.got, img, q, g))
+				case o.smp == nil:
+					copy(dst, o.row(o.want, img, q, r))
+				case o.smp.Axis == 1 && r%o.smp.Step == 0:
 					// The stored sample keeps every Step-th query: row r is its row r/Step.
-					qs := (q + a.smp.Step - 1) / a.smp.Step
-					copy(dst, a.want[(img*qs+r/a.smp.Step)*a.width:][:a.width])
+					qs := (q + o.smp.Step - 1) / o.smp.Step
+					copy(dst, o.want[(img*qs+r/o.smp.Step)*o.width:][:o.width])
 				}
 			}
 		}
 	}
-	return out, forgiven, nil
+	return out, nil
 }
