@@ -55,6 +55,72 @@ func gemmBF16AMXTile(rows, kp int, a []uint32, lda int, b []uint32, c []float32,
 	gemmBF16AMX(kp/16, &a[0], lda, &b[0], &c[0], ldc, accumulate, pbias, pres, ldr, rows, &scratch[0], &amxConfig[0])
 }
 
+// amxRowsConfigs[R] is the tile configuration of gemmBF16AMXRows for row
+// tiles of R rows (1 to 32): every tile 64 bytes a row; B0 and B1 16 rows
+// (pairs); above 16 rows, A0, C00 and C01 16 rows and A1, C10 and C11 the
+// other R − 16; at most 16, A0, C00 and C01 R rows (A1, C10 and C11 16,
+// zeroed but not used).
+var amxRowsConfigs = func() (cfg [bf16AMXRows + 1][64]byte) {
+	for r := 1; r <= bf16AMXRows; r++ {
+		c := &cfg[r]
+		c[0] = 1
+		for t := range 8 {
+			c[16+2*t] = 64
+			c[48+t] = 16
+		}
+		first, second := byte(min(r, 16)), byte(16)
+		if r > 16 {
+			second = byte(r - 16)
+		}
+		for _, t := range []int{tmmA0, tmmC00, tmmC01} {
+			c[48+t] = first
+		}
+		for _, t := range []int{tmmA1, tmmC10, tmmC11} {
+			c[48+t] = second
+		}
+	}
+	return cfg
+}()
+
+// The AMX kernels' tile registers (as in asm/gen_amx.go).
+const (
+	tmmC00, tmmC01, tmmC10, tmmC11 = 0, 1, 2, 3
+	tmmA0, tmmA1                   = 4, 5
+)
+
+// amxRows is the AMX kernel of the bf16 GEMM's full panels: for r < rows
+// (any number) and j < bf16NR,
+//
+//	c[r·ldc+j] = (c[r·ldc+j] +) Σ_{p<16·kt} dot(a[r·lda+p], b[p·bf16NR+j])
+//
+// summed by TDPBF16PS into c in place (c's old value counted when
+// accumulate), one B panel (16·kt pairs deep) against the rows of A in
+// tiles of 32 and a last one of the rest. Only the rows and pairs named
+// are read.
+func amxRows(kt, rows int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate bool) {
+	if kt < 1 || rows < 1 {
+		panic("kern: AMX rows of this shape")
+	}
+	_ = a[(rows-1)*lda+16*kt-1]
+	_ = b[16*kt*bf16NR-1]
+	_ = c[(rows-1)*ldc+bf16NR-1]
+	acc := 0
+	if accumulate {
+		acc = 1
+	}
+	if full := rows / bf16AMXRows; full > 0 {
+		gemmBF16AMXRows(kt, &a[0], lda, &b[0], &c[0], ldc, acc, full, 0, &amxRowsConfigs[bf16AMXRows][0])
+	}
+	if r := rows % bf16AMXRows; r > 0 {
+		at := rows - r
+		half := 0
+		if r <= 16 {
+			half = 1
+		}
+		gemmBF16AMXRows(kt, &a[at*lda], lda, &b[0], &c[at*ldc], ldc, acc, 1, half, &amxRowsConfigs[r][0])
+	}
+}
+
 // AMXPeakLanes and AMXPeakChains are the shape of AMXPeakBF16: six
 // independent accumulator tiles of 256 float32 lanes, each TDPBF16PS
 // adding 16 pairs of products (32 multiply-adds) to every lane.

@@ -241,6 +241,13 @@ func panelPairs(dst []uint32, lda int, panel []float32, kp, mr, rows int, buf []
 	}
 }
 
+// amxDepth is the depth in pairs of k of one pass of the AMX kernel over a
+// panel (a multiple of 16): amxDepth·128 bytes of the panel are reused
+// from L1 by every 32 rows of the block of A.
+var amxDepth = 256
+
+var amxMC = 256
+
 // bf16KernelRows is the number of rows of the microkernel that computes
 // the first mh rows of a tile: 4, 8 or bf16MR, or mh itself on AMX (whose
 // kernel writes any number of rows). Other row counts go through a
@@ -284,6 +291,10 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 	kc := min(k, kcBlockBF16)
 	lda := bf16Stride((kc + 1) / 2)
 	mc := rowBlock(m, mr)
+	if amx {
+		blocks := max(1, (m+amxMC/2)/amxMC)
+		mc = ((m+blocks-1)/blocks + mr - 1) / mr * mr
+	}
 	tileFn := bf16Tile()
 	ma, inPlace := src.(matrixA)
 
@@ -363,7 +374,20 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 					pf = block[(jr+nr)*kd:]
 				}
 				nw := min(nr, j1-jr)
-				for ir := 0; ir < mb; ir += mr {
+				if amx && nw == nr {
+					// The whole row block against the panel, amxDepth pairs of
+					// k at a time, summed into C in place; then the bias and
+					// the residual.
+					for kk := 0; kk < kt; kk += amxDepth {
+						amxRows(min(amxDepth, kt-kk)/16, mb, pa[kk:], lda, bp[kk*nr:], c[ic*ldc+jr:], ldc, acc != 0 || kk > 0)
+					}
+					if last && (beforeAct.Bias != nil || beforeAct.Residual != nil) {
+						for r := range mb {
+							beforeAct.apply(c[(ic+r)*ldc+jr:(ic+r)*ldc+jr+nr], ic+r, jr)
+						}
+					}
+				}
+				for ir := 0; ir < mb && !(amx && nw == nr); ir += mr {
 					ap := pa[ir*lda:]
 					mh := min(mr, mb-ir)
 					cp := (ic+ir)*ldc + jr

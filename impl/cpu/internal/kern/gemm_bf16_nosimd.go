@@ -20,6 +20,10 @@ func gemmBF16AMXTile(rows, kp int, a []uint32, lda int, b []uint32, c []float32,
 	panic("kern: no AMX kernel in this build")
 }
 
+func amxRows(kt, rows int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate bool) {
+	panic("kern: no AMX kernel in this build")
+}
+
 // AMXPeakLanes, AMXPeakChains and AMXPeakPairs: the AMX peak loop's shape
 // (no such loop in this build).
 const (

@@ -3812,7 +3812,7 @@ TEXT ·dpbf16AVX512(SB), NOSPLIT, $0-24
 TEXT ·gemmBF16AMX(SB), NOSPLIT, $0-104
 	MOVQ cfg+96(FP), AX
 
-	// LDTILECFG [{{0x96dc20 0 AX 0 15}}]
+	// LDTILECFG [AX]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x78
@@ -3862,7 +3862,7 @@ TEXT ·gemmBF16AMX(SB), NOSPLIT, $0-104
 	ADDQ SI, BX
 
 gemmBF16AMX_loop:
-	// TILELOADD TMM4, [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 2 DX 0 15}} + 0]
+	// TILELOADD TMM4, [SI + DX + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3870,7 +3870,7 @@ gemmBF16AMX_loop:
 	BYTE $0x24
 	BYTE $0x16
 
-	// TILELOADD TMM6, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	// TILELOADD TMM6, [DI + CX + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3878,7 +3878,7 @@ gemmBF16AMX_loop:
 	BYTE $0x34
 	BYTE $0x0f
 
-	// TILELOADD TMM7, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 64]
+	// TILELOADD TMM7, [DI + CX + 64]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3887,7 +3887,7 @@ gemmBF16AMX_loop:
 	BYTE $0x0f
 	BYTE $0x40
 
-	// TILELOADD TMM5, [{{0x96dc20 3 BX 0 15}} + {{0x96dc20 2 DX 0 15}} + 0]
+	// TILELOADD TMM5, [BX + DX + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3929,7 +3929,7 @@ gemmBF16AMX_loop:
 	JNZ  gemmBF16AMX_loop
 	MOVQ scratch+88(FP), AX
 
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 2048], TMM2
+	// TILESTORED [AX + CX + 2048], TMM2
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -3941,7 +3941,7 @@ gemmBF16AMX_loop:
 	BYTE $0x00
 	BYTE $0x00
 
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 2112], TMM3
+	// TILESTORED [AX + CX + 2112], TMM3
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -3956,7 +3956,7 @@ gemmBF16AMX_loop:
 
 	// at most 16 rows: one tile of A
 gemmBF16AMX_half:
-	// TILELOADD TMM4, [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 2 DX 0 15}} + 0]
+	// TILELOADD TMM4, [SI + DX + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3964,7 +3964,7 @@ gemmBF16AMX_half:
 	BYTE $0x24
 	BYTE $0x16
 
-	// TILELOADD TMM6, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	// TILELOADD TMM6, [DI + CX + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -3972,7 +3972,7 @@ gemmBF16AMX_half:
 	BYTE $0x34
 	BYTE $0x0f
 
-	// TILELOADD TMM7, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 64]
+	// TILELOADD TMM7, [DI + CX + 64]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -4001,7 +4001,7 @@ gemmBF16AMX_half:
 	MOVQ scratch+88(FP), AX
 
 gemmBF16AMX_store:
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 0], TMM0
+	// TILESTORED [AX + CX + 0], TMM0
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4009,7 +4009,7 @@ gemmBF16AMX_store:
 	BYTE $0x04
 	BYTE $0x08
 
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 64], TMM1
+	// TILESTORED [AX + CX + 64], TMM1
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4066,12 +4066,281 @@ gemmBF16AMX_nores:
 	VZEROUPPER
 	RET
 
+// func gemmBF16AMXRows(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, tiles int, half int, cfg *byte)
+// Requires: AMX-BF16
+TEXT ·gemmBF16AMXRows(SB), NOSPLIT, $0-80
+	MOVQ cfg+72(FP), AX
+
+	// LDTILECFG [AX]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0x00
+	MOVQ a+8(FP), R12
+	MOVQ lda+16(FP), DX
+	SHLQ $0x02, DX
+	MOVQ c+32(FP), R9
+	MOVQ ldc+40(FP), R10
+	SHLQ $0x02, R10
+	MOVQ R10, R11
+	SHLQ $0x04, R11
+	MOVQ $0x00000080, CX
+	MOVQ accumulate+48(FP), R13
+	MOVQ tiles+56(FP), R14
+	MOVQ half+64(FP), R15
+
+gemmBF16AMXRows_tile:
+	// the accumulators: c's tiles, or zero
+	LEAQ  (R9)(R11*1), AX
+	TESTQ R13, R13
+	JZ    gemmBF16AMXRows_zero
+
+	// TILELOADD TMM0, [R9 + R10 + 0]
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x11
+
+	// TILELOADD TMM1, [R9 + R10 + 64]
+	BYTE  $0xc4
+	BYTE  $0x82
+	BYTE  $0x7b
+	BYTE  $0x4b
+	BYTE  $0x4c
+	BYTE  $0x11
+	BYTE  $0x40
+	TESTQ R15, R15
+	JNZ   gemmBF16AMXRows_k
+
+	// TILELOADD TMM2, [AX + R10 + 0]
+	BYTE $0xc4
+	BYTE $0xa2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x10
+
+	// TILELOADD TMM3, [AX + R10 + 64]
+	BYTE $0xc4
+	BYTE $0xa2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x10
+	BYTE $0x40
+	JMP  gemmBF16AMXRows_k
+
+gemmBF16AMXRows_zero:
+	// TILEZERO TMM0
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc0
+
+	// TILEZERO TMM1
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xc8
+
+	// TILEZERO TMM2
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd0
+
+	// TILEZERO TMM3
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x49
+	BYTE $0xd8
+
+gemmBF16AMXRows_k:
+	MOVQ  R12, SI
+	MOVQ  DX, BX
+	SHLQ  $0x04, BX
+	ADDQ  SI, BX
+	MOVQ  b+24(FP), DI
+	MOVQ  kt+0(FP), R8
+	TESTQ R15, R15
+	JNZ   gemmBF16AMXRows_half
+
+gemmBF16AMXRows_loop:
+	// TILELOADD TMM4, [SI + DX + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x16
+
+	// TILELOADD TMM6, [DI + CX + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x0f
+
+	// TILELOADD TMM7, [DI + CX + 64]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x7c
+	BYTE $0x0f
+	BYTE $0x40
+
+	// TILELOADD TMM5, [BX + DX + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x2c
+	BYTE $0x13
+
+	// TDPBF16PS TMM0, TMM4, TMM6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x4a
+	BYTE $0x5c
+	BYTE $0xc4
+
+	// TDPBF16PS TMM1, TMM4, TMM7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x42
+	BYTE $0x5c
+	BYTE $0xcc
+
+	// TDPBF16PS TMM2, TMM5, TMM6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x4a
+	BYTE $0x5c
+	BYTE $0xd5
+
+	// TDPBF16PS TMM3, TMM5, TMM7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x42
+	BYTE $0x5c
+	BYTE $0xdd
+	ADDQ $0x40, SI
+	ADDQ $0x40, BX
+	ADDQ $0x00000800, DI
+	DECQ R8
+	JNZ  gemmBF16AMXRows_loop
+
+	// TILESTORED [AX + R10 + 0], TMM2
+	BYTE $0xc4
+	BYTE $0xa2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x10
+
+	// TILESTORED [AX + R10 + 64], TMM3
+	BYTE $0xc4
+	BYTE $0xa2
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x10
+	BYTE $0x40
+	JMP  gemmBF16AMXRows_store
+
+gemmBF16AMXRows_half:
+	// TILELOADD TMM4, [SI + DX + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x24
+	BYTE $0x16
+
+	// TILELOADD TMM6, [DI + CX + 0]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x34
+	BYTE $0x0f
+
+	// TILELOADD TMM7, [DI + CX + 64]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x7c
+	BYTE $0x0f
+	BYTE $0x40
+
+	// TDPBF16PS TMM0, TMM4, TMM6
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x4a
+	BYTE $0x5c
+	BYTE $0xc4
+
+	// TDPBF16PS TMM1, TMM4, TMM7
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x42
+	BYTE $0x5c
+	BYTE $0xcc
+	ADDQ $0x40, SI
+	ADDQ $0x00000800, DI
+	DECQ R8
+	JNZ  gemmBF16AMXRows_half
+
+gemmBF16AMXRows_store:
+	// TILESTORED [R9 + R10 + 0], TMM0
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x11
+
+	// TILESTORED [R9 + R10 + 64], TMM1
+	BYTE $0xc4
+	BYTE $0x82
+	BYTE $0x7a
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x11
+	BYTE $0x40
+
+	// the next 32 rows of A and C
+	MOVQ DX, AX
+	SHLQ $0x05, AX
+	ADDQ AX, R12
+	LEAQ (R9)(R11*2), R9
+	DECQ R14
+	JNZ  gemmBF16AMXRows_tile
+
+	// TILERELEASE
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x78
+	BYTE $0x49
+	BYTE $0xc0
+	RET
+
 // func amxPeakBF16(n int, a *uint32, b *uint32, acc *float32, cfg *byte)
 // Requires: AMX-BF16
 TEXT ·amxPeakBF16(SB), NOSPLIT, $0-40
 	MOVQ cfg+32(FP), AX
 
-	// LDTILECFG [{{0x96dc20 0 AX 0 15}}]
+	// LDTILECFG [AX]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x78
@@ -4123,7 +4392,7 @@ TEXT ·amxPeakBF16(SB), NOSPLIT, $0-40
 	MOVQ b+16(FP), DI
 	MOVQ $0x00000040, CX
 
-	// TILELOADD TMM6, [{{0x96dc20 6 SI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	// TILELOADD TMM6, [SI + CX + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -4131,7 +4400,7 @@ TEXT ·amxPeakBF16(SB), NOSPLIT, $0-40
 	BYTE $0x34
 	BYTE $0x0e
 
-	// TILELOADD TMM7, [{{0x96dc20 7 DI 0 15}} + {{0x96dc20 1 CX 0 15}} + 0]
+	// TILELOADD TMM7, [DI + CX + 0]
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7b
@@ -4186,7 +4455,7 @@ amxPeakBF16_loop:
 	JNZ  amxPeakBF16_loop
 	MOVQ acc+24(FP), AX
 
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 0], TMM0
+	// TILESTORED [AX + CX + 0], TMM0
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4194,7 +4463,7 @@ amxPeakBF16_loop:
 	BYTE $0x04
 	BYTE $0x08
 
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 1024], TMM1
+	// TILESTORED [AX + CX + 1024], TMM1
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4206,7 +4475,7 @@ amxPeakBF16_loop:
 	BYTE $0x00
 	BYTE $0x00
 
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 2048], TMM2
+	// TILESTORED [AX + CX + 2048], TMM2
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4218,7 +4487,7 @@ amxPeakBF16_loop:
 	BYTE $0x00
 	BYTE $0x00
 
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 3072], TMM3
+	// TILESTORED [AX + CX + 3072], TMM3
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4230,7 +4499,7 @@ amxPeakBF16_loop:
 	BYTE $0x00
 	BYTE $0x00
 
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 4096], TMM4
+	// TILESTORED [AX + CX + 4096], TMM4
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
@@ -4242,7 +4511,7 @@ amxPeakBF16_loop:
 	BYTE $0x00
 	BYTE $0x00
 
-	// TILESTORED [{{0x96dc20 0 AX 0 15}} + {{0x96dc20 1 CX 0 15}} + 5120], TMM5
+	// TILESTORED [AX + CX + 5120], TMM5
 	BYTE $0xc4
 	BYTE $0xe2
 	BYTE $0x7a
