@@ -20,21 +20,30 @@ import (
 // TestNodeProfile prints the time of every node of the cases named in
 // VITBENCH_PROFILE_CASES (comma-separated), the median over
 // VITBENCH_PROFILE_RUNS whole runs (default 30), grouped by node: a
-// per-layer profile for choosing what to speed up. Skipped unless the
-// variable is set.
+// per-layer profile for choosing what to speed up. VITBENCH_PROFILE_BATCH
+// sets the batch (default: the case's), VITBENCH_PROFILE_BF16=1 profiles
+// cpu-bf16 instead of cpu. Skipped unless the variable is set.
 func TestNodeProfile(t *testing.T) {
 	names := os.Getenv("VITBENCH_PROFILE_CASES")
 	if names == "" {
 		t.Skip("VITBENCH_PROFILE_CASES not set")
 	}
-	runs := 30
+	runs, batch := 30, 0
 	fmt.Sscan(os.Getenv("VITBENCH_PROFILE_RUNS"), &runs)
+	fmt.Sscan(os.Getenv("VITBENCH_PROFILE_BATCH"), &batch)
+	newBackend := New
+	if os.Getenv("VITBENCH_PROFILE_BF16") == "1" {
+		if !kern.HasBF16() {
+			t.Skip("cpu-bf16 needs AVX512_BF16")
+		}
+		newBackend = NewBF16
+	}
 	for _, name := range strings.Split(names, ",") {
 		c, ok := cases.Lookup(name)
 		if !ok {
 			t.Fatalf("no case %s", name)
 		}
-		s, err := c.Spec(0)
+		s, err := c.Spec(batch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,11 +53,11 @@ func TestNodeProfile(t *testing.T) {
 		// machine do not disturb (except through the caches).
 		cpuTime := os.Getenv("VITBENCH_PROFILE_CPU") != ""
 		clock := func() time.Duration { return time.Duration(time.Now().UnixNano()) }
-		be := New(0)
+		be := newBackend(0)
 		if cpuTime {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			be, clock = New(1), threadCPUTime
+			be, clock = newBackend(1), threadCPUTime
 		}
 		data := runner.SynthData(s, 1)
 		vals := map[string]bench.Tensor{}
