@@ -91,13 +91,12 @@ const (
 // amxRows is the AMX kernel of the bf16 GEMM's full panels: for r < rows
 // (any number) and j < bf16NR,
 //
-//	c[r·ldc+j] = (c[r·ldc+j] +) Σ_{p<16·kt} dot(a[r·lda+p], b[p·bf16NR+j])
+//	c[r·ldc+j] = (c[r·ldc+j] if accumulate, else bias[j] if bias != nil, else 0) + Σ_{p<16·kt} dot(a[r·lda+p], b[p·bf16NR+j])
 //
-// summed by TDPBF16PS into c in place (c's old value counted when
-// accumulate), one B panel (16·kt pairs deep) against the rows of A in
-// tiles of 32 and a last one of the rest. Only the rows and pairs named
-// are read.
-func amxRows(kt, rows int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate bool) {
+// summed by TDPBF16PS into c in place, one B panel (16·kt pairs deep)
+// against the rows of A in tiles of 32 and a last one of the rest. Only
+// the rows and pairs named are read.
+func amxRows(kt, rows int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate bool, bias []float32) {
 	if kt < 1 || rows < 1 {
 		panic("kern: AMX rows of this shape")
 	}
@@ -108,8 +107,13 @@ func amxRows(kt, rows int, a []uint32, lda int, b []uint32, c []float32, ldc int
 	if accumulate {
 		acc = 1
 	}
+	var pb *float32
+	if bias != nil && !accumulate {
+		_ = bias[bf16NR-1]
+		pb = &bias[0]
+	}
 	if full := rows / bf16AMXRows; full > 0 {
-		gemmBF16AMXRows(kt, &a[0], lda, &b[0], &c[0], ldc, acc, full, 0, &amxRowsConfigs[bf16AMXRows][0])
+		gemmBF16AMXRows(kt, &a[0], lda, &b[0], &c[0], ldc, acc, full, 0, pb, &amxRowsConfigs[bf16AMXRows][0])
 	}
 	if r := rows % bf16AMXRows; r > 0 {
 		at := rows - r
@@ -117,7 +121,7 @@ func amxRows(kt, rows int, a []uint32, lda int, b []uint32, c []float32, ldc int
 		if r <= 16 {
 			half = 1
 		}
-		gemmBF16AMXRows(kt, &a[at*lda], lda, &b[0], &c[at*ldc], ldc, acc, 1, half, &amxRowsConfigs[r][0])
+		gemmBF16AMXRows(kt, &a[at*lda], lda, &b[0], &c[at*ldc], ldc, acc, 1, half, pb, &amxRowsConfigs[r][0])
 	}
 }
 

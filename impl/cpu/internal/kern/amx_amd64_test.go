@@ -11,9 +11,10 @@ import (
 // TestAMXRowsKernel runs amxRows, the AMX kernel of the bf16 GEMM's full
 // panels, against a float64 oracle on row counts around the kernel's
 // tiles (1 to 16 rows, 17 to 31, several 32-row tiles and a tail), 1 to 3
-// steps of 16 pairs, C starting from zero and from its old values, with
-// C's row stride wider than the panel: every output within amxBound of the
-// exact sum, and nothing written past the rows or the 32 columns.
+// steps of 16 pairs, C starting from zero, from a bias and from its old
+// values (a bias given then is not counted), with C's row stride wider
+// than the panel: every output within amxBound of the exact sum, and
+// nothing written past the rows or the 32 columns.
 func TestAMXRowsKernel(t *testing.T) {
 	if !HasAMX() {
 		t.Skip("no AMX-BF16")
@@ -26,7 +27,15 @@ func TestAMXRowsKernel(t *testing.T) {
 	const ldc = 41
 	for _, rows := range []int{1, 5, 16, 17, 31, 32, 33, 48, 64, 70} {
 		for kt := 1; kt <= 3; kt++ {
-			for _, accumulate := range []bool{false, true} {
+			for _, mode := range []string{"zero", "bias", "accumulate"} {
+				accumulate := mode == "accumulate"
+				var bias []float32
+				if mode != "zero" {
+					bias = make([]float32, bf16NR)
+					for j := range bias {
+						bias[j] = rng.Float32()*4 - 2
+					}
+				}
 				kp := 16 * kt
 				lda := kp + 5
 				a := make([]uint32, (rows-1)*lda+kp)
@@ -40,7 +49,7 @@ func TestAMXRowsKernel(t *testing.T) {
 				// Two rows past the last one, to catch a write beyond the rows.
 				c, full := guarded(rng, (rows+2)*ldc, true)
 				old := append([]float32(nil), c...)
-				amxRows(kt, rows, a, lda, b, c, ldc, accumulate)
+				amxRows(kt, rows, a, lda, b, c, ldc, accumulate, bias)
 				checkGuards(t, "amxRows", full)
 				for r := 0; r < rows+2; r++ {
 					for j := 0; j < ldc; j++ {
@@ -61,12 +70,16 @@ func TestAMXRowsKernel(t *testing.T) {
 							}
 						}
 						extra := 0.0
-						if accumulate {
+						switch mode {
+						case "accumulate":
 							want += float64(old[r*ldc+j])
 							extra = math.Abs(float64(old[r*ldc+j]))
+						case "bias":
+							want += float64(bias[j])
+							extra = math.Abs(float64(bias[j]))
 						}
 						if math.Abs(float64(got)-want) > amxBound(2*kp, mag)+0x1p-22*(math.Abs(want)+extra) {
-							t.Fatalf("rows %d kt %d accumulate %v: c[%d][%d] = %g, want %g", rows, kt, accumulate, r, j, got, want)
+							t.Fatalf("rows %d kt %d %s: c[%d][%d] = %g, want %g", rows, kt, mode, r, j, got, want)
 						}
 					}
 				}

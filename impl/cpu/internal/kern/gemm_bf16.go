@@ -376,14 +376,19 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 				nw := min(nr, j1-jr)
 				if amx && nw == nr {
 					// The whole row block against the panel, amxDepth pairs of
-					// k at a time, summed into C in place; then the bias and
-					// the residual.
-					for kk := 0; kk < kt; kk += amxDepth {
-						amxRows(min(amxDepth, kt-kk)/16, mb, pa[kk:], lda, bp[kk*nr:], c[ic*ldc+jr:], ldc, acc != 0 || kk > 0)
+					// k at a time, summed into C in place, the first pass
+					// starting from the bias; then the residual.
+					var bias []float32
+					if epi.Bias != nil {
+						bias = epi.Bias[jr : jr+nr]
 					}
-					if last && (beforeAct.Bias != nil || beforeAct.Residual != nil) {
+					for kk := 0; kk < kt; kk += amxDepth {
+						amxRows(min(amxDepth, kt-kk)/16, mb, pa[kk:], lda, bp[kk*nr:], c[ic*ldc+jr:], ldc, acc != 0 || kk > 0, bias)
+					}
+					if last && beforeAct.Residual != nil {
+						res := Epilogue{Residual: beforeAct.Residual, LdR: beforeAct.LdR}
 						for r := range mb {
-							beforeAct.apply(c[(ic+r)*ldc+jr:(ic+r)*ldc+jr+nr], ic+r, jr)
+							res.apply(c[(ic+r)*ldc+jr:(ic+r)*ldc+jr+nr], ic+r, jr)
 						}
 					}
 				}

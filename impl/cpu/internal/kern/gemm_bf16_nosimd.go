@@ -20,7 +20,7 @@ func gemmBF16AMXTile(rows, kp int, a []uint32, lda int, b []uint32, c []float32,
 	panic("kern: no AMX kernel in this build")
 }
 
-func amxRows(kt, rows int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate bool) {
+func amxRows(kt, rows int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate bool, bias []float32) {
 	panic("kern: no AMX kernel in this build")
 }
 

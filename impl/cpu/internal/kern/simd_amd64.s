@@ -4066,10 +4066,10 @@ gemmBF16AMX_nores:
 	VZEROUPPER
 	RET
 
-// func gemmBF16AMXRows(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, tiles int, half int, cfg *byte)
+// func gemmBF16AMXRows(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, tiles int, half int, bias *float32, cfg *byte)
 // Requires: AMX-BF16
-TEXT ·gemmBF16AMXRows(SB), NOSPLIT, $0-80
-	MOVQ cfg+72(FP), AX
+TEXT ·gemmBF16AMXRows(SB), NOSPLIT, $0-88
+	MOVQ cfg+80(FP), AX
 
 	// LDTILECFG [AX]
 	BYTE $0xc4
@@ -4134,6 +4134,49 @@ gemmBF16AMXRows_tile:
 	JMP  gemmBF16AMXRows_k
 
 gemmBF16AMXRows_zero:
+	MOVQ  bias+72(FP), BX
+	TESTQ BX, BX
+	JZ    gemmBF16AMXRows_clear
+
+	// every row of the accumulators the bias: a row stride of 0
+	XORQ R8, R8
+
+	// TILELOADD TMM0, [BX + R8 + 0]
+	BYTE $0xc4
+	BYTE $0xa2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x03
+
+	// TILELOADD TMM1, [BX + R8 + 64]
+	BYTE $0xc4
+	BYTE $0xa2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x4c
+	BYTE $0x03
+	BYTE $0x40
+
+	// TILELOADD TMM2, [BX + R8 + 0]
+	BYTE $0xc4
+	BYTE $0xa2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x03
+
+	// TILELOADD TMM3, [BX + R8 + 64]
+	BYTE $0xc4
+	BYTE $0xa2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x5c
+	BYTE $0x03
+	BYTE $0x40
+	JMP  gemmBF16AMXRows_k
+
+gemmBF16AMXRows_clear:
 	// TILEZERO TMM0
 	BYTE $0xc4
 	BYTE $0xe2

@@ -84,10 +84,10 @@ func dpbf16AVX512(acc *uint32, a *uint32, b *uint32)
 //go:noescape
 func gemmBF16AMX(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, rows int, scratch *float32, cfg *byte)
 
-// gemmBF16AMXRows computes c[(t·32+r)·ldc+j] = (c[(t·32+r)·ldc+j] +) Σ_{p<16·kt} dot(a[(t·32+r)·lda+p], b[p·32+j]) for t < tiles, r < the rows cfg shapes (32, or at most 16 with half), j < 32 with AMX TDPBF16PS, summed into c in place; cfg is amxRowsConfig's.
+// gemmBF16AMXRows computes c[(t·32+r)·ldc+j] = (c[(t·32+r)·ldc+j] if accumulate, else bias[j] if bias, else 0) + Σ_{p<16·kt} dot(a[(t·32+r)·lda+p], b[p·32+j]) for t < tiles, r < the rows cfg shapes (32, or at most 16 with half), j < 32 with AMX TDPBF16PS, summed into c in place; cfg is amxRowsConfigs'.
 //
 //go:noescape
-func gemmBF16AMXRows(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, tiles int, half int, cfg *byte)
+func gemmBF16AMXRows(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, tiles int, half int, bias *float32, cfg *byte)
 
 // amxPeakBF16 runs n iterations of six independent TDPBF16PS (accumulator tiles 0-5 += tile 6 · tile 7, loaded from a and b) and stores the six accumulators to acc (6·256 floats); n must be positive; cfg is amxConfig.
 //

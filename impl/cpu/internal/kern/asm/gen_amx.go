@@ -286,15 +286,16 @@ func amxGemmKernel() {
 
 // amxRowsKernel emits
 //
-//	func gemmBF16AMXRows(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, tiles int, half int, cfg *byte)
+//	func gemmBF16AMXRows(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, tiles int, half int, bias *float32, cfg *byte)
 //
 // which computes, for t < tiles, r < R (the rows cfg gives the tiles: 32,
 // or with half at most 16) and j < 32,
 //
-//	c[(t·32+r)·ldc+j] = (c[(t·32+r)·ldc+j] +) Σ_{p<16·kt} dot(a[(t·32+r)·lda+p], b[p·32+j])
+//	c[(t·32+r)·ldc+j] = (c[(t·32+r)·ldc+j] or bias[j] or 0) + Σ_{p<16·kt} dot(a[(t·32+r)·lda+p], b[p·32+j])
 //
-// with TDPBF16PS, c's old value the accumulators' start when accumulate
-// != 0 (else zero), the sums stored to c in place: one B panel (32
+// with TDPBF16PS, the accumulators starting from c's old value when
+// accumulate != 0, else from bias (every row, loaded with a row stride of
+// 0) when bias is not nil, else from zero, the sums stored to c in place: one B panel (32
 // columns, PackBTBF16's layout, 128 bytes a row of pairs) against a
 // column of row tiles of A, the panel's tiles reloaded from L1 for each.
 // cfg shapes the tiles (amxRowsConfig): A0, C00 and C01 the first 16 rows
@@ -302,9 +303,9 @@ func amxGemmKernel() {
 // 16 columns; it is loaded once and the tiles are released at the end.
 func amxRowsKernel() {
 	const name = "gemmBF16AMXRows"
-	TEXT(name, NOSPLIT, "func(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, tiles int, half int, cfg *byte)")
+	TEXT(name, NOSPLIT, "func(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, tiles int, half int, bias *float32, cfg *byte)")
 	Pragma("noescape")
-	Doc(name + " computes c[(t·32+r)·ldc+j] = (c[(t·32+r)·ldc+j] +) Σ_{p<16·kt} dot(a[(t·32+r)·lda+p], b[p·32+j]) for t < tiles, r < the rows cfg shapes (32, or at most 16 with half), j < 32 with AMX TDPBF16PS, summed into c in place; cfg is amxRowsConfig's.")
+	Doc(name + " computes c[(t·32+r)·ldc+j] = (c[(t·32+r)·ldc+j] if accumulate, else bias[j] if bias, else 0) + Σ_{p<16·kt} dot(a[(t·32+r)·lda+p], b[p·32+j]) for t < tiles, r < the rows cfg shapes (32, or at most 16 with half), j < 32 with AMX TDPBF16PS, summed into c in place; cfg is amxRowsConfigs'.")
 	Load(Param("cfg"), RAX)
 	ldTileCfg(RAX)
 	Load(Param("a"), R12) // this tile's first row of A
@@ -333,6 +334,17 @@ func amxRowsKernel() {
 	tileLoad(tmmC11, RAX, R10, 64)
 	JMP(LabelRef(name + "_k"))
 	Label(name + "_zero")
+	Load(Param("bias"), RBX)
+	TESTQ(RBX, RBX)
+	JZ(LabelRef(name + "_clear"))
+	Comment("every row of the accumulators the bias: a row stride of 0")
+	XORQ(R8, R8)
+	tileLoad(tmmC00, RBX, R8, 0)
+	tileLoad(tmmC01, RBX, R8, 64)
+	tileLoad(tmmC10, RBX, R8, 0)
+	tileLoad(tmmC11, RBX, R8, 64)
+	JMP(LabelRef(name + "_k"))
+	Label(name + "_clear")
 	for _, t := range []int{tmmC00, tmmC01, tmmC10, tmmC11} {
 		tileZero(t)
 	}
