@@ -5,6 +5,7 @@ package accuracy
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -18,6 +19,20 @@ type Tolerance struct {
 	// Override is the reason when an entry of the override table replaced
 	// the class's numbers ("" otherwise).
 	Override string `json:"override,omitempty"`
+}
+
+// Within reports whether got meets the element rule against ref:
+// |got − ref| ≤ ATol + RTol·|ref| (false for a NaN or an infinity).
+func (t Tolerance) Within(got, ref float32) bool {
+	return math.Abs(float64(got)-float64(ref)) <= t.ATol+t.RTol*math.Abs(float64(ref))
+}
+
+// NearTie reports whether two scores a and b are closer than twice the
+// element bound at b, |a − b| ≤ 2·(ATol + RTol·|b|): either may be computed
+// high and the other low, so two correct implementations can rank them
+// either way.
+func (t Tolerance) NearTie(a, b float32) bool {
+	return math.Abs(float64(a)-float64(b)) <= 2*(t.ATol+t.RTol*math.Abs(float64(b)))
 }
 
 // classes are the tolerance classes of fixtures/FORMAT.md.

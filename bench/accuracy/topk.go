@@ -1,7 +1,5 @@
 package accuracy
 
-import "math"
-
 // Detections are one batch of a detector's post-processed top-k: per
 // image, K scores in descending order, their labels and their boxes (4
 // values each), flattened [N, K], [N, K] and [N, K, 4].
@@ -29,24 +27,18 @@ func AlignTies(got, ref Detections, k int, scoreTol, boxTol Tolerance) (aligned 
 		len(got.Labels) != len(got.Scores) || len(ref.Boxes) != 4*len(ref.Scores) || len(got.Boxes) != 4*len(got.Scores) {
 		return aligned, 0
 	}
-	within := func(g, r float32, t Tolerance) bool {
-		return math.Abs(float64(g)-float64(r)) <= t.ATol+t.RTol*math.Abs(float64(r))
-	}
 	same := func(gi, ri int) bool {
-		if got.Labels[gi] != ref.Labels[ri] || !within(got.Scores[gi], ref.Scores[ri], scoreTol) {
+		if got.Labels[gi] != ref.Labels[ri] || !scoreTol.Within(got.Scores[gi], ref.Scores[ri]) {
 			return false
 		}
 		for c := 0; c < 4; c++ {
-			if !within(got.Boxes[4*gi+c], ref.Boxes[4*ri+c], boxTol) {
+			if !boxTol.Within(got.Boxes[4*gi+c], ref.Boxes[4*ri+c]) {
 				return false
 			}
 		}
 		return true
 	}
-	// near: two scores either order of which two correct implementations may produce.
-	near := func(a, b float32) bool {
-		return math.Abs(float64(a)-float64(b)) <= 2*(scoreTol.ATol+scoreTol.RTol*math.Abs(float64(b)))
-	}
+	near := scoreTol.NearTie
 	for img := 0; img+k <= len(ref.Scores); img += k {
 		for lo := img; lo < img+k; {
 			hi := lo + 1

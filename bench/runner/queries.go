@@ -2,7 +2,6 @@ package runner
 
 import (
 	"maps"
-	"math"
 	"slices"
 	"strings"
 
@@ -161,15 +160,6 @@ func (o queryRows) row(vals []float32, img, nq, q int) []float32 {
 	return vals[(img*nq+q)*o.width:][:o.width]
 }
 
-// within reports whether g equals r under the element rule of t (an
-// infinity only itself).
-func within(g, r float32, t accuracy.Tolerance) bool {
-	if math.IsInf(float64(g), 0) || math.IsInf(float64(r), 0) {
-		return g == r
-	}
-	return math.Abs(float64(g)-float64(r)) <= t.ATol+t.RTol*math.Abs(float64(r))
-}
-
 // alignQueries returns got with a two-stage case's query rows put in the
 // reference's order (AlignQueryRows, per image, with the ranking scores of
 // column 0 of proposal_logits and the per-query outputs' tolerances); a
@@ -208,9 +198,6 @@ func alignQueries(op string, outputs []bench.ArraySpec, got map[string][]float32
 		}
 		all = append(all, o)
 	}
-	near := func(a, b float32) bool {
-		return math.Abs(float64(a)-float64(b)) <= 2*(pl.tol.ATol+pl.tol.RTol*math.Abs(float64(b)))
-	}
 	out := maps.Clone(got)
 	for _, o := range all {
 		out[o.name] = slices.Clone(o.got)
@@ -227,14 +214,14 @@ func alignQueries(op string, outputs []bench.ArraySpec, got map[string][]float32
 				}
 				rr := o.row(o.want, img, q, r)
 				for j, v := range o.row(o.got, img, q, g) {
-					if !within(v, rr[j], o.tol) {
+					if !o.tol.Within(v, rr[j]) {
 						return false
 					}
 				}
 			}
 			return true
 		}
-		for r, g := range AlignQueryRows(refScore, gotScore, same, near).Source {
+		for r, g := range AlignQueryRows(refScore, gotScore, same, pl.tol.NearTie).Source {
 			if g == r {
 				continue
 			}
