@@ -36,23 +36,25 @@ func HasAMX() bool {
 	return amxOnce.ok
 }
 
-// gemmBF16AMXTile is the bf16TileFn of the AMX path: any rows from 1 to
-// bf16AMXRows, kp a multiple of 16 pairs (the panel and A zero past the
-// real depth), through a 32×32 scratch tile on the stack.
+// gemmBF16AMXTile is the bf16TileFn of the AMX path (the driver's tiles
+// of the last, narrower panel, through its scratch tile): any rows, kp a
+// multiple of 16 pairs (the panel and A zero past the real depth), by
+// amxRows; the bias starts the sums unless c's old value does, then it and
+// the residual are added row by row.
 func gemmBF16AMXTile(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, _ []uint32) {
-	if rows < 1 || rows > bf16AMXRows || kp%16 != 0 || kp == 0 {
+	if kp%16 != 0 || kp == 0 {
 		panic("kern: AMX tile of this shape")
 	}
-	readRows := bf16AMXRows
-	if rows <= 16 {
-		readRows = 16
+	amxRows(kp/16, rows, a, lda, b, c, ldc, accumulate != 0, bias)
+	for r := range rows {
+		row := c[r*ldc : r*ldc+bf16NR]
+		if accumulate != 0 && bias != nil {
+			Add(bf16NR, row, bias[:bf16NR], row)
+		}
+		if res != nil {
+			Add(bf16NR, row, res[r*ldr:r*ldr+bf16NR], row)
+		}
 	}
-	_ = a[(readRows-1)*lda+kp-1]
-	_ = b[kp*bf16NR-1]
-	_ = c[(rows-1)*ldc+bf16NR-1]
-	pbias, pres := epiPointers(rows, bias, res, ldr)
-	var scratch [bf16AMXRows * bf16NR]float32
-	gemmBF16AMX(kp/16, &a[0], lda, &b[0], &c[0], ldc, accumulate, pbias, pres, ldr, rows, &scratch[0], &amxConfig[0])
 }
 
 // amxRowsConfigs[R] is the tile configuration of gemmBF16AMXRows for row

@@ -241,12 +241,15 @@ func panelPairs(dst []uint32, lda int, panel []float32, kp, mr, rows int, buf []
 	}
 }
 
-// amxDepth is the depth in pairs of k of one pass of the AMX kernel over a
-// panel (a multiple of 16): amxDepth·128 bytes of the panel are reused
-// from L1 by every 32 rows of the block of A.
-var amxDepth = 256
-
-var amxMC = 256
+// Cache blocking of the AMX path (docs/cpu-bf16.md, "AMX": depths of 64
+// to 512 pairs and blocks of 96 to 1024 rows were measured): a pass of the
+// kernel over a panel is amxDepth pairs of k deep (a multiple of 16), so
+// its amxDepth·128 bytes are reused from L1 by every 32 rows of the block
+// of A, a block of about amxMC rows.
+const (
+	amxDepth = 256
+	amxMC    = 256
+)
 
 // bf16KernelRows is the number of rows of the microkernel that computes
 // the first mh rows of a tile: 4, 8 or bf16MR, or mh itself on AMX (whose
@@ -292,8 +295,7 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 	lda := bf16Stride((kc + 1) / 2)
 	mc := rowBlock(m, mr)
 	if amx {
-		blocks := max(1, (m+amxMC/2)/amxMC)
-		mc = ((m+blocks-1)/blocks + mr - 1) / mr * mr
+		mc = rowBlockOf(m, mr, amxMC)
 	}
 	tileFn := bf16Tile()
 	ma, inPlace := src.(matrixA)

@@ -440,8 +440,11 @@ const actCols = 256
 // rounded up to mr. Each block of A streams the whole of B once, so 197
 // tokens go in two blocks of 108 and 89 rows rather than 96, 96 and a
 // last block of 5 that would stream B again for 5 rows.
-func rowBlock(m, mr int) int {
-	blocks := max(1, (m+mcBlock/2)/mcBlock)
+func rowBlock(m, mr int) int { return rowBlockOf(m, mr, mcBlock) }
+
+// rowBlockOf is rowBlock for blocks of about block rows.
+func rowBlockOf(m, mr, block int) int {
+	blocks := max(1, (m+block/2)/block)
 	rows := (m + blocks - 1) / blocks
 	return (rows + mr - 1) / mr * mr
 }

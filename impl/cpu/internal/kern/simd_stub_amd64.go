@@ -79,11 +79,6 @@ func cvtBF16AVX512(blocks int, src *float32, dst *uint32)
 //go:noescape
 func dpbf16AVX512(acc *uint32, a *uint32, b *uint32)
 
-// gemmBF16AMX computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<16·kt} dot(a[r·lda+p], b[p·32+j]) + bias[j]) + res[r·ldr+j] for r < rows (at most 32), j < 32 with AMX TDPBF16PS (docs/cpu-bf16.md, "AMX", says how it sums); the sums go through scratch (32×32 floats); cfg is amxConfig.
-//
-//go:noescape
-func gemmBF16AMX(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, rows int, scratch *float32, cfg *byte)
-
 // gemmBF16AMXRows computes c[(t·32+r)·ldc+j] = (c[(t·32+r)·ldc+j] if accumulate, else bias[j] if bias, else 0) + Σ_{p<16·kt} dot(a[(t·32+r)·lda+p], b[p·32+j]) for t < tiles, r < the rows cfg shapes (32, or at most 16 with half), j < 32 with AMX TDPBF16PS, summed into c in place; cfg is amxRowsConfigs'.
 //
 //go:noescape

@@ -17,12 +17,10 @@ const (
 	tmmA0, tmmA1, tmmB0, tmmB1     = 4, 5, 6, 7
 )
 
-// amxKernels emits gemmBF16AMX (the AMX-BF16 microkernel of 32 rows by 32
-// columns, through a scratch tile), gemmBF16AMXRows (a column of such
-// tiles summed into C in place) and amxPeakLoop (independent TDPBF16PS
-// chains, the AMX-BF16 peak).
+// amxKernels emits gemmBF16AMXRows (the AMX-BF16 microkernel: a column of
+// 32×32 tiles summed into C in place) and amxPeakLoop (independent
+// TDPBF16PS chains, the AMX-BF16 peak).
 func amxKernels() {
-	amxGemmKernel()
 	amxRowsKernel()
 	amxPeakLoop()
 }
@@ -167,121 +165,6 @@ func ldTileCfg(base Register) {
 // thread.
 func tileRelease() {
 	vex0F38("TILERELEASE", 0b00, 0, 0x49, 0, nil, nil, 0xC0)
-}
-
-// amxGemmKernel emits
-//
-//	func gemmBF16AMX(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, rows int, scratch *float32, cfg *byte)
-//
-// which computes, for r < rows (1 to 32) and j < 32,
-//
-//	c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<16·kt} dot(a[r·lda+p], b[p·32+j]) + bias[j]) + res[r·ldr+j]
-//
-// with TDPBF16PS: each uint32 a pair of bf16 (the even k low), the rows
-// of A lda pairs apart (32 rows readable, or 16 when rows ≤ 16), B a
-// 32-column panel of pairs (PackBTBF16's layout), the sums in float32 as
-// the instruction rounds them (docs/cpu-bf16.md, "AMX"), c's old value
-// counted when accumulate != 0, bias and res when not nil. The four
-// 16×16 sums are stored in scratch (32×32 floats) and added to the rest
-// there. cfg is the tile configuration (amxConfig: every tile 16 rows of
-// 64 bytes); the tiles are released at the end.
-func amxGemmKernel() {
-	const name = "gemmBF16AMX"
-	TEXT(name, NOSPLIT, "func(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, rows int, scratch *float32, cfg *byte)")
-	Pragma("noescape")
-	Doc(name + " computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<16·kt} dot(a[r·lda+p], b[p·32+j]) + bias[j]) + res[r·ldr+j] for r < rows (at most 32), j < 32 with AMX TDPBF16PS (docs/cpu-bf16.md, \"AMX\", says how it sums); the sums go through scratch (32×32 floats); cfg is amxConfig.")
-	Load(Param("cfg"), RAX)
-	ldTileCfg(RAX)
-	for _, t := range []int{tmmC00, tmmC01, tmmC10, tmmC11} {
-		tileZero(t)
-	}
-	Load(Param("kt"), R8)
-	Load(Param("a"), RSI)
-	Load(Param("lda"), RDX)
-	SHLQ(Imm(2), RDX) // lda in bytes
-	Load(Param("b"), RDI)
-	MOVQ(U32(128), RCX) // a B panel row: 32 pairs
-	Load(Param("rows"), R11)
-	CMPQ(R11, Imm(16))
-	JLE(LabelRef(name + "_half"))
-
-	Comment("32 rows: A's second 16 rows from BX")
-	MOVQ(RDX, RBX)
-	SHLQ(Imm(4), RBX)
-	ADDQ(RSI, RBX)
-	Label(name + "_loop")
-	tileLoad(tmmA0, RSI, RDX, 0)
-	tileLoad(tmmB0, RDI, RCX, 0)
-	tileLoad(tmmB1, RDI, RCX, 64)
-	tileLoad(tmmA1, RBX, RDX, 0)
-	tdpbf16ps(tmmC00, tmmA0, tmmB0)
-	tdpbf16ps(tmmC01, tmmA0, tmmB1)
-	tdpbf16ps(tmmC10, tmmA1, tmmB0)
-	tdpbf16ps(tmmC11, tmmA1, tmmB1)
-	ADDQ(Imm(64), RSI)
-	ADDQ(Imm(64), RBX)
-	ADDQ(U32(2048), RDI)
-	DECQ(R8)
-	JNZ(LabelRef(name + "_loop"))
-	Load(Param("scratch"), RAX)
-	tileStore(tmmC10, RAX, RCX, 16*128)
-	tileStore(tmmC11, RAX, RCX, 16*128+64)
-	JMP(LabelRef(name + "_store"))
-
-	Comment("at most 16 rows: one tile of A")
-	Label(name + "_half")
-	tileLoad(tmmA0, RSI, RDX, 0)
-	tileLoad(tmmB0, RDI, RCX, 0)
-	tileLoad(tmmB1, RDI, RCX, 64)
-	tdpbf16ps(tmmC00, tmmA0, tmmB0)
-	tdpbf16ps(tmmC01, tmmA0, tmmB1)
-	ADDQ(Imm(64), RSI)
-	ADDQ(U32(2048), RDI)
-	DECQ(R8)
-	JNZ(LabelRef(name + "_half"))
-	Load(Param("scratch"), RAX)
-
-	Label(name + "_store")
-	tileStore(tmmC00, RAX, RCX, 0)
-	tileStore(tmmC01, RAX, RCX, 64)
-	tileRelease()
-
-	Comment("c = ((sums (+ c)) + bias) + res, row by row")
-	Load(Param("c"), R9)
-	Load(Param("ldc"), R10)
-	SHLQ(Imm(2), R10)
-	Load(Param("accumulate"), R12)
-	Load(Param("bias"), R13)
-	Load(Param("res"), RBX)
-	Load(Param("ldr"), RDX)
-	SHLQ(Imm(2), RDX)
-	Label(name + "_row")
-	VMOVUPS(Mem{Base: RAX}, Z0)
-	VMOVUPS(Mem{Base: RAX, Disp: 64}, Z1)
-	TESTQ(R12, R12)
-	JZ(LabelRef(name + "_noacc"))
-	VADDPS(Mem{Base: R9}, Z0, Z0)
-	VADDPS(Mem{Base: R9, Disp: 64}, Z1, Z1)
-	Label(name + "_noacc")
-	TESTQ(R13, R13)
-	JZ(LabelRef(name + "_nobias"))
-	VADDPS(Mem{Base: R13}, Z0, Z0)
-	VADDPS(Mem{Base: R13, Disp: 64}, Z1, Z1)
-	Label(name + "_nobias")
-	TESTQ(RBX, RBX)
-	JZ(LabelRef(name + "_nores"))
-	VADDPS(Mem{Base: RBX}, Z0, Z0)
-	VADDPS(Mem{Base: RBX, Disp: 64}, Z1, Z1)
-	ADDQ(RDX, RBX)
-	Label(name + "_nores")
-	VMOVUPS(Z0, Mem{Base: R9})
-	VMOVUPS(Z1, Mem{Base: R9, Disp: 64})
-	ADDQ(Imm(128), RAX)
-	ADDQ(R10, R9)
-	DECQ(R11)
-	JNZ(LabelRef(name + "_row"))
-	VZEROUPPER()
-	RET()
 }
 
 // amxRowsKernel emits
