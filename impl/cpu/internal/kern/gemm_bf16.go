@@ -393,37 +393,38 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 							res.apply(c[(ic+r)*ldc+jr:(ic+r)*ldc+jr+nr], ic+r, jr)
 						}
 					}
-				}
-				for ir := 0; ir < mb && !(amx && nw == nr); ir += mr {
-					ap := pa[ir*lda:]
-					mh := min(mr, mb-ir)
-					cp := (ic+ir)*ldc + jr
-					rows := bf16KernelRows(mh)
-					if nw == nr && rows == mh {
-						var bias, res []float32
-						if last && epi.Bias != nil {
-							bias = epi.Bias[jr:]
+				} else {
+					for ir := 0; ir < mb; ir += mr {
+						ap := pa[ir*lda:]
+						mh := min(mr, mb-ir)
+						cp := (ic+ir)*ldc + jr
+						rows := bf16KernelRows(mh)
+						if nw == nr && rows == mh {
+							var bias, res []float32
+							if last && epi.Bias != nil {
+								bias = epi.Bias[jr:]
+							}
+							if last && epi.Residual != nil && epi.Act == ActNone {
+								res = epi.Residual[(ic+ir)*epi.LdR+jr:]
+							}
+							tileFn(mh, kt, ap, lda, bp, c[cp:], ldc, acc, bias, res, epi.LdR, pf)
+							pf = nil
+							continue
 						}
-						if last && epi.Residual != nil && epi.Act == ActNone {
-							res = epi.Residual[(ic+ir)*epi.LdR+jr:]
+						// A tile past the last column: on the scratch tile,
+						// the valid columns copied in and out.
+						if acc != 0 {
+							for r := 0; r < mh; r++ {
+								copy(tile[r*nr:r*nr+nw], c[cp+r*ldc:cp+r*ldc+nw])
+							}
 						}
-						tileFn(mh, kt, ap, lda, bp, c[cp:], ldc, acc, bias, res, epi.LdR, pf)
-						pf = nil
-						continue
-					}
-					// A tile past the last column: on the scratch tile,
-					// the valid columns copied in and out.
-					if acc != 0 {
+						tileFn(rows, kt, ap, lda, bp, tile, nr, acc, nil, nil, 0, nil)
 						for r := 0; r < mh; r++ {
-							copy(tile[r*nr:r*nr+nw], c[cp+r*ldc:cp+r*ldc+nw])
-						}
-					}
-					tileFn(rows, kt, ap, lda, bp, tile, nr, acc, nil, nil, 0, nil)
-					for r := 0; r < mh; r++ {
-						row := c[cp+r*ldc : cp+r*ldc+nw]
-						copy(row, tile[r*nr:r*nr+nw])
-						if last {
-							beforeAct.apply(row, ic+ir+r, jr)
+							row := c[cp+r*ldc : cp+r*ldc+nw]
+							copy(row, tile[r*nr:r*nr+nw])
+							if last {
+								beforeAct.apply(row, ic+ir+r, jr)
+							}
 						}
 					}
 				}
