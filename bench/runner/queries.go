@@ -155,7 +155,8 @@ type queryRows struct {
 	smp       *fixture.Sampling
 }
 
-// row returns query row q of image img of the backend's values.
+// row returns query row q of image img of vals, an array of this output
+// stored whole (nq queries an image).
 func (o queryRows) row(vals []float32, img, nq, q int) []float32 {
 	return vals[(img*nq+q)*o.width:][:o.width]
 }
@@ -163,9 +164,10 @@ func (o queryRows) row(vals []float32, img, nq, q int) []float32 {
 // alignQueries returns got with a two-stage case's query rows put in the
 // reference's order (AlignQueryRows, per image, with the ranking scores of
 // column 0 of proposal_logits and the per-query outputs' tolerances); a
-// forgiven row takes the reference's values where the fixture stores them. Rows are matched on the per-query
-// outputs stored whole; the order then applies to the sampled ones too,
-// before they are cut. Other cases come back unchanged.
+// forgiven row takes the reference's values where the fixture stores
+// them. Rows are matched on the per-query outputs stored whole; the order
+// then applies to the sampled ones too, before they are cut. Other cases
+// come back unchanged.
 func alignQueries(op string, outputs []bench.ArraySpec, got map[string][]float32, ref func(name string) ([]float32, error),
 	sampling map[string]fixture.Sampling, tolFor func(name string, ref []float32) accuracy.Tolerance) (map[string][]float32, error) {
 	specs := perQueryOutputs(op, outputs)
