@@ -28,6 +28,8 @@ type Backend struct {
 	// arena is kernel scratch space reused across Enqueue calls, so the
 	// timed loop does not allocate; nodes run one at a time.
 	arena []float32
+	// pairArena is the same for bf16 pairs (pairScratch).
+	pairArena []uint32
 	// bf16 makes this the cpu-bf16 backend (bf16.go): matrix products
 	// with bf16 inputs, but for convolutions of at most bf16DirectMaxOut
 	// output channels that the cpu backend runs as direct convolutions.
@@ -453,7 +455,7 @@ func (b *Backend) ResetPeak() { b.peak.Store(b.current.Load()) }
 
 // Close implements bench.Backend; it drops the scratch arena.
 func (b *Backend) Close() error {
-	b.arena = nil
+	b.arena, b.pairArena = nil, nil
 	return nil
 }
 

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"vitbench/bench"
+	"vitbench/bench/ops"
 	"vitbench/impl/cpu/internal/kern"
 )
 
@@ -32,6 +33,24 @@ func NewBF16(threads int) *Backend {
 // than the direct convolution on VOLO's 64-channel stem (paired runs,
 // BenchmarkBF16AB on conv2d/volo_stem1_64).
 const bf16DirectMaxOut = 64
+
+// bf16TapDirectMaxOut is bf16DirectMaxOut for a convolution whose windows
+// come from tap pairs (useTapPairs): copied rather than rounded and
+// packed, they make the bf16 GEMM faster than the direct convolution from
+// 64 output channels (3×3, 64→64 at 56×56: 0.38 against 0.68 ms; 32→64 at
+// 112×112: 1.07 against 1.34 ms), not at 32 (32→32 at 112×112: 0.94
+// against 0.68 ms; interleaved runs, two threads, AMX).
+const bf16TapDirectMaxOut = 32
+
+// directOnBF16 reports whether cpu-bf16 leaves convolution c, which the
+// cpu backend runs as a direct convolution, to it: for few output
+// channels (bf16DirectMaxOut, bf16TapDirectMaxOut).
+func (b *Backend) directOnBF16(c ops.Conv2d) bool {
+	if useTapPairs(c, true) {
+		return c.OutChans <= min(b.bf16DirectMaxOut, bf16TapDirectMaxOut)
+	}
+	return c.OutChans <= b.bf16DirectMaxOut
+}
 
 // matmulFn is kern.Sgemm's signature: C = A·op(B) for operands that
 // change every call.

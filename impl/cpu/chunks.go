@@ -33,13 +33,28 @@ func forChunks(threads, m, tile, chunk int, macs int64, body func(w, r0, r1 int)
 	})
 }
 
+// rowSource is an im2col matrix that hands a worker its rows from row r0
+// on (kern.WindowsA, kern.TapPairsA).
+type rowSource interface {
+	from(r0 int) kern.ASource
+}
+
+// windowsOf and tapPairsOf are the two im2col matrices as rowSources.
+type (
+	windowsOf  struct{ *kern.WindowsA }
+	tapPairsOf struct{ *kern.TapPairsA }
+)
+
+func (w windowsOf) from(r0 int) kern.ASource  { return w.From(r0) }
+func (t tapPairsOf) from(r0 int) kern.ASource { return t.From(r0) }
+
 // windowsGEMM computes C = W·op(B) with the epilogue, where W is the
-// im2col matrix of the windows (kern.WindowsA), packed straight from the
-// images, never stored. Workers take runs of whole row tiles. With store
+// im2col matrix of the windows (kern.WindowsA, or kern.TapPairsA on
+// cpu-bf16), packed straight from the images, never stored. Workers take runs of whole row tiles. With store
 // nil the outputs go to c [rows, N]; otherwise each chunk's outputs are
 // computed into the worker's scratch and handed to store(r0, r1, c) (row
 // stride N), so a convolution can write NCHW.
-func (b *Backend) windowsGEMM(windows *kern.WindowsA, rows int, pb *kern.PackedB, epi kern.Epilogue,
+func (b *Backend) windowsGEMM(windows rowSource, rows int, pb *kern.PackedB, epi kern.Epilogue,
 	c []float32, store func(r0, r1 int, c []float32)) {
 	tile, n := pb.RowTile(), pb.N
 	chunk := rows
@@ -53,11 +68,11 @@ func (b *Backend) windowsGEMM(windows *kern.WindowsA, rows int, pb *kern.PackedB
 	forChunks(b.threads, rows, tile, chunk, int64(rows)*int64(n)*int64(pb.K), func(w, r0, r1 int) {
 		e := epi.Rows(r0)
 		if store == nil {
-			kern.SgemmSource(r1-r0, windows.From(r0), pb, c[r0*n:], n, e)
+			kern.SgemmSource(r1-r0, windows.from(r0), pb, c[r0*n:], n, e)
 			return
 		}
 		out := buf[w*chunk*n : (w+1)*chunk*n]
-		kern.SgemmSource(r1-r0, windows.From(r0), pb, out, n, e)
+		kern.SgemmSource(r1-r0, windows.from(r0), pb, out, n, e)
 		store(r0, r1, out)
 	})
 }

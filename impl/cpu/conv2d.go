@@ -20,6 +20,7 @@ type foldedWeight struct {
 	geom     directGeom    // and its padded-image geometry (taps), built once
 	wino     *winoWeight   // the Winograd transform of the weight (instead of pbs)
 	raw      []float32     // the folded weight [O, C] unpacked, for the pointwise product (instead of pbs)
+	tapMajor bool          // pbs holds the weight reordered [O, KH, KW, C] (convTapPairs)
 	bias     []float32
 	held     int64 // bytes this cache keeps alive
 }
@@ -78,16 +79,26 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 		b.conv2dPointwise(c, fw.raw, fw.bias, in[0].data, out[0].data, res)
 		return nil
 	}
-	if useDirect(c) && (!b.bf16 || c.OutChans <= b.bf16DirectMaxOut) {
+	if useDirect(c) && (!b.bf16 || b.directOnBF16(c)) {
 		fw := b.foldConv(c, in[1:], convDirect)
 		b.conv2dDirect(c, fw.pa, fw.geom, in[0].data, out[0].data, res)
 		return nil
 	}
-	fw := b.foldConv(c, in[1:], convWindows)
 	windows, o := oh*ow, c.OutChans
 	geom := kern.UnfoldGeom{C: c.InChans, H: c.Height, W: c.Width, KH: c.KernelH, KW: c.KernelW,
 		SH: c.StrideH, SW: c.StrideW, PH: c.PadH, PW: c.PadW, DH: c.DilationH, DW: c.DilationW, OH: oh, OW: ow}
 	x, y := in[0].data, out[0].data
+	var src rowSource
+	var fw *foldedWeight
+	if useTapPairs(c, b.bf16) {
+		fw = b.foldConv(c, in[1:], convTapPairs)
+		pairs, release := b.pairScratch(kern.TapPairsLen(geom, c.Batch))
+		defer release()
+		src = tapPairsOf{b.fillTapPairs(geom, c.Batch, x, pairs)}
+	} else {
+		fw = b.foldConv(c, in[1:], convWindows)
+		src = windowsOf{kern.NewWindowsA(geom, x)}
+	}
 	act := kern.ActNone
 	if c.ReLU && !c.Residual {
 		act = kern.ActReLU
@@ -97,7 +108,7 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 		// NCHW (storeWhole).
 		tok, release := b.scratch(c.Batch * windows * o)
 		defer release()
-		b.windowsGEMM(kern.NewWindowsA(geom, x), c.Batch*windows, fw.pbs[0], kern.Epilogue{Bias: fw.bias, Act: act}, tok, nil)
+		b.windowsGEMM(src, c.Batch*windows, fw.pbs[0], kern.Epilogue{Bias: fw.bias, Act: act}, tok, nil)
 		b.storeWhole(c.Batch, windows, o, tok, y, res, c.ReLU)
 		return nil
 	}
@@ -106,7 +117,7 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	// fused) into tokens [rows, O] and writes those into the NCHW output
 	// in tiles, adding the residual and applying the ReLU on the way when
 	// the node has a residual.
-	b.windowsGEMM(kern.NewWindowsA(geom, x), c.Batch*windows, fw.pbs[0], kern.Epilogue{Bias: fw.bias, Act: act},
+	b.windowsGEMM(src, c.Batch*windows, fw.pbs[0], kern.Epilogue{Bias: fw.bias, Act: act},
 		nil, func(r0, r1 int, tok []float32) {
 			for r := r0; r < r1; {
 				img, l := r/windows, r%windows
@@ -127,6 +138,7 @@ const (
 	convDirect                       // kern.PackA with the bias column, for the direct convolution
 	convWinograd                     // the Winograd transform (winogradWeight)
 	convPointwise                    // unpacked, read in place by the pointwise product
+	convTapPairs                     // reordered tap-major (kern.TapMajor), then kern.PackBT, for kern.TapPairsA
 )
 
 // mode is the packing f holds.
@@ -138,6 +150,8 @@ func (f *foldedWeight) mode() convPacking {
 		return convWinograd
 	case f.raw != nil:
 		return convPointwise
+	case f.tapMajor:
+		return convTapPairs
 	}
 	return convWindows
 }
@@ -200,8 +214,11 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, mode convPacking) *folded
 		b.account(f.bytes())
 		return f
 	}
+	if mode == convTapPairs {
+		wf = kern.TapMajor(o, c.InChans, c.KernelH, c.KernelW, wf)
+	}
 	pb := b.packBT(o, k, wf, k)
-	f := &foldedWeight{versions: versions, pbs: []*kern.PackedB{pb}, bias: bias}
+	f := &foldedWeight{versions: versions, pbs: []*kern.PackedB{pb}, bias: bias, tapMajor: mode == convTapPairs}
 	f.held = pb.Bytes() + int64(len(bias))*4
 	if pb.Bytes() == 0 && c.BN {
 		f.held += int64(len(wf)) * 4 // the Go path multiplies by wf itself

@@ -32,6 +32,6 @@ func (b *Backend) patchEmbed(n ops.PatchEmbed, in, out []*tensor) error {
 		SH: n.PatchH, SW: n.PatchW, DH: 1, DW: 1, OH: gh, OW: gw}
 	pb := b.packedWeight(in[1], n.EmbedDim, k, true)
 	// The patches are packed straight from the image inside the GEMM.
-	b.windowsGEMM(kern.NewWindowsA(geom, x), rows, pb, kern.Epilogue{Bias: bias}, y, nil)
+	b.windowsGEMM(windowsOf{kern.NewWindowsA(geom, x)}, rows, pb, kern.Epilogue{Bias: bias}, y, nil)
 	return nil
 }

@@ -341,6 +341,8 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 					row := ma.a[(ic+r)*ma.lda+pc : (ic+r)*ma.lda+pc+kb]
 					packPairs(pa[r*lda:r*lda+kp], row)
 				}
+			} else if ps, ok := src.(PairSource); ok && kb%2 == 0 {
+				ps.PackPairs(pa, lda, ic, mb, pc, kb)
 			} else {
 				// Panels of mr rows, the source's fast layout (a[p·mr + r]),
 				// rounded as they are and then regrouped into rows of pairs.
