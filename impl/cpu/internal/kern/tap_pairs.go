@@ -18,6 +18,7 @@ type TapPairsA struct {
 	batch  int
 	hp, wp int      // padded height and width
 	img    []uint32 // [batch, hp, wp, C/2]
+	taps   []int    // per tap ky·KW + kx: (ky·DH·wp + kx·DW)·C/2, its pairs' offset from the window's first
 	row0   int
 }
 
@@ -34,7 +35,14 @@ func NewTapPairsA(g UnfoldGeom, batch int, img []uint32) *TapPairsA {
 	if g.C%2 != 0 {
 		panic("kern: TapPairsA needs an even channel count")
 	}
-	return &TapPairsA{g: g, batch: batch, hp: g.H + 2*g.PH, wp: g.W + 2*g.PW, img: img[:TapPairsLen(g, batch)]}
+	t := &TapPairsA{g: g, batch: batch, hp: g.H + 2*g.PH, wp: g.W + 2*g.PW, img: img[:TapPairsLen(g, batch)]}
+	t.taps = make([]int, g.KH*g.KW)
+	for ky := range g.KH {
+		for kx := range g.KW {
+			t.taps[ky*g.KW+kx] = (ky*g.DH*t.wp + kx*g.DW) * g.C / 2
+		}
+	}
+	return t
 }
 
 // PaddedRows is the number of padded image rows, batch·(H+2·PH): the rows
@@ -78,14 +86,13 @@ func (t *TapPairsA) From(row0 int) *TapPairsA {
 	return &v
 }
 
-// pixel returns the offset in img of the first pair of window r's tap
-// (ky, kx).
-func (t *TapPairsA) pixel(r, ky, kx int) int {
+// origin returns the offset in img of the first pair of window r's first
+// tap (ky = kx = 0); tap i's pairs start taps[i] further.
+func (t *TapPairsA) origin(r int) int {
 	g := t.g
 	per := g.OH * g.OW
 	b, l := r/per, r%per
-	py, px := (l/g.OW)*g.SH+ky*g.DH, (l%g.OW)*g.SW+kx*g.DW
-	return ((b*t.hp+py)*t.wp + px) * g.C / 2
+	return ((b*t.hp+(l/g.OW)*g.SH)*t.wp + (l%g.OW)*g.SW) * g.C / 2
 }
 
 // PackPairs writes pairs [pc/2, (pc+kb)/2) of rows [i0, i0+mb) (pc and kb
@@ -98,15 +105,14 @@ func (t *TapPairsA) pixel(r, ky, kx int) int {
 func (t *TapPairsA) PackPairs(dst []uint32, lda, i0, mb, pc, kb int) {
 	half := t.g.C / 2
 	q0, q1 := pc/2, (pc+kb)/2
+	tap0, c0 := q0/half, q0%half
 	for r := range mb {
-		row := t.row0 + i0 + r
+		o := t.origin(t.row0 + i0 + r)
 		d := dst[r*lda : r*lda+q1-q0]
-		for q := q0; q < q1; {
-			tap, c := q/half, q%half
+		for q, tap, c := q0, tap0, c0; q < q1; q, tap, c = q+half-c, tap+1, 0 {
 			n := min(half-c, q1-q)
-			off := t.pixel(row, tap/t.g.KW, tap%t.g.KW) + c
+			off := o + t.taps[tap] + c
 			copy(d[q-q0:q-q0+n], t.img[off:off+n])
-			q += n
 		}
 	}
 }
@@ -125,11 +131,11 @@ func (t *TapPairsA) PackA(pa []float32, i0, mb, mr, pc, kb int) {
 				}
 				continue
 			}
-			row := t.row0 + i0 + ir + r
+			o := t.origin(t.row0 + i0 + ir + r)
 			for p := range kb {
 				col := pc + p
 				tap, ch := col/t.g.C, col%t.g.C
-				v := t.img[t.pixel(row, tap/t.g.KW, tap%t.g.KW)+ch/2]
+				v := t.img[o+t.taps[tap]+ch/2]
 				panel[p*mr+r] = BF16ToFloat32(uint16(v >> (16 * (ch % 2))))
 			}
 		}
