@@ -50,13 +50,24 @@ func (t tapPairsOf) from(r0 int) kern.ASource { return t.From(r0) }
 
 // windowsGEMM computes C = W·op(B) with the epilogue, where W is the
 // im2col matrix of the windows (kern.WindowsA, or kern.TapPairsA on
-// cpu-bf16), packed straight from the images, never stored. Workers take runs of whole row tiles. With store
-// nil the outputs go to c [rows, N]; otherwise each chunk's outputs are
-// computed into the worker's scratch and handed to store(r0, r1, c) (row
-// stride N), so a convolution can write NCHW.
+// cpu-bf16), packed straight from the images, never stored. Workers take
+// runs of whole row tiles. With store nil the outputs go to c [rows, N];
+// otherwise each chunk's outputs are computed into the worker's scratch
+// and handed to store(r0, r1, c) (row stride N), so a convolution can
+// write NCHW. With store nil and few rows against a large B (a small map
+// against a wide weight, splitColumns), workers split the columns
+// instead, each packing all the rows.
 func (b *Backend) windowsGEMM(windows rowSource, rows int, pb *kern.PackedB, epi kern.Epilogue,
 	c []float32, store func(r0, r1 int, c []float32)) {
 	tile, n := pb.RowTile(), pb.N
+	if store == nil && b.threads > 1 && splitColumns(rows, pb, b.threads) {
+		w := pb.PanelWidth()
+		src := windows.from(0)
+		parallelChunks(b.threads, pb.Panels(), max(1, 64/w), func(_, lo, hi int) {
+			kern.SgemmSourceCols(rows, src, pb, c, n, epi, lo*w, min(hi*w, n))
+		})
+		return
+	}
 	chunk := rows
 	var buf []float32
 	if store != nil {
@@ -75,4 +86,15 @@ func (b *Backend) windowsGEMM(windows rowSource, rows int, pb *kern.PackedB, epi
 		kern.SgemmSource(r1-r0, windows.from(r0), pb, out, n, e)
 		store(r0, r1, out)
 	})
+}
+
+// splitColumns reports whether workers split the columns of a product of
+// rows rows of A by pb rather than its rows: gemmParallel's rule for a
+// product whose A is packed by each worker. With few rows the row tiles
+// divide unevenly between the workers (ResNet's 7×7 maps are 49 rows,
+// five tiles of 12), and each worker streams all of B; split by columns,
+// each streams its share of B. Measured rows/columns on two threads, AVX-512, interleaved (CLIP's
+// ResNet-50, batch 1): see the constants' comment in gemm.go.
+func splitColumns(rows int, pb *kern.PackedB, threads int) bool {
+	return rows <= colSplitRows && pb.Panels() >= 2*threads && pb.N*pb.K >= colSplitB
 }

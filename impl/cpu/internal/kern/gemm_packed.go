@@ -286,20 +286,27 @@ func (m matrixA) PackA(pa []float32, i0, mb, mr, pc, kb int) {
 //
 //	for i < m, j < N: C[i·ldc+j] = act(bias[j] + Σ_p A[i, p]·op(B)[p, j]) + residual[i·ldr+j]
 func SgemmSource(m int, src ASource, pb *PackedB, c []float32, ldc int, epi Epilogue) {
-	if m == 0 || pb.N == 0 {
+	SgemmSourceCols(m, src, pb, c, ldc, epi, 0, pb.N)
+}
+
+// SgemmSourceCols is SgemmSource for columns [j0, j1) only (j0 a multiple
+// of pb.PanelWidth()): A is packed whole for them, so workers that split
+// the columns each pack it.
+func SgemmSourceCols(m int, src ASource, pb *PackedB, c []float32, ldc int, epi Epilogue, j0, j1 int) {
+	if m == 0 || j1 <= j0 {
 		return
 	}
 	if pb.bf16 {
-		_ = c[(m-1)*ldc+pb.N-1]
-		sgemmPanelsBF16(m, src, pb, c, ldc, epi, 0, pb.N)
+		_ = c[(m-1)*ldc+j1-1]
+		sgemmPanelsBF16(m, src, pb, c, ldc, epi, j0, j1)
 		return
 	}
 	if pb.isa != active {
 		panic("kern: PackedB packed for ISA " + string(pb.isa) + ", active is " + string(active))
 	}
-	_ = c[(m-1)*ldc+pb.N-1]
+	_ = c[(m-1)*ldc+j1-1]
 	if pb.mk.fn != nil {
-		sgemmPanels(pb.mk, m, src, pb, c, ldc, epi, 0, pb.N)
+		sgemmPanels(pb.mk, m, src, pb, c, ldc, epi, j0, j1)
 		return
 	}
 	// The Go path multiplies a matrix: materialize A in 4-row panels.
@@ -316,7 +323,7 @@ func SgemmSource(m int, src ASource, pb *PackedB, c []float32, ldc int, epi Epil
 				rows[r*k+p] = panel[p*4+r]
 			}
 		}
-		SgemmPackedEpi(mb, rows, k, pb, c[i*ldc:], ldc, epi.Rows(i), 0, pb.N)
+		SgemmPackedEpi(mb, rows, k, pb, c[i*ldc:], ldc, epi.Rows(i), j0, j1)
 	}
 }
 

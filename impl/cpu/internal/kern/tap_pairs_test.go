@@ -227,3 +227,54 @@ func TestTapMajor(t *testing.T) {
 		}
 	}
 }
+
+// TestSgemmSourceCols: the product's columns computed in pieces (each
+// piece packing all of A, as workers that split the columns do) are the
+// columns of the whole product, bit for bit, with bias and ReLU, for fp32
+// and bf16 B, windows from NCHW images and from tap pairs, on every ISA
+// path.
+func TestSgemmSourceCols(t *testing.T) {
+	forEachISA(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(25, 26))
+		g := withOut(UnfoldGeom{C: 8, H: 7, W: 7, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1})
+		k, m, n := g.C*g.KH*g.KW, g.OH*g.OW, 200
+		x := make([]float32, g.C*g.H*g.W)
+		for i := range x {
+			x[i] = rng.Float32()*2 - 1
+		}
+		w, bias := make([]float32, n*k), make([]float32, n)
+		for i := range w {
+			w[i] = rng.Float32()*2 - 1
+		}
+		for i := range bias {
+			bias[i] = rng.Float32()
+		}
+		pairs := NewTapPairsA(g, 1, make([]uint32, TapPairsLen(g, 1)))
+		pairs.FillRows(x, 0, pairs.PaddedRows(), make([]float32, g.W*g.C))
+		for _, tc := range []struct {
+			name string
+			src  ASource
+			pb   *PackedB
+		}{
+			{"fp32", NewWindowsA(g, x), PackBT(n, k, w, k)},
+			{"bf16", NewWindowsA(g, x), PackBTBF16(n, k, w, k)},
+			{"bf16 tap pairs", pairs, PackBTBF16(n, k, TapMajor(n, g.C, g.KH, g.KW, w), k)},
+		} {
+			epi := Epilogue{Bias: bias, Act: ActReLU}
+			whole := make([]float32, m*n)
+			SgemmSource(m, tc.src, tc.pb, whole, n, epi)
+			pieces := make([]float32, m*n)
+			// Pieces of 64 columns, windowsGEMM's grain (the Go path's
+			// kernel blocks columns by four, so narrower pieces would sum
+			// its tail columns in another order).
+			for j0 := 0; j0 < n; j0 += 64 {
+				SgemmSourceCols(m, tc.src, tc.pb, pieces, n, epi, j0, min(j0+64, n))
+			}
+			for i := range whole {
+				if !sameFloat(whole[i], pieces[i]) {
+					t.Fatalf("%s: C[%d,%d] = %g in pieces, %g whole", tc.name, i/n, i%n, pieces[i], whole[i])
+				}
+			}
+		}
+	})
+}
