@@ -1,12 +1,17 @@
 package cpu
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 
 	"vitbench/bench"
 	"vitbench/bench/accuracy"
+	"vitbench/bench/cases"
+	"vitbench/bench/ops"
+	"vitbench/bench/runner"
 	"vitbench/impl/cpu/internal/kern"
 )
 
@@ -133,5 +138,64 @@ func TestBF16NarrowDirectConvStaysFP32(t *testing.T) {
 	}
 	if same > nonzero/2 {
 		t.Errorf("through the bf16 GEMM %d of %d nonzero outputs equal fp32's: not rounded", same, nonzero)
+	}
+}
+
+// TestBF16DirectLimitWithTapPairs: with an even channel count a
+// convolution's windows come as tap pairs on cpu-bf16, and the fp32
+// direct convolution keeps only those of at most bf16TapDirectMaxOut
+// output channels: 32→32 gives the cpu backend's bits, 32→64 goes
+// through the bf16 GEMM (rounded: most outputs differ, within bf16's
+// rounding of the fp32 ones).
+func TestBF16DirectLimitWithTapPairs(t *testing.T) {
+	if !kern.HasBF16() {
+		t.Skip("no AVX512_BF16")
+	}
+	for _, out := range []int{bf16TapDirectMaxOut, 2 * bf16TapDirectMaxOut} {
+		params := fmt.Sprintf(`{"in_chans": 32, "out_chans": %d, "img_size": 28, "kernel_size": 3, "stride": 1, "padding": 1, "bn": true, "relu": true}`, out)
+		c := cases.Case{Name: fmt.Sprintf("conv2d/32_%d", out), Op: "conv2d", Batch: 1, Params: json.RawMessage(params)}
+		s, err := c.Spec(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if conv, ok := s.Graph().Steps[0].Node.(ops.Conv2d); !ok || !useDirect(conv) {
+			t.Fatalf("%s: not a direct convolution on the cpu backend", c.Name)
+		}
+		outputs := func(b *Backend) []float32 {
+			p, err := runner.Prepare(b, s, bench.Float32, runner.SynthData(s, 4))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if err := p.Run(); err != nil {
+				t.Fatal(err)
+			}
+			o, err := p.Outputs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return o["out"]
+		}
+		fp32, bf := outputs(New(2)), outputs(NewBF16(2))
+		same, nonzero := 0, 0
+		var num, den float64
+		for i := range fp32 {
+			if fp32[i] != 0 {
+				nonzero++
+				if math.Float32bits(bf[i]) == math.Float32bits(fp32[i]) {
+					same++
+				}
+			}
+			d := float64(bf[i] - fp32[i])
+			num, den = num+d*d, den+float64(fp32[i])*float64(fp32[i])
+		}
+		switch {
+		case out <= bf16TapDirectMaxOut && (same != nonzero || num != 0):
+			t.Errorf("%s: %d of %d nonzero outputs equal the cpu backend's: not its direct convolution", c.Name, same, nonzero)
+		case out > bf16TapDirectMaxOut && same > nonzero/2:
+			t.Errorf("%s: %d of %d nonzero outputs equal the cpu backend's: not rounded to bf16", c.Name, same, nonzero)
+		case num/den > 1e-4:
+			t.Errorf("%s: NMSE %g against the cpu backend, beyond bf16 rounding", c.Name, num/den)
+		}
 	}
 }
