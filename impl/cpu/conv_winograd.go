@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"sync/atomic"
+
 	"vitbench/bench/ops"
 	"vitbench/impl/cpu/internal/cpuinfo"
 	"vitbench/impl/cpu/internal/kern"
@@ -136,11 +138,25 @@ const winogradMinChansFullWidth = 64
 // full width.
 var fullWidthAVX512 = cpuinfo.Vendor() == "GenuineIntel"
 
+// vendorRules is whether the dispatch takes the CPU's vendor into account
+// (SetVendorRules).
+var vendorRules atomic.Bool
+
+func init() { vendorRules.Store(true) }
+
+// SetVendorRules turns the convolution rules that depend on the CPU's
+// vendor (the Winograd path's channels on Intel AVX-512) on or off and
+// returns the previous setting. Off, every CPU takes the rules measured
+// on AMD Zen 4, so that which path a convolution takes, and so what it
+// allocates, depends on the ISA path alone: `vitbench baseline` measures
+// peak bytes that way, the same on every machine.
+func SetVendorRules(on bool) (was bool) { return vendorRules.Swap(on) }
+
 // winogradMinChansHere is winogradMinChans for this CPU and the active
 // ISA path: winogradMinChansFullWidth on the AVX-512 path of an Intel
-// CPU.
+// CPU (unless SetVendorRules turned the vendor's rules off).
 func winogradMinChansHere() int {
-	if fullWidthAVX512 && kern.Active() == kern.ISAAVX512 {
+	if fullWidthAVX512 && vendorRules.Load() && kern.Active() == kern.ISAAVX512 {
 		return winogradMinChansFullWidth
 	}
 	return winogradMinChans

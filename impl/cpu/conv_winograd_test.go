@@ -10,6 +10,7 @@ import (
 
 	"vitbench/bench"
 	"vitbench/bench/ops"
+	"vitbench/impl/cpu/internal/kern"
 )
 
 // TestConvWinogradMatchesOracle runs 3×3 stride-1 convolutions through the
@@ -150,4 +151,28 @@ func abConv(conv ops.Conv2d, paths [2]string) (ta, tb float64) {
 	slices.Sort(ts[0])
 	slices.Sort(ts[1])
 	return ts[0][6], ts[1][6]
+}
+
+// TestWinogradVendorRule: the Winograd path's channel minimum is 64 on the
+// AVX-512 path of an Intel CPU and 32 elsewhere, and 32 everywhere with
+// the vendor's rules off (what `vitbench baseline` measures peak bytes
+// under, so that they do not depend on the machine).
+func TestWinogradVendorRule(t *testing.T) {
+	want := winogradMinChans
+	if fullWidthAVX512 && kern.Active() == kern.ISAAVX512 {
+		want = winogradMinChansFullWidth
+	}
+	if got := winogradMinChansHere(); got != want {
+		t.Errorf("vendor rules on: %d channels, want %d", got, want)
+	}
+	was := SetVendorRules(false)
+	defer SetVendorRules(was)
+	if got := winogradMinChansHere(); got != winogradMinChans {
+		t.Errorf("vendor rules off: %d channels, want %d", got, winogradMinChans)
+	}
+	conv := ops.Conv2d{Unfold: ops.Unfold{Batch: 1, InChans: 32, Height: 64, Width: 64, KernelH: 3, KernelW: 3,
+		StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1}, OutChans: 32}
+	if kern.Active() != kern.ISAGo && !useWinograd(conv, false) {
+		t.Errorf("vendor rules off: VQGAN's 32-channel 3×3 convolution does not take the Winograd path")
+	}
 }
