@@ -216,6 +216,7 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, mode convPacking) *folded
 	}
 	if mode == convTapPairs {
 		wf = kern.TapMajor(o, c.InChans, c.KernelH, c.KernelW, wf)
+		k = len(wf) / o // with a zero channel when C is odd
 	}
 	pb := b.packBT(o, k, wf, k)
 	f := &foldedWeight{versions: versions, pbs: []*kern.PackedB{pb}, bias: bias, tapMajor: mode == convTapPairs}

@@ -51,6 +51,9 @@ var tapPairsGeoms = []UnfoldGeom{
 	{C: 26, H: 7, W: 9, KH: 3, KW: 3, SH: 2, SW: 1, PH: 0, PW: 1, DH: 1, DW: 2},    // k = 234
 	{C: 48, H: 6, W: 6, KH: 5, KW: 5, SH: 1, SW: 1, PH: 2, PW: 2, DH: 1, DW: 1},    // k = 1200
 	{C: 100, H: 3, W: 3, KH: 3, KW: 3, SH: 2, SW: 2, PH: 1, PW: 1, DH: 1, DW: 1},   // k = 900
+	{C: 3, H: 30, W: 27, KH: 7, KW: 7, SH: 2, SW: 2, PH: 3, PW: 3, DH: 1, DW: 1},   // an RGB stem: k = 196 with the zero channel
+	{C: 5, H: 9, W: 8, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 2, DW: 2},     // odd and dilated
+	{C: 1, H: 12, W: 10, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1},   // one channel
 }
 
 // withOut fills in g's output size.
@@ -62,17 +65,19 @@ func withOut(g UnfoldGeom) UnfoldGeom {
 
 // tapMajorCols is the oracle of TapPairsA: the windows of images x
 // [batch, C, H, W] unfolded (UnfoldRows), each row's columns reordered
-// tap-major ((ky·KW + kx)·C + c) and rounded to bf16 (as float32).
+// tap-major ((ky·KW + kx)·Cp + c, a zero column c = C when C is odd) and
+// rounded to bf16 (as float32).
 func tapMajorCols(g UnfoldGeom, batch int, x []float32) []float32 {
-	m, k, taps := g.OH*g.OW, g.C*g.KH*g.KW, g.KH*g.KW
+	m, k, taps, cp := g.OH*g.OW, g.C*g.KH*g.KW, g.KH*g.KW, TapPairsChans(g.C)
 	cols := make([]float32, m*k)
-	out := make([]float32, batch*m*k)
+	kp := TapPairsK(g)
+	out := make([]float32, batch*m*kp)
 	for b := range batch {
 		UnfoldRows(g, x[b*g.C*g.H*g.W:], cols, 0, m)
 		for l := range m {
 			for c := range g.C {
 				for t := range taps {
-					out[(b*m+l)*k+t*g.C+c] = BF16ToFloat32(RoundBF16(cols[l*k+c*taps+t]))
+					out[(b*m+l)*kp+t*cp+c] = BF16ToFloat32(RoundBF16(cols[l*k+c*taps+t]))
 				}
 			}
 		}
@@ -89,7 +94,10 @@ func tapMajorCols(g UnfoldGeom, batch int, x []float32) []float32 {
 func TestTapPairsA(t *testing.T) {
 	forEachISA(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(21, 22))
-		for _, g := range tapPairsGeoms[:12] {
+		for gi, g := range tapPairsGeoms {
+			if gi >= 12 && g.C%2 == 0 {
+				continue
+			}
 			g = withOut(g)
 			const batch = 2
 			x := make([]float32, batch*g.C*g.H*g.W)
@@ -97,13 +105,16 @@ func TestTapPairsA(t *testing.T) {
 				x[i] = rng.Float32()*2 - 1
 			}
 			want := tapMajorCols(g, batch, x)
-			m, k := batch*g.OH*g.OW, g.C*g.KH*g.KW
+			m, k := batch*g.OH*g.OW, TapPairsK(g)
 			img := make([]uint32, TapPairsLen(g, batch)+8)
 			for i := range img {
 				img[i] = 0x7fc07fc0 // NaN pairs: every one must be written
 			}
 			src := NewTapPairsA(g, batch, img)
-			buf := make([]float32, g.W*g.C)
+			buf := make([]float32, g.W*TapPairsChans(g.C))
+			for i := range buf {
+				buf[i] = float32(math.NaN()) // scratch holds anything
+			}
 			half := src.PaddedRows() / 2
 			src.FillRows(x, half, src.PaddedRows(), buf)
 			src.FillRows(x, 0, half, buf)
@@ -171,7 +182,7 @@ func TestSgemmSourceTapPairs(t *testing.T) {
 	forEachBF16Kernel(t, func(t *testing.T, exact bool) {
 		rng := rand.New(rand.NewPCG(23, 24))
 		for gi, g := range tapPairsGeoms {
-			if gi%3 != 0 && g.C*g.KH*g.KW < 2048 {
+			if gi%3 != 0 && g.C*g.KH*g.KW < 2048 && g.C%2 == 0 {
 				continue // a third of the small ones keeps the test short
 			}
 			g = withOut(g)
@@ -180,15 +191,15 @@ func TestSgemmSourceTapPairs(t *testing.T) {
 			for i := range x {
 				x[i] = rng.Float32()*2 - 1
 			}
-			k, m, n := g.C*g.KH*g.KW, batch*g.OH*g.OW, 37
-			w := make([]float32, n*k) // [O, C, KH, KW]
+			k, m, n := TapPairsK(g), batch*g.OH*g.OW, 37
+			w := make([]float32, n*g.C*g.KH*g.KW) // [O, C, KH, KW]
 			for i := range w {
 				w[i] = rng.Float32()*2 - 1
 			}
 			wt := TapMajor(n, g.C, g.KH, g.KW, w)
 			cols := tapMajorCols(g, batch, x)
 			src := NewTapPairsA(g, batch, make([]uint32, TapPairsLen(g, batch)))
-			src.FillRows(x, 0, src.PaddedRows(), make([]float32, g.W*g.C))
+			src.FillRows(x, 0, src.PaddedRows(), make([]float32, g.W*TapPairsChans(g.C)))
 			c, cf := guarded(rng, m*n, false)
 			SgemmSource(m, src, PackBTBF16(n, k, wt, k), c, n, Epilogue{})
 			checkGuards(t, fmt.Sprintf("%+v C", g), cf)
@@ -207,20 +218,31 @@ func TestSgemmSourceTapPairs(t *testing.T) {
 	})
 }
 
-// TestTapMajor: the weight's columns reordered from c·KH·KW + t to t·C + c.
+// TestTapMajor: the weight's columns reordered from c·KH·KW + t to
+// t·Cp + c, with a zero column per tap for an odd channel count.
 func TestTapMajor(t *testing.T) {
-	const o, c, kh, kw = 3, 5, 2, 3
-	w := make([]float32, o*c*kh*kw)
-	for i := range w {
-		w[i] = float32(i)
-	}
-	got := TapMajor(o, c, kh, kw, w)
-	for i := range o {
-		for ch := range c {
-			for ky := range kh {
-				for kx := range kw {
-					if v, want := got[((i*kh+ky)*kw+kx)*c+ch], w[((i*c+ch)*kh+ky)*kw+kx]; v != want {
-						t.Fatalf("out[%d][%d][%d][%d] = %g, want %g", i, ky, kx, ch, v, want)
+	for _, c := range []int{5, 6} {
+		const o, kh, kw = 3, 2, 3
+		cp := TapPairsChans(c)
+		w := make([]float32, o*c*kh*kw)
+		for i := range w {
+			w[i] = float32(i + 1)
+		}
+		got := TapMajor(o, c, kh, kw, w)
+		if len(got) != o*kh*kw*cp {
+			t.Fatalf("C %d: %d values, want %d", c, len(got), o*kh*kw*cp)
+		}
+		for i := range o {
+			for ch := range cp {
+				for ky := range kh {
+					for kx := range kw {
+						want := float32(0)
+						if ch < c {
+							want = w[((i*c+ch)*kh+ky)*kw+kx]
+						}
+						if v := got[((i*kh+ky)*kw+kx)*cp+ch]; v != want {
+							t.Fatalf("C %d: out[%d][%d][%d][%d] = %g, want %g", c, i, ky, kx, ch, v, want)
+						}
 					}
 				}
 			}
