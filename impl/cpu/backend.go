@@ -31,8 +31,9 @@ type Backend struct {
 	// pairArena is the same for bf16 pairs (pairScratch).
 	pairArena []uint32
 	// bf16 makes this the cpu-bf16 backend (bf16.go): matrix products
-	// with bf16 inputs, but for convolutions of at most bf16DirectMaxOut
-	// output channels that the cpu backend runs as direct convolutions.
+	// with bf16 inputs, but for convolutions with few output channels
+	// that the cpu backend runs as direct convolutions (directOnBF16:
+	// bf16DirectMaxOut, bf16TapDirectMaxOut).
 	bf16             bool
 	bf16DirectMaxOut int
 	// derived keeps the packed copies of weights a graph assembles on
@@ -462,12 +463,16 @@ func (b *Backend) Close() error {
 // scratch returns a temporary buffer of n values from the backend's arena
 // (grown when too small, never shrunk); release must be called. Its bytes
 // count toward Memory while in use. Contents are not cleared.
-func (b *Backend) scratch(n int) (buf []float32, release func()) {
-	if cap(b.arena) < n {
-		b.arena = make([]float32, n)
+func (b *Backend) scratch(n int) (buf []float32, release func()) { return fromArena(b, &b.arena, n) }
+
+// fromArena is scratch from arena, any of the backend's arenas of 4-byte
+// values (scratch, pairScratch).
+func fromArena[T float32 | uint32](b *Backend, arena *[]T, n int) (buf []T, release func()) {
+	if cap(*arena) < n {
+		*arena = make([]T, n)
 	}
 	b.account(int64(n) * 4)
-	return b.arena[:n], func() { b.account(-int64(n) * 4) }
+	return (*arena)[:n], func() { b.account(-int64(n) * 4) }
 }
 
 func errShape(op string, from, to bench.Shape) error {

@@ -89,8 +89,8 @@ func (b *Backend) windowsGEMM(windows rowSource, rows int, pb *kern.PackedB, epi
 }
 
 // splitColumns reports whether workers split the columns of a product of
-// rows rows of A by pb rather than its rows: gemmParallel's rule
-// (colSplitRows, colSplitB), here for a product whose A each worker packs
+// rows rows of A by pb rather than its rows (colSplitRows, colSplitB):
+// gemmParallel's rule, and windowsGEMM's, whose workers then each pack A
 // whole. With few rows the row tiles divide unevenly between the workers
 // (ResNet's 7×7 maps are 49 rows, five tiles of 12), and each worker
 // streams all of B; split by columns, each streams its share of B.

@@ -42,9 +42,5 @@ func (b *Backend) fillTapPairs(g kern.UnfoldGeom, batch int, x []float32, pairs 
 // be called. Its bytes count toward Memory while in use. Contents are not
 // cleared.
 func (b *Backend) pairScratch(n int) (buf []uint32, release func()) {
-	if cap(b.pairArena) < n {
-		b.pairArena = make([]uint32, n)
-	}
-	b.account(int64(n) * 4)
-	return b.pairArena[:n], func() { b.account(-int64(n) * 4) }
+	return fromArena(b, &b.pairArena, n)
 }

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"vitbench/bench/ops"
@@ -134,15 +135,13 @@ const (
 const winogradMinChansFullWidth = 64
 
 // fullWidthAVX512 says whether this is an Intel CPU (cpuinfo.Vendor),
-// read once; with the AVX-512 path active its cores run 512-bit FMAs at
-// full width.
-var fullWidthAVX512 = cpuinfo.Vendor() == "GenuineIntel"
+// read once, at the first convolution that asks; with the AVX-512 path
+// active its cores run 512-bit FMAs at full width.
+var fullWidthAVX512 = sync.OnceValue(func() bool { return cpuinfo.Vendor() == "GenuineIntel" })
 
-// vendorRules is whether the dispatch takes the CPU's vendor into account
-// (SetVendorRules).
-var vendorRules atomic.Bool
-
-func init() { vendorRules.Store(true) }
+// vendorRulesOff is whether the dispatch ignores the CPU's vendor
+// (SetVendorRules(false)).
+var vendorRulesOff atomic.Bool
 
 // SetVendorRules turns the convolution rules that depend on the CPU's
 // vendor (the Winograd path's channels on Intel AVX-512) on or off and
@@ -150,13 +149,13 @@ func init() { vendorRules.Store(true) }
 // on AMD Zen 4, so that which path a convolution takes, and so what it
 // allocates, depends on the ISA path alone: `vitbench baseline` measures
 // peak bytes that way, the same on every machine.
-func SetVendorRules(on bool) (was bool) { return vendorRules.Swap(on) }
+func SetVendorRules(on bool) (was bool) { return !vendorRulesOff.Swap(!on) }
 
 // winogradMinChansHere is winogradMinChans for this CPU and the active
 // ISA path: winogradMinChansFullWidth on the AVX-512 path of an Intel
 // CPU (unless SetVendorRules turned the vendor's rules off).
 func winogradMinChansHere() int {
-	if fullWidthAVX512 && vendorRules.Load() && kern.Active() == kern.ISAAVX512 {
+	if !vendorRulesOff.Load() && kern.Active() == kern.ISAAVX512 && fullWidthAVX512() {
 		return winogradMinChansFullWidth
 	}
 	return winogradMinChans

@@ -159,7 +159,7 @@ func abConv(conv ops.Conv2d, paths [2]string) (ta, tb float64) {
 // under, so that they do not depend on the machine).
 func TestWinogradVendorRule(t *testing.T) {
 	want := winogradMinChans
-	if fullWidthAVX512 && kern.Active() == kern.ISAAVX512 {
+	if fullWidthAVX512() && kern.Active() == kern.ISAAVX512 {
 		want = winogradMinChansFullWidth
 	}
 	if got := winogradMinChansHere(); got != want {

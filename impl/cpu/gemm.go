@@ -20,7 +20,7 @@ func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []fl
 	}
 	w, panels := pb.PanelWidth(), pb.Panels()
 	mr := pb.RowTile()
-	if m < 2*mr*threads || (m <= colSplitRows && panels >= 2*threads && pb.N*pb.K >= colSplitB) {
+	if m < 2*mr*threads || splitColumns(m, pb, threads) {
 		grain := max(1, 64/w) // at least 64 columns per worker
 		// Static halves: a piece of the columns packs A again on the
 		// paths that do not read it in place.
