@@ -30,6 +30,31 @@ func run(t *testing.T, b *Backend, name string, seed uint64) (out []float32, p *
 	return outs["out"], p
 }
 
+// outputsOf prepares spec s on b with data, runs it once and returns its
+// outputs, the program closed.
+func outputsOf(t *testing.T, b *Backend, s bench.Spec, data func(group, name string) ([]float32, error)) map[string][]float32 {
+	t.Helper()
+	p, err := runner.Prepare(b, s, bench.Float32, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	return runOutputs(t, p)
+}
+
+// runOutputs runs program p once and returns its outputs.
+func runOutputs(t *testing.T, p *runner.Program) map[string][]float32 {
+	t.Helper()
+	if err := p.Run(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Outputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestDerivedWeightsFollowUploads: the packed GEMM weight and the conv
 // weight with BatchNorm folded in are caches; uploading new weights (or any
 // BN statistic) must change the result exactly as a fresh backend computes

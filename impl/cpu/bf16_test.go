@@ -161,22 +161,8 @@ func TestBF16DirectLimitWithTapPairs(t *testing.T) {
 		if conv, ok := s.Graph().Steps[0].Node.(ops.Conv2d); !ok || !useDirect(conv) {
 			t.Fatalf("%s: not a direct convolution on the cpu backend", c.Name)
 		}
-		outputs := func(b *Backend) []float32 {
-			p, err := runner.Prepare(b, s, bench.Float32, runner.SynthData(s, 4))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			if err := p.Run(); err != nil {
-				t.Fatal(err)
-			}
-			o, err := p.Outputs()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return o["out"]
-		}
-		fp32, bf := outputs(New(2)), outputs(NewBF16(2))
+		data := runner.SynthData(s, 4)
+		fp32, bf := outputsOf(t, New(2), s, data)["out"], outputsOf(t, NewBF16(2), s, data)["out"]
 		same, nonzero := 0, 0
 		var num, den float64
 		for i := range fp32 {

@@ -29,21 +29,6 @@ func TestDerivedPacksAcrossRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			outputs := func(b *Backend, src func(group, name string) ([]float32, error)) map[string][]float32 {
-				p, err := runner.Prepare(b, s, bench.Float32, src)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer p.Close()
-				if err := p.Run(); err != nil {
-					t.Fatal(err)
-				}
-				out, err := p.Outputs()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return out
-			}
 			same := func(what string, got, want map[string][]float32) {
 				t.Helper()
 				for k, w := range want {
@@ -59,19 +44,9 @@ func TestDerivedPacksAcrossRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run := func() map[string][]float32 {
-				t.Helper()
-				if err := p.Run(); err != nil {
-					t.Fatal(err)
-				}
-				out, err := p.Outputs()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return out
-			}
+			run := func() map[string][]float32 { return runOutputs(t, p) }
 			first := run()
-			same("fresh backend", first, outputs(New(2), runner.SynthData(s, 1)))
+			same("fresh backend", first, outputsOf(t, New(2), s, runner.SynthData(s, 1)))
 			packs := b.keptPacks()
 			if packs == 0 {
 				t.Fatalf("%s %s: no packed copy kept for the assembled weights", isa, name)
@@ -100,7 +75,7 @@ func TestDerivedPacksAcrossRuns(t *testing.T) {
 					}
 				}
 			}
-			fresh := outputs(New(2), src)
+			fresh := outputsOf(t, New(2), s, src)
 			same("after re-upload", run(), fresh)
 			same("after re-upload, again", run(), fresh)
 			p.Close()

@@ -309,17 +309,25 @@ func TestSgemmSourceBF16(t *testing.T) {
 			c, cf := guarded(rng, m*n, false)
 			SgemmSource(m, NewWindowsA(g, x), PackBTBF16(n, k, w, k), c, n, Epilogue{})
 			checkGuards(t, fmt.Sprintf("%+v C", g), cf)
-			for i := range m {
-				for j := range n {
-					var mag float64
-					for q := range k {
-						mag += math.Abs(float64(bf16DAZ(RoundBF16(cols[i*k+q]))) * float64(bf16DAZ(RoundBF16(w[j*k+q]))))
-					}
-					if want := dotBF16Ref(cols[i*k:i*k+k], w[j*k:j*k+k], 0); !closeBF16(c[i*n+j], want, exact, k, mag, 0) {
-						t.Fatalf("%+v: C[%d,%d] = %g, oracle %g", g, i, j, c[i*n+j], want)
-					}
-				}
-			}
+			checkUnfoldedBF16(t, fmt.Sprintf("%+v", g), c, cols, w, m, n, k, exact)
 		}
 	})
+}
+
+// checkUnfoldedBF16 checks C [m, n] = A·Bᵀ of the bf16 GEMM against
+// dotBF16Ref on the explicit A [m, k] and B [n, k], element by element
+// (closeBF16: bit for bit when exact).
+func checkUnfoldedBF16(t *testing.T, what string, c, a, b []float32, m, n, k int, exact bool) {
+	t.Helper()
+	for i := range m {
+		for j := range n {
+			var mag float64
+			for q := range k {
+				mag += math.Abs(float64(bf16DAZ(RoundBF16(a[i*k+q]))) * float64(bf16DAZ(RoundBF16(b[j*k+q]))))
+			}
+			if want := dotBF16Ref(a[i*k:i*k+k], b[j*k:j*k+k], 0); !closeBF16(c[i*n+j], want, exact, k, mag, 0) {
+				t.Fatalf("%s: C[%d,%d] = %g, oracle %g", what, i, j, c[i*n+j], want)
+			}
+		}
+	}
 }

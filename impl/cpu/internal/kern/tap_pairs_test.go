@@ -203,17 +203,7 @@ func TestSgemmSourceTapPairs(t *testing.T) {
 			c, cf := guarded(rng, m*n, false)
 			SgemmSource(m, src, PackBTBF16(n, k, wt, k), c, n, Epilogue{})
 			checkGuards(t, fmt.Sprintf("%+v C", g), cf)
-			for i := range m {
-				for j := range n {
-					var mag float64
-					for q := range k {
-						mag += math.Abs(float64(bf16DAZ(RoundBF16(cols[i*k+q]))) * float64(bf16DAZ(RoundBF16(wt[j*k+q]))))
-					}
-					if want := dotBF16Ref(cols[i*k:i*k+k], wt[j*k:j*k+k], 0); !closeBF16(c[i*n+j], want, exact, k, mag, 0) {
-						t.Fatalf("%+v: C[%d,%d] = %g, oracle %g", g, i, j, c[i*n+j], want)
-					}
-				}
-			}
+			checkUnfoldedBF16(t, fmt.Sprintf("%+v", g), c, cols, wt, m, n, k, exact)
 		}
 	})
 }
