@@ -275,10 +275,7 @@ func storeRun(src, res, dst []float32, relu bool) {
 	n := len(dst)
 	switch {
 	case res != nil:
-		kern.Add(n, src, res, dst)
-		if relu {
-			kern.ReLU(n, dst, dst)
-		}
+		kern.BiasResidual(n, 0, src, res, dst, relu)
 	case relu:
 		kern.ReLU(n, src, dst)
 	case n > 0 && &src[0] != &dst[0]:

@@ -60,8 +60,8 @@ const pointwiseCols = 256
 // conv2dPointwise runs the pointwise convolution c with the folded weight
 // wf [O, C] and bias: workers take (image, block of pointwiseCols pixels,
 // part of the output channels) tasks, each one product then, per output
-// channel, the bias, the residual and the ReLU over the block's run of the
-// plane. The output channels are split into parts only when there are
+// channel, the bias, the residual and the ReLU in one pass over the block's
+// run of the plane (kern.BiasResidual). The output channels are split into parts only when there are
 // fewer blocks than workers (a small map), so that every worker has a
 // task; each part's worker packs the block's pixels for itself.
 func (b *Backend) conv2dPointwise(c ops.Conv2d, wf, bias, x, y, res []float32) {
@@ -77,13 +77,12 @@ func (b *Backend) conv2dPointwise(c ops.Conv2d, wf, bias, x, y, res []float32) {
 			kern.Sgemm(rows, n, cin, wf[o0*cin:], cin, x[img*cin*hw+j0:], hw, false, out, hw)
 			for ch := o0; ch < o0+rows; ch++ {
 				row := out[(ch-o0)*hw : (ch-o0)*hw+n]
-				kern.Affine(n, 1, bias[ch], row, row)
 				var r []float32
 				if res != nil {
 					at := (img*o+ch)*hw + j0
 					r = res[at : at+n]
 				}
-				storeRun(row, r, row, c.ReLU)
+				kern.BiasResidual(n, bias[ch], row, r, row, c.ReLU)
 			}
 		}
 	})

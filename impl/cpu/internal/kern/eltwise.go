@@ -89,6 +89,41 @@ func Max(n int, x, y, out []float32) {
 	maxGo(x[:n], y[:n], out[:n])
 }
 
+// BiasResidual finishes n outputs of a convolution in one pass: the bias
+// b, then the residual r when it is not nil, then the ReLU when relu (NaN
+// staying NaN, as ReLU's):
+//
+//	for i < n: v = (x[i] + b) + r[i]; out[i] = relu ? max(v, 0) : v
+//
+// Without r, v = x[i] + b. out may be x or r (in place); otherwise the
+// slices must not overlap.
+func BiasResidual(n int, b float32, x, r, out []float32, relu bool) {
+	if n == 0 {
+		return
+	}
+	_, _ = x[n-1], out[n-1]
+	if r != nil {
+		_ = r[n-1]
+	}
+	k := eltwiseFor(active)
+	switch {
+	case k == nil:
+		biasResidualGo(b, x[:n], r, out[:n], relu)
+	case r != nil:
+		k.biasResidual[b2i(relu)](n, b, &x[0], &r[0], &out[0])
+	default:
+		k.biasAdd[b2i(relu)](n, b, &x[0], &out[0])
+	}
+}
+
+// b2i is 1 for true, 0 for false: the index of a kernel pair.
+func b2i(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
 // eltwiseKernels are the SIMD elementwise kernels of one path.
 type eltwiseKernels struct {
 	add       func(n int, x, y, out *float32)
@@ -96,4 +131,7 @@ type eltwiseKernels struct {
 	scale     func(n int, alpha float32, x, out *float32)
 	addScaled func(n int, alpha float32, x, y, out *float32)
 	max       func(n int, x, y, out *float32)
+	// BiasResidual's kernels, without and with the ReLU.
+	biasAdd      [2]func(n int, b float32, x, out *float32)
+	biasResidual [2]func(n int, b float32, x, r, out *float32)
 }

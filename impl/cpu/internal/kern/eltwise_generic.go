@@ -40,3 +40,20 @@ func maxGo(x, y, out []float32) {
 		out[i] = v
 	}
 }
+
+func biasResidualGo(b float32, x, r, out []float32, relu bool) {
+	out = out[:len(x)]
+	if r != nil {
+		r = r[:len(x)]
+	}
+	for i, v := range x {
+		v += b
+		if r != nil {
+			v += r[i]
+		}
+		if relu {
+			v = max(v, 0)
+		}
+		out[i] = v
+	}
+}

@@ -41,3 +41,16 @@ func maxRef(n int, x, y, out []float32) {
 		}
 	}
 }
+
+func biasResidualRef(n int, b float32, x, r, out []float32, relu bool) {
+	for i := 0; i < n; i++ {
+		v := x[i] + b
+		if r != nil {
+			v += r[i]
+		}
+		out[i] = v
+		if relu {
+			reluRef(1, out[i:], out[i:])
+		}
+	}
+}

@@ -52,6 +52,15 @@ var eltwiseCases = []eltwiseCase{
 	// x + alpha·y fused or not: within an ulp of |x| + |alpha·y|.
 	{"AddScaled", func(n int, x, y, o []float32) { AddScaled(n, 0.3, x, y, o) }, func(n int, x, y, o []float32) { addScaledRef(n, 0.3, x, y, o) }, 1.2e-7},
 	{"Max", func(n int, x, y, o []float32) { Max(n, x, y, o) }, maxRef, 0},
+	// The convolution finish: bias, residual (y) when given, ReLU when asked.
+	{"BiasResidual", func(n int, x, y, o []float32) { BiasResidual(n, 0.75, x, y, o, false) },
+		func(n int, x, y, o []float32) { biasResidualRef(n, 0.75, x, y, o, false) }, 0},
+	{"BiasResidualReLU", func(n int, x, y, o []float32) { BiasResidual(n, -0.25, x, y, o, true) },
+		func(n int, x, y, o []float32) { biasResidualRef(n, -0.25, x, y, o, true) }, 0},
+	{"Bias", func(n int, x, _, o []float32) { BiasResidual(n, 1.5, x, nil, o, false) },
+		func(n int, x, _, o []float32) { biasResidualRef(n, 1.5, x, nil, o, false) }, 0},
+	{"BiasReLU", func(n int, x, _, o []float32) { BiasResidual(n, -0.5, x, nil, o, true) },
+		func(n int, x, _, o []float32) { biasResidualRef(n, -0.5, x, nil, o, true) }, 0},
 }
 
 // TestEltwiseMatchesOracle runs every elementwise kernel on every path,

@@ -5285,6 +5285,310 @@ reluAVX512_done:
 	VZEROUPPER
 	RET
 
+// func biasAddAVX512(n int, b float32, x *float32, out *float32)
+// Requires: AVX, AVX512F
+TEXT ·biasAddAVX512(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ out+24(FP), DI
+
+	// b in every lane
+	VMOVSS       b+8(FP), X8
+	VBROADCASTSS X8, Z8
+
+biasAddAVX512_blocks:
+	CMPQ CX, $0x00000040
+	JB   biasAddAVX512_vectors
+
+	// out = x[i] + b
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	VADDPS  Z8, Z0, Z0
+	VMOVUPS Z0, (DI)
+	VADDPS  Z8, Z1, Z1
+	VMOVUPS Z1, 64(DI)
+	VADDPS  Z8, Z2, Z2
+	VMOVUPS Z2, 128(DI)
+	VADDPS  Z8, Z3, Z3
+	VMOVUPS Z3, 192(DI)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x00000040, CX
+	JMP     biasAddAVX512_blocks
+
+biasAddAVX512_vectors:
+	CMPQ CX, $0x00000010
+	JB   biasAddAVX512_tail
+
+	// out = x[i] + b
+	VMOVUPS (SI), Z0
+	VADDPS  Z8, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     biasAddAVX512_vectors
+
+biasAddAVX512_tail:
+	TESTQ CX, CX
+	JZ    biasAddAVX512_done
+
+	// K1 = lanes < n
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+
+	// out = x[i] + b
+	VMOVUPS.Z (SI), K1, Z0
+	VADDPS    Z8, Z0, Z0
+	VMOVUPS   Z0, K1, (DI)
+
+biasAddAVX512_done:
+	VZEROUPPER
+	RET
+
+// func biasAddReLUAVX512(n int, b float32, x *float32, out *float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·biasAddReLUAVX512(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ out+24(FP), DI
+
+	// b in every lane
+	VMOVSS       b+8(FP), X8
+	VBROADCASTSS X8, Z8
+	VXORPS       Z9, Z9, Z9
+
+biasAddReLUAVX512_blocks:
+	CMPQ CX, $0x00000040
+	JB   biasAddReLUAVX512_vectors
+
+	// out = max(x[i] + b, 0)
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	VADDPS  Z8, Z0, Z0
+	VMAXPS  Z0, Z9, Z0
+	VMOVUPS Z0, (DI)
+	VADDPS  Z8, Z1, Z1
+	VMAXPS  Z1, Z9, Z1
+	VMOVUPS Z1, 64(DI)
+	VADDPS  Z8, Z2, Z2
+	VMAXPS  Z2, Z9, Z2
+	VMOVUPS Z2, 128(DI)
+	VADDPS  Z8, Z3, Z3
+	VMAXPS  Z3, Z9, Z3
+	VMOVUPS Z3, 192(DI)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x00000040, CX
+	JMP     biasAddReLUAVX512_blocks
+
+biasAddReLUAVX512_vectors:
+	CMPQ CX, $0x00000010
+	JB   biasAddReLUAVX512_tail
+
+	// out = max(x[i] + b, 0)
+	VMOVUPS (SI), Z0
+	VADDPS  Z8, Z0, Z0
+	VMAXPS  Z0, Z9, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     biasAddReLUAVX512_vectors
+
+biasAddReLUAVX512_tail:
+	TESTQ CX, CX
+	JZ    biasAddReLUAVX512_done
+
+	// K1 = lanes < n
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+
+	// out = max(x[i] + b, 0)
+	VMOVUPS.Z (SI), K1, Z0
+	VADDPS    Z8, Z0, Z0
+	VMAXPS    Z0, Z9, Z0
+	VMOVUPS   Z0, K1, (DI)
+
+biasAddReLUAVX512_done:
+	VZEROUPPER
+	RET
+
+// func biasResidualAVX512(n int, b float32, x *float32, r *float32, out *float32)
+// Requires: AVX, AVX512F
+TEXT ·biasResidualAVX512(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ r+24(FP), DX
+	MOVQ out+32(FP), DI
+
+	// b in every lane
+	VMOVSS       b+8(FP), X8
+	VBROADCASTSS X8, Z8
+
+biasResidualAVX512_blocks:
+	CMPQ CX, $0x00000040
+	JB   biasResidualAVX512_vectors
+
+	// out = (x[i] + b) + r[i]
+	VMOVUPS (SI), Z0
+	VMOVUPS (DX), Z4
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 64(DX), Z5
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 128(DX), Z6
+	VMOVUPS 192(SI), Z3
+	VMOVUPS 192(DX), Z7
+	VADDPS  Z8, Z0, Z0
+	VADDPS  Z4, Z0, Z0
+	VMOVUPS Z0, (DI)
+	VADDPS  Z8, Z1, Z1
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS Z1, 64(DI)
+	VADDPS  Z8, Z2, Z2
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS Z2, 128(DI)
+	VADDPS  Z8, Z3, Z3
+	VADDPS  Z7, Z3, Z3
+	VMOVUPS Z3, 192(DI)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, DX
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x00000040, CX
+	JMP     biasResidualAVX512_blocks
+
+biasResidualAVX512_vectors:
+	CMPQ CX, $0x00000010
+	JB   biasResidualAVX512_tail
+
+	// out = (x[i] + b) + r[i]
+	VMOVUPS (SI), Z0
+	VMOVUPS (DX), Z4
+	VADDPS  Z8, Z0, Z0
+	VADDPS  Z4, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DX
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     biasResidualAVX512_vectors
+
+biasResidualAVX512_tail:
+	TESTQ CX, CX
+	JZ    biasResidualAVX512_done
+
+	// K1 = lanes < n
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+
+	// out = (x[i] + b) + r[i]
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS.Z (DX), K1, Z4
+	VADDPS    Z8, Z0, Z0
+	VADDPS    Z4, Z0, Z0
+	VMOVUPS   Z0, K1, (DI)
+
+biasResidualAVX512_done:
+	VZEROUPPER
+	RET
+
+// func biasResidualReLUAVX512(n int, b float32, x *float32, r *float32, out *float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·biasResidualReLUAVX512(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ r+24(FP), DX
+	MOVQ out+32(FP), DI
+
+	// b in every lane
+	VMOVSS       b+8(FP), X8
+	VBROADCASTSS X8, Z8
+	VXORPS       Z9, Z9, Z9
+
+biasResidualReLUAVX512_blocks:
+	CMPQ CX, $0x00000040
+	JB   biasResidualReLUAVX512_vectors
+
+	// out = max((x[i] + b) + r[i], 0)
+	VMOVUPS (SI), Z0
+	VMOVUPS (DX), Z4
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 64(DX), Z5
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 128(DX), Z6
+	VMOVUPS 192(SI), Z3
+	VMOVUPS 192(DX), Z7
+	VADDPS  Z8, Z0, Z0
+	VADDPS  Z4, Z0, Z0
+	VMAXPS  Z0, Z9, Z0
+	VMOVUPS Z0, (DI)
+	VADDPS  Z8, Z1, Z1
+	VADDPS  Z5, Z1, Z1
+	VMAXPS  Z1, Z9, Z1
+	VMOVUPS Z1, 64(DI)
+	VADDPS  Z8, Z2, Z2
+	VADDPS  Z6, Z2, Z2
+	VMAXPS  Z2, Z9, Z2
+	VMOVUPS Z2, 128(DI)
+	VADDPS  Z8, Z3, Z3
+	VADDPS  Z7, Z3, Z3
+	VMAXPS  Z3, Z9, Z3
+	VMOVUPS Z3, 192(DI)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, DX
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x00000040, CX
+	JMP     biasResidualReLUAVX512_blocks
+
+biasResidualReLUAVX512_vectors:
+	CMPQ CX, $0x00000010
+	JB   biasResidualReLUAVX512_tail
+
+	// out = max((x[i] + b) + r[i], 0)
+	VMOVUPS (SI), Z0
+	VMOVUPS (DX), Z4
+	VADDPS  Z8, Z0, Z0
+	VADDPS  Z4, Z0, Z0
+	VMAXPS  Z0, Z9, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DX
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     biasResidualReLUAVX512_vectors
+
+biasResidualReLUAVX512_tail:
+	TESTQ CX, CX
+	JZ    biasResidualReLUAVX512_done
+
+	// K1 = lanes < n
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+
+	// out = max((x[i] + b) + r[i], 0)
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS.Z (DX), K1, Z4
+	VADDPS    Z8, Z0, Z0
+	VADDPS    Z4, Z0, Z0
+	VMAXPS    Z0, Z9, Z0
+	VMOVUPS   Z0, K1, (DI)
+
+biasResidualReLUAVX512_done:
+	VZEROUPPER
+	RET
+
 // func scaleAVX512(n int, alpha float32, x *float32, out *float32)
 // Requires: AVX, AVX512F
 TEXT ·scaleAVX512(SB), NOSPLIT, $0-32
@@ -8116,6 +8420,270 @@ reluAVX2_tail:
 	VMASKMOVPS Y0, Y15, (DI)
 
 reluAVX2_done:
+	VZEROUPPER
+	RET
+
+// func biasAddAVX2(n int, b float32, x *float32, out *float32)
+// Requires: AVX, AVX2
+TEXT ·biasAddAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ out+24(FP), DI
+
+	// b in every lane
+	VMOVSS       b+8(FP), X4
+	VBROADCASTSS X4, Y4
+
+biasAddAVX2_blocks:
+	CMPQ CX, $0x00000010
+	JB   biasAddAVX2_vectors
+
+	// out = x[i] + b
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VADDPS  Y4, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS  Y4, Y1, Y1
+	VMOVUPS Y1, 32(DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     biasAddAVX2_blocks
+
+biasAddAVX2_vectors:
+	CMPQ CX, $0x00000008
+	JB   biasAddAVX2_tail
+
+	// out = x[i] + b
+	VMOVUPS (SI), Y0
+	VADDPS  Y4, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     biasAddAVX2_vectors
+
+biasAddAVX2_tail:
+	TESTQ CX, CX
+	JZ    biasAddAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+
+	// out = x[i] + b
+	VMASKMOVPS (SI), Y15, Y0
+	VADDPS     Y4, Y0, Y0
+	VMASKMOVPS Y0, Y15, (DI)
+
+biasAddAVX2_done:
+	VZEROUPPER
+	RET
+
+// func biasAddReLUAVX2(n int, b float32, x *float32, out *float32)
+// Requires: AVX, AVX2
+TEXT ·biasAddReLUAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ out+24(FP), DI
+
+	// b in every lane
+	VMOVSS       b+8(FP), X4
+	VBROADCASTSS X4, Y4
+	VXORPS       Y5, Y5, Y5
+
+biasAddReLUAVX2_blocks:
+	CMPQ CX, $0x00000010
+	JB   biasAddReLUAVX2_vectors
+
+	// out = max(x[i] + b, 0)
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VADDPS  Y4, Y0, Y0
+	VMAXPS  Y0, Y5, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS  Y4, Y1, Y1
+	VMAXPS  Y1, Y5, Y1
+	VMOVUPS Y1, 32(DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     biasAddReLUAVX2_blocks
+
+biasAddReLUAVX2_vectors:
+	CMPQ CX, $0x00000008
+	JB   biasAddReLUAVX2_tail
+
+	// out = max(x[i] + b, 0)
+	VMOVUPS (SI), Y0
+	VADDPS  Y4, Y0, Y0
+	VMAXPS  Y0, Y5, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     biasAddReLUAVX2_vectors
+
+biasAddReLUAVX2_tail:
+	TESTQ CX, CX
+	JZ    biasAddReLUAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+
+	// out = max(x[i] + b, 0)
+	VMASKMOVPS (SI), Y15, Y0
+	VADDPS     Y4, Y0, Y0
+	VMAXPS     Y0, Y5, Y0
+	VMASKMOVPS Y0, Y15, (DI)
+
+biasAddReLUAVX2_done:
+	VZEROUPPER
+	RET
+
+// func biasResidualAVX2(n int, b float32, x *float32, r *float32, out *float32)
+// Requires: AVX, AVX2
+TEXT ·biasResidualAVX2(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ r+24(FP), DX
+	MOVQ out+32(FP), DI
+
+	// b in every lane
+	VMOVSS       b+8(FP), X4
+	VBROADCASTSS X4, Y4
+
+biasResidualAVX2_blocks:
+	CMPQ CX, $0x00000010
+	JB   biasResidualAVX2_vectors
+
+	// out = (x[i] + b) + r[i]
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y2
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 32(DX), Y3
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS  Y4, Y1, Y1
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS Y1, 32(DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DX
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     biasResidualAVX2_blocks
+
+biasResidualAVX2_vectors:
+	CMPQ CX, $0x00000008
+	JB   biasResidualAVX2_tail
+
+	// out = (x[i] + b) + r[i]
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y2
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DX
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     biasResidualAVX2_vectors
+
+biasResidualAVX2_tail:
+	TESTQ CX, CX
+	JZ    biasResidualAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+
+	// out = (x[i] + b) + r[i]
+	VMASKMOVPS (SI), Y15, Y0
+	VMASKMOVPS (DX), Y15, Y2
+	VADDPS     Y4, Y0, Y0
+	VADDPS     Y2, Y0, Y0
+	VMASKMOVPS Y0, Y15, (DI)
+
+biasResidualAVX2_done:
+	VZEROUPPER
+	RET
+
+// func biasResidualReLUAVX2(n int, b float32, x *float32, r *float32, out *float32)
+// Requires: AVX, AVX2
+TEXT ·biasResidualReLUAVX2(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ r+24(FP), DX
+	MOVQ out+32(FP), DI
+
+	// b in every lane
+	VMOVSS       b+8(FP), X4
+	VBROADCASTSS X4, Y4
+	VXORPS       Y5, Y5, Y5
+
+biasResidualReLUAVX2_blocks:
+	CMPQ CX, $0x00000010
+	JB   biasResidualReLUAVX2_vectors
+
+	// out = max((x[i] + b) + r[i], 0)
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y2
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 32(DX), Y3
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y2, Y0, Y0
+	VMAXPS  Y0, Y5, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS  Y4, Y1, Y1
+	VADDPS  Y3, Y1, Y1
+	VMAXPS  Y1, Y5, Y1
+	VMOVUPS Y1, 32(DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DX
+	ADDQ    $0x00000040, DI
+	SUBQ    $0x00000010, CX
+	JMP     biasResidualReLUAVX2_blocks
+
+biasResidualReLUAVX2_vectors:
+	CMPQ CX, $0x00000008
+	JB   biasResidualReLUAVX2_tail
+
+	// out = max((x[i] + b) + r[i], 0)
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y2
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y2, Y0, Y0
+	VMAXPS  Y0, Y5, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DX
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     biasResidualReLUAVX2_vectors
+
+biasResidualReLUAVX2_tail:
+	TESTQ CX, CX
+	JZ    biasResidualReLUAVX2_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+
+	// out = max((x[i] + b) + r[i], 0)
+	VMASKMOVPS (SI), Y15, Y0
+	VMASKMOVPS (DX), Y15, Y2
+	VADDPS     Y4, Y0, Y0
+	VADDPS     Y2, Y0, Y0
+	VMAXPS     Y0, Y5, Y0
+	VMASKMOVPS Y0, Y15, (DI)
+
+biasResidualReLUAVX2_done:
 	VZEROUPPER
 	RET
 

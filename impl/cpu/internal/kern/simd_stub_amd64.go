@@ -99,6 +99,26 @@ func addAVX512(n int, x *float32, y *float32, out *float32)
 //go:noescape
 func reluAVX512(n int, x *float32, out *float32)
 
+// biasAddAVX512 sets out[i] = x[i] + b for i < n (NaN stays NaN).
+//
+//go:noescape
+func biasAddAVX512(n int, b float32, x *float32, out *float32)
+
+// biasAddReLUAVX512 sets out[i] = max(x[i] + b, 0) for i < n (NaN stays NaN).
+//
+//go:noescape
+func biasAddReLUAVX512(n int, b float32, x *float32, out *float32)
+
+// biasResidualAVX512 sets out[i] = (x[i] + b) + r[i] for i < n (NaN stays NaN).
+//
+//go:noescape
+func biasResidualAVX512(n int, b float32, x *float32, r *float32, out *float32)
+
+// biasResidualReLUAVX512 sets out[i] = max((x[i] + b) + r[i], 0) for i < n (NaN stays NaN).
+//
+//go:noescape
+func biasResidualReLUAVX512(n int, b float32, x *float32, r *float32, out *float32)
+
 // scaleAVX512 sets out[i] = alpha·x[i] for i < n.
 //
 //go:noescape
@@ -204,6 +224,26 @@ func addAVX2(n int, x *float32, y *float32, out *float32)
 //
 //go:noescape
 func reluAVX2(n int, x *float32, out *float32)
+
+// biasAddAVX2 sets out[i] = x[i] + b for i < n (NaN stays NaN).
+//
+//go:noescape
+func biasAddAVX2(n int, b float32, x *float32, out *float32)
+
+// biasAddReLUAVX2 sets out[i] = max(x[i] + b, 0) for i < n (NaN stays NaN).
+//
+//go:noescape
+func biasAddReLUAVX2(n int, b float32, x *float32, out *float32)
+
+// biasResidualAVX2 sets out[i] = (x[i] + b) + r[i] for i < n (NaN stays NaN).
+//
+//go:noescape
+func biasResidualAVX2(n int, b float32, x *float32, r *float32, out *float32)
+
+// biasResidualReLUAVX2 sets out[i] = max((x[i] + b) + r[i], 0) for i < n (NaN stays NaN).
+//
+//go:noescape
+func biasResidualReLUAVX2(n int, b float32, x *float32, r *float32, out *float32)
 
 // scaleAVX2 sets out[i] = alpha·x[i] for i < n.
 //

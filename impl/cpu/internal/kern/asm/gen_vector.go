@@ -22,6 +22,11 @@ func vectorKernels() {
 	} {
 		s.add()
 		s.relu()
+		for _, residual := range []bool{false, true} {
+			for _, relu := range []bool{false, true} {
+				s.biasResidual(residual, relu)
+			}
+		}
 		s.scale()
 		s.addScaled()
 		s.gelu()
@@ -285,6 +290,60 @@ func (s vecISA) relu() {
 		for j := 0; j < u; j++ {
 			VMAXPS(a[j], zero, a[j])
 			s.st(a[j], at(1, j), tail)
+		}
+	})
+	s.end()
+}
+
+// biasResidual emits the one-pass finish of a convolution's outputs:
+// out[i] = (x[i] + b) + r[i] for i < n, the residual r only when residual,
+// then max(·, 0) when relu (NaN stays NaN, as relu's).
+func (s vecISA) biasResidual(residual, relu bool) {
+	name, sig, what := "biasAdd", "func(n int, b float32, x, out *float32)", "x[i] + b"
+	if residual {
+		name, sig, what = "biasResidual", "func(n int, b float32, x, r, out *float32)", "(x[i] + b) + r[i]"
+	}
+	if relu {
+		name, what = name+"ReLU", "max("+what+", 0)"
+	}
+	name += s.suffix
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(name + " sets out[i] = " + what + " for i < n (NaN stays NaN).")
+	Load(Param("n"), RCX)
+	Load(Param("x"), RSI)
+	ptrs := []Register{RSI}
+	if residual {
+		Load(Param("r"), RDX)
+		ptrs = append(ptrs, RDX)
+	}
+	Load(Param("out"), RDI)
+	ptrs = append(ptrs, RDI)
+	a, c := s.v[:s.unroll], s.v[s.unroll:2*s.unroll]
+	vb, zero := s.v[2*s.unroll], s.v[2*s.unroll+1]
+	Comment("b in every lane")
+	loadFloat("b", vb.AsX())
+	s.bcast(vb, vb)
+	if relu {
+		VXORPS(zero, zero, zero)
+	}
+	s.stream(name, ptrs, func(u int, tail bool, at func(p, j int) Mem) {
+		Comment("out = " + what)
+		for j := 0; j < u; j++ {
+			s.ld(at(0, j), a[j], tail)
+			if residual {
+				s.ld(at(1, j), c[j], tail)
+			}
+		}
+		for j := 0; j < u; j++ {
+			VADDPS(vb, a[j], a[j])
+			if residual {
+				VADDPS(c[j], a[j], a[j])
+			}
+			if relu {
+				VMAXPS(a[j], zero, a[j])
+			}
+			s.st(a[j], at(len(ptrs)-1, j), tail)
 		}
 	})
 	s.end()
