@@ -53,26 +53,47 @@ const pointwiseMinPixels = 2048
 // channels at 14×14 and 7×7, 0.85× for 128→512 at 28×28).
 const pointwiseMaxNarrow = 256
 
-// pointwiseCols is the number of pixels one task multiplies: its output
+// pointwiseCols is the most pixels one task multiplies: its output
 // block (O rows of it) stays in L2 for the epilogue.
 const pointwiseCols = 256
 
+// pointwiseBlock returns the pixels per block of an image of hw pixels:
+// at most pointwiseCols, in as many blocks as that takes rounded up to a
+// multiple of the workers, the blocks equal to a column granule
+// (pointwiseGranule). Blocks of exactly pointwiseCols left a 28×28 map
+// (784 pixels) three full blocks and one of 16 pixels, so one worker
+// multiplied 512 pixels and the other 272; now each takes two of 208 or
+// 160.
+func pointwiseBlock(hw, threads int) int {
+	blocks := ceilDiv(hw, pointwiseCols)
+	if blocks > 1 {
+		blocks = ceilDiv(blocks, threads) * threads
+	}
+	return min(pointwiseCols, ceilDiv(ceilDiv(hw, blocks), pointwiseGranule)*pointwiseGranule)
+}
+
+// pointwiseGranule is the pixel granule of a block: the AVX-512
+// microkernel's column vector.
+const pointwiseGranule = 16
+
 // conv2dPointwise runs the pointwise convolution c with the folded weight
-// wf [O, C] and bias: workers take (image, block of pointwiseCols pixels,
+// wf [O, C] and bias: workers take (image, block of pixels (pointwiseBlock),
 // part of the output channels) tasks, each one product then, per output
 // channel, the bias, the residual and the ReLU in one pass over the block's
-// run of the plane (kern.BiasResidual). The output channels are split into parts only when there are
-// fewer blocks than workers (a small map), so that every worker has a
-// task; each part's worker packs the block's pixels for itself.
+// run of the plane (kern.BiasResidual). The output channels are split
+// into parts only when there are fewer blocks than workers (a small map),
+// so that every worker has a task; each part's worker packs the block's
+// pixels for itself.
 func (b *Backend) conv2dPointwise(c ops.Conv2d, wf, bias, x, y, res []float32) {
 	hw, cin, o := c.Height*c.Width, c.InChans, c.OutChans
-	blocks := ceilDiv(hw, pointwiseCols)
+	cols := pointwiseBlock(hw, b.threads)
+	blocks := ceilDiv(hw, cols)
 	parts, partRows := pointwiseParts(b.threads, c.Batch*blocks, o)
 	parallelFor(b.threads, c.Batch*blocks*parts, 1, func(lo, hi int) {
 		for task := lo; task < hi; task++ {
 			img, blk, part := task/(blocks*parts), task/parts%blocks, task%parts
-			j0, o0 := blk*pointwiseCols, part*partRows
-			n, rows := min(pointwiseCols, hw-j0), min(partRows, o-o0)
+			j0, o0 := blk*cols, part*partRows
+			n, rows := min(cols, hw-j0), min(partRows, o-o0)
 			out := y[(img*o+o0)*hw+j0:]
 			kern.Sgemm(rows, n, cin, wf[o0*cin:], cin, x[img*cin*hw+j0:], hw, false, out, hw)
 			for ch := o0; ch < o0+rows; ch++ {
