@@ -25,12 +25,22 @@ var convPath = os.Getenv("VITBENCH_CONV")
 // convForced reports whether convPath lists mode.
 func convForced(mode string) bool { return slices.Contains(strings.Split(convPath, ","), mode) }
 
-// useDirect reports whether conv c runs as a direct convolution: a kernel
-// larger than 1×1 with at least directMinOutputs output positions or at
-// most directMaxCols columns (C·KH·KW), on a SIMD path (a 1×1
-// convolution's windows are the image itself, which the implicit GEMM
-// packs as cheaply as the padded copy would cost), unless convPath forces
-// a path.
+// useDirect reports whether conv c runs as a direct convolution: any
+// kernel larger than 1×1, on a SIMD path (a 1×1 convolution's windows are
+// the image itself, which the implicit GEMM packs as cheaply as the padded
+// copy would cost), unless convPath forces a path.
+//
+// It used to take small maps only up to 2304 window values (3×3 over 256
+// channels), because a map of one block of outputs left the second worker
+// idle; since the output channels are split between the workers there
+// (directParts) it is faster than the implicit GEMM on every shape
+// measured: windows/direct on two threads (TestResNetConvPathAB, a 2-vCPU
+// Xeon, 3×3 with BN and ReLU) 1.36× for 512→512 at 7×7, 1.56× for 384 at
+// 7×7, 1.05× for 512 at 9×9, 1.26× for 512 at 14×14 stride 2, 1.03× at
+// 28×28 stride 2, 1.44× for 1024→256 at 28×28 stride 2, 1.21–1.57× for
+// 2048→256 stride 2 at 26×26 and 14×14 (Deformable DETR's input
+// projection), where the implicit GEMM packed every window of 18432
+// values once per worker.
 func useDirect(c ops.Conv2d) bool {
 	if kern.Active() == kern.ISAGo {
 		return false
@@ -41,23 +51,8 @@ func useDirect(c ops.Conv2d) bool {
 	case convForced("direct"):
 		return true
 	}
-	return c.KernelH*c.KernelW > 1 && (c.OutH()*c.OutW() >= directMinOutputs || c.Cols() <= directMaxCols)
+	return c.KernelH*c.KernelW > 1
 }
-
-// directMinOutputs is the fewest output positions per image for which the
-// direct path pays for its padded copy whatever the channels.
-const directMinOutputs = 1024
-
-// directMaxCols is the most columns C·KH·KW for which the direct path is
-// chosen on smaller maps too. Below it the implicit GEMM's packing of
-// every window (most of them touching the padding on a small map) costs
-// more than the product; above it (3×3 over 384 or 512 channels: VQGAN's
-// 16×16 mid block at f16, ResNet's last stage) each packed window feeds
-// enough output channels that the packed product is as fast. Measured
-// windows/direct (TestConvPathAB, 2 threads, 3×3 pad 1): 2.1-3.4× at
-// 16×16 for 32-64 channels, 1.5-1.8× for 128, 1.5× for 256 at 14×14 and
-// 16×16, 1.16× for 256 at 7×7; 1.05× for 384 and 0.96-0.99× for 512.
-const directMaxCols = 256 * 3 * 3
 
 // directGeom is the padded image of a direct convolution, split into its
 // stride phases so that every stride becomes stride 1. With the padded
@@ -211,11 +206,12 @@ func directWeight(o, k int, wf, bias []float32) *kern.PackedA {
 // conv2dDirect runs a stride-1 convolution as a GEMM whose right operand
 // is the padded image read in place (kern.SgemmTaps): no windows are
 // packed. Workers take blocks of output positions; each block's tile of
-// C (all output channels) is written into the NCHW output, adding the
-// residual and applying the ReLU on the way. An image with fewer than two
-// blocks per worker (a 7×9 map has one) is padded together with the next
-// images of the batch and the workers share all their blocks: one image
-// at a time would leave a worker idle.
+// C is written into the NCHW output, adding the residual and applying the
+// ReLU on the way. An image with fewer than two blocks per worker (a 7×9
+// map has one) is padded together with the next images of the batch and
+// the workers share all their blocks; when that still leaves fewer blocks
+// than workers (a small map at batch 1), the output channels are split
+// into parts too (directParts), each task one block and one part.
 func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, y, res []float32) {
 	oh, ow, o := c.OutH(), c.OutW(), c.OutChans
 	rows := pa.Rows()
@@ -224,8 +220,9 @@ func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, 
 	if blocks < 2*b.threads {
 		together = min(c.Batch, ceilDiv(2*b.threads, blocks))
 	}
-	threads := min(b.threads, together*blocks)
-	buf, release := b.scratch(together*g.size + threads*rows*directBlock)
+	parts, partRows := directParts(b.threads, together*blocks, rows, pa.RowTile())
+	threads := min(b.threads, together*blocks*parts)
+	buf, release := b.scratch(together*g.size + threads*partRows*directBlock)
 	defer release()
 	padded, tiles := buf[:together*g.size], buf[together*g.size:]
 	relu := c.ReLU
@@ -235,14 +232,16 @@ func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, 
 		for i := 0; i < imgs; i++ {
 			g.pad(x[(first+i)*inImage:], padded[i*g.size:(i+1)*g.size], b.threads)
 		}
-		parallelWorkers(min(threads, imgs*blocks), imgs*blocks, 1, func(w, lo, hi int) {
-			tile := tiles[w*rows*directBlock : (w+1)*rows*directBlock]
+		tasks := imgs * blocks * parts
+		parallelWorkers(min(threads, tasks), tasks, 1, func(w, lo, hi int) {
+			tile := tiles[w*partRows*directBlock : (w+1)*partRows*directBlock]
 			for task := lo; task < hi; task++ {
-				img, blk := task/blocks, task%blocks
+				img, blk, part := task/(blocks*parts), task/parts%blocks, task%parts
 				base := (first + img) * o * oh * ow
 				w0 := blk * directBlock
 				nb := min(directBlock, g.n-w0)
-				kern.SgemmTaps(pa, padded[img*g.size+w0:(img+1)*g.size], g.taps, nb, tile, directBlock)
+				r0, r1 := part*partRows, min((part+1)*partRows, rows)
+				kern.SgemmTapsRows(pa, r0, r1, padded[img*g.size+w0:(img+1)*g.size], g.taps, nb, tile, directBlock)
 				// Copy each output row's valid run of the block.
 				for oy := w0 / g.wq; oy*g.wq < w0+nb; oy++ {
 					q0, q1 := max(w0-oy*g.wq, 0), min(w0+nb-oy*g.wq, ow)
@@ -250,8 +249,8 @@ func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, 
 						continue
 					}
 					n := q1 - q0
-					for ch := 0; ch < o; ch++ {
-						src := tile[ch*directBlock+oy*g.wq+q0-w0:][:n]
+					for ch := r0; ch < min(r1, o); ch++ {
+						src := tile[(ch-r0)*directBlock+oy*g.wq+q0-w0:][:n]
 						at := base + (ch*oh+oy)*ow + q0
 						var r []float32
 						if res != nil {
@@ -263,6 +262,20 @@ func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, 
 			}
 		})
 	}
+}
+
+// directParts splits the rows (output channels, rounded up to the row
+// tile) of a direct convolution into parts of partRows, a multiple of
+// tile, so that tasks blocks times the parts give every one of threads
+// workers a task: one part when there are enough blocks. Each part's
+// worker streams its rows of the weight only.
+func directParts(threads, tasks, rows, tile int) (parts, partRows int) {
+	parts = 1
+	if tasks < threads {
+		parts = min(ceilDiv(threads, tasks), ceilDiv(rows, tile))
+	}
+	partRows = ceilDiv(ceilDiv(rows, parts), tile) * tile
+	return ceilDiv(rows, partRows), partRows
 }
 
 // storeRun writes a run of finished outputs src into dst, adding res

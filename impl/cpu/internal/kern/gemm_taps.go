@@ -84,18 +84,42 @@ func PackA(m, k int, a []float32, lda int) *PackedA {
 // Single-threaded; a direct convolution runs one call per block of output
 // pixels, with the pixels of a padded image as src.
 func SgemmTaps(pa *PackedA, src []float32, taps []int, n int, c []float32, ldc int) {
+	SgemmTapsRows(pa, 0, pa.Rows(), src, taps, n, c, ldc)
+}
+
+// RowTile is the granule of the row ranges SgemmTapsRows takes: the
+// microkernel's panel height (1 on the Go path).
+func (p *PackedA) RowTile() int {
+	if p.mk.fn == nil {
+		return 1
+	}
+	return p.mk.mr
+}
+
+// SgemmTapsRows is SgemmTaps for rows [i0, i1) of A only, C holding row
+// i0 at c[0]:
+//
+//	for i0 ≤ i < min(i1, M), j < n: C[(i−i0)·ldc+j] = Σ_{p<K} A[i, p] · src[taps[p] + j]
+//
+// i0 must be a multiple of RowTile() and i1 one too or Rows(); C must have
+// i1 − i0 rows. Workers that split a convolution's output channels each
+// take a range.
+func SgemmTapsRows(pa *PackedA, i0, i1 int, src []float32, taps []int, n int, c []float32, ldc int) {
 	if pa.isa != active {
 		panic("kern: PackedA packed for ISA " + string(pa.isa) + ", active is " + string(active))
 	}
 	if len(taps) != pa.K {
 		panic(fmt.Sprintf("kern: SgemmTaps with %d taps for K = %d", len(taps), pa.K))
 	}
-	if n <= 0 || pa.M == 0 {
+	if i0 < 0 || i1 > pa.Rows() || i0%pa.RowTile() != 0 || i1%pa.RowTile() != 0 && i1 != pa.Rows() {
+		panic(fmt.Sprintf("kern: SgemmTapsRows rows [%d, %d) of %d (tile %d)", i0, i1, pa.Rows(), pa.RowTile()))
+	}
+	if n <= 0 || pa.M == 0 || i1 <= i0 {
 		return
 	}
 	nt := (n + pa.ColTile() - 1) / pa.ColTile() * pa.ColTile()
-	if ldc < nt || len(c) < (pa.Rows()-1)*ldc+nt {
-		panic(fmt.Sprintf("kern: SgemmTaps C of %d values (ldc %d) for %d×%d", len(c), ldc, pa.Rows(), nt))
+	if ldc < nt || len(c) < (i1-i0-1)*ldc+nt {
+		panic(fmt.Sprintf("kern: SgemmTaps C of %d values (ldc %d) for %d×%d", len(c), ldc, i1-i0, nt))
 	}
 	for p, t := range taps {
 		if t < 0 || t+nt > len(src) {
@@ -103,7 +127,7 @@ func SgemmTaps(pa *PackedA, src []float32, taps []int, n int, c []float32, ldc i
 		}
 	}
 	if pa.mk.fn == nil {
-		sgemmTapsGo(pa.M, pa.K, pa.raw, src, taps, n, c, ldc)
+		sgemmTapsGo(min(i1, pa.M)-i0, pa.K, pa.raw[i0*pa.K:], src, taps, n, c, ldc)
 		return
 	}
 	mr, nr, rows, k := pa.mk.mr, pa.mk.nr, pa.Rows(), pa.K
@@ -116,12 +140,12 @@ func SgemmTaps(pa *PackedA, src []float32, taps []int, n int, c []float32, ldc i
 		block := pa.data[rows*pc:]
 		tail := fewestRows(pa.mk.tails, pa.mk.fn, pa.M-(rows-mr))
 		for jr := 0; jr < nt; jr += nr {
-			for ir := 0; ir < rows; ir += mr {
+			for ir := i0; ir < i1; ir += mr {
 				fn := pa.mk.fn
 				if ir+mr == rows {
 					fn = tail
 				}
-				fn(kb, &block[ir*kb], &src[jr], &taps[pc], &c[ir*ldc+jr], ldc, acc)
+				fn(kb, &block[ir*kb], &src[jr], &taps[pc], &c[(ir-i0)*ldc+jr], ldc, acc)
 			}
 		}
 	}

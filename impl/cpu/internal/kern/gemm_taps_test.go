@@ -77,3 +77,65 @@ func TestSgemmTapsRefusesOutOfRange(t *testing.T) {
 	}()
 	SgemmTaps(pa, make([]float32, 40), []int{39}, 4, make([]float32, 2*64), 64)
 }
+
+// TestSgemmTapsRowsSplitsExactly checks that row ranges of SgemmTapsRows,
+// one RowTile at a time and in two halves, put together give SgemmTaps'
+// result bit for bit on every path, the last range ending at Rows(), and
+// that a range off the row tile panics.
+func TestSgemmTapsRowsSplitsExactly(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, p := range Supported() {
+		prev := SetISA(p)
+		for _, sh := range [][3]int{{5, 7, 31}, {40, 300, 33}, {70, kcBlock + 9, 64}} {
+			m, k, n := sh[0], sh[1], sh[2]
+			a := make([]float32, m*k)
+			for i := range a {
+				a[i] = rng.Float32()*2 - 1
+			}
+			src := make([]float32, 3000)
+			for i := range src {
+				src[i] = rng.Float32()*2 - 1
+			}
+			taps := make([]int, k)
+			for i := range taps {
+				taps[i] = rng.IntN(len(src) - 160)
+			}
+			pa := PackA(m, k, a, k)
+			rows, tile, ldc := pa.Rows(), pa.RowTile(), 96
+			whole := make([]float32, rows*ldc)
+			SgemmTaps(pa, src, taps, n, whole, ldc)
+			half := (rows / tile / 2) * tile
+			for _, cuts := range [][]int{{0, half, rows}, func() []int {
+				var c []int
+				for i := 0; i < rows; i += tile {
+					c = append(c, i)
+				}
+				return append(c, rows)
+			}()} {
+				got := make([]float32, rows*ldc)
+				for q := 0; q+1 < len(cuts); q++ {
+					i0, i1 := cuts[q], cuts[q+1]
+					SgemmTapsRows(pa, i0, i1, src, taps, n, got[i0*ldc:], ldc)
+				}
+				for i := 0; i < m; i++ {
+					for j := 0; j < n; j++ {
+						if got[i*ldc+j] != whole[i*ldc+j] {
+							t.Fatalf("%s %v cuts %v: C[%d, %d] = %g, whole call %g", p, sh, cuts, i, j, got[i*ldc+j], whole[i*ldc+j])
+						}
+					}
+				}
+			}
+			if tile > 1 {
+				func() {
+					defer func() {
+						if recover() == nil {
+							t.Fatalf("%s %v: rows [1, %d) did not panic", p, sh, rows)
+						}
+					}()
+					SgemmTapsRows(pa, 1, rows, src, taps, n, whole, ldc)
+				}()
+			}
+		}
+		SetISA(prev)
+	}
+}
