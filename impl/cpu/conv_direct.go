@@ -25,22 +25,22 @@ var convPath = os.Getenv("VITBENCH_CONV")
 // convForced reports whether convPath lists mode.
 func convForced(mode string) bool { return slices.Contains(strings.Split(convPath, ","), mode) }
 
-// useDirect reports whether conv c runs as a direct convolution: any
+// useDirect reports whether conv c runs as a direct convolution: a
 // kernel larger than 1×1, on a SIMD path (a 1×1 convolution's windows are
 // the image itself, which the implicit GEMM packs as cheaply as the padded
-// copy would cost), unless convPath forces a path.
+// copy would cost), unless convPath forces a path, except for tiny maps
+// in a batch with a large window (directTinyOutputs, directMaxCols).
 //
-// It used to take small maps only up to 2304 window values (3×3 over 256
-// channels), because a map of one block of outputs left the second worker
-// idle; since the output channels are split between the workers there
-// (directParts) it is faster than the implicit GEMM on every shape
-// measured: windows/direct on two threads (TestResNetConvPathAB, a 2-vCPU
-// Xeon, 3×3 with BN and ReLU) 1.36× for 512→512 at 7×7, 1.56× for 384 at
-// 7×7, 1.05× for 512 at 9×9, 1.26× for 512 at 14×14 stride 2, 1.03× at
-// 28×28 stride 2, 1.44× for 1024→256 at 28×28 stride 2, 1.21–1.57× for
-// 2048→256 stride 2 at 26×26 and 14×14 (Deformable DETR's input
-// projection), where the implicit GEMM packed every window of 18432
-// values once per worker.
+// It used to take small maps only up to directMaxCols window values,
+// because a map of one block of outputs left the second worker idle; since
+// the output channels are split between the workers there (directParts)
+// it is faster than the implicit GEMM at batch 1 on every shape measured:
+// windows/direct on two threads (TestResNetConvPathAB, a 2-vCPU Xeon, 3×3
+// with BN and ReLU) 1.36× for 512→512 at 7×7, 1.56× for 384 at 7×7,
+// 1.05× for 512 at 9×9, 1.26× for 512 at 14×14 stride 2, 1.03× at 28×28
+// stride 2, 1.44× for 1024→256 at 28×28 stride 2, 1.21–1.57× for 2048→256
+// stride 2 at 26×26 and 14×14 (Deformable DETR's input projection), where
+// the implicit GEMM packed every window of 18432 values once per worker.
 func useDirect(c ops.Conv2d) bool {
 	if kern.Active() == kern.ISAGo {
 		return false
@@ -51,8 +51,22 @@ func useDirect(c ops.Conv2d) bool {
 	case convForced("direct"):
 		return true
 	}
-	return c.KernelH*c.KernelW > 1
+	return c.KernelH*c.KernelW > 1 && (c.Batch == 1 || c.OutH()*c.OutW() >= directTinyOutputs || c.Cols() <= directMaxCols)
 }
+
+// directTinyOutputs and directMaxCols bound the one case the implicit
+// GEMM keeps: a batch of images of fewer than directTinyOutputs outputs
+// each with windows of more than directMaxCols values. There each image is
+// one block of the direct path, each worker's blocks stream the whole
+// weight, while the implicit GEMM multiplies all the images' windows at
+// once and its workers split the weight's columns: DETR's last stage at
+// 4×5, batch 2 (512 channels, a 9.4 MB weight), made detr_r50_small_b2
+// 1.03× slower on the direct path.
+const (
+	directTinyOutputs = 64
+	directMaxCols     = 256 * 3 * 3
+)
+
 
 // directGeom is the padded image of a direct convolution, split into its
 // stride phases so that every stride becomes stride 1. With the padded
