@@ -67,7 +67,6 @@ const (
 	directMaxCols     = 256 * 3 * 3
 )
 
-
 // directGeom is the padded image of a direct convolution, split into its
 // stride phases so that every stride becomes stride 1. With the padded
 // image P (H+2PH)×(W+2PW) of channel ch, phase (py, px) is the plane
