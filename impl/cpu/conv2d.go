@@ -16,7 +16,7 @@ import (
 type foldedWeight struct {
 	versions []uint64 // of the weight, bias and BN tensors it was built from
 	pbs      []*kern.PackedB
-	pa       *kern.PackedA // the direct convolution's weight, bias as a last column (instead of pbs)
+	pa       *kern.PackedA // the direct convolution's weight, bias as a last column (instead of pbs); or, with raw, the narrow pointwise product's
 	geom     directGeom    // and its padded-image geometry (taps), built once
 	wino     *winoWeight   // the Winograd transform of the weight (instead of pbs)
 	raw      []float32     // the folded weight [O, C] unpacked, for the pointwise product (instead of pbs)
@@ -76,6 +76,10 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	}
 	if usePointwise(c, b.bf16) {
 		fw := b.foldConv(c, in[1:], convPointwise)
+		if fw.pa != nil {
+			b.conv2dPointwiseTaps(c, fw.pa, fw.bias, in[0].data, out[0].data, res)
+			return nil
+		}
 		b.conv2dPointwise(c, fw.raw, fw.bias, in[0].data, out[0].data, res)
 		return nil
 	}
@@ -137,19 +141,19 @@ const (
 	convWindows   convPacking = iota // kern.PackBT, for the implicit GEMM
 	convDirect                       // kern.PackA with the bias column, for the direct convolution
 	convWinograd                     // the Winograd transform (winogradWeight)
-	convPointwise                    // unpacked, read in place by the pointwise product
+	convPointwise                    // unpacked, read in place by the pointwise product (and kern.PackA for a narrow one)
 	convTapPairs                     // reordered tap-major (kern.TapMajor), then kern.PackBT, for kern.TapPairsA
 )
 
 // mode is the packing f holds.
 func (f *foldedWeight) mode() convPacking {
 	switch {
+	case f.raw != nil:
+		return convPointwise
 	case f.pa != nil:
 		return convDirect
 	case f.wino != nil:
 		return convWinograd
-	case f.raw != nil:
-		return convPointwise
 	case f.tapMajor:
 		return convTapPairs
 	}
@@ -195,6 +199,10 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, mode convPacking) *folded
 	switch mode {
 	case convPointwise:
 		f := &foldedWeight{versions: versions, raw: wf, bias: bias, held: int64(len(bias)) * 4}
+		if o <= pointwiseTapsMaxOut {
+			f.pa = kern.PackA(o, k, wf, k)
+			f.held += f.pa.Bytes()
+		}
 		if c.BN {
 			f.held += int64(len(wf)) * 4 // without BN, raw is the tensor's own data
 		}

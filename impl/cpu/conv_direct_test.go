@@ -73,7 +73,7 @@ func TestConvBothPathsMatchOracle(t *testing.T) {
 				rng := rand.New(rand.NewPCG(31, 32))
 				for _, u := range geoms {
 					u.DilationH, u.DilationW = max(u.DilationH, 1), max(u.DilationW, 1)
-					for _, outChans := range []int{13, 40} {
+					for _, outChans := range []int{13, 40, 70} { // 70: the pointwise product's packed blocks (pointwiseTapsMaxOut)
 						c := ops.Conv2d{Unfold: u, OutChans: outChans, Bias: true}
 						be := New(2)
 						x := randSlice(rng, u.Batch*u.InChans*u.Height*u.Width, -1, 1)
