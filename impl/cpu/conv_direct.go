@@ -19,7 +19,9 @@ const directBlock = 128
 // convolution path where it applies (all but windows need SIMD, Winograd a
 // 3×3 stride-1 kernel, pointwise a 1×1 stride-1 one without padding);
 // "nowinograd" and "nopointwise" turn those two off and let the rules
-// choose among the rest. Empty (or anything else): the rules choose.
+// choose among the rest; "winoblocks" and "winoplanes" make the Winograd
+// path transform its tiles per work item or all at once
+// (winogradBlocksMinBytes). Empty (or anything else): the rules choose.
 var convPath = os.Getenv("VITBENCH_CONV")
 
 // convForced reports whether convPath lists mode.

@@ -25,6 +25,9 @@ func TestConvWinogradMatchesOracle(t *testing.T) {
 		{1, 16, 4, 4, 0, 1}, {1, 9, 33, 35, 1, 1}, {2, 64, 7, 7, 1, 1},
 		{3, 5, 18, 17, 1, 1}, {5, 6, 5, 6, 1, 1}}
 	checkConvPath(t, "winograd", 3, geoms, useWinograd)
+	// The same with each work item transforming its own block of tiles
+	// (transformBlock), which the size rule leaves to larger maps.
+	checkConvPath(t, "winograd,winoblocks", 3, geoms, useWinograd)
 }
 
 // convGeom is one image geometry of checkConvPath: batch, input channels,
