@@ -35,7 +35,7 @@ func convForced(mode string) bool { return slices.Contains(strings.Split(convPat
 //
 // It used to take small maps only up to directMaxCols window values,
 // because a map of one block of outputs left the second worker idle; since
-// the output channels are split between the workers there (directParts)
+// the output channels are split between the workers there (channelParts)
 // it is faster than the implicit GEMM at batch 1 on every shape measured:
 // windows/direct on two threads (TestResNetConvPathAB, a 2-vCPU Xeon, 3×3
 // with BN and ReLU) 1.36× for 512→512 at 7×7, 1.56× for 384 at 7×7,
@@ -226,7 +226,7 @@ func directWeight(o, k int, wf, bias []float32) *kern.PackedA {
 // map has one) is padded together with the next images of the batch and
 // the workers share all their blocks; when that still leaves fewer blocks
 // than workers (a small map at batch 1), the output channels are split
-// into parts too (directParts), each task one block and one part.
+// into parts too (channelParts), each task one block and one part.
 func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, y, res []float32) {
 	oh, ow, o := c.OutH(), c.OutW(), c.OutChans
 	rows := pa.Rows()
@@ -235,7 +235,7 @@ func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, 
 	if blocks < 2*b.threads {
 		together = min(c.Batch, ceilDiv(2*b.threads, blocks))
 	}
-	parts, partRows := directParts(b.threads, together*blocks, rows, pa.RowTile())
+	parts, partRows := channelParts(b.threads, together*blocks, rows, pa.RowTile())
 	threads := min(b.threads, together*blocks*parts)
 	buf, release := b.scratch(together*g.size + threads*partRows*directBlock)
 	defer release()
@@ -279,12 +279,13 @@ func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, 
 	}
 }
 
-// directParts splits the rows (output channels, rounded up to the row
-// tile) of a direct convolution into parts of partRows, a multiple of
-// tile, so that tasks blocks times the parts give every one of threads
-// workers a task: one part when there are enough blocks. Each part's
-// worker streams its rows of the weight only.
-func directParts(threads, tasks, rows, tile int) (parts, partRows int) {
+// channelParts splits the rows of a convolution's product (its output
+// channels, rounded up to the row tile) into parts of partRows, a multiple
+// of tile, so that tasks blocks of outputs times the parts give every one
+// of threads workers a task: one part when there are enough blocks. Each
+// part's worker streams its rows of the weight only (the direct path and
+// both pointwise products).
+func channelParts(threads, tasks, rows, tile int) (parts, partRows int) {
 	parts = 1
 	if tasks < threads {
 		parts = min(ceilDiv(threads, tasks), ceilDiv(rows, tile))

@@ -45,7 +45,7 @@ const pointwiseMinPixels = 2048
 // convolution on a smaller map runs as a pointwise product too, when it
 // has at most twice as many output channels as input channels: with the
 // output channels split between the workers when the pixels are too few
-// (pointwiseParts), measured windows/pointwise on two threads, AVX2
+// (channelParts), measured windows/pointwise on two threads, AVX2
 // (TestConvPointwiseAB): 1.45× for 512→128 at 28×28, 1.23× for 512→256,
 // 0.99× and, at batch 8, 1.98× for 1024→256 at 14×14, 1.4-2.3× for
 // VQGAN's 32- and 64-channel ones at 16×16 and 32×32; the wider ones
@@ -88,7 +88,7 @@ func (b *Backend) conv2dPointwise(c ops.Conv2d, wf, bias, x, y, res []float32) {
 	hw, cin, o := c.Height*c.Width, c.InChans, c.OutChans
 	cols := pointwiseBlock(hw, b.threads)
 	blocks := ceilDiv(hw, cols)
-	parts, partRows := pointwiseParts(b.threads, c.Batch*blocks, o)
+	parts, partRows := channelParts(b.threads, c.Batch*blocks, o, pointwisePartRows)
 	parallelFor(b.threads, c.Batch*blocks*parts, 1, func(lo, hi int) {
 		for task := lo; task < hi; task++ {
 			img, blk, part := task/(blocks*parts), task/parts%blocks, task%parts
@@ -107,19 +107,6 @@ func (b *Backend) conv2dPointwise(c ops.Conv2d, wf, bias, x, y, res []float32) {
 			}
 		}
 	})
-}
-
-// pointwiseParts splits o output channels into parts of partRows (a
-// multiple of pointwisePartRows) so that tasks blocks of pixels times the
-// parts give every one of threads workers a task: one part when there are
-// enough blocks.
-func pointwiseParts(threads, tasks, o int) (parts, partRows int) {
-	parts = 1
-	if tasks < threads {
-		parts = min(ceilDiv(threads, tasks), ceilDiv(o, pointwisePartRows))
-	}
-	partRows = ceilDiv(ceilDiv(o, parts), pointwisePartRows) * pointwisePartRows
-	return ceilDiv(o, partRows), partRows
 }
 
 // pointwisePartRows is the granule of a part of the output channels: a
@@ -148,7 +135,7 @@ func (b *Backend) conv2dPointwiseTaps(c ops.Conv2d, pa *kern.PackedA, bias, x, y
 	hw, cin, o := c.Height*c.Width, c.InChans, c.OutChans
 	cols := pointwiseBlock(hw, b.threads)
 	blocks := ceilDiv(hw, cols)
-	parts, partRows := pointwiseParts(b.threads, c.Batch*blocks, pa.Rows())
+	parts, partRows := channelParts(b.threads, c.Batch*blocks, pa.Rows(), pointwisePartRows)
 	nt := ceilDiv(cols, pa.ColTile()) * pa.ColTile()
 	taps, edgeTaps := make([]int, cin), make([]int, cin)
 	for ch := range taps {

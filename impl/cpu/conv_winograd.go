@@ -280,12 +280,15 @@ func (w *winoWeight) current() bool {
 
 // conv2dWinograd runs conv c (3×3, stride 1) by Winograd F(2×2, 3×3), a
 // group of images at a time, in three parallel phases: the workers
-// transform their channels' tiles (kern.WinogradInput); then they share
-// the (column block, output part) items, each running its 16 products
-// into a tile buffer and transforming those (kern.WinogradOutput, the bias
-// added) into wide output rows; then each output channel's rows are
-// copied into the NCHW output, adding the residual and applying the ReLU
-// on the way.
+// split the channels' phase planes and transform all their tiles
+// (kern.WinogradInput), or on large maps only fill the phase planes
+// (winogradBlocksMinBytes); then they share the (column block, output
+// part) items, each transforming its block of tiles first when the
+// planes were left untransformed (transformBlock), running its 16
+// products into a tile buffer and transforming those (kern.WinogradOutput,
+// the bias added) into wide output rows; then each output channel's rows
+// are copied into the NCHW output, adding the residual and applying the
+// ReLU on the way.
 func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float32) {
 	g := w.geom
 	cin, o := c.InChans, c.OutChans
@@ -307,9 +310,8 @@ func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float3
 	buf, release := b.scratch(qSize + vSize + b.threads*perWorker + 2*o*wide)
 	defer release()
 	q, v := buf[:qSize], buf[qSize:qSize+vSize]
-	vIf := v
 	if fused {
-		vIf = nil
+		v = nil // the first phase fills the phase planes only
 	}
 	work := buf[qSize+vSize : qSize+vSize+b.threads*perWorker]
 	wout := buf[qSize+vSize+b.threads*perWorker:]
@@ -327,7 +329,7 @@ func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float3
 			row := work[wk*perWorker+tileSize : wk*perWorker+tileSize+rowBuf]
 			for ch := lo; ch < hi; ch++ {
 				for i := 0; i < imgs; i++ {
-					g.transformInput(x[(first+i)*inImage:(first+i+1)*inImage], q, vIf, ch, i, row)
+					g.transformInput(x[(first+i)*inImage:(first+i+1)*inImage], q, v, ch, i, row)
 				}
 				if fused {
 					continue
@@ -387,14 +389,13 @@ func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float3
 // kern.Deinterleave through row, a buffer of 2·wq rounded up), then the
 // 16 planes v[(ξν·C + ch)·vs + i·n + t]. The rounded-up count writes past
 // image i's tiles: the images of a group go in order, each overwriting
-// the previous one's excess.
+// the previous one's excess. With v nil it writes the phase planes only.
 func (g winoGeom) transformInput(x, q, v []float32, ch, i int, row []float32) {
 	g.fillPhases(x, q, ch, i, row)
 	if v == nil {
 		return
 	}
-	c, cin, ps, wq := g.c, g.c.InChans, g.ps, g.wq
-	_ = c
+	cin, ps, wq := g.c.InChans, g.ps, g.wq
 	at := func(ph int) int { return ((ph*cin+ch)*g.group + i) * ps }
 	if g.rowTiles == g.wq {
 		kern.WinogradInput(g.n, q[at(0):], cin*g.group*ps, wq, v[ch*g.vs+i*g.n:], cin*g.vs)
