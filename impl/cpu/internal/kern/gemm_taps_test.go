@@ -16,18 +16,7 @@ func TestSgemmTapsMatchesOracle(t *testing.T) {
 		prev := SetISA(p)
 		for _, sh := range [][3]int{{1, 1, 1}, {5, 7, 31}, {12, 300, 33}, {13, 600, 128}, {64, 577, 100}, {70, 9, 17}, {14, kcBlock + 130, 40}, {20, 50, 40}, {17, 40, 64}} {
 			m, k, n := sh[0], sh[1], sh[2]
-			a := make([]float32, m*k)
-			for i := range a {
-				a[i] = rng.Float32()*2 - 1
-			}
-			src := make([]float32, 4000)
-			for i := range src {
-				src[i] = rng.Float32()*2 - 1
-			}
-			taps := make([]int, k)
-			for i := range taps {
-				taps[i] = rng.IntN(len(src) - 160)
-			}
+			a, src, taps := tapsProblem(rng, m, k, 4000)
 			pa := PackA(m, k, a, k)
 			ldc := n + 40
 			rows := pa.Rows()
@@ -66,6 +55,24 @@ func TestSgemmTapsMatchesOracle(t *testing.T) {
 	}
 }
 
+// tapsProblem draws an SgemmTaps problem: A [m, k] and a source of srcLen
+// values in [−1, 1), and k taps that leave 160 values after each.
+func tapsProblem(rng *rand.Rand, m, k, srcLen int) (a, src []float32, taps []int) {
+	a = make([]float32, m*k)
+	for i := range a {
+		a[i] = rng.Float32()*2 - 1
+	}
+	src = make([]float32, srcLen)
+	for i := range src {
+		src[i] = rng.Float32()*2 - 1
+	}
+	taps = make([]int, k)
+	for i := range taps {
+		taps[i] = rng.IntN(len(src) - 160)
+	}
+	return a, src, taps
+}
+
 // TestSgemmTapsRefusesOutOfRange checks that a tap whose row would run
 // past the source panics before any access.
 func TestSgemmTapsRefusesOutOfRange(t *testing.T) {
@@ -88,18 +95,7 @@ func TestSgemmTapsRowsSplitsExactly(t *testing.T) {
 		prev := SetISA(p)
 		for _, sh := range [][3]int{{5, 7, 31}, {40, 300, 33}, {70, kcBlock + 9, 64}} {
 			m, k, n := sh[0], sh[1], sh[2]
-			a := make([]float32, m*k)
-			for i := range a {
-				a[i] = rng.Float32()*2 - 1
-			}
-			src := make([]float32, 3000)
-			for i := range src {
-				src[i] = rng.Float32()*2 - 1
-			}
-			taps := make([]int, k)
-			for i := range taps {
-				taps[i] = rng.IntN(len(src) - 160)
-			}
+			a, src, taps := tapsProblem(rng, m, k, 3000)
 			pa := PackA(m, k, a, k)
 			rows, tile, ldc := pa.Rows(), pa.RowTile(), 96
 			whole := make([]float32, rows*ldc)
