@@ -76,7 +76,7 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	}
 	if usePointwise(c, b.bf16) {
 		fw := b.foldConv(c, in[1:], convPointwise)
-		if fw.pa != nil {
+		if fw.pa != nil && usePointwiseTaps(c) {
 			b.conv2dPointwiseTaps(c, fw.pa, fw.bias, in[0].data, out[0].data, res)
 			return nil
 		}

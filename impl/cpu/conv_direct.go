@@ -18,6 +18,8 @@ const directBlock = 128
 // timing: "windows", "direct", "winograd" or "pointwise" forces that
 // convolution path where it applies (all but windows need SIMD, Winograd a
 // 3×3 stride-1 kernel, pointwise a 1×1 stride-1 one without padding);
+// "pointwisetaps" forces the pointwise product that reads the image in
+// place where its weight was packed for it (conv2dPointwiseTaps);
 // "nowinograd" and "nopointwise" turn those two off and let the rules
 // choose among the rest; "winoblocks" and "winoplanes" make the Winograd
 // path transform its tiles per work item or all at once

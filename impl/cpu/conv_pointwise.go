@@ -8,10 +8,9 @@ import (
 // A pointwise (1×1, stride 1, no padding) convolution of an NCHW image is
 // a matrix product as it stands: y[o, p] = Σ_c w[o, c]·x[c, p] + bias[o]
 // over the H·W pixels p, the weight [O, C] read in place as the left
-// operand and the image's [C, H·W] as the right one, packed per block of
-// pixels (kern.Sgemm). The output is written in NCHW directly, where the
-// implicit GEMM would gather the image into token-major rows and
-// transpose its tokens back.
+// operand and the image's [C, H·W] as the right one. The output is
+// written in NCHW directly, where the implicit GEMM would gather the image
+// into token-major rows and transpose its tokens back.
 
 // usePointwise reports whether conv c runs as a pointwise product: 1×1,
 // stride 1, no padding, at least pointwiseMinPixels pixels or at most
@@ -26,20 +25,21 @@ func usePointwise(c ops.Conv2d, bf16 bool) bool {
 	switch {
 	case convForced("windows") || convForced("direct") || convForced("nopointwise"):
 		return false
-	case convForced("pointwise"):
+	case convForced("pointwise") || convForced("pointwisetaps"):
 		return true
 	}
 	return c.Height*c.Width >= pointwiseMinPixels || c.OutChans <= pointwiseMaxNarrow && c.OutChans <= 2*c.InChans
 }
 
-// pointwiseMinPixels is the fewest pixels per image for which a 1×1
-// convolution runs as a pointwise product: enough blocks of pixels to
-// share between the workers. Measured windows/pointwise on two threads
-// (TestConvPointwiseAB, BN and ReLU): 1.14× for ResNet's 64→256 at 56×56
-// with the residual, 1.30× for 64→64, 1.05× for 256→64, 0.99× for 256→128,
-// 1.09× for 64→256 at batch 8; but 0.73-0.79× at 28×28 (four blocks) and
-// 0.4-0.5× at 14×14 and 7×7 (one block: one worker).
-const pointwiseMinPixels = 2048
+// pointwiseMinPixels is the fewest pixels per image (14×14) for which a
+// 1×1 convolution runs as a pointwise product whatever its channels.
+// Measured implicit GEMM / pointwise on two threads with the inputs,
+// residuals and outputs cold, as in a network (a 2-vCPU Xeon, BN and
+// ReLU): 1.44× for 128→512 at 28×28 with the residual, 1.45× for 256→512
+// at 28×28, 1.10× for 256→1024 at 14×14 with the residual (1.13× at batch
+// 8), 1.0× for 512→1024 and 1024→512 at 14×14; but 0.82-0.88× at 7×7
+// (512→2048, 2048→512), which stay with the implicit GEMM unless narrow.
+const pointwiseMinPixels = 196
 
 // pointwiseMaxNarrow is the most output channels for which a 1×1
 // convolution on a smaller map runs as a pointwise product too, when it
@@ -48,28 +48,41 @@ const pointwiseMinPixels = 2048
 // (channelParts), measured windows/pointwise on two threads, AVX2
 // (TestConvPointwiseAB): 1.45× for 512→128 at 28×28, 1.23× for 512→256,
 // 0.99× and, at batch 8, 1.98× for 1024→256 at 14×14, 1.4-2.3× for
-// VQGAN's 32- and 64-channel ones at 16×16 and 32×32; the wider ones
-// stay with the implicit GEMM (0.80-0.98× for 512 and 2048 output
-// channels at 14×14 and 7×7, 0.85× for 128→512 at 28×28).
+// VQGAN's 32- and 64-channel ones at 16×16 and 32×32, and, cold on the
+// Xeon, 1.18× for 512→512 at 8×8 (batch 2).
 const pointwiseMaxNarrow = 256
 
-// pointwiseCols is the most pixels one task multiplies: its output
-// block (O rows of it) stays in L2 for the epilogue.
-const pointwiseCols = 256
+// pointwiseMaxCols is the most pixels one task multiplies, and
+// pointwiseMaxB the most values of the image (channels × pixels) one task
+// packs: about 1 MiB, which stays in L2 while every output channel is
+// multiplied by it.
+const (
+	pointwiseMaxCols = 1568
+	pointwiseMaxB    = 1 << 18
+)
 
-// pointwiseBlock returns the pixels per block of an image of hw pixels:
-// at most pointwiseCols, in as many blocks as that takes rounded up to a
-// multiple of the workers, the blocks equal to a column granule
-// (pointwiseGranule). Blocks of exactly pointwiseCols left a 28×28 map
-// (784 pixels) three full blocks and one of 16 pixels, so one worker
-// multiplied 512 pixels and the other 272; now each takes two of 208 or
-// 160.
-func pointwiseBlock(hw, threads int) int {
-	blocks := ceilDiv(hw, pointwiseCols)
-	if blocks > 1 {
-		blocks = ceilDiv(blocks, threads) * threads
+// pointwiseGroup is how many output channels the pointwise product
+// computes across a task's pixels before finishing them (bias, residual,
+// ReLU) and going on to the next: two row tiles of the AVX-512
+// microkernel. Cold, 12 and 24 ran alike; 48 rows (48 streams of output
+// in flight) ran 1.1-1.3× slower at 56×56.
+const pointwiseGroup = 24
+
+// pointwiseTasks splits the pixels of each of batch images of hw pixels
+// into blocks of cols pixels for a product of depth cin: at most
+// pointwiseMaxCols, and pointwiseMaxB/cin (but at least 256) pixels, in a
+// number of blocks over the whole batch rounded up to a multiple of the
+// workers, so that they get equal shares; a map of fewer than 256 pixels
+// per worker is one block (its output channels are split instead,
+// channelParts).
+func pointwiseTasks(batch, hw, cin, threads int) (cols, blocks int) {
+	most := max(256, min(pointwiseMaxCols, pointwiseMaxB/cin))
+	blocks = ceilDiv(hw, most)
+	if blocks > 1 || hw >= threads*256 {
+		blocks = max(1, ceilDiv(blocks*batch, threads)*threads/batch)
 	}
-	return min(pointwiseCols, ceilDiv(ceilDiv(hw, blocks), pointwiseGranule)*pointwiseGranule)
+	cols = ceilDiv(ceilDiv(hw, blocks), pointwiseGranule) * pointwiseGranule
+	return cols, ceilDiv(hw, cols)
 }
 
 // pointwiseGranule is the pixel granule of a block: the AVX-512
@@ -77,34 +90,49 @@ func pointwiseBlock(hw, threads int) int {
 const pointwiseGranule = 16
 
 // conv2dPointwise runs the pointwise convolution c with the folded weight
-// wf [O, C] and bias: workers take (image, block of pixels (pointwiseBlock),
-// part of the output channels) tasks, each one product then, per output
-// channel, the bias, the residual and the ReLU in one pass over the block's
-// run of the plane (kern.BiasResidual). The output channels are split
-// into parts only when there are fewer blocks than workers (a small map),
-// so that every worker has a task; each part's worker packs the block's
-// pixels for itself.
+// wf [O, C] and bias. Workers take (image, block of pixels, part of the
+// output channels) tasks (pointwiseTasks; the output channels are split
+// into parts only when there are fewer blocks than workers). A task packs
+// its block of the image once, then for each group of pointwiseGroup
+// output channels multiplies their weights by the whole block and
+// finishes those outputs with the bias, the residual and the ReLU in one
+// pass (kern.SgemmRowGroups, kern.BiasResidual):
+//
+//	for o, p: y[o, p] = relu?(bias[o] + Σ_c wf[o, c]·x[c, p] + res[o, p])
+//
+// So the outputs are written, and the residual read, as a few long
+// sequential runs at a time, which the hardware prefetchers follow. The
+// earlier order, all output channels for one tile of 32 pixels after
+// another, touched a short run of every output channel's plane (each in
+// its own page) per tile, and in a network, where the residual and the
+// output are not in cache, ran 1.5-1.8× slower at 56×56 and 1.2-1.45×
+// at 28×28 (clip_rn50 1.07× and detr_r50_small_b2 1.05× faster as a
+// whole, in one process, the two orders alternating run by run).
 func (b *Backend) conv2dPointwise(c ops.Conv2d, wf, bias, x, y, res []float32) {
 	hw, cin, o := c.Height*c.Width, c.InChans, c.OutChans
-	cols := pointwiseBlock(hw, b.threads)
-	blocks := ceilDiv(hw, cols)
+	cols, blocks := pointwiseTasks(c.Batch, hw, cin, b.threads)
 	parts, partRows := channelParts(b.threads, c.Batch*blocks, o, pointwisePartRows)
 	parallelFor(b.threads, c.Batch*blocks*parts, 1, func(lo, hi int) {
 		for task := lo; task < hi; task++ {
 			img, blk, part := task/(blocks*parts), task/parts%blocks, task%parts
 			j0, o0 := blk*cols, part*partRows
 			n, rows := min(cols, hw-j0), min(partRows, o-o0)
-			out := y[(img*o+o0)*hw+j0:]
-			kern.Sgemm(rows, n, cin, wf[o0*cin:], cin, x[img*cin*hw+j0:], hw, false, out, hw)
-			for ch := o0; ch < o0+rows; ch++ {
-				row := out[(ch-o0)*hw : (ch-o0)*hw+n]
-				var r []float32
-				if res != nil {
-					at := (img*o+ch)*hw + j0
-					r = res[at : at+n]
-				}
-				kern.BiasResidual(n, bias[ch], row, r, row, c.ReLU)
+			at := (img*o+o0)*hw + j0 // output (o0, j0) of image img
+			out := y[at:]
+			var r []float32
+			if res != nil {
+				r = res[at:]
 			}
+			kern.SgemmRowGroups(rows, n, cin, wf[o0*cin:], cin, x[img*cin*hw+j0:], hw, out, hw, pointwiseGroup, func(i0, i1 int) {
+				for i := i0; i < i1; i++ {
+					var ri []float32
+					if r != nil {
+						ri = r[i*hw : i*hw+n]
+					}
+					row := out[i*hw : i*hw+n]
+					kern.BiasResidual(n, bias[o0+i], row, ri, row, c.ReLU)
+				}
+			})
 		}
 	})
 }
@@ -113,27 +141,62 @@ func (b *Backend) conv2dPointwise(c ops.Conv2d, wf, bias, x, y, res []float32) {
 // multiple of every microkernel's row tile.
 const pointwisePartRows = 12
 
-// pointwiseTapsMaxOut is the most output channels for which the pointwise
-// product packs its weight once and reads the image's rows in place
-// (conv2dPointwiseTaps) instead of packing each block of pixels per call.
-// Measured packed/in-place on two threads (a 2-vCPU Xeon, BN and ReLU,
-// interleaved): 1.36× for 64→64 at 56×56, 1.30× at 16×16, 1.61× for
-// 64→32 at 32×32, 1.09× for 256→64 at 56×56; but 0.99× for 256→128 and
-// 0.91–0.94× for 64→256 with the residual (at 56×56 and batch 8) and
-// 256→512 at 28×28. In one process, the networks alternating run by
-// run: vq_encoder_small 1.04×, vqgan_small 1.03×, vq_decoder_small and
-// clip_rn50 1.01×.
-const pointwiseTapsMaxOut = 64
+// pointwiseTapsMaxOut is the most output channels, and
+// pointwiseTapsMaxBytes the largest image (bytes per image), for which the
+// pointwise product packs its weight once and reads the image's rows in
+// place (conv2dPointwiseTaps) instead of packing each block of pixels per
+// call. Measured packed/in-place on two threads (a 2-vCPU Xeon, BN and
+// ReLU, interleaved, warm): 1.36× for 64→64 at 56×56, 1.30× at 16×16,
+// 1.61× for 64→32 at 32×32, 1.09× for 256→64 at 56×56; but 0.99× for
+// 256→128 and 0.91–0.94× for 64→256 with the residual (at 56×56 and batch
+// 8) and 256→512 at 28×28. Cold, against conv2dPointwise's channel groups,
+// the in-place rows lose on large images: 0.77× for 256→64 at 56×56 (3.2
+// MB), 0.57× for 64→64 at 56×56 (0.8 MB), 0.76× for 512→64 at 28×28; in one
+// process, the networks alternating run by run, the groups ran clip_rn50
+// 1.02× faster and VQGAN's small networks (images of at most 512 KiB)
+// 0.98-1.01×.
+const (
+	pointwiseTapsMaxOut   = 64
+	pointwiseTapsMaxBytes = 512 << 10
+)
 
-// conv2dPointwiseTaps is conv2dPointwise with the weight packed once (pa)
-// and the image's rows read in place as the right operand
-// (kern.SgemmTapsRows, tap c at row c of the image): nothing is packed per
-// call. Each task's product goes to a worker's tile, from which
-// kern.BiasResidual writes the outputs; a block whose rounded-up columns
-// would read past the input's end is copied first.
+// pointwiseTapsCols is the most pixels one task of conv2dPointwiseTaps
+// multiplies: its output block (O rows of it) stays in L2 for the epilogue.
+const pointwiseTapsCols = 256
+
+// pointwiseTapsBlock returns the pixels per block of conv2dPointwiseTaps
+// for an image of hw pixels: at most pointwiseTapsCols, in as many blocks
+// as that takes rounded up to a multiple of the workers, the blocks equal
+// to a column granule (pointwiseGranule). Blocks of exactly
+// pointwiseTapsCols left a 28×28 map (784 pixels) three full blocks and
+// one of 16 pixels, so one worker multiplied 512 pixels and the other 272;
+// now each takes two of 208 or 160.
+func pointwiseTapsBlock(hw, threads int) int {
+	blocks := ceilDiv(hw, pointwiseTapsCols)
+	if blocks > 1 {
+		blocks = ceilDiv(blocks, threads) * threads
+	}
+	return min(pointwiseTapsCols, ceilDiv(ceilDiv(hw, blocks), pointwiseGranule)*pointwiseGranule)
+}
+
+// usePointwiseTaps reports whether the pointwise convolution c, whose
+// folded weight was packed for it (at most pointwiseTapsMaxOut output
+// channels), reads its image in place: images up to
+// pointwiseTapsMaxBytes, unless convPath forces the pointwise product
+// ("pointwise") or this path ("pointwisetaps").
+func usePointwiseTaps(c ops.Conv2d) bool {
+	switch {
+	case convForced("pointwisetaps"):
+		return true
+	case convForced("pointwise"):
+		return false
+	}
+	return c.InChans*c.Height*c.Width*4 <= pointwiseTapsMaxBytes
+}
+
 func (b *Backend) conv2dPointwiseTaps(c ops.Conv2d, pa *kern.PackedA, bias, x, y, res []float32) {
 	hw, cin, o := c.Height*c.Width, c.InChans, c.OutChans
-	cols := pointwiseBlock(hw, b.threads)
+	cols := pointwiseTapsBlock(hw, b.threads)
 	blocks := ceilDiv(hw, cols)
 	parts, partRows := channelParts(b.threads, c.Batch*blocks, pa.Rows(), pointwisePartRows)
 	nt := ceilDiv(cols, pa.ColTile()) * pa.ColTile()

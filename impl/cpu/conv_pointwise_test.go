@@ -9,14 +9,19 @@ import (
 )
 
 // TestConvPointwiseMatchesOracle runs 1×1 stride-1 convolutions through
-// the pointwise product on every SIMD path against the float64 loop:
-// maps of one partial block of pixels, of three blocks (527 pixels, the last
-// partial, and 768), a batch of two and three, output channels
-// past the row blocks of the product, and a residual with a ReLU, a ReLU
-// alone and neither.
+// the pointwise product on every SIMD path against the float64 loop, both
+// the channel groups over packed blocks of pixels and, for the narrow
+// ones (13 and 40 output channels), the image read in place: maps of one
+// partial block of pixels, of two blocks (527 pixels), of four (3500
+// pixels: more than one block's worth per worker), a batch of two and
+// three, a small map whose output channels the workers split, output
+// channels past the groups of the product, and a residual with a ReLU, a
+// ReLU alone and neither.
 func TestConvPointwiseMatchesOracle(t *testing.T) {
-	geoms := []convGeom{{1, 70, 31, 17, 0, 0}, {2, 7, 8, 8, 0, 0}, {1, 5, 13, 11, 0, 0}, {3, 3, 24, 32, 0, 0}}
-	checkConvPath(t, "pointwise", 1, geoms, usePointwise)
+	geoms := []convGeom{{1, 70, 31, 17, 0, 0}, {2, 7, 8, 8, 0, 0}, {1, 5, 13, 11, 0, 0}, {3, 3, 24, 32, 0, 0}, {1, 3, 50, 70, 0, 0}}
+	for _, mode := range []string{"pointwise", "pointwisetaps"} {
+		t.Run(mode, func(t *testing.T) { checkConvPath(t, mode, 1, geoms, usePointwise) })
+	}
 }
 
 // TestConvPointwiseAB prints, for ResNet-50's 1×1 convolutions (BN

@@ -592,3 +592,40 @@ func (p *PackedB) RowTile() int {
 	}
 	return p.mk.mr
 }
+
+// SgemmRowGroups computes C = A·B for A [m, k] (row stride lda) and B
+// [k, n] (row stride ldb, not transposed), packing B once into scratch and
+// then sweeping groups of group rows (a multiple of the row tile) across
+// all n columns, calling done(i0, i1) after the rows [i0, i1) of C are
+// complete:
+//
+//	for i < m, j < n: C[i·ldc+j] = Σ_p A[i·lda+p]·B[p·ldb+j]
+//
+// Each group writes its rows' runs of C in order, so a C whose rows are
+// far apart (the channels of an NCHW image) is written as a few sequential
+// streams, which the hardware prefetchers follow, rather than one short
+// run per row per tile; done can finish those rows while they are in cache.
+func SgemmRowGroups(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc, group int, done func(i0, i1 int)) {
+	if sgemmTrivial(m, n, k, a, lda, b, ldb, false, c, ldc) {
+		if done != nil {
+			done(0, m)
+		}
+		return
+	}
+	mk, ok := microKernelFor(active)
+	size := n * k
+	if ok {
+		size = packedLen(mk, n, k)
+	}
+	wsp := workspace.Get().(*[]float32)
+	defer workspace.Put(wsp)
+	var p PackedB
+	packInto(&p, n, k, b, ldb, false, grow(wsp, size))
+	for i := 0; i < m; i += group {
+		i1 := min(i+group, m)
+		SgemmPackedEpi(i1-i, a[i*lda:], lda, &p, c[i*ldc:], ldc, Epilogue{}, 0, n)
+		if done != nil {
+			done(i, i1)
+		}
+	}
+}
