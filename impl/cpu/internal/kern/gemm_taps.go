@@ -24,7 +24,7 @@ type tapsKernel struct {
 }
 
 // tapsFn is the signature of a taps microkernel.
-type tapsFn = func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)
+type tapsFn = func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
 
 // Bytes is the memory the packed copy holds.
 func (p *PackedA) Bytes() int64 { return int64(len(p.data)+len(p.raw)) * 4 }
@@ -145,7 +145,18 @@ func SgemmTapsRows(pa *PackedA, i0, i1 int, src []float32, taps []int, n int, c 
 				if ir+mr == rows {
 					fn = tail
 				}
-				fn(kb, &block[ir*kb], &src[jr], &taps[pc], &c[(ir-i0)*ldc+jr], ldc, acc)
+				// The first column panel reads each row tile of A from
+				// memory (a weight, once per call): it prefetches the
+				// next tile, or the next block's first, into L2.
+				var pf *float32
+				switch {
+				case jr > 0:
+				case ir+mr < i1:
+					pf = &block[(ir+mr)*kb]
+				case pc+kcBlock < k:
+					pf = &pa.data[rows*(pc+kcBlock)+i0*min(kcBlock, k-pc-kcBlock)]
+				}
+				fn(kb, &block[ir*kb], &src[jr], &taps[pc], &c[(ir-i0)*ldc+jr], ldc, acc, pf)
 			}
 		}
 	}

@@ -1808,9 +1808,9 @@ gemmDirect6x16AVX2_store:
 	VZEROUPPER
 	RET
 
-// func gemmTaps12x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
-// Requires: AVX, AVX512F
-TEXT ·gemmTaps12x32AVX512(SB), NOSPLIT, $0-56
+// func gemmTaps12x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemmTaps12x32AVX512(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+16(FP), DX
@@ -1841,7 +1841,64 @@ TEXT ·gemmTaps12x32AVX512(SB), NOSPLIT, $0-56
 	VPXORD Z21, Z21, Z21
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
+	MOVQ   pf+56(FP), DI
+	TESTQ  DI, DI
+	JZ     gemmTaps12x32AVX512_loop
 
+gemmTaps12x32AVX512_pfloop_one:
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    (BX), SI
+	VMOVUPS (DX)(SI*4), Z24
+	VMOVUPS 64(DX)(SI*4), Z25
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Z26
+	VFMADD231PS  Z24, Z26, Z0
+	VFMADD231PS  Z25, Z26, Z1
+	VBROADCASTSS 4(CX), Z26
+	VFMADD231PS  Z24, Z26, Z2
+	VFMADD231PS  Z25, Z26, Z3
+	VBROADCASTSS 8(CX), Z26
+	VFMADD231PS  Z24, Z26, Z4
+	VFMADD231PS  Z25, Z26, Z5
+	VBROADCASTSS 12(CX), Z26
+	VFMADD231PS  Z24, Z26, Z6
+	VFMADD231PS  Z25, Z26, Z7
+	VBROADCASTSS 16(CX), Z26
+	VFMADD231PS  Z24, Z26, Z8
+	VFMADD231PS  Z25, Z26, Z9
+	VBROADCASTSS 20(CX), Z26
+	VFMADD231PS  Z24, Z26, Z10
+	VFMADD231PS  Z25, Z26, Z11
+	VBROADCASTSS 24(CX), Z26
+	VFMADD231PS  Z24, Z26, Z12
+	VFMADD231PS  Z25, Z26, Z13
+	VBROADCASTSS 28(CX), Z26
+	VFMADD231PS  Z24, Z26, Z14
+	VFMADD231PS  Z25, Z26, Z15
+	VBROADCASTSS 32(CX), Z26
+	VFMADD231PS  Z24, Z26, Z16
+	VFMADD231PS  Z25, Z26, Z17
+	VBROADCASTSS 36(CX), Z26
+	VFMADD231PS  Z24, Z26, Z18
+	VFMADD231PS  Z25, Z26, Z19
+	VBROADCASTSS 40(CX), Z26
+	VFMADD231PS  Z24, Z26, Z20
+	VFMADD231PS  Z25, Z26, Z21
+	VBROADCASTSS 44(CX), Z26
+	VFMADD231PS  Z24, Z26, Z22
+	VFMADD231PS  Z25, Z26, Z23
+	ADDQ         $0x30, CX
+	ADDQ         $0x08, BX
+
+	// prefetch the same steps of the next panel into L2
+	PREFETCHT1 (DI)
+	ADDQ       $0x30, DI
+	DECQ       AX
+	JNZ        gemmTaps12x32AVX512_pfloop_one
+	JMP        gemmTaps12x32AVX512_done
+
+gemmTaps12x32AVX512_loop:
 gemmTaps12x32AVX512_loop_one:
 	// b_v = b[taps[p] + v·lanes : ...]
 	MOVQ    (BX), SI
@@ -1889,12 +1946,14 @@ gemmTaps12x32AVX512_loop_one:
 	ADDQ         $0x08, BX
 	DECQ         AX
 	JNZ          gemmTaps12x32AVX512_loop_one
-	MOVQ         c+32(FP), AX
-	MOVQ         ldc+40(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         accumulate+48(FP), DX
-	TESTQ        DX, DX
-	JZ           gemmTaps12x32AVX512_store
+
+gemmTaps12x32AVX512_done:
+	MOVQ  c+32(FP), AX
+	MOVQ  ldc+40(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemmTaps12x32AVX512_store
 
 	// acc += c, row by row
 	MOVQ   AX, DX
@@ -1974,9 +2033,9 @@ gemmTaps12x32AVX512_store:
 	VZEROUPPER
 	RET
 
-// func gemmTaps6x16AVX2(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
-// Requires: AVX, FMA3
-TEXT ·gemmTaps6x16AVX2(SB), NOSPLIT, $0-56
+// func gemmTaps6x16AVX2(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·gemmTaps6x16AVX2(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+16(FP), DX
@@ -1995,8 +2054,163 @@ TEXT ·gemmTaps6x16AVX2(SB), NOSPLIT, $0-56
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+	MOVQ   pf+56(FP), DI
+	TESTQ  DI, DI
+	JZ     gemmTaps6x16AVX2_loop
 	CMPQ   AX, $0x04
-	JL     gemmTaps6x16AVX2_loop_one
+	JL     gemmTaps6x16AVX2_pfloop_one
+
+gemmTaps6x16AVX2_pfloop_group:
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    (BX), SI
+	VMOVUPS (DX)(SI*4), Y12
+	VMOVUPS 32(DX)(SI*4), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 4(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 8(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 12(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 16(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 20(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    8(BX), SI
+	VMOVUPS (DX)(SI*4), Y12
+	VMOVUPS 32(DX)(SI*4), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS 24(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 28(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 32(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 36(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 40(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 44(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    16(BX), SI
+	VMOVUPS (DX)(SI*4), Y12
+	VMOVUPS 32(DX)(SI*4), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS 48(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 52(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 56(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 60(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 64(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 68(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    24(BX), SI
+	VMOVUPS (DX)(SI*4), Y12
+	VMOVUPS 32(DX)(SI*4), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS 72(CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 76(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 80(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 84(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 88(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 92(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         $0x60, CX
+	ADDQ         $0x20, BX
+
+	// prefetch the same steps of the next panel into L2
+	PREFETCHT1 (DI)
+	PREFETCHT1 64(DI)
+	ADDQ       $0x60, DI
+	SUBQ       $0x04, AX
+	CMPQ       AX, $0x04
+	JGE        gemmTaps6x16AVX2_pfloop_group
+	TESTQ      AX, AX
+	JZ         gemmTaps6x16AVX2_done
+
+gemmTaps6x16AVX2_pfloop_one:
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    (BX), SI
+	VMOVUPS (DX)(SI*4), Y12
+	VMOVUPS 32(DX)(SI*4), Y13
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 4(CX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 8(CX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 12(CX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 16(CX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 20(CX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         $0x18, CX
+	ADDQ         $0x08, BX
+
+	// prefetch the same steps of the next panel into L2
+	PREFETCHT1 (DI)
+	ADDQ       $0x18, DI
+	DECQ       AX
+	JNZ        gemmTaps6x16AVX2_pfloop_one
+	JMP        gemmTaps6x16AVX2_done
+
+gemmTaps6x16AVX2_loop:
+	CMPQ AX, $0x04
+	JL   gemmTaps6x16AVX2_loop_one
 
 gemmTaps6x16AVX2_loop_group:
 	// b_v = b[taps[p] + v·lanes : ...]
@@ -2186,9 +2400,9 @@ gemmTaps6x16AVX2_store:
 	VZEROUPPER
 	RET
 
-// func gemmTaps4x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
-// Requires: AVX, AVX512F
-TEXT ·gemmTaps4x32AVX512(SB), NOSPLIT, $0-56
+// func gemmTaps4x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemmTaps4x32AVX512(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+16(FP), DX
@@ -2203,7 +2417,40 @@ TEXT ·gemmTaps4x32AVX512(SB), NOSPLIT, $0-56
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
+	MOVQ   pf+56(FP), DI
+	TESTQ  DI, DI
+	JZ     gemmTaps4x32AVX512_loop
 
+gemmTaps4x32AVX512_pfloop_one:
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    (BX), SI
+	VMOVUPS (DX)(SI*4), Z8
+	VMOVUPS 64(DX)(SI*4), Z9
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z1
+	VBROADCASTSS 4(CX), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z3
+	VBROADCASTSS 8(CX), Z10
+	VFMADD231PS  Z8, Z10, Z4
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 12(CX), Z10
+	VFMADD231PS  Z8, Z10, Z6
+	VFMADD231PS  Z9, Z10, Z7
+	ADDQ         $0x30, CX
+	ADDQ         $0x08, BX
+
+	// prefetch the same steps of the next panel into L2
+	PREFETCHT1 (DI)
+	ADDQ       $0x30, DI
+	DECQ       AX
+	JNZ        gemmTaps4x32AVX512_pfloop_one
+	JMP        gemmTaps4x32AVX512_done
+
+gemmTaps4x32AVX512_loop:
 gemmTaps4x32AVX512_loop_one:
 	// b_v = b[taps[p] + v·lanes : ...]
 	MOVQ    (BX), SI
@@ -2227,12 +2474,14 @@ gemmTaps4x32AVX512_loop_one:
 	ADDQ         $0x08, BX
 	DECQ         AX
 	JNZ          gemmTaps4x32AVX512_loop_one
-	MOVQ         c+32(FP), AX
-	MOVQ         ldc+40(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         accumulate+48(FP), DX
-	TESTQ        DX, DX
-	JZ           gemmTaps4x32AVX512_store
+
+gemmTaps4x32AVX512_done:
+	MOVQ  c+32(FP), AX
+	MOVQ  ldc+40(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemmTaps4x32AVX512_store
 
 	// acc += c, row by row
 	MOVQ   AX, DX
@@ -2264,9 +2513,9 @@ gemmTaps4x32AVX512_store:
 	VZEROUPPER
 	RET
 
-// func gemmTaps8x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
-// Requires: AVX, AVX512F
-TEXT ·gemmTaps8x32AVX512(SB), NOSPLIT, $0-56
+// func gemmTaps8x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemmTaps8x32AVX512(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+16(FP), DX
@@ -2289,7 +2538,52 @@ TEXT ·gemmTaps8x32AVX512(SB), NOSPLIT, $0-56
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
+	MOVQ   pf+56(FP), DI
+	TESTQ  DI, DI
+	JZ     gemmTaps8x32AVX512_loop
 
+gemmTaps8x32AVX512_pfloop_one:
+	// b_v = b[taps[p] + v·lanes : ...]
+	MOVQ    (BX), SI
+	VMOVUPS (DX)(SI*4), Z16
+	VMOVUPS 64(DX)(SI*4), Z17
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Z18
+	VFMADD231PS  Z16, Z18, Z0
+	VFMADD231PS  Z17, Z18, Z1
+	VBROADCASTSS 4(CX), Z18
+	VFMADD231PS  Z16, Z18, Z2
+	VFMADD231PS  Z17, Z18, Z3
+	VBROADCASTSS 8(CX), Z18
+	VFMADD231PS  Z16, Z18, Z4
+	VFMADD231PS  Z17, Z18, Z5
+	VBROADCASTSS 12(CX), Z18
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z7
+	VBROADCASTSS 16(CX), Z18
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z9
+	VBROADCASTSS 20(CX), Z18
+	VFMADD231PS  Z16, Z18, Z10
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 24(CX), Z18
+	VFMADD231PS  Z16, Z18, Z12
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 28(CX), Z18
+	VFMADD231PS  Z16, Z18, Z14
+	VFMADD231PS  Z17, Z18, Z15
+	ADDQ         $0x30, CX
+	ADDQ         $0x08, BX
+
+	// prefetch the same steps of the next panel into L2
+	PREFETCHT1 (DI)
+	ADDQ       $0x30, DI
+	DECQ       AX
+	JNZ        gemmTaps8x32AVX512_pfloop_one
+	JMP        gemmTaps8x32AVX512_done
+
+gemmTaps8x32AVX512_loop:
 gemmTaps8x32AVX512_loop_one:
 	// b_v = b[taps[p] + v·lanes : ...]
 	MOVQ    (BX), SI
@@ -2325,12 +2619,14 @@ gemmTaps8x32AVX512_loop_one:
 	ADDQ         $0x08, BX
 	DECQ         AX
 	JNZ          gemmTaps8x32AVX512_loop_one
-	MOVQ         c+32(FP), AX
-	MOVQ         ldc+40(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         accumulate+48(FP), DX
-	TESTQ        DX, DX
-	JZ           gemmTaps8x32AVX512_store
+
+gemmTaps8x32AVX512_done:
+	MOVQ  c+32(FP), AX
+	MOVQ  ldc+40(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemmTaps8x32AVX512_store
 
 	// acc += c, row by row
 	MOVQ   AX, DX

@@ -34,25 +34,25 @@ func gemmDirect12x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, 
 //go:noescape
 func gemmDirect6x16AVX2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
 
-// gemmTaps12x32AVX512 computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·12+r]·b[taps[p]+j] for r < 12, j < 32 (a packed, b read in place); it adds to c when accumulate != 0.
+// gemmTaps12x32AVX512 computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·12+r]·b[taps[p]+j] for r < 12, j < 32 (a packed, b read in place); it adds to c when accumulate != 0, and prefetches kc steps of the A panel at pf into L2 when pf is not nil.
 //
 //go:noescape
-func gemmTaps12x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
+func gemmTaps12x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
 
-// gemmTaps6x16AVX2 computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·6+r]·b[taps[p]+j] for r < 6, j < 16 (a packed, b read in place); it adds to c when accumulate != 0.
+// gemmTaps6x16AVX2 computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·6+r]·b[taps[p]+j] for r < 6, j < 16 (a packed, b read in place); it adds to c when accumulate != 0, and prefetches kc steps of the A panel at pf into L2 when pf is not nil.
 //
 //go:noescape
-func gemmTaps6x16AVX2(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
+func gemmTaps6x16AVX2(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
 
-// gemmTaps4x32AVX512 computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·12+r]·b[taps[p]+j] for r < 4, j < 32 (a packed, b read in place); it adds to c when accumulate != 0.
+// gemmTaps4x32AVX512 computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·12+r]·b[taps[p]+j] for r < 4, j < 32 (a packed, b read in place); it adds to c when accumulate != 0, and prefetches kc steps of the A panel at pf into L2 when pf is not nil.
 //
 //go:noescape
-func gemmTaps4x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
+func gemmTaps4x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
 
-// gemmTaps8x32AVX512 computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·12+r]·b[taps[p]+j] for r < 8, j < 32 (a packed, b read in place); it adds to c when accumulate != 0.
+// gemmTaps8x32AVX512 computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·12+r]·b[taps[p]+j] for r < 8, j < 32 (a packed, b read in place); it adds to c when accumulate != 0, and prefetches kc steps of the A panel at pf into L2 when pf is not nil.
 //
 //go:noescape
-func gemmTaps8x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int)
+func gemmTaps8x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
 
 // gemmBF16x12AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} dot(a[r·lda+p], b[p·32+j]) + bias[j]) + res[r·ldr+j] for r < 12, j < 32, each uint32 a pair of bf16 (k = 2p low, 2p+1 high) and the sum in fp32 by VDPBF16PS (dpbf16 in bf16.go); c's old value counts when accumulate != 0, bias and res when not nil.
 //

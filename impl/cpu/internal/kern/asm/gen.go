@@ -114,11 +114,13 @@ const (
 //
 // With bTaps the kernel is
 //
-//	func NAME(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)
+//	func NAME(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
 //
 // and row p of b is not packed but read in place at b[taps[p] + j]: a
 // direct convolution over a padded image, where each tap's NR neighbouring
-// outputs read NR neighbouring pixels.
+// outputs read NR neighbouring pixels. There a non-nil pf is the next
+// panel of A (a convolution's weight, cold from memory when it is read
+// once per call), prefetched into L2 one step at a time.
 //
 // With aDirectBF16 the kernel is aDirect on bf16 pairs:
 //
@@ -137,9 +139,9 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 	direct := mode == aDirect || mode == aDirectBF16
 	switch mode {
 	case bTaps:
-		TEXT(name, NOSPLIT, "func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int)")
+		TEXT(name, NOSPLIT, "func(kc int, a, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)")
 		Pragma("noescape")
-		Doc(fmt.Sprintf("%s computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·%d+r]·b[taps[p]+j] for r < %d, j < %d (a packed, b read in place); it adds to c when accumulate != 0.",
+		Doc(fmt.Sprintf("%s computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·%d+r]·b[taps[p]+j] for r < %d, j < %d (a packed, b read in place); it adds to c when accumulate != 0, and prefetches kc steps of the A panel at pf into L2 when pf is not nil.",
 			name, panel, mr, nv*lanes))
 	case aDirect:
 		TEXT(name, NOSPLIT, "func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)")
@@ -255,11 +257,16 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 			ADDQ(addImm(nv*width*u), pb)
 		}
 		if pf != nil {
+			// The next panel of B, or with taps the next panel of A.
+			step := nv * width
+			if taps {
+				step = 4 * panel
+			}
 			Comment("prefetch the same steps of the next panel into L2")
-			for d := 0; d < u*nv*width; d += 64 {
+			for d := 0; d < u*step; d += 64 {
 				PREFETCHT1(Mem{Base: pf, Disp: d})
 			}
-			ADDQ(addImm(nv*width*u), pf)
+			ADDQ(addImm(step*u), pf)
 		}
 	}
 	// loop emits the k loop at label: groups of unroll steps while
@@ -284,7 +291,7 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 		JNZ(LabelRef(label + "_one"))
 	}
 	var pf Register
-	if !taps {
+	{
 		pf = Load(Param("pf"), GP64())
 		TESTQ(pf, pf)
 		JZ(LabelRef(name + "_loop"))
