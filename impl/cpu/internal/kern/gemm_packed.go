@@ -3,13 +3,15 @@ package kern
 import "sync"
 
 // microKernel is a register-blocked GEMM kernel over packed panels:
-// fn(kc, a, b, c, ldc, accumulate, bias, res, ldr, pf) computes the mr×nr tile
+// fn(kc, a, b, c, ldc, accumulate, bias, res, ldr, pf, pfStep) computes
+// the mr×nr tile
 //
 //	c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·mr+r]·b[p·nr+j] + bias[j]) + res[r·ldr+j]
 //
 // where c's old value counts when accumulate != 0 and bias and res when
-// they are not nil; while it walks b it prefetches as many bytes from pf
-// into L2 when pf is not nil (the caller passes the next panel of B).
+// they are not nil; when pf is not nil, each of its kc steps also
+// prefetches nr values at pf into L2 and moves pf on by pfStep bytes (the
+// caller passes a slice of the next panel of B: prefetchSlice).
 //
 // direct is the same kernel reading A in place instead of packed, row r
 // at a[r·lda + p], for a row-major left operand that then needs no copy.
@@ -20,7 +22,7 @@ import "sync"
 type microKernel struct {
 	mr, nr int
 	fn     packedFn
-	direct func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
+	direct func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32, pfStep int)
 	// directAll makes direct read A in place at every width and depth,
 	// not only the narrow and shallow products (see directA).
 	directAll bool
@@ -28,7 +30,7 @@ type microKernel struct {
 }
 
 // packedFn is the signature of a microkernel over packed panels.
-type packedFn = func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
+type packedFn = func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32, pfStep int)
 
 // rowsKernel is a microkernel fn that computes only the first rows rows
 // of an mr-row panel.
@@ -349,18 +351,18 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 	ma, direct := src.(matrixA)
 	direct = direct && mk.direct != nil && directA(mk, j1-j0, k)
 	// kernel runs the microkernel on the tile at rows ic+ir of A, with A
-	// packed at ap or, for a full tile when direct, in place. The first
-	// tile of each panel prefetches the next panel (pf) into L2.
+	// packed at ap or, for a full tile when direct, in place. Each tile of
+	// a panel prefetches its slice of the next panel (pf, pfStep) into L2.
 	var pf *float32
+	var pfStep int
 	kernel := func(kb int, ap *float32, row, pc, mh int, bp, cp *float32, ldc, acc int, bias, res *float32, ldr int) {
 		if direct && mh == mr {
-			mk.direct(kb, &ma.a[row*ma.lda+pc], ma.lda, bp, cp, ldc, acc, bias, res, ldr, pf)
+			mk.direct(kb, &ma.a[row*ma.lda+pc], ma.lda, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
 		} else if mh < mr {
-			fewestRows(mk.tails, mk.fn, mh)(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf)
+			fewestRows(mk.tails, mk.fn, mh)(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
 		} else {
-			mk.fn(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf)
+			mk.fn(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
 		}
-		pf = nil
 	}
 
 	for pc := 0; pc < k; pc += kcBlock {
@@ -382,10 +384,12 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 			for jr := j0; jr < j1; jr += nr {
 				bp := &block[jr*kb]
 				nw := min(nr, j1-jr)
-				if jr+nr < j1 {
-					pf = &block[(jr+nr)*kb]
-				}
+				tiles := (mb + mr - 1) / mr
 				for ir := 0; ir < mb; ir += mr {
+					pf, pfStep = nil, 0
+					if jr+nr < j1 {
+						pf, pfStep = prefetchSlice(block[(jr+nr)*kb:(jr+2*nr)*kb], nr, kb, ir/mr, tiles)
+					}
 					ap := &pa[ir*kb]
 					mh := min(mr, mb-ir)
 					cp := (ic+ir)*ldc + jr
@@ -628,4 +632,21 @@ func SgemmRowGroups(m, n, k int, a []float32, lda int, b []float32, ldb int, c [
 			done(i, i1)
 		}
 	}
+}
+
+// prefetchSlice returns where tile t of tiles that share a column panel
+// starts prefetching the next panel (next, kb steps of nr values) and by
+// how many bytes it moves on per step: each tile's kb steps cover its
+// share of the panel, in slices that together cover all of it, so the
+// panel is fetched at the pace of the whole column of tiles rather than
+// during its first tile. The step is a multiple of 8 bytes; with one tile
+// it is the panel's own, nr values.
+func prefetchSlice(next []float32, nr, kb, t, tiles int) (*float32, int) {
+	step := (4*nr + tiles - 1) / tiles
+	step = (step + 7) / 8 * 8
+	at := t * kb * step / 4
+	if at >= len(next) {
+		return nil, 0
+	}
+	return &next[at], step
 }

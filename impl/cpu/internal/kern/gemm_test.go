@@ -323,3 +323,48 @@ func forDirectAndPacked(t *testing.T, f func(t *testing.T)) {
 		})
 	}
 }
+
+// TestPrefetchSliceCoversPanel: the slices prefetchSlice hands the row
+// tiles of a panel (each kb steps of its step, one step's width of nr
+// values at a time) together cover the whole next panel, and each starts
+// inside it.
+func TestPrefetchSliceCoversPanel(t *testing.T) {
+	for _, nr := range []int{16, 32} {
+		for _, kb := range []int{1, 7, 64, 768, 1024} {
+			for tiles := 1; tiles <= 20; tiles++ {
+				next := make([]float32, nr*kb)
+				covered := make([]bool, len(next)*4/64+1) // 64-byte lines
+				for tl := 0; tl < tiles; tl++ {
+					p, step := prefetchSlice(next, nr, kb, tl, tiles)
+					if p == nil {
+						continue
+					}
+					if step%8 != 0 || step <= 0 {
+						t.Fatalf("nr %d kb %d tiles %d: step %d", nr, kb, tiles, step)
+					}
+					start := -1
+					for i := range next {
+						if &next[i] == p {
+							start = i * 4
+						}
+					}
+					if start < 0 {
+						t.Fatalf("nr %d kb %d tiles %d: tile %d starts outside the panel", nr, kb, tiles, tl)
+					}
+					for s := 0; s < kb; s++ {
+						for d := 0; d < 4*nr; d += 64 {
+							if line := (start + s*step + d) / 64; line < len(covered) {
+								covered[line] = true
+							}
+						}
+					}
+				}
+				for line := 0; line < len(next)*4/64; line++ {
+					if !covered[line] {
+						t.Fatalf("nr %d kb %d tiles %d: line %d of the panel is never prefetched", nr, kb, tiles, line)
+					}
+				}
+			}
+		}
+	}
+}

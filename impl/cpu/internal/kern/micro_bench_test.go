@@ -28,7 +28,7 @@ func BenchmarkMicroKernel(b *testing.B) {
 		c := make([]float32, mk.mk.mr*mk.mk.nr)
 		b.Run(fmt.Sprintf("%s/kc=%d", mk.name, kc), func(b *testing.B) {
 			for b.Loop() {
-				mk.mk.fn(kc, &a[0], &bb[0], &c[0], mk.mk.nr, 1, nil, nil, 0, nil)
+				mk.mk.fn(kc, &a[0], &bb[0], &c[0], mk.mk.nr, 1, nil, nil, 0, nil, 0)
 			}
 			b.ReportMetric(2*float64(mk.mk.mr*mk.mk.nr*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func gemm12x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+// func gemm12x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·gemm12x32AVX512(SB), NOSPLIT, $0-80
+TEXT ·gemm12x32AVX512(SB), NOSPLIT, $0-88
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+16(FP), DX
@@ -37,6 +37,7 @@ TEXT ·gemm12x32AVX512(SB), NOSPLIT, $0-80
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 	MOVQ   pf+72(FP), BX
+	MOVQ   pfStep+80(FP), SI
 	TESTQ  BX, BX
 	JZ     gemm12x32AVX512_loop
 
@@ -85,10 +86,10 @@ gemm12x32AVX512_pfloop_one:
 	ADDQ         $0x30, CX
 	ADDQ         $0x80, DX
 
-	// prefetch the same steps of the next panel into L2
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
 	PREFETCHT1 (BX)
 	PREFETCHT1 64(BX)
-	ADDQ       $0x80, BX
+	ADDQ       SI, BX
 	DECQ       AX
 	JNZ        gemm12x32AVX512_pfloop_one
 	JMP        gemm12x32AVX512_done
@@ -304,9 +305,9 @@ gemm12x32AVX512_store:
 	VZEROUPPER
 	RET
 
-// func gemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+// func gemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 // Requires: AVX, FMA3, MMX+
-TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-80
+TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-88
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+16(FP), DX
@@ -325,6 +326,7 @@ TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-80
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
 	MOVQ   pf+72(FP), BX
+	MOVQ   pfStep+80(FP), SI
 	TESTQ  BX, BX
 	JZ     gemm6x16AVX2_loop
 	CMPQ   AX, $0x04
@@ -429,12 +431,15 @@ gemm6x16AVX2_pfloop_group:
 	ADDQ         $0x60, CX
 	ADDQ         $0x00000100, DX
 
-	// prefetch the same steps of the next panel into L2
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
 	PREFETCHT1 (BX)
-	PREFETCHT1 64(BX)
-	PREFETCHT1 128(BX)
-	PREFETCHT1 192(BX)
-	ADDQ       $0x00000100, BX
+	ADDQ       SI, BX
+	PREFETCHT1 (BX)
+	ADDQ       SI, BX
+	PREFETCHT1 (BX)
+	ADDQ       SI, BX
+	PREFETCHT1 (BX)
+	ADDQ       SI, BX
 	SUBQ       $0x04, AX
 	CMPQ       AX, $0x04
 	JGE        gemm6x16AVX2_pfloop_group
@@ -468,9 +473,9 @@ gemm6x16AVX2_pfloop_one:
 	ADDQ         $0x18, CX
 	ADDQ         $0x40, DX
 
-	// prefetch the same steps of the next panel into L2
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
 	PREFETCHT1 (BX)
-	ADDQ       $0x40, BX
+	ADDQ       SI, BX
 	DECQ       AX
 	JNZ        gemm6x16AVX2_pfloop_one
 	JMP        gemm6x16AVX2_done
@@ -709,9 +714,9 @@ gemm6x16AVX2_store:
 	VZEROUPPER
 	RET
 
-// func gemm4x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+// func gemm4x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·gemm4x32AVX512(SB), NOSPLIT, $0-80
+TEXT ·gemm4x32AVX512(SB), NOSPLIT, $0-88
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+16(FP), DX
@@ -726,6 +731,7 @@ TEXT ·gemm4x32AVX512(SB), NOSPLIT, $0-80
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 	MOVQ   pf+72(FP), BX
+	MOVQ   pfStep+80(FP), SI
 	TESTQ  BX, BX
 	JZ     gemm4x32AVX512_loop
 
@@ -750,10 +756,10 @@ gemm4x32AVX512_pfloop_one:
 	ADDQ         $0x30, CX
 	ADDQ         $0x80, DX
 
-	// prefetch the same steps of the next panel into L2
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
 	PREFETCHT1 (BX)
 	PREFETCHT1 64(BX)
-	ADDQ       $0x80, BX
+	ADDQ       SI, BX
 	DECQ       AX
 	JNZ        gemm4x32AVX512_pfloop_one
 	JMP        gemm4x32AVX512_done
@@ -857,9 +863,9 @@ gemm4x32AVX512_store:
 	VZEROUPPER
 	RET
 
-// func gemm8x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+// func gemm8x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·gemm8x32AVX512(SB), NOSPLIT, $0-80
+TEXT ·gemm8x32AVX512(SB), NOSPLIT, $0-88
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+16(FP), DX
@@ -882,6 +888,7 @@ TEXT ·gemm8x32AVX512(SB), NOSPLIT, $0-80
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 	MOVQ   pf+72(FP), BX
+	MOVQ   pfStep+80(FP), SI
 	TESTQ  BX, BX
 	JZ     gemm8x32AVX512_loop
 
@@ -918,10 +925,10 @@ gemm8x32AVX512_pfloop_one:
 	ADDQ         $0x30, CX
 	ADDQ         $0x80, DX
 
-	// prefetch the same steps of the next panel into L2
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
 	PREFETCHT1 (BX)
 	PREFETCHT1 64(BX)
-	ADDQ       $0x80, BX
+	ADDQ       SI, BX
 	DECQ       AX
 	JNZ        gemm8x32AVX512_pfloop_one
 	JMP        gemm8x32AVX512_done
@@ -1081,9 +1088,9 @@ gemm8x32AVX512_store:
 	VZEROUPPER
 	RET
 
-// func gemmDirect12x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+// func gemmDirect12x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·gemmDirect12x32AVX512(SB), NOSPLIT, $0-88
+TEXT ·gemmDirect12x32AVX512(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+24(FP), DX
@@ -1121,6 +1128,7 @@ TEXT ·gemmDirect12x32AVX512(SB), NOSPLIT, $0-88
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 	MOVQ   pf+80(FP), R10
+	MOVQ   pfStep+88(FP), R11
 	TESTQ  R10, R10
 	JZ     gemmDirect12x32AVX512_loop
 
@@ -1172,10 +1180,10 @@ gemmDirect12x32AVX512_pfloop_one:
 	ADDQ         $0x04, DI
 	ADDQ         $0x80, DX
 
-	// prefetch the same steps of the next panel into L2
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
 	PREFETCHT1 (R10)
 	PREFETCHT1 64(R10)
-	ADDQ       $0x80, R10
+	ADDQ       R11, R10
 	DECQ       AX
 	JNZ        gemmDirect12x32AVX512_pfloop_one
 	JMP        gemmDirect12x32AVX512_done
@@ -1394,9 +1402,9 @@ gemmDirect12x32AVX512_store:
 	VZEROUPPER
 	RET
 
-// func gemmDirect6x16AVX2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+// func gemmDirect6x16AVX2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 // Requires: AVX, FMA3, MMX+
-TEXT ·gemmDirect6x16AVX2(SB), NOSPLIT, $0-88
+TEXT ·gemmDirect6x16AVX2(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), AX
 	MOVQ a+8(FP), CX
 	MOVQ b+24(FP), DX
@@ -1420,6 +1428,7 @@ TEXT ·gemmDirect6x16AVX2(SB), NOSPLIT, $0-88
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
 	MOVQ   pf+80(FP), R8
+	MOVQ   pfStep+88(FP), R9
 	TESTQ  R8, R8
 	JZ     gemmDirect6x16AVX2_loop
 	CMPQ   AX, $0x04
@@ -1525,12 +1534,15 @@ gemmDirect6x16AVX2_pfloop_group:
 	ADDQ         $0x10, DI
 	ADDQ         $0x00000100, DX
 
-	// prefetch the same steps of the next panel into L2
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
 	PREFETCHT1 (R8)
-	PREFETCHT1 64(R8)
-	PREFETCHT1 128(R8)
-	PREFETCHT1 192(R8)
-	ADDQ       $0x00000100, R8
+	ADDQ       R9, R8
+	PREFETCHT1 (R8)
+	ADDQ       R9, R8
+	PREFETCHT1 (R8)
+	ADDQ       R9, R8
+	PREFETCHT1 (R8)
+	ADDQ       R9, R8
 	SUBQ       $0x04, AX
 	CMPQ       AX, $0x04
 	JGE        gemmDirect6x16AVX2_pfloop_group
@@ -1565,9 +1577,9 @@ gemmDirect6x16AVX2_pfloop_one:
 	ADDQ         $0x04, DI
 	ADDQ         $0x40, DX
 
-	// prefetch the same steps of the next panel into L2
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
 	PREFETCHT1 (R8)
-	ADDQ       $0x40, R8
+	ADDQ       R9, R8
 	DECQ       AX
 	JNZ        gemmDirect6x16AVX2_pfloop_one
 	JMP        gemmDirect6x16AVX2_done

@@ -7,32 +7,32 @@ package kern
 // gemm12x32AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·12+r]·b[p·32+j] + bias[j]) + res[r·ldr+j] for r < 12, j < 32 (packed panels); c's old value counts when accumulate != 0, bias and res when not nil.
 //
 //go:noescape
-func gemm12x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+func gemm12x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 
 // gemm6x16AVX2 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·6+r]·b[p·16+j] + bias[j]) + res[r·ldr+j] for r < 6, j < 16 (packed panels); c's old value counts when accumulate != 0, bias and res when not nil.
 //
 //go:noescape
-func gemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+func gemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 
 // gemm4x32AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·12+r]·b[p·32+j] + bias[j]) + res[r·ldr+j] for r < 4, j < 32 (packed panels); c's old value counts when accumulate != 0, bias and res when not nil.
 //
 //go:noescape
-func gemm4x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+func gemm4x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 
 // gemm8x32AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·12+r]·b[p·32+j] + bias[j]) + res[r·ldr+j] for r < 8, j < 32 (packed panels); c's old value counts when accumulate != 0, bias and res when not nil.
 //
 //go:noescape
-func gemm8x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+func gemm8x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 
 // gemmDirect12x32AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[r·lda+p]·b[p·32+j] + bias[j]) + res[r·ldr+j] for r < 12, j < 32 (a in place, b packed); c's old value counts when accumulate != 0, bias and res when not nil.
 //
 //go:noescape
-func gemmDirect12x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+func gemmDirect12x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 
 // gemmDirect6x16AVX2 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[r·lda+p]·b[p·16+j] + bias[j]) + res[r·ldr+j] for r < 6, j < 16 (a in place, b packed); c's old value counts when accumulate != 0, bias and res when not nil.
 //
 //go:noescape
-func gemmDirect6x16AVX2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32)
+func gemmDirect6x16AVX2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 
 // gemmTaps12x32AVX512 computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·12+r]·b[taps[p]+j] for r < 12, j < 32 (a packed, b read in place); it adds to c when accumulate != 0, and prefetches kc steps of the A panel at pf into L2 when pf is not nil.
 //

@@ -95,22 +95,27 @@ const (
 //
 // Without taps the kernel also finishes the tile while it is in registers:
 //
-//	func NAME(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
+//	func NAME(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32, pfStep int)
 //
 // adds bias[j] when bias is not nil and then res[r·ldr+j] when res is not
 // nil, in that order, after the product (and after c's old value):
 //
 //	c[r·ldc+j] = ((c[r·ldc+j] +) s + bias[j]) + res[r·ldr+j]
 //
-// Without taps, a non-nil pf is prefetched into L2 alongside b, one step
-// of the panel at a time: the caller passes the next panel of B, which
-// then comes from L2 and not from memory when its turn comes (the
-// hardware prefetcher stops at every 4 KiB page of a cold weight).
+// Without taps (float32), each step with a non-nil pf also prefetches
+// into L2 one step's width of B (NR values) at pf and then moves pf on by
+// pfStep bytes: the caller points the row tiles of a panel at successive
+// slices of the next panel of B, so that together they bring it into L2
+// before its turn comes, a few lines per tile rather than the whole panel
+// during the first tile (the hardware prefetcher stops at every 4 KiB page
+// of a cold weight, and a whole panel at once, one line per FMA cycle, ran
+// into the limit of misses a core keeps in flight). The bf16 kernel
+// prefetches the same steps of the next panel (pfStep is not there).
 //
 // With aDirect, A is not packed but read in place, row r at a[r·lda + p]
 // (lda in elements), so a row-major activation needs no copy:
 //
-//	func NAME(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)
+//	func NAME(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32, pfStep int)
 //
 // With bTaps the kernel is
 //
@@ -144,7 +149,7 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 		Doc(fmt.Sprintf("%s computes c[r·ldc+j] (+)= Σ_{p<kc} a[p·%d+r]·b[taps[p]+j] for r < %d, j < %d (a packed, b read in place); it adds to c when accumulate != 0, and prefetches kc steps of the A panel at pf into L2 when pf is not nil.",
 			name, panel, mr, nv*lanes))
 	case aDirect:
-		TEXT(name, NOSPLIT, "func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)")
+		TEXT(name, NOSPLIT, "func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32, pfStep int)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[r·lda+p]·b[p·%d+j] + bias[j]) + res[r·ldr+j] for r < %d, j < %d (a in place, b packed); c's old value counts when accumulate != 0, bias and res when not nil.",
 			name, nv*lanes, mr, nv*lanes))
@@ -154,7 +159,7 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 		Doc(fmt.Sprintf("%s computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} dot(a[r·lda+p], b[p·%d+j]) + bias[j]) + res[r·ldr+j] for r < %d, j < %d, each uint32 a pair of bf16 (k = 2p low, 2p+1 high) and the sum in fp32 by VDPBF16PS (dpbf16 in bf16.go); c's old value counts when accumulate != 0, bias and res when not nil.",
 			name, nv*lanes, mr, nv*lanes))
 	default:
-		TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32)")
+		TEXT(name, NOSPLIT, "func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32, pfStep int)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·%d+r]·b[p·%d+j] + bias[j]) + res[r·ldr+j] for r < %d, j < %d (packed panels); c's old value counts when accumulate != 0, bias and res when not nil.",
 			name, panel, nv*lanes, mr, nv*lanes))
@@ -202,6 +207,7 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 	// displacements within the unrolled group) and then advances the
 	// pointers past them; with pf, it also prefetches the same bytes of
 	// the next panel.
+	var pfStep Register // set below, before the loops are emitted
 	body := func(u int, pf Register) {
 		for q := 0; q < u; q++ {
 			if taps {
@@ -256,8 +262,16 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 		} else {
 			ADDQ(addImm(nv*width*u), pb)
 		}
-		if pf != nil {
-			// The next panel of B, or with taps the next panel of A.
+		if pf != nil && pfStep != nil {
+			Comment("prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes")
+			for q := 0; q < u; q++ {
+				for d := 0; d < nv*width; d += 64 {
+					PREFETCHT1(Mem{Base: pf, Disp: d})
+				}
+				ADDQ(pfStep, pf)
+			}
+		} else if pf != nil {
+			// The next panel of B (bf16), or with taps the next panel of A.
 			step := nv * width
 			if taps {
 				step = 4 * panel
@@ -293,6 +307,9 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 	var pf Register
 	{
 		pf = Load(Param("pf"), GP64())
+		if mode == aPacked || mode == aDirect {
+			pfStep = Load(Param("pfStep"), GP64())
+		}
 		TESTQ(pf, pf)
 		JZ(LabelRef(name + "_loop"))
 		// The same loop, also prefetching the next panel into L2.
