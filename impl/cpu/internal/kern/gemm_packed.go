@@ -261,7 +261,7 @@ func SgemmPackedEpi(m int, a []float32, lda int, pb *PackedB, c []float32, ldc i
 		}
 		return
 	}
-	sgemmPanels(pb.mk, m, matrixA{a, lda}, pb, c, ldc, epi, j0, j1)
+	sgemmPanels(pb.mk, m, matrixA{a, lda}, pb, c, ldc, epi, j0, j1, nil)
 }
 
 // ASource supplies the left operand A [m, k] of a packed GEMM without it
@@ -308,7 +308,7 @@ func SgemmSourceCols(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 	}
 	_ = c[(m-1)*ldc+j1-1]
 	if pb.mk.fn != nil {
-		sgemmPanels(pb.mk, m, src, pb, c, ldc, epi, j0, j1)
+		sgemmPanels(pb.mk, m, src, pb, c, ldc, epi, j0, j1, nil)
 		return
 	}
 	// The Go path multiplies a matrix: materialize A in 4-row panels.
@@ -329,8 +329,12 @@ func SgemmSourceCols(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 	}
 }
 
-// sgemmPanels is the blocked loop nest over packed panels.
-func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, ldc int, epi Epilogue, j0, j1 int) {
+// sgemmPanels is the blocked loop nest over packed panels. With pfA nil,
+// the row tiles of each column panel prefetch the next panel of B
+// (prefetchSlice); otherwise B is taken to be in cache already and the
+// calls prefetch pfA instead, each its slice in call order, spread over
+// all of them (prefetchSpread): the rows of A a caller will multiply next.
+func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, ldc int, epi Epilogue, j0, j1 int, pfA []float32) {
 	mr, nr, k := mk.mr, mk.nr, pb.K
 	panels := pb.Panels()
 	kc := min(k, kcBlock)
@@ -365,6 +369,14 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 		}
 	}
 
+	var spread prefetchSpread
+	if pfA != nil {
+		tiles := 0
+		for ic := 0; ic < m; ic += mc {
+			tiles += (min(mc, m-ic) + mr - 1) / mr
+		}
+		spread = newPrefetchSpread(pfA, tiles*((j1-j0+nr-1)/nr)*k)
+	}
 	for pc := 0; pc < k; pc += kcBlock {
 		kb := min(kcBlock, k-pc)
 		block := pb.data[panels*nr*pc:]
@@ -387,7 +399,9 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 				tiles := (mb + mr - 1) / mr
 				for ir := 0; ir < mb; ir += mr {
 					pf, pfStep = nil, 0
-					if jr+nr < j1 {
+					if pfA != nil {
+						pf, pfStep = spread.next(kb)
+					} else if jr+nr < j1 {
 						pf, pfStep = prefetchSlice(block[(jr+nr)*kb:(jr+2*nr)*kb], nr, kb, ir/mr, tiles)
 					}
 					ap := &pa[ir*kb]
@@ -627,7 +641,19 @@ func SgemmRowGroups(m, n, k int, a []float32, lda int, b []float32, ldb int, c [
 	packInto(&p, n, k, b, ldb, false, grow(wsp, size))
 	for i := 0; i < m; i += group {
 		i1 := min(i+group, m)
-		SgemmPackedEpi(i1-i, a[i*lda:], lda, &p, c[i*ldc:], ldc, Epilogue{}, 0, n)
+		if p.mk.fn == nil {
+			SgemmPackedEpi(i1-i, a[i*lda:], lda, &p, c[i*ldc:], ldc, Epilogue{}, 0, n)
+		} else {
+			// B, packed just now, is in cache; the next group's rows of
+			// A (a weight, from memory) are prefetched while this group
+			// runs, when they lie in one run.
+			var next []float32
+			if lda == k && i1 < m {
+				next = a[i1*lda : min(i1+group, m)*lda]
+			}
+			_ = c[(i1-i-1)*ldc+n-1]
+			sgemmPanels(p.mk, i1-i, matrixA{a[i*lda:], lda}, &p, c[i*ldc:], ldc, Epilogue{}, 0, n, next)
+		}
 		if done != nil {
 			done(i, i1)
 		}
@@ -649,4 +675,36 @@ func prefetchSlice(next []float32, nr, kb, t, tiles int) (*float32, int) {
 		return nil, 0
 	}
 	return &next[at], step
+}
+
+// prefetchSpread deals out the prefetch of one region over a run of
+// microkernel calls of known total steps: each call gets the region's next
+// slice, at a step (bytes per kernel step, a multiple of 8, at least 8)
+// that reaches the region's last line by the last step. A step of at most
+// 64 bytes leaves no line out (the row groups' regions, 24 rows of A over
+// at least two tiles and a panel, take at most 48).
+type prefetchSpread struct {
+	region []float32
+	step   int // bytes per kernel step
+	at     int // bytes of the region dealt out so far
+}
+
+func newPrefetchSpread(region []float32, steps int) prefetchSpread {
+	// steps-1 gaps from the first step to the last reach the start of the
+	// region's last line.
+	last := (4*len(region) - 1) / 64 * 64
+	gaps := max(steps-1, 1)
+	step := (last + gaps - 1) / gaps
+	return prefetchSpread{region: region, step: max(8, (step+7)/8*8)}
+}
+
+// next returns the start and step of the next call's slice, for a call of
+// kb steps, or nil once the region is covered.
+func (s *prefetchSpread) next(kb int) (*float32, int) {
+	if s.at/4 >= len(s.region) {
+		return nil, 0
+	}
+	pf := &s.region[s.at/4]
+	s.at += kb * s.step
+	return pf, s.step
 }

@@ -368,3 +368,54 @@ func TestPrefetchSliceCoversPanel(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchSpreadCoversRegion: the slices prefetchSpread deals out to
+// calls of kb steps each (one 64-byte line at pf per step, the narrowest
+// window of the kernels) cover every line of the region by the last call,
+// and each starts inside it.
+func TestPrefetchSpreadCoversRegion(t *testing.T) {
+	for _, group := range []int{6, 24, 25} {
+		for _, k := range []int{1, 9, 64, 300, 1024, 2048} {
+			for _, calls := range []int{1, 2, 3, 14, 40} {
+				region := make([]float32, group*k)
+				kb := k
+				s := newPrefetchSpread(region, calls*kb)
+				covered := make([]bool, (len(region)*4+63)/64)
+				if s.step > 64 || calls*kb < len(covered) {
+					continue // fewer steps than lines: not a region the row groups pass
+				}
+				base := 0
+				for c := 0; c < calls; c++ {
+					p, step := s.next(kb)
+					if p == nil {
+						break
+					}
+					start := -1
+					for i := range region {
+						if &region[i] == p {
+							start = i * 4
+							break
+						}
+					}
+					if start < 0 {
+						t.Fatalf("group %d k %d calls %d: call %d starts outside the region", group, k, calls, c)
+					}
+					if start < base {
+						t.Fatalf("group %d k %d calls %d: call %d goes back to byte %d", group, k, calls, c, start)
+					}
+					base = start
+					for st := 0; st < kb; st++ {
+						if line := (start + st*step) / 64; line < len(covered) {
+							covered[line] = true
+						}
+					}
+				}
+				for line, ok := range covered {
+					if !ok {
+						t.Fatalf("group %d k %d calls %d: line %d of %d never prefetched", group, k, calls, line, len(covered))
+					}
+				}
+			}
+		}
+	}
+}
