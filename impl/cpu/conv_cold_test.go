@@ -1,0 +1,126 @@
+package cpu
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"vitbench/bench"
+	"vitbench/bench/ops"
+)
+
+// coldSetBytes is how much memory TestConvColdAB rotates each path's
+// calls through: far past the L2 of both cores, so that each call's
+// buffers come from memory as a network node's do.
+const coldSetBytes = 160 << 20
+
+// TestConvColdAB times convolutions as a network's nodes see their data:
+// each call takes the input, the residual and the output (and, with
+// VITBENCH_PROFILE_COLD_WEIGHTS set, the weight) of its own from sets
+// that fill coldSetBytes, so that they come from memory and not from the
+// caches, as in TestNodeProfile. A convolution timed over and over on the
+// same buffers hides that (docs/cpu-convolution.md, "Channel groups across
+// long runs" and "Weights from memory").
+//
+// VITBENCH_PROFILE_COLD lists the convolutions, "cin,cout,size,k,stride,res[,batch]"
+// separated by ";" (3×3 pad 1 or 1×1 pad 0, BN folded, ReLU; res 1 adds a
+// residual); VITBENCH_PROFILE_COLD_PATHS the VITBENCH_CONV values to
+// compare, separated by "|" (default "|direct": the rules' choice against
+// the direct path). Each path has a backend and sets of its own; they
+// alternate call group by call group, and the medians of 38 groups of four
+// calls are printed. Skipped unless VITBENCH_PROFILE_COLD is set.
+func TestConvColdAB(t *testing.T) {
+	list := os.Getenv("VITBENCH_PROFILE_COLD")
+	if list == "" {
+		t.Skip("VITBENCH_PROFILE_COLD not set")
+	}
+	paths := strings.Split(os.Getenv("VITBENCH_PROFILE_COLD_PATHS"), "|")
+	if len(paths) == 1 && paths[0] == "" {
+		paths = []string{"", "direct"}
+	}
+	coldWeights := os.Getenv("VITBENCH_PROFILE_COLD_WEIGHTS") != ""
+	defer func(p string) { convPath = p }(convPath)
+	for _, spec := range strings.Split(list, ";") {
+		var cin, cout, size, k, stride, res int
+		batch := 1
+		if n, _ := fmt.Sscanf(spec, "%d,%d,%d,%d,%d,%d,%d", &cin, &cout, &size, &k, &stride, &res, &batch); n < 6 {
+			t.Fatalf("VITBENCH_PROFILE_COLD %q: want cin,cout,size,k,stride,res[,batch]", spec)
+		}
+		conv := ops.Conv2d{Unfold: ops.Unfold{Batch: batch, InChans: cin, Height: size, Width: size, KernelH: k, KernelW: k,
+			StrideH: stride, StrideW: stride, PadH: k / 2, PadW: k / 2, DilationH: 1, DilationW: 1}, OutChans: cout,
+			BN: true, BNEps: 1e-5, ReLU: true, Residual: res == 1}
+		oh := conv.OutH()
+		per := bench.Shape{cout}
+		outShape := bench.Shape{batch, cout, oh, oh}
+		shapes := []bench.Shape{{batch, cin, size, size}, {cout, cin, k, k}, per, per, per, per}
+		if conv.Residual {
+			shapes = append(shapes, outShape)
+		}
+		setBytes := outShape.Elems() * 4
+		for _, s := range shapes {
+			setBytes += s.Elems() * 4
+		}
+		sets := int(max(4, coldSetBytes/setBytes))
+		type world struct {
+			be      *Backend
+			in, out [][]bench.Tensor
+		}
+		worlds := make([]world, len(paths))
+		for w := range worlds {
+			be := New(0)
+			worlds[w].be = be
+			for range sets {
+				var in []bench.Tensor
+				for i, s := range shapes {
+					weight := i >= 1 && i <= 5 // the weight and BN: shared unless cold
+					if weight && !coldWeights && len(worlds[w].in) > 0 {
+						in = append(in, worlds[w].in[0][i])
+						continue
+					}
+					x, _ := be.Alloc(s, bench.Float32)
+					d := make([]float32, s.Elems())
+					for j := range d {
+						d[j] = float32((j*7+i*13)%17)/17 - 0.5
+						if i == 3 || i == 5 { // BN scale and variance: positive
+							d[j] = 0.5 + float32(j%5)/10
+						}
+					}
+					be.Upload(x, d)
+					in = append(in, x)
+				}
+				o, _ := be.Alloc(outShape, bench.Float32)
+				worlds[w].in = append(worlds[w].in, in)
+				worlds[w].out = append(worlds[w].out, []bench.Tensor{o})
+			}
+		}
+		times := make([][]float64, len(paths))
+		next := make([]int, len(paths))
+		for r := 0; r < 40; r++ {
+			for i := range paths {
+				w := (i + r) % len(paths)
+				convPath = paths[w]
+				t0 := time.Now()
+				for range 4 {
+					next[w] = (next[w] + 1) % sets
+					if err := worlds[w].be.Enqueue(conv, worlds[w].in[next[w]], worlds[w].out[next[w]]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if r >= 2 {
+					times[w] = append(times[w], time.Since(t0).Seconds()/4)
+				}
+			}
+		}
+		line := spec
+		flop := 2 * float64(batch*oh*oh*cout*cin*k*k)
+		for w, p := range paths {
+			slices.Sort(times[w])
+			m := times[w][len(times[w])/2]
+			line += fmt.Sprintf("  [%s] %.3f ms (%.0f GFLOP/s)", p, m*1e3, flop/m/1e9)
+		}
+		fmt.Println(line)
+	}
+}
