@@ -199,7 +199,7 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, mode convPacking) *folded
 	switch mode {
 	case convPointwise:
 		f := &foldedWeight{versions: versions, raw: wf, bias: bias, held: int64(len(bias)) * 4}
-		if o <= pointwiseTapsMaxOut {
+		if usePointwiseTaps(c) {
 			f.pa = kern.PackA(o, k, wf, k)
 			f.held += f.pa.Bytes()
 		}

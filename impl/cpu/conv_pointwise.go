@@ -179,13 +179,15 @@ func pointwiseTapsBlock(hw, threads int) int {
 	return min(pointwiseTapsCols, ceilDiv(ceilDiv(hw, blocks), pointwiseGranule)*pointwiseGranule)
 }
 
-// usePointwiseTaps reports whether the pointwise convolution c, whose
-// folded weight was packed for it (at most pointwiseTapsMaxOut output
-// channels), reads its image in place: images up to
-// pointwiseTapsMaxBytes, unless convPath forces the pointwise product
-// ("pointwise") or this path ("pointwisetaps").
+// usePointwiseTaps reports whether the pointwise convolution c reads its
+// image in place (conv2dPointwiseTaps): at most pointwiseTapsMaxOut output
+// channels, and an image of at most pointwiseTapsMaxBytes unless convPath
+// forces this path ("pointwisetaps") or the channel groups ("pointwise").
+// Its weight is packed for it (foldConv) only then.
 func usePointwiseTaps(c ops.Conv2d) bool {
 	switch {
+	case c.OutChans > pointwiseTapsMaxOut:
+		return false
 	case convForced("pointwisetaps"):
 		return true
 	case convForced("pointwise"):
@@ -194,6 +196,12 @@ func usePointwiseTaps(c ops.Conv2d) bool {
 	return c.InChans*c.Height*c.Width*4 <= pointwiseTapsMaxBytes
 }
 
+// conv2dPointwiseTaps is conv2dPointwise with the weight packed once (pa)
+// and the image's rows read in place as the right operand
+// (kern.SgemmTapsRows, tap c at row c of the image): nothing is packed per
+// call. Each task's product goes to a worker's tile, from which
+// kern.BiasResidual writes the outputs; a block whose rounded-up columns
+// would read past the input's end is copied first.
 func (b *Backend) conv2dPointwiseTaps(c ops.Conv2d, pa *kern.PackedA, bias, x, y, res []float32) {
 	hw, cin, o := c.Height*c.Width, c.InChans, c.OutChans
 	cols := pointwiseTapsBlock(hw, b.threads)
