@@ -52,13 +52,8 @@ func TestConvColdAB(t *testing.T) {
 		conv := ops.Conv2d{Unfold: ops.Unfold{Batch: batch, InChans: cin, Height: size, Width: size, KernelH: k, KernelW: k,
 			StrideH: stride, StrideW: stride, PadH: k / 2, PadW: k / 2, DilationH: 1, DilationW: 1}, OutChans: cout,
 			BN: true, BNEps: 1e-5, ReLU: true, Residual: res == 1}
-		oh := conv.OutH()
-		per := bench.Shape{cout}
-		outShape := bench.Shape{batch, cout, oh, oh}
-		shapes := []bench.Shape{{batch, cin, size, size}, {cout, cin, k, k}, per, per, per, per}
-		if conv.Residual {
-			shapes = append(shapes, outShape)
-		}
+		shapes, outShape := convShapes(conv)
+		variance := 5 // the BN variance after image, weight, gamma, beta and mean: kept positive
 		setBytes := outShape.Elems() * 4
 		for _, s := range shapes {
 			setBytes += s.Elems() * 4
@@ -75,7 +70,7 @@ func TestConvColdAB(t *testing.T) {
 			for range sets {
 				var in []bench.Tensor
 				for i, s := range shapes {
-					weight := i >= 1 && i <= 5 // the weight and BN: shared unless cold
+					weight := i > 0 && !(conv.Residual && i == len(shapes)-1) // the weight and BN: shared unless cold
 					if weight && !coldWeights && len(worlds[w].in) > 0 {
 						in = append(in, worlds[w].in[0][i])
 						continue
@@ -84,7 +79,7 @@ func TestConvColdAB(t *testing.T) {
 					d := make([]float32, s.Elems())
 					for j := range d {
 						d[j] = float32((j*7+i*13)%17)/17 - 0.5
-						if i == 3 || i == 5 { // BN scale and variance: positive
+						if i == variance {
 							d[j] = 0.5 + float32(j%5)/10
 						}
 					}
@@ -115,6 +110,7 @@ func TestConvColdAB(t *testing.T) {
 			}
 		}
 		line := spec
+		oh := conv.OutH()
 		flop := 2 * float64(batch*oh*oh*cout*cin*k*k)
 		for w, p := range paths {
 			slices.Sort(times[w])

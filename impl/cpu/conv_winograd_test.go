@@ -104,6 +104,25 @@ func TestConvWinogradAB(t *testing.T) {
 	}
 }
 
+// convShapes returns the shapes of conv's inputs in the order the conv2d
+// node takes them (image, weight, then bias, the four BN arrays and the
+// residual where conv has them) and of its output.
+func convShapes(conv ops.Conv2d) (in []bench.Shape, out bench.Shape) {
+	o := conv.OutChans
+	out = bench.Shape{conv.Batch, o, conv.OutH(), conv.OutW()}
+	in = []bench.Shape{{conv.Batch, conv.InChans, conv.Height, conv.Width}, {o, conv.InChans, conv.KernelH, conv.KernelW}}
+	if conv.Bias {
+		in = append(in, bench.Shape{o})
+	}
+	if conv.BN {
+		in = append(in, bench.Shape{o}, bench.Shape{o}, bench.Shape{o}, bench.Shape{o})
+	}
+	if conv.Residual {
+		in = append(in, out)
+	}
+	return in, out
+}
+
 // abConv returns the median time of conv under two convPath settings on a
 // two-thread backend, interleaved in 12 rounds of 20 runs each (shorter
 // rounds let the switch between them dominate), its inputs distinct per
@@ -112,17 +131,7 @@ func TestConvWinogradAB(t *testing.T) {
 func abConv(conv ops.Conv2d, paths [2]string) (ta, tb float64) {
 	defer func(p string) { convPath = p }(convPath)
 	be := New(2)
-	o, oh, ow := conv.OutChans, conv.OutH(), conv.OutW()
-	shapes := []bench.Shape{{conv.Batch, conv.InChans, conv.Height, conv.Width}, {o, conv.InChans, conv.KernelH, conv.KernelW}}
-	if conv.Bias {
-		shapes = append(shapes, bench.Shape{o})
-	}
-	if conv.BN {
-		shapes = append(shapes, bench.Shape{o}, bench.Shape{o}, bench.Shape{o}, bench.Shape{o})
-	}
-	if conv.Residual {
-		shapes = append(shapes, bench.Shape{conv.Batch, o, oh, ow})
-	}
+	shapes, outShape := convShapes(conv)
 	var ins [2][]bench.Tensor
 	var outs [2]bench.Tensor
 	for v := range 2 {
@@ -135,7 +144,7 @@ func abConv(conv ops.Conv2d, paths [2]string) (ta, tb float64) {
 			be.Upload(x, d)
 			ins[v] = append(ins[v], x)
 		}
-		outs[v], _ = be.Alloc(bench.Shape{conv.Batch, o, oh, ow}, bench.Float32)
+		outs[v], _ = be.Alloc(outShape, bench.Float32)
 	}
 	var ts [2][]float64
 	for r := 0; r < 12; r++ {
