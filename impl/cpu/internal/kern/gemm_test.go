@@ -114,6 +114,20 @@ func TestSgemmPackedColumnRanges(t *testing.T) {
 	})
 }
 
+// sgemmNNRef returns A·B [m, n] for A [m, k] (row stride k) and B [k, n]
+// (row stride ldb, not transposed), by the reference loop on Bᵀ.
+func sgemmNNRef(m, n, k int, a, b []float32, ldb int) []float32 {
+	bt := make([]float32, n*k)
+	for p := 0; p < k; p++ {
+		for j := 0; j < n; j++ {
+			bt[j*k+p] = b[p*ldb+j]
+		}
+	}
+	want := make([]float32, m*n)
+	sgemmNTRef(m, n, k, a, k, bt, k, want, n, nil)
+	return want
+}
+
 // TestPackBNMatchesOracle: x @ B with B [k, n] packed as it is equals the
 // oracle on the transposed operand, on every path.
 func TestPackBNMatchesOracle(t *testing.T) {
@@ -123,14 +137,7 @@ func TestPackBNMatchesOracle(t *testing.T) {
 			m, n, k := s[0], s[1], s[2]
 			a, _ := guarded(rng, m*k, true)
 			b, bf := guarded(rng, k*n, true)
-			bt := make([]float32, n*k)
-			for p := 0; p < k; p++ {
-				for j := 0; j < n; j++ {
-					bt[j*k+p] = b[p*n+j]
-				}
-			}
-			want := make([]float32, m*n)
-			sgemmNTRef(m, n, k, a, k, bt, k, want, n, nil)
+			want := sgemmNNRef(m, n, k, a, b, n)
 			c, cf := guarded(rng, m*n, false)
 			SgemmPacked(m, a, k, PackBN(n, k, b, n), c, n, nil, 0, n)
 			checkGuards(t, "C", cf)
@@ -156,14 +163,7 @@ func TestSgemmRowGroupsMatchesOracle(t *testing.T) {
 			ldb, ldc := n+5, n+3
 			a, af := guarded(rng, m*k, true)
 			b, bf := guarded(rng, k*ldb, true)
-			bt := make([]float32, n*k)
-			for p := 0; p < k; p++ {
-				for j := 0; j < n; j++ {
-					bt[j*k+p] = b[p*ldb+j]
-				}
-			}
-			want := make([]float32, m*n)
-			sgemmNTRef(m, n, k, a, k, bt, k, want, n, nil)
+			want := sgemmNNRef(m, n, k, a, b, ldb)
 			c, cf := guarded(rng, (m-1)*ldc+n, false)
 			keep := slices.Clone(c)
 			next := 0
