@@ -205,8 +205,9 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 	}
 	// body emits u steps of the k loop (b's row, then the mr·nv FMAs, at
 	// displacements within the unrolled group) and then advances the
-	// pointers past them; with pf, it also prefetches the same bytes of
-	// the next panel.
+	// pointers past them; with pf, it also prefetches: B's next panel by
+	// pfStep (float32 without taps), else the same steps of the next panel
+	// (of B for bf16, of A with taps).
 	var pfStep Register // set below, before the loops are emitted
 	body := func(u int, pf Register) {
 		for q := 0; q < u; q++ {
@@ -304,18 +305,15 @@ func gemmKernel(name string, mr, panel, nv int, vecs []VecPhysical, width int, m
 		DECQ(kc)
 		JNZ(LabelRef(label + "_one"))
 	}
-	var pf Register
-	{
-		pf = Load(Param("pf"), GP64())
-		if mode == aPacked || mode == aDirect {
-			pfStep = Load(Param("pfStep"), GP64())
-		}
-		TESTQ(pf, pf)
-		JZ(LabelRef(name + "_loop"))
-		// The same loop, also prefetching the next panel into L2.
-		loop(name+"_pfloop", pf)
-		JMP(LabelRef(name + "_done"))
+	pf := Load(Param("pf"), GP64())
+	if mode == aPacked || mode == aDirect {
+		pfStep = Load(Param("pfStep"), GP64())
 	}
+	TESTQ(pf, pf)
+	JZ(LabelRef(name + "_loop"))
+	// The same loop, also prefetching into L2 (the doc above says what).
+	loop(name+"_pfloop", pf)
+	JMP(LabelRef(name + "_done"))
 	loop(name+"_loop", nil)
 	Label(name + "_done")
 
