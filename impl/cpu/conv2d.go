@@ -217,6 +217,9 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, mode convPacking) *folded
 		return f
 	case convDirect:
 		f := &foldedWeight{versions: versions, pa: directWeight(o, k, wf, bias), geom: newDirectGeom(c), bias: bias}
+		if c.StrideW != 2 {
+			f.geom.bands = newDirectBands(c, f.geom, b.threads, f.pa.Rows(), f.pa.RowTile())
+		}
 		f.held = f.pa.Bytes()
 		w.folded = f
 		b.account(f.bytes())

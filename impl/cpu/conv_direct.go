@@ -94,6 +94,7 @@ type directGeom struct {
 	ones             int // offset of the ones plane
 	size             int // floats per padded image
 	taps             []int
+	bands            directBands // with a horizontal stride other than 2 (conv2dDirectBands)
 }
 
 func newDirectGeom(c ops.Conv2d) directGeom {
@@ -118,21 +119,11 @@ func newDirectGeom(c ops.Conv2d) directGeom {
 	return g
 }
 
-// pad writes image x [C, H, W] into dst laid out as the geometry says.
-// A horizontal stride of 2 fills each pair of phase planes (px = 0, 1)
-// from one zero-padded image row with kern.Deinterleave (padPairs); other
-// strides copy element by element.
+// pad writes image x [C, H, W] into dst laid out as the geometry says,
+// for a horizontal stride of 2 (padPairs); the other strides pad by bands
+// (padBand).
 func (g directGeom) pad(x, dst []float32, threads int) {
-	c := g.c
-	if c.StrideW == 2 {
-		g.padPairs(x, dst, threads)
-	} else {
-		parallelFor(threads, c.InChans*g.phases, 1, func(lo, hi int) {
-			for p := lo; p < hi; p++ {
-				g.padPlane(x, dst, p)
-			}
-		})
-	}
+	g.padPairs(x, dst, threads)
 	fill := dst[g.ones : g.ones+g.plane+directBlock]
 	for i := range fill {
 		fill[i] = 1
@@ -140,33 +131,29 @@ func (g directGeom) pad(x, dst []float32, threads int) {
 	clear(dst[g.ones+g.plane+directBlock:])
 }
 
-// padPlane writes phase plane p (channel p / phases) element by element.
-func (g directGeom) padPlane(x, dst []float32, p int) {
+// padRow writes row i (< hq) of phase plane p (channel p / phases) of
+// image x into row (wq values).
+func (g directGeom) padRow(x, row []float32, p, i int) {
 	c := g.c
 	ch, py, px := p/g.phases, p%g.phases/c.StrideW, p%c.StrideW
-	plane := dst[p*g.plane : (p+1)*g.plane]
-	img := x[ch*c.Height*c.Width : (ch+1)*c.Height*c.Width]
 	// Plane columns j read image column j·SW + px − PW, inside for j in [j0, j1).
 	j0 := max(0, ceilDiv(c.PadW-px, c.StrideW))
 	j1 := min(g.wq, ceilDiv(c.Width+c.PadW-px, c.StrideW))
-	for i := 0; i < g.hq; i++ {
-		row := plane[i*g.wq : (i+1)*g.wq]
-		y := i*c.StrideH + py - c.PadH
-		if y < 0 || y >= c.Height || j0 >= j1 {
-			clear(row)
-			continue
-		}
-		src := img[y*c.Width : (y+1)*c.Width]
-		clear(row[:j0])
-		if c.StrideW == 1 {
-			copy(row[j0:j1], src[j0+px-c.PadW:])
-		} else {
-			for j := j0; j < j1; j++ {
-				row[j] = src[j*c.StrideW+px-c.PadW]
-			}
-		}
-		clear(row[j1:])
+	y := i*c.StrideH + py - c.PadH
+	if y < 0 || y >= c.Height || j0 >= j1 {
+		clear(row)
+		return
 	}
+	src := x[(ch*c.Height+y)*c.Width : (ch*c.Height+y+1)*c.Width]
+	clear(row[:j0])
+	if c.StrideW == 1 {
+		copy(row[j0:j1], src[j0+px-c.PadW:])
+	} else {
+		for j := j0; j < j1; j++ {
+			row[j] = src[j*c.StrideW+px-c.PadW]
+		}
+	}
+	clear(row[j1:])
 }
 
 // padPairs is pad for a horizontal stride of 2: for every channel and
@@ -220,16 +207,23 @@ func directWeight(o, k int, wf, bias []float32) *kern.PackedA {
 	return kern.PackA(o, k+1, a, k+1)
 }
 
-// conv2dDirect runs a stride-1 convolution as a GEMM whose right operand
-// is the padded image read in place (kern.SgemmTaps): no windows are
-// packed. Workers take blocks of output positions; each block's tile of
-// C is written into the NCHW output, adding the residual and applying the
-// ReLU on the way. An image with fewer than two blocks per worker (a 7×9
-// map has one) is padded together with the next images of the batch and
-// the workers share all their blocks; when that still leaves fewer blocks
-// than workers (a small map at batch 1), the output channels are split
-// into parts too (channelParts), each task one block and one part.
+// conv2dDirect runs a convolution as a GEMM whose right operand is the
+// padded image read in place (kern.SgemmTaps): no windows are packed.
+// With a horizontal stride other than 2 it goes by bands of output rows
+// (conv2dDirectBands). With a stride of 2, the whole image is padded
+// first (padPairs deinterleaves its columns) and workers take blocks of
+// output positions; each block's tile of C is written into the NCHW
+// output, adding the residual and applying the ReLU on the way. An image
+// with fewer than two blocks per worker is padded together with the next
+// images of the batch and the workers share all their blocks; when that
+// still leaves fewer blocks than workers (a small map at batch 1), the
+// output channels are split into parts too (channelParts), each task one
+// block and one part.
 func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, y, res []float32) {
+	if g.bands.taps != nil {
+		b.conv2dDirectBands(c, pa, g, x, y, res)
+		return
+	}
 	oh, ow, o := c.OutH(), c.OutW(), c.OutChans
 	rows := pa.Rows()
 	blocks := (g.n + directBlock - 1) / directBlock
@@ -259,23 +253,7 @@ func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, 
 				nb := min(directBlock, g.n-w0)
 				r0, r1 := part*partRows, min((part+1)*partRows, rows)
 				kern.SgemmTapsRows(pa, r0, r1, padded[img*g.size+w0:(img+1)*g.size], g.taps, nb, tile, directBlock)
-				// Copy each output row's valid run of the block.
-				for oy := w0 / g.wq; oy*g.wq < w0+nb; oy++ {
-					q0, q1 := max(w0-oy*g.wq, 0), min(w0+nb-oy*g.wq, ow)
-					if q0 >= q1 {
-						continue
-					}
-					n := q1 - q0
-					for ch := r0; ch < min(r1, o); ch++ {
-						src := tile[(ch-r0)*directBlock+oy*g.wq+q0-w0:][:n]
-						at := base + (ch*oh+oy)*ow + q0
-						var r []float32
-						if res != nil {
-							r = res[at : at+n]
-						}
-						storeRun(src, r, y[at:at+n], relu)
-					}
-				}
+				storeBlock(tile, directBlock, w0, nb, g.wq, ow, r0, min(r1, o), y[base:], oh*ow, res, base, relu)
 			}
 		})
 	}

@@ -56,14 +56,14 @@ func useWinograd(c ops.Conv2d, bf16 bool) bool {
 	case convForced("winograd"):
 		return true
 	}
-	if minChans := winogradMinChansHere(); c.InChans < minChans || c.OutChans < minChans {
-		return false
-	}
 	// The share of the products' columns that are tiles of the map (the
 	// rest: the rounding of a group of images to whole panels, and the
 	// wide rows' last column when they are kept).
 	th, tw := ceilDiv(c.OutH(), 2), ceilDiv(c.OutW(), 2)
 	group := winogradGroup(c)
+	if minChans := winogradMinChansHere(group * th * tw); c.InChans < minChans || c.OutChans < minChans {
+		return false
+	}
 	rowTiles := winogradRows(th, tw, group)
 	computed := ceilDiv(group*th*rowTiles, winogradPanel) * winogradPanel
 	return float64(group*th*tw) >= winogradMinShare*float64(computed)
@@ -152,14 +152,37 @@ var vendorRulesOff atomic.Bool
 func SetVendorRules(on bool) (was bool) { return !vendorRulesOff.Swap(!on) }
 
 // winogradMinChansHere is winogradMinChans for this CPU and the active
-// ISA path: winogradMinChansFullWidth on the AVX-512 path of an Intel
-// CPU (unless SetVendorRules turned the vendor's rules off).
-func winogradMinChansHere() int {
+// ISA path, for products of tiles columns (a group of images' 2×2 tiles):
+// on the AVX-512 path of an Intel CPU (unless SetVendorRules turned the
+// vendor's rules off) winogradMinChansFullWidth, or
+// winogradMinChansFewTiles for at most winogradFewTiles columns.
+func winogradMinChansHere(tiles int) int {
 	if !vendorRulesOff.Load() && kern.Active() == kern.ISAAVX512 && fullWidthAVX512() {
+		if tiles <= winogradFewTiles {
+			return winogradMinChansFewTiles
+		}
 		return winogradMinChansFullWidth
 	}
 	return winogradMinChans
 }
+
+// winogradFewTiles and winogradMinChansFewTiles: on the Intel AVX-512
+// path, products of at most a 16×16 map's 64 tiles take the Winograd path
+// only from 128 channels. There the direct path by bands
+// (conv2dDirectBands) pads and multiplies on one core what the Winograd
+// path passes between the cores three times (transformed image,
+// products, output), with columns for only one panel of each product.
+// Measured Winograd/direct from memory (TestConvColdAB, a 2-vCPU Xeon,
+// BN and ReLU): 64 channels at 16×16 0.144/0.133 ms, with the residual
+// 0.160/0.123 ms; but 128 channels at 16×16 0.316/0.398 ms and 512 at
+// 14×14 3.39/3.88 ms, where the products dominate (256 at 14×14, 81
+// tiles: 0.96 ms both). VQGAN's small networks, whose middle blocks are
+// 64 channels at 16×16, ran 1.05-1.11× faster (in one process,
+// alternating).
+const (
+	winogradFewTiles         = 64
+	winogradMinChansFewTiles = 128
+)
 
 // winogradCols is the number of tiles one work item's 16 products cover:
 // two microkernel column panels.

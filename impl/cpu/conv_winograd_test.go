@@ -166,21 +166,36 @@ func abConv(conv ops.Conv2d, paths [2]string) (ta, tb float64) {
 }
 
 // TestWinogradVendorRule: the Winograd path's channel minimum is 64 on the
-// AVX-512 path of an Intel CPU and 32 elsewhere, and 32 everywhere with
-// the vendor's rules off (what `vitbench baseline` measures peak bytes
-// under, so that they do not depend on the machine).
+// AVX-512 path of an Intel CPU (128 for products of at most a 16×16 map's
+// tiles) and 32 elsewhere, and 32 everywhere with the vendor's rules off
+// (what `vitbench baseline` measures peak bytes under, so that they do not
+// depend on the machine).
 func TestWinogradVendorRule(t *testing.T) {
-	want := winogradMinChans
-	if fullWidthAVX512() && kern.Active() == kern.ISAAVX512 {
-		want = winogradMinChansFullWidth
+	intel := fullWidthAVX512() && kern.Active() == kern.ISAAVX512
+	for _, tiles := range []int{16, winogradFewTiles, winogradFewTiles + 1, 784} {
+		want := winogradMinChans
+		switch {
+		case intel && tiles <= winogradFewTiles:
+			want = winogradMinChansFewTiles
+		case intel:
+			want = winogradMinChansFullWidth
+		}
+		if got := winogradMinChansHere(tiles); got != want {
+			t.Errorf("vendor rules on, %d tiles: %d channels, want %d", tiles, got, want)
+		}
 	}
-	if got := winogradMinChansHere(); got != want {
-		t.Errorf("vendor rules on: %d channels, want %d", got, want)
+	// VQGAN's middle blocks: 64 channels at 16×16 go direct on Intel.
+	mid := ops.Conv2d{Unfold: ops.Unfold{Batch: 1, InChans: 64, Height: 16, Width: 16, KernelH: 3, KernelW: 3,
+		StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1}, OutChans: 64}
+	if got := useWinograd(mid, false); kern.Active() != kern.ISAGo && got == intel {
+		t.Errorf("vendor rules on: 64 channels at 16×16 take the Winograd path: %v, want %v", got, !intel)
 	}
 	was := SetVendorRules(false)
 	defer SetVendorRules(was)
-	if got := winogradMinChansHere(); got != winogradMinChans {
-		t.Errorf("vendor rules off: %d channels, want %d", got, winogradMinChans)
+	for _, tiles := range []int{16, 784} {
+		if got := winogradMinChansHere(tiles); got != winogradMinChans {
+			t.Errorf("vendor rules off, %d tiles: %d channels, want %d", tiles, got, winogradMinChans)
+		}
 	}
 	conv := ops.Conv2d{Unfold: ops.Unfold{Batch: 1, InChans: 32, Height: 64, Width: 64, KernelH: 3, KernelW: 3,
 		StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1}, OutChans: 32}
