@@ -157,13 +157,19 @@ func SetVendorRules(on bool) (was bool) { return !vendorRulesOff.Swap(!on) }
 // vendor's rules off) winogradMinChansFullWidth, or
 // winogradMinChansFewTiles for at most winogradFewTiles columns.
 func winogradMinChansHere(tiles int) int {
-	if !vendorRulesOff.Load() && kern.Active() == kern.ISAAVX512 && fullWidthAVX512() {
+	if intelFullWidth() {
 		if tiles <= winogradFewTiles {
 			return winogradMinChansFewTiles
 		}
 		return winogradMinChansFullWidth
 	}
 	return winogradMinChans
+}
+
+// intelFullWidth reports whether the vendor's rules apply: the AVX-512
+// path on an Intel CPU, the vendor's rules on (SetVendorRules).
+func intelFullWidth() bool {
+	return !vendorRulesOff.Load() && kern.Active() == kern.ISAAVX512 && fullWidthAVX512()
 }
 
 // winogradFewTiles and winogradMinChansFewTiles: on the Intel AVX-512
@@ -321,11 +327,7 @@ func (b *Backend) conv2dWinograd(c ops.Conv2d, w *winoWeight, x, y, res []float3
 	rowBuf := 2*g.wq + 2*kern.RoundWidth()
 	qSize, vSize := 4*cin*g.group*g.ps, 16*cin*g.vs
 	blockSize := 0
-	// Transform the tiles per work item when the transformed planes of
-	// the whole group would not stay in L2 (winogradBlocksMinBytes) and
-	// every worker has blocks of its own (the blocks of a small map would
-	// each be transformed by every worker that takes one of its parts).
-	fused := !convForced("winoplanes") && (convForced("winoblocks") || vSize*4 > winogradBlocksMinBytes && g.blocks >= b.threads)
+	fused := g.transformPerItem(vSize, b.threads)
 	if fused {
 		vSize, blockSize = 0, 16*cin*winogradBlockStride
 	}
@@ -531,3 +533,32 @@ func (g winoGeom) storeRows(wout []float32, wide, imgs int, y, res []float32, re
 // 1.23×, detr_r50 (800×1066) 1.10×, clip_rn50 1.03×, detr_r50_small_b2
 // 1.02×, the small VQGAN networks 0.99–1.01×.
 const winogradBlocksMinBytes = 2 << 20
+
+// transformPerItem reports whether each work item transforms its own
+// block of tiles (transformBlock) for transformed planes of vSize floats
+// shared by threads workers, rather than the workers transforming all the
+// planes first: when the planes would not stay in L2
+// (winogradBlocksMinBytes) and every worker has blocks of its own (the
+// one block of a small map is transformed by every worker that takes one
+// of its parts); and, on the Intel AVX-512 path, for a single image's one
+// block of wide rows too. There, transforming the whole planes first, the
+// workers split by channels, left half of the planes every product reads
+// written on the other core, where a line takes 110–230 ns to cross: each
+// worker transforming the block itself ran, on two threads (one process),
+// 256 channels at 14×14 in 0.757 against 0.93 ms, 128 at 14×14 0.232
+// against 0.300 ms, 512 at 14×14 2.88 against 3.26 ms (clip_rn50 1.03×).
+// With dense rows (16×16: a call per tile row of 8 tiles) or grouped
+// images the block's transform costs more than the crossing saves: 128
+// channels at 16×16 0.411 against 0.305 ms, 512 at 7×7 batch 2 2.87
+// against 1.88 ms. VITBENCH_CONV's winoblocks and winoplanes force
+// either.
+func (g winoGeom) transformPerItem(vSize, threads int) bool {
+	switch {
+	case convForced("winoplanes"):
+		return false
+	case convForced("winoblocks"):
+		return true
+	}
+	return vSize*4 > winogradBlocksMinBytes && g.blocks >= threads ||
+		g.blocks < threads && g.group == 1 && g.rowTiles == g.wq && intelFullWidth()
+}
