@@ -216,10 +216,8 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, mode convPacking) *folded
 		b.account(f.bytes())
 		return f
 	case convDirect:
-		f := &foldedWeight{versions: versions, pa: directWeight(o, k, wf, bias), geom: newDirectGeom(c), bias: bias}
-		if c.StrideW != 2 {
-			f.geom.bands = newDirectBands(c, f.geom, b.threads, f.pa.Rows(), f.pa.RowTile())
-		}
+		pa := directWeight(o, k, wf, bias)
+		f := &foldedWeight{versions: versions, pa: pa, geom: newDirectGeom(c, b.threads, pa.Rows(), pa.RowTile()), bias: bias}
 		f.held = f.pa.Bytes()
 		w.folded = f
 		b.account(f.bytes())

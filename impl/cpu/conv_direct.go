@@ -77,58 +77,30 @@ const (
 //
 //	Q[ch, py, px][i, j] = P[ch][i·SH + py, j·SW + px]      (zero past P)
 //
-// of Hq×Wq = ⌈(H+2PH)/SH⌉×⌈(W+2PW)/SW⌉ values; the planes are followed by
-// one plane of ones (the bias tap) and a zero tail. Output position
-// (oy, q) — q running over the whole plane width Wq, the columns past OW
-// being discarded — reads tap (ch, ky, kx), with ky·DH = dy·SH + py and
-// kx·DW = dx·SW + px, at
-//
-//	Q[ch, py, px][oy + dy, q + dx] = pad[oy·Wq + q + tap]
-//
-// so a block of neighbouring positions reads neighbouring values. With
-// stride 1 there is one phase: the padded image itself.
+// of Hq×Wq = ⌈(H+2PH)/SH⌉×⌈(W+2PW)/SW⌉ values. Output position (oy, q) —
+// q running over the whole plane width Wq, the columns past OW being
+// discarded — reads tap (ch, ky, kx), with ky·DH = dy·SH + py and
+// kx·DW = dx·SW + px, at Q[ch, py, px][oy + dy, q + dx], so a block of
+// neighbouring positions reads neighbouring values. With stride 1 there
+// is one phase: the padded image itself. The planes are written a band
+// of output rows at a time (directBands), each band's rows into a buffer
+// of its own followed by a plane of ones (the bias tap).
 type directGeom struct {
-	c                ops.Conv2d
-	hq, wq, plane, n int // n: wide output positions OH·Wq
-	phases           int // SH·SW planes per channel
-	ones             int // offset of the ones plane
-	size             int // floats per padded image
-	taps             []int
-	bands            directBands // with a horizontal stride other than 2 (conv2dDirectBands)
+	c         ops.Conv2d
+	hq, wq, n int // n: wide output positions OH·Wq
+	phases    int // SH·SW planes per channel
+	bands     directBands
 }
 
-func newDirectGeom(c ops.Conv2d) directGeom {
+// newDirectGeom is conv c's geometry with its bands planned for threads
+// workers and a product of rows rows (row tile tile).
+func newDirectGeom(c ops.Conv2d, threads, rows, tile int) directGeom {
 	hp, wp := c.Height+2*c.PadH, c.Width+2*c.PadW
 	g := directGeom{c: c, hq: (hp + c.StrideH - 1) / c.StrideH, wq: (wp + c.StrideW - 1) / c.StrideW,
 		phases: c.StrideH * c.StrideW}
-	g.plane = g.hq * g.wq
 	g.n = c.OutH() * g.wq
-	g.ones = c.InChans * g.phases * g.plane
-	g.size = g.ones + g.plane + g.wq + directBlock
-	g.taps = make([]int, 0, c.Cols()+1)
-	for ch := 0; ch < c.InChans; ch++ {
-		for ky := 0; ky < c.KernelH; ky++ {
-			dy, py := ky*c.DilationH/c.StrideH, ky*c.DilationH%c.StrideH
-			for kx := 0; kx < c.KernelW; kx++ {
-				dx, px := kx*c.DilationW/c.StrideW, kx*c.DilationW%c.StrideW
-				g.taps = append(g.taps, ((ch*c.StrideH+py)*c.StrideW+px)*g.plane+dy*g.wq+dx)
-			}
-		}
-	}
-	g.taps = append(g.taps, g.ones) // the ones plane: the bias
+	g.bands = newDirectBands(c, g, threads, rows, tile)
 	return g
-}
-
-// pad writes image x [C, H, W] into dst laid out as the geometry says,
-// for a horizontal stride of 2 (padPairs); the other strides pad by bands
-// (padBand).
-func (g directGeom) pad(x, dst []float32, threads int) {
-	g.padPairs(x, dst, threads)
-	fill := dst[g.ones : g.ones+g.plane+directBlock]
-	for i := range fill {
-		fill[i] = 1
-	}
-	clear(dst[g.ones+g.plane+directBlock:])
 }
 
 // padRow writes row i (< hq) of phase plane p (channel p / phases) of
@@ -156,46 +128,6 @@ func (g directGeom) padRow(x, row []float32, p, i int) {
 	clear(row[j1:])
 }
 
-// padPairs is pad for a horizontal stride of 2: for every channel and
-// vertical phase py, each plane row i is image row i·SH + py − PH placed
-// at column PW of a zeroed row of 2·wq values and split into its even
-// (px = 0) and odd (px = 1) columns, the two planes being adjacent. The
-// kernel writes whole vectors past wq, into the next rows of its plane,
-// which are written after it; the last rows of a plane, where those
-// vectors would leave it, go through a buffer.
-func (g directGeom) padPairs(x, dst []float32, threads int) {
-	c := g.c
-	wide := kern.RoundWidth() * ceilDiv(g.wq, kern.RoundWidth())
-	parallelFor(threads, c.InChans*c.StrideH, 1, func(lo, hi int) {
-		buf := make([]float32, 4*wide)
-		row, lastEven, lastOdd := buf[:2*wide], buf[2*wide:3*wide], buf[3*wide:]
-		inside := row[c.PadW : c.PadW+min(c.Width, 2*g.wq-c.PadW)]
-		for pair := lo; pair < hi; pair++ {
-			ch, py := pair/c.StrideH, pair%c.StrideH
-			p := pair * 2 // planes p (px = 0) and p+1 (px = 1)
-			even, odd := dst[p*g.plane:(p+1)*g.plane], dst[(p+1)*g.plane:(p+2)*g.plane]
-			img := x[ch*c.Height*c.Width : (ch+1)*c.Height*c.Width]
-			for i := 0; i < g.hq; i++ {
-				y := i*c.StrideH + py - c.PadH
-				e, o := even[i*g.wq:(i+1)*g.wq], odd[i*g.wq:(i+1)*g.wq]
-				if y < 0 || y >= c.Height {
-					clear(e)
-					clear(o)
-					continue
-				}
-				copy(inside, img[y*c.Width:])
-				if (g.hq-i)*g.wq >= wide {
-					kern.Deinterleave(g.wq, row, even[i*g.wq:], odd[i*g.wq:])
-					continue
-				}
-				kern.Deinterleave(g.wq, row, lastEven, lastOdd)
-				copy(e, lastEven)
-				copy(o, lastOdd)
-			}
-		}
-	})
-}
-
 // directWeight packs the folded weight [O, K] with the bias as one more
 // column (the ones plane's tap).
 func directWeight(o, k int, wf, bias []float32) *kern.PackedA {
@@ -205,58 +137,6 @@ func directWeight(o, k int, wf, bias []float32) *kern.PackedA {
 		a[i*(k+1)+k] = bias[i]
 	}
 	return kern.PackA(o, k+1, a, k+1)
-}
-
-// conv2dDirect runs a convolution as a GEMM whose right operand is the
-// padded image read in place (kern.SgemmTaps): no windows are packed.
-// With a horizontal stride other than 2 it goes by bands of output rows
-// (conv2dDirectBands). With a stride of 2, the whole image is padded
-// first (padPairs deinterleaves its columns) and workers take blocks of
-// output positions; each block's tile of C is written into the NCHW
-// output, adding the residual and applying the ReLU on the way. An image
-// with fewer than two blocks per worker is padded together with the next
-// images of the batch and the workers share all their blocks; when that
-// still leaves fewer blocks than workers (a small map at batch 1), the
-// output channels are split into parts too (channelParts), each task one
-// block and one part.
-func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, y, res []float32) {
-	if g.bands.taps != nil {
-		b.conv2dDirectBands(c, pa, g, x, y, res)
-		return
-	}
-	oh, ow, o := c.OutH(), c.OutW(), c.OutChans
-	rows := pa.Rows()
-	blocks := (g.n + directBlock - 1) / directBlock
-	together := 1 // images padded and shared out at once
-	if blocks < 2*b.threads {
-		together = min(c.Batch, ceilDiv(2*b.threads, blocks))
-	}
-	parts, partRows := channelParts(b.threads, together*blocks, rows, pa.RowTile())
-	threads := min(b.threads, together*blocks*parts)
-	buf, release := b.scratch(together*g.size + threads*partRows*directBlock)
-	defer release()
-	padded, tiles := buf[:together*g.size], buf[together*g.size:]
-	relu := c.ReLU
-	inImage := c.InChans * c.Height * c.Width
-	for first := 0; first < c.Batch; first += together {
-		imgs := min(together, c.Batch-first)
-		for i := 0; i < imgs; i++ {
-			g.pad(x[(first+i)*inImage:], padded[i*g.size:(i+1)*g.size], b.threads)
-		}
-		tasks := imgs * blocks * parts
-		parallelWorkers(min(threads, tasks), tasks, 1, func(w, lo, hi int) {
-			tile := tiles[w*partRows*directBlock : (w+1)*partRows*directBlock]
-			for task := lo; task < hi; task++ {
-				img, blk, part := task/(blocks*parts), task/parts%blocks, task%parts
-				base := (first + img) * o * oh * ow
-				w0 := blk * directBlock
-				nb := min(directBlock, g.n-w0)
-				r0, r1 := part*partRows, min((part+1)*partRows, rows)
-				kern.SgemmTapsRows(pa, r0, r1, padded[img*g.size+w0:(img+1)*g.size], g.taps, nb, tile, directBlock)
-				storeBlock(tile, directBlock, w0, nb, g.wq, ow, r0, min(r1, o), y[base:], oh*ow, res, base, relu)
-			}
-		})
-	}
 }
 
 // channelParts splits the rows of a convolution's product (its output

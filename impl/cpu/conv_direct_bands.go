@@ -5,14 +5,20 @@ import (
 	"vitbench/impl/cpu/internal/kern"
 )
 
-// directBands is how the direct path cuts a batch into tasks when the
-// horizontal stride is not 2 (conv2dDirectBands): each image's output
+// directBands is how the direct path cuts a batch into tasks
+// (conv2dDirect): each image's output
 // rows into bands of about the same height, and, when the bands of the
 // batch are fewer than the workers, the output channels into parts. A
 // task pads the plane rows its band reads (its rows and the kernel's
 // reach below them) into its worker's own buffer, laid out like the whole
 // padded image (directGeom) with planes of only those rows, and multiplies
-// it block by block.
+// it block by block. A task's buffer holds, for row r of the band (output
+// row oy0 + r) and position q,
+//
+//	Q[ch, py, px][oy0 + r + dy, q + dx] = band[r·Wq + q + taps[(ch, ky, kx)]]
+//
+// with taps[(ch, ky, kx)] = ((ch·SH + py)·SW + px)·plane + dy·Wq + dx and
+// the ones plane at taps' last entry.
 //
 // Padding the whole image first, split between the workers by channels,
 // left half of every block's rows written on the other core: on a 2-vCPU
@@ -57,7 +63,7 @@ func newDirectBands(c ops.Conv2d, g directGeom, threads, rows, tile int) directB
 	oh := c.OutH()
 	target := max(directBandMin, ceilDiv(g.n, 4*threads))
 	bands := min(oh, ceilDiv(g.n, target))
-	if c.Batch*bands < threads && rows*len(g.taps)*4 <= directBandsMaxWeight {
+	if c.Batch*bands < threads && rows*(c.Cols()+1)*4 <= directBandsMaxWeight {
 		bands = min(oh, ceilDiv(threads, c.Batch))
 	}
 	if tasks := c.Batch * bands; tasks >= threads {
@@ -91,9 +97,9 @@ func (d directBands) bandRows(oh, i int) (oy0, oy1 int) {
 // padBand writes into dst the band buffer of output rows from oy0: plane
 // rows [oy0, oy0 + plane/wq) of every phase plane of image x (zero past
 // the padded image), then the ones plane and a cleared tail.
-func (g directGeom) padBand(d directBands, x, dst []float32, oy0 int) {
+func (g directGeom) padBand(d directBands, x, dst, rowBuf []float32, oy0 int) {
 	hb := d.plane / g.wq
-	for p := 0; p < g.c.InChans*g.phases; p++ {
+	for p := 0; p < g.c.InChans*g.phases && g.c.StrideW != 2; p++ {
 		plane := dst[p*d.plane : (p+1)*d.plane]
 		for i := 0; i < hb; i++ {
 			row := plane[i*g.wq : (i+1)*g.wq]
@@ -104,6 +110,9 @@ func (g directGeom) padBand(d directBands, x, dst []float32, oy0 int) {
 			g.padRow(x, row, p, oy0+i)
 		}
 	}
+	if g.c.StrideW == 2 {
+		g.padBandPairs(d, x, dst, rowBuf, oy0)
+	}
 	fill := dst[d.ones : d.ones+d.plane+directBlock]
 	for i := range fill {
 		fill[i] = 1
@@ -111,17 +120,69 @@ func (g directGeom) padBand(d directBands, x, dst []float32, oy0 int) {
 	clear(dst[d.ones+d.plane+directBlock : d.size])
 }
 
-// conv2dDirectBands is conv2dDirect by bands (directBands): workers take
-// tasks of (image, band, part of the channels) in order; each pads its
-// band into its own buffer (once for consecutive parts of one band) and
-// writes each block's tile of C into the NCHW output, adding the residual
-// and applying the ReLU on the way.
-func (b *Backend) conv2dDirectBands(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, y, res []float32) {
+// padRowBuf is the scratch padBand needs for an image of plane rows wq
+// wide: for a horizontal stride of 2, a zero-padded image row and the
+// two halves of the last rows of a plane (padBandPairs).
+func (g directGeom) padRowBuf() int {
+	if g.c.StrideW != 2 {
+		return 0
+	}
+	return 4 * kern.RoundWidth() * ceilDiv(g.wq, kern.RoundWidth())
+}
+
+// padBandPairs is padBand's planes for a horizontal stride of 2: for
+// every channel and vertical phase py, each band row's image row is placed
+// at column PW of a zeroed row of 2·wide values and split into its even
+// (px = 0) and odd (px = 1) columns by kern.Deinterleave, the two planes
+// being adjacent. The kernel writes whole vectors past wq, into the next
+// rows of its plane, which are written after it; the last rows of a plane,
+// where those vectors would leave it, go through the buffer's halves.
+func (g directGeom) padBandPairs(d directBands, x, dst, buf []float32, oy0 int) {
+	c := g.c
+	hb := d.plane / g.wq
+	wide := kern.RoundWidth() * ceilDiv(g.wq, kern.RoundWidth())
+	row, lastEven, lastOdd := buf[:2*wide], buf[2*wide:3*wide], buf[3*wide:4*wide]
+	clear(row)
+	inside := row[c.PadW : c.PadW+min(c.Width, 2*g.wq-c.PadW)]
+	for pair := 0; pair < c.InChans*c.StrideH; pair++ {
+		ch, py := pair/c.StrideH, pair%c.StrideH
+		p := pair * 2 // planes p (px = 0) and p+1 (px = 1)
+		even, odd := dst[p*d.plane:(p+1)*d.plane], dst[(p+1)*d.plane:(p+2)*d.plane]
+		img := x[ch*c.Height*c.Width : (ch+1)*c.Height*c.Width]
+		for i := 0; i < hb; i++ {
+			y := (oy0+i)*c.StrideH + py - c.PadH
+			e, o := even[i*g.wq:(i+1)*g.wq], odd[i*g.wq:(i+1)*g.wq]
+			if oy0+i >= g.hq || y < 0 || y >= c.Height {
+				clear(e)
+				clear(o)
+				continue
+			}
+			copy(inside, img[y*c.Width:])
+			if (hb-i)*g.wq >= wide {
+				kern.Deinterleave(g.wq, row, even[i*g.wq:], odd[i*g.wq:])
+				continue
+			}
+			kern.Deinterleave(g.wq, row, lastEven, lastOdd)
+			copy(e, lastEven)
+			copy(o, lastOdd)
+		}
+	}
+}
+
+// conv2dDirect runs a convolution as a GEMM whose right operand is the
+// padded image read in place (kern.SgemmTaps): no windows are packed.
+// Workers take tasks of (image, band of output rows, part of the output
+// channels) in order (directBands); each pads its band into its own
+// buffer (once for consecutive parts of one band) and, block by block of
+// directBlock wide positions, writes the tile of C into the NCHW output,
+// adding the residual and applying the ReLU on the way.
+func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, y, res []float32) {
 	oh, ow, o := c.OutH(), c.OutW(), c.OutChans
 	d := g.bands
 	tasks := c.Batch * d.bands * d.parts
 	threads := min(b.threads, tasks)
-	per := d.size + d.partRows*directBlock
+	rowBuf := g.padRowBuf()
+	per := d.size + d.partRows*directBlock + rowBuf
 	buf, release := b.scratch(threads * per)
 	defer release()
 	rows := pa.Rows()
@@ -133,12 +194,13 @@ func (b *Backend) conv2dDirectBands(c ops.Conv2d, pa *kern.PackedA, g directGeom
 	}
 	parallelWorkers(threads, tasks, 1, func(w, lo, hi int) {
 		band := buf[w*per : w*per+d.size]
-		tile := buf[w*per+d.size : (w+1)*per]
+		tile := buf[w*per+d.size : w*per+d.size+d.partRows*directBlock]
+		rb := buf[(w+1)*per-rowBuf : (w+1)*per]
 		for task := lo; task < hi; task++ {
 			img, bnd, part := task/(d.bands*d.parts), task/d.parts%d.bands, task%d.parts
 			oy0, oy1 := d.bandRows(oh, bnd)
 			if padded[w] != task/d.parts {
-				g.padBand(d, x[img*inImage:(img+1)*inImage], band, oy0)
+				g.padBand(d, x[img*inImage:(img+1)*inImage], band, rb, oy0)
 				padded[w] = task / d.parts
 			}
 			base := img * o * oh * ow

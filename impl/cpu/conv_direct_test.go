@@ -60,8 +60,8 @@ func TestConvBothPathsMatchOracle(t *testing.T) {
 		// second partial) and a batch of two.
 		{Batch: 2, InChans: 9, Height: 23, Width: 17, KernelH: 1, KernelW: 1, StrideH: 1, StrideW: 1},
 		{Batch: 1, InChans: 3, Height: 4, Width: 3, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 0, PadW: 0},
-		// One block per image: the direct path pads four images at a time and
-		// shares their blocks, then the fifth alone.
+		// Small images in a batch of five: two bands of three rows per
+		// image, ten tasks for two or three workers.
 		{Batch: 5, InChans: 4, Height: 6, Width: 7, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1},
 	}
 	for _, mode := range []string{"direct", "windows", "pointwise"} {

@@ -175,7 +175,7 @@ func intelFullWidth() bool {
 // winogradFewTiles and winogradMinChansFewTiles: on the Intel AVX-512
 // path, products of at most a 16×16 map's 64 tiles take the Winograd path
 // only from 128 channels. There the direct path by bands
-// (conv2dDirectBands) pads and multiplies on one core what the Winograd
+// (conv2dDirect, by bands) pads and multiplies on one core what the Winograd
 // path passes between the cores three times (transformed image,
 // products, output), with columns for only one panel of each product.
 // Measured Winograd/direct from memory (TestConvColdAB, a 2-vCPU Xeon,
