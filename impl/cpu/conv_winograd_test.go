@@ -167,7 +167,8 @@ func abConv(conv ops.Conv2d, paths [2]string) (ta, tb float64) {
 
 // TestWinogradVendorRule: the Winograd path's channel minimum is 64 on the
 // AVX-512 path of an Intel CPU (128 for products of at most a 16×16 map's
-// tiles) and 32 elsewhere, and 32 everywhere with the vendor's rules off
+// tiles) and 32 elsewhere, a single image's one block of wide rows is
+// transformed per work item there, and 32 everywhere with the vendor's rules off
 // (what `vitbench baseline` measures peak bytes under, so that they do not
 // depend on the machine).
 func TestWinogradVendorRule(t *testing.T) {
@@ -189,6 +190,19 @@ func TestWinogradVendorRule(t *testing.T) {
 		StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1}, OutChans: 64}
 	if got := useWinograd(mid, false); kern.Active() != kern.ISAGo && got == intel {
 		t.Errorf("vendor rules on: 64 channels at 16×16 take the Winograd path: %v, want %v", got, !intel)
+	}
+	// One block of wide rows (14×14) is transformed per work item on
+	// Intel; dense rows (16×16) and a batch of two are not.
+	for _, pm := range []struct {
+		size, batch int
+		want        bool
+	}{{14, 1, intel}, {16, 1, false}, {8, 2, false}} {
+		c := ops.Conv2d{Unfold: ops.Unfold{Batch: pm.batch, InChans: 256, Height: pm.size, Width: pm.size, KernelH: 3, KernelW: 3,
+			StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1}, OutChans: 256}
+		g := newWinoGeom(c, 2)
+		if got := g.transformPerItem(16*c.InChans*g.vs, 2); got != pm.want {
+			t.Errorf("256 channels at %d×%d, batch %d: transformed per item %v, want %v", pm.size, pm.size, pm.batch, got, pm.want)
+		}
 	}
 	was := SetVendorRules(false)
 	defer SetVendorRules(was)
