@@ -5,27 +5,26 @@ import (
 	"vitbench/impl/cpu/internal/kern"
 )
 
-// directBands is how the direct path cuts a batch into tasks
-// (conv2dDirect): each image's output
-// rows into bands of about the same height, and, when the bands of the
-// batch are fewer than the workers, the output channels into parts. A
-// task pads the plane rows its band reads (its rows and the kernel's
-// reach below them) into its worker's own buffer, laid out like the whole
-// padded image (directGeom) with planes of only those rows, and multiplies
-// it block by block. A task's buffer holds, for row r of the band (output
-// row oy0 + r) and position q,
+// directBands is how the direct path (conv2dDirect) cuts a batch into
+// tasks: each image's output rows into bands of about the same height,
+// and, when the bands of the batch are fewer than the workers, the output
+// channels into parts. A task pads the plane rows its band reads (its rows
+// and the kernel's reach below them) into its worker's own buffer, laid
+// out like the whole padded image (directGeom) with planes of only those
+// rows, and multiplies it block by block. A task's buffer holds, for row r
+// of the band (output row oy0 + r) and position q,
 //
 //	Q[ch, py, px][oy0 + r + dy, q + dx] = band[r·Wq + q + taps[(ch, ky, kx)]]
 //
 // with taps[(ch, ky, kx)] = ((ch·SH + py)·SW + px)·plane + dy·Wq + dx and
 // the ones plane at taps' last entry.
 //
-// Padding the whole image first, split between the workers by channels,
-// left half of every block's rows written on the other core: on a 2-vCPU
-// guest, where a line crosses between the cores in about 100–200 ns, the
-// shared pad took as long on two workers as on one and slowed the
-// products after it. A band's rows are written and read on one core; only
-// the rows a band shares with the next are padded twice.
+// A band's rows are written and read on one core; only the rows a band
+// shares with the next are padded twice. Padding the whole image first,
+// split between the workers by channels, left half of every block's rows
+// written on the other core: on a 2-vCPU guest, where a line crosses
+// between the cores in about 100–200 ns, that shared pad took as long on
+// two workers as on one and slowed the products after it.
 type directBands struct {
 	bands    int // bands per image
 	maxRows  int // output rows of the tallest band
@@ -96,22 +95,24 @@ func (d directBands) bandRows(oh, i int) (oy0, oy1 int) {
 
 // padBand writes into dst the band buffer of output rows from oy0: plane
 // rows [oy0, oy0 + plane/wq) of every phase plane of image x (zero past
-// the padded image), then the ones plane and a cleared tail.
+// the padded image; rowBuf is padBandPairs' scratch for a horizontal
+// stride of 2), then the ones plane and a cleared tail.
 func (g directGeom) padBand(d directBands, x, dst, rowBuf []float32, oy0 int) {
-	hb := d.plane / g.wq
-	for p := 0; p < g.c.InChans*g.phases && g.c.StrideW != 2; p++ {
-		plane := dst[p*d.plane : (p+1)*d.plane]
-		for i := 0; i < hb; i++ {
-			row := plane[i*g.wq : (i+1)*g.wq]
-			if oy0+i >= g.hq {
-				clear(row)
-				continue
-			}
-			g.padRow(x, row, p, oy0+i)
-		}
-	}
 	if g.c.StrideW == 2 {
 		g.padBandPairs(d, x, dst, rowBuf, oy0)
+	} else {
+		hb := d.plane / g.wq
+		for p := 0; p < g.c.InChans*g.phases; p++ {
+			plane := dst[p*d.plane : (p+1)*d.plane]
+			for i := 0; i < hb; i++ {
+				row := plane[i*g.wq : (i+1)*g.wq]
+				if oy0+i >= g.hq {
+					clear(row)
+					continue
+				}
+				g.padRow(x, row, p, oy0+i)
+			}
+		}
 	}
 	fill := dst[d.ones : d.ones+d.plane+directBlock]
 	for i := range fill {
