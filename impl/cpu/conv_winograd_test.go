@@ -192,11 +192,12 @@ func TestWinogradVendorRule(t *testing.T) {
 		t.Errorf("vendor rules on: 64 channels at 16×16 take the Winograd path: %v, want %v", got, !intel)
 	}
 	// One block of wide rows (14×14) is transformed per work item on
-	// Intel; dense rows (16×16) and a batch of two are not.
+	// Intel; dense rows (16×16) and the one block of a batch of two,
+	// dense (8×8) or wide (9×9), are not.
 	for _, pm := range []struct {
 		size, batch int
 		want        bool
-	}{{14, 1, intel}, {16, 1, false}, {8, 2, false}} {
+	}{{14, 1, intel}, {16, 1, false}, {8, 2, false}, {9, 2, false}} {
 		c := ops.Conv2d{Unfold: ops.Unfold{Batch: pm.batch, InChans: 256, Height: pm.size, Width: pm.size, KernelH: 3, KernelW: 3,
 			StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1}, OutChans: 256}
 		g := newWinoGeom(c, 2)
