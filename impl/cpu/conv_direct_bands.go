@@ -174,9 +174,10 @@ func (g directGeom) padBandPairs(d directBands, x, dst, buf []float32, oy0 int) 
 // padded image read in place (kern.SgemmTaps): no windows are packed.
 // Workers take tasks of (image, band of output rows, part of the output
 // channels) in order (directBands); each pads its band into its own
-// buffer (once for consecutive parts of one band) and, block by block of
-// directBlock wide positions, writes the tile of C into the NCHW output,
-// adding the residual and applying the ReLU on the way.
+// buffer (once for consecutive parts of one band in a piece of tasks)
+// and, block by block of directBlock wide positions, writes the tile of C
+// into the NCHW output, adding the residual and applying the ReLU on the
+// way.
 func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, y, res []float32) {
 	oh, ow, o := c.OutH(), c.OutW(), c.OutChans
 	d := g.bands
@@ -188,21 +189,17 @@ func (b *Backend) conv2dDirect(c ops.Conv2d, pa *kern.PackedA, g directGeom, x, 
 	defer release()
 	rows := pa.Rows()
 	inImage := c.InChans * c.Height * c.Width
-	// padded[w] is the (image, band) worker w's buffer holds, -1 for none.
-	padded := make([]int, threads)
-	for w := range padded {
-		padded[w] = -1
-	}
 	parallelWorkers(threads, tasks, 1, func(w, lo, hi int) {
 		band := buf[w*per : w*per+d.size]
 		tile := buf[w*per+d.size : w*per+d.size+d.partRows*directBlock]
 		rb := buf[(w+1)*per-rowBuf : (w+1)*per]
+		have := -1 // the (image, band) this piece padded into band
 		for task := lo; task < hi; task++ {
 			img, bnd, part := task/(d.bands*d.parts), task/d.parts%d.bands, task%d.parts
 			oy0, oy1 := d.bandRows(oh, bnd)
-			if padded[w] != task/d.parts {
+			if have != task/d.parts {
 				g.padBand(d, x[img*inImage:(img+1)*inImage], band, rb, oy0)
-				padded[w] = task / d.parts
+				have = task / d.parts
 			}
 			base := img * o * oh * ow
 			r0, r1 := part*d.partRows, min((part+1)*d.partRows, rows)

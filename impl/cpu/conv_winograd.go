@@ -174,17 +174,17 @@ func intelFullWidth() bool {
 
 // winogradFewTiles and winogradMinChansFewTiles: on the Intel AVX-512
 // path, products of at most a 16×16 map's 64 tiles take the Winograd path
-// only from 128 channels. There the direct path by bands
-// (conv2dDirect, by bands) pads and multiplies on one core what the Winograd
+// only from 128 channels. There the direct path (conv2dDirect, by bands)
+// pads and multiplies on one core what the Winograd
 // path passes between the cores three times (transformed image,
 // products, output), with columns for only one panel of each product.
 // Measured Winograd/direct from memory (TestConvColdAB, a 2-vCPU Xeon,
 // BN and ReLU): 64 channels at 16×16 0.144/0.133 ms, with the residual
 // 0.160/0.123 ms; but 128 channels at 16×16 0.316/0.398 ms and 512 at
-// 14×14 3.39/3.88 ms, where the products dominate (256 at 14×14, 81
+// 14×14 3.39/3.88 ms, where the products dominate (256 at 14×14, 49
 // tiles: 0.96 ms both). VQGAN's small networks, whose middle blocks are
 // 64 channels at 16×16, ran 1.05-1.11× faster (in one process,
-// alternating).
+// alternating, 20 pairs).
 const (
 	winogradFewTiles         = 64
 	winogradMinChansFewTiles = 128
