@@ -31,3 +31,21 @@ func transposeRows(rows, n int, src *float32, offs *int, dst *float32) bool {
 	}
 	return true
 }
+
+// rowPanels runs the four-row-to-panels copy of width nr (n panels) on the
+// SIMD paths and reports whether it did: false on the Go path and for
+// widths without a kernel.
+func rowPanels(nr, n int, src *float32, ld int, dst *float32, stride int) bool {
+	if active != ISAAVX512 && active != ISAAVX2 {
+		return false
+	}
+	switch nr {
+	case 16:
+		rowPanels16AVX2(n, src, ld, dst, stride)
+	case 32:
+		rowPanels32AVX2(n, src, ld, dst, stride)
+	default:
+		return false
+	}
+	return true
+}

@@ -168,3 +168,43 @@ func TestPackRowsMatchesLoop(t *testing.T) {
 	offs[11] = len(src) - 7
 	packRows(src, offs, 8, make([]float32, 96))
 }
+
+// TestPackRowsToPanelsMatchesLoop: on every path and for both panel widths
+// with a kernel (16, 32) and one without (8), packRowsToPanels writes
+// exactly the loop's panels, zero past the last column, for row counts
+// around the kernel's four rows and columns around a whole panel, from a
+// matrix wider than the columns, inside NaN guards.
+func TestPackRowsToPanelsMatchesLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, nr := range []int{16, 32, 8} {
+		for _, kb := range []int{1, 3, 4, 5, 8, 11} {
+			for _, n := range []int{1, 15, 16, 17, 32, 33, 64, 100} {
+				ldb := n + 7
+				b := make([]float32, kb*ldb)
+				for i := range b {
+					b[i] = rng.Float32()
+				}
+				panels := (n + nr - 1) / nr
+				want := make([]float32, panels*nr*kb)
+				for p := 0; p < kb; p++ {
+					for j := 0; j < n; j++ {
+						want[j/nr*nr*kb+p*nr+j%nr] = b[p*ldb+j]
+					}
+				}
+				for _, isa := range Supported() {
+					prev := SetISA(isa)
+					got, full := guarded(rng, len(want), false)
+					packRowsToPanels(got, b, ldb, n, nr, kb)
+					SetISA(prev)
+					what := fmt.Sprintf("%s nr %d rows %d cols %d", isa, nr, kb, n)
+					checkGuards(t, what, full)
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%s: pb[%d] = %g, want %g", what, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -552,14 +552,7 @@ func packB(pb, b []float32, ldb int, bTrans bool, n, nr, pc, kb int) {
 		// as one sequential run rather than one line per panel: 1.04-1.24×
 		// on ResNet's and VQGAN's 1×1 convolutions from a cold cache, one
 		// thread, AVX2 (the packed layout is the same).
-		for p := 0; p < kb; p++ {
-			row := b[(pc+p)*ldb : (pc+p)*ldb+n]
-			for jr := 0; jr < n; jr += nr {
-				dst := pb[jr*kb+p*nr : jr*kb+p*nr+nr]
-				nw := copy(dst, row[jr:])
-				clear(dst[nw:])
-			}
-		}
+		packRowsToPanels(pb, b[pc*ldb:], ldb, n, nr, kb)
 		return
 	}
 	for jr := 0; jr < n; jr += nr {
@@ -585,6 +578,41 @@ func packB(pb, b []float32, ldb int, bTrans bool, n, nr, pc, kb int) {
 			for p, v := range src {
 				panel[p*nr+j] = v
 			}
+		}
+	}
+}
+
+// packRowsToPanels deals kb rows of B (ldb apart) out to its column panels
+// of nr, the last one zero-padded past column n:
+//
+//	for p < kb, j < n: pb[(j/nr)·nr·kb + p·nr + j mod nr] = b[p·ldb + j]
+//
+// On the SIMD paths rowPanels takes the full panels of four rows at a time,
+// so each panel gets four rows' values in one run of stores; the rest (the
+// last partial panel, the last rows of a kb that is not a multiple of
+// four, and everything on the Go path) goes row by row. From memory, one
+// thread, 256 rows of 784 columns of a 56×56 image (a 2-vCPU Xeon): 179
+// µs row by row with copy, 102-109 µs through rowPanels: near the 9.3 GB/s
+// at which one core of it copies a contiguous 0.8 MB from memory (86 µs).
+// Prefetching the next four rows in the kernel ran alike, so it does not.
+func packRowsToPanels(pb, b []float32, ldb, n, nr, kb int) {
+	full, p := n/nr, 0
+	for ; full > 0 && p+4 <= kb; p += 4 {
+		_ = b[(p+3)*ldb+full*nr-1]
+		_ = pb[(full-1)*nr*kb+(p+4)*nr-1]
+		if !rowPanels(nr, full, &b[p*ldb], ldb, &pb[p*nr], nr*kb) {
+			break
+		}
+	}
+	for q := 0; q < kb; q++ {
+		j0 := 0
+		if q < p {
+			j0 = full * nr // rowPanels packed this row's full panels
+		}
+		row := b[q*ldb : q*ldb+n]
+		for jr := j0; jr < n; jr += nr {
+			dst := pb[jr*kb+q*nr : jr*kb+q*nr+nr]
+			clear(dst[copy(dst, row[jr:]):])
 		}
 	}
 }

@@ -12489,3 +12489,109 @@ transposeRows32AVX2_loop:
 transposeRows32AVX2_done:
 	VZEROUPPER
 	RET
+
+// func rowPanels16AVX2(n int, src *float32, ld int, dst *float32, stride int)
+// Requires: AVX
+TEXT ·rowPanels16AVX2(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), BX
+	MOVQ dst+24(FP), DI
+	MOVQ stride+32(FP), DX
+	SHLQ $0x02, DX
+	SHLQ $0x02, BX
+	LEAQ (SI)(BX*1), R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
+
+rowPanels16AVX2_loop:
+	TESTQ   CX, CX
+	JZ      rowPanels16AVX2_done
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS (R8), Y2
+	VMOVUPS 32(R8), Y3
+	VMOVUPS (R9), Y4
+	VMOVUPS 32(R9), Y5
+	VMOVUPS (R10), Y6
+	VMOVUPS 32(R10), Y7
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ    $0x40, SI
+	ADDQ    $0x40, R8
+	ADDQ    $0x40, R9
+	ADDQ    $0x40, R10
+	ADDQ    DX, DI
+	DECQ    CX
+	JMP     rowPanels16AVX2_loop
+
+rowPanels16AVX2_done:
+	VZEROUPPER
+	RET
+
+// func rowPanels32AVX2(n int, src *float32, ld int, dst *float32, stride int)
+// Requires: AVX
+TEXT ·rowPanels32AVX2(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), BX
+	MOVQ dst+24(FP), DI
+	MOVQ stride+32(FP), DX
+	SHLQ $0x02, DX
+	SHLQ $0x02, BX
+	LEAQ (SI)(BX*1), R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
+
+rowPanels32AVX2_loop:
+	TESTQ   CX, CX
+	JZ      rowPanels32AVX2_done
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VMOVUPS (R8), Y4
+	VMOVUPS 32(R8), Y5
+	VMOVUPS 64(R8), Y6
+	VMOVUPS 96(R8), Y7
+	VMOVUPS (R9), Y8
+	VMOVUPS 32(R9), Y9
+	VMOVUPS 64(R9), Y10
+	VMOVUPS 96(R9), Y11
+	VMOVUPS (R10), Y12
+	VMOVUPS 32(R10), Y13
+	VMOVUPS 64(R10), Y14
+	VMOVUPS 96(R10), Y15
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y8, 256(DI)
+	VMOVUPS Y9, 288(DI)
+	VMOVUPS Y10, 320(DI)
+	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y12, 384(DI)
+	VMOVUPS Y13, 416(DI)
+	VMOVUPS Y14, 448(DI)
+	VMOVUPS Y15, 480(DI)
+	ADDQ    $0x80, SI
+	ADDQ    $0x80, R8
+	ADDQ    $0x80, R9
+	ADDQ    $0x80, R10
+	ADDQ    DX, DI
+	DECQ    CX
+	JMP     rowPanels32AVX2_loop
+
+rowPanels32AVX2_done:
+	VZEROUPPER
+	RET

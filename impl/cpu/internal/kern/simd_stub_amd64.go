@@ -389,3 +389,13 @@ func transposeRows16AVX2(n int, src *float32, offs *int, dst *float32)
 //
 //go:noescape
 func transposeRows32AVX2(n int, src *float32, offs *int, dst *float32)
+
+// rowPanels16AVX2 sets dst[j·stride + r·16 + c] = src[r·ld + j·16 + c] for j < n, r < 4, c < 16.
+//
+//go:noescape
+func rowPanels16AVX2(n int, src *float32, ld int, dst *float32, stride int)
+
+// rowPanels32AVX2 sets dst[j·stride + r·32 + c] = src[r·ld + j·32 + c] for j < n, r < 4, c < 32.
+//
+//go:noescape
+func rowPanels32AVX2(n int, src *float32, ld int, dst *float32, stride int)

@@ -42,6 +42,8 @@ func main() {
 	transposeRows(12) // gen_copy.go: A panels
 	transposeRows(16) // Bᵀ panels, AVX2
 	transposeRows(32) // Bᵀ panels, AVX-512
+	rowPanels(16)     // gen_copy.go: B panels from rows, AVX2
+	rowPanels(32)     // B panels from rows, AVX-512
 	Generate()
 }
 

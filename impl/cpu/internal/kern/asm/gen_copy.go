@@ -104,3 +104,56 @@ func transposeRows(rows int) {
 	VZEROUPPER()
 	RET()
 }
+
+// rowPanels emits, for a panel width of nr floats (16 or 32),
+//
+//	func rowPanelsNrAVX2(n int, src *float32, ld int, dst *float32, stride int)
+//
+// which deals four rows of a matrix (ld values apart) out to the panels of
+// a packed GEMM operand, nr values of each row per panel:
+//
+//	for j < n, r < 4, c < nr: dst[j·stride + r·nr + c] = src[r·ld + j·nr + c]
+//
+// so that each panel gets 4·nr consecutive values per step rather than one
+// row's nr at a stride of the whole panel (a stride of 32 KiB at 256 rows
+// put every store of a row in one L1 set). AVX2 encodings only, so the
+// AVX-512 path uses it too.
+func rowPanels(nr int) {
+	name := fmt.Sprintf("rowPanels%dAVX2", nr)
+	TEXT(name, NOSPLIT, "func(n int, src *float32, ld int, dst *float32, stride int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s sets dst[j·stride + r·%d + c] = src[r·ld + j·%d + c] for j < n, r < 4, c < %d.", name, nr, nr, nr))
+	Load(Param("n"), RCX)
+	Load(Param("src"), RSI)
+	Load(Param("ld"), RBX)
+	Load(Param("dst"), RDI)
+	Load(Param("stride"), RDX)
+	SHLQ(U8(2), RDX)
+	SHLQ(U8(2), RBX)
+	rows := []GPPhysical{RSI, R8, R9, R10}
+	for r := 1; r < 4; r++ {
+		LEAQ(Mem{Base: rows[r-1], Index: RBX, Scale: 1}, rows[r])
+	}
+	vecs := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}[:nr/2]
+	per := nr / 8
+	Label(name + "_loop")
+	TESTQ(RCX, RCX)
+	JZ(LabelRef(name + "_done"))
+	for r, base := range rows {
+		for i := 0; i < per; i++ {
+			VMOVUPS(Mem{Base: base, Disp: 32 * i}, vecs[r*per+i])
+		}
+	}
+	for i, y := range vecs {
+		VMOVUPS(y, Mem{Base: RDI, Disp: 32 * i})
+	}
+	for _, base := range rows {
+		ADDQ(U8(nr*4), base)
+	}
+	ADDQ(RDX, RDI)
+	DECQ(RCX)
+	JMP(LabelRef(name + "_loop"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
