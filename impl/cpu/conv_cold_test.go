@@ -25,8 +25,9 @@ const coldSetBytes = 160 << 20
 // same buffers hides that (docs/cpu-convolution.md, "Channel groups across
 // long runs" and "Weights from memory").
 //
-// VITBENCH_PROFILE_COLD lists the convolutions, "cin,cout,size,k,stride,res[,batch]"
-// separated by ";" (3×3 pad 1 or 1×1 pad 0, BN folded, ReLU; res 1 adds a
+// VITBENCH_PROFILE_COLD lists the convolutions,
+// "cin,cout,size,k,stride,res[,batch[,width]]" separated by ";" (a size×size
+// map, or size×width; a k×k kernel, pad k/2, BN folded, ReLU; res 1 adds a
 // residual); VITBENCH_PROFILE_COLD_PATHS the VITBENCH_CONV values to
 // compare, separated by "|" (default "|direct": the rules' choice against
 // the direct path). Each path has a backend and sets of its own; they
@@ -45,11 +46,14 @@ func TestConvColdAB(t *testing.T) {
 	defer func(p string) { convPath = p }(convPath)
 	for _, spec := range strings.Split(list, ";") {
 		var cin, cout, size, k, stride, res int
-		batch := 1
-		if n, _ := fmt.Sscanf(spec, "%d,%d,%d,%d,%d,%d,%d", &cin, &cout, &size, &k, &stride, &res, &batch); n < 6 {
-			t.Fatalf("VITBENCH_PROFILE_COLD %q: want cin,cout,size,k,stride,res[,batch]", spec)
+		batch, width := 1, 0
+		if n, _ := fmt.Sscanf(spec, "%d,%d,%d,%d,%d,%d,%d,%d", &cin, &cout, &size, &k, &stride, &res, &batch, &width); n < 6 {
+			t.Fatalf("VITBENCH_PROFILE_COLD %q: want cin,cout,size,k,stride,res[,batch[,width]]", spec)
 		}
-		conv := ops.Conv2d{Unfold: ops.Unfold{Batch: batch, InChans: cin, Height: size, Width: size, KernelH: k, KernelW: k,
+		if width == 0 {
+			width = size
+		}
+		conv := ops.Conv2d{Unfold: ops.Unfold{Batch: batch, InChans: cin, Height: size, Width: width, KernelH: k, KernelW: k,
 			StrideH: stride, StrideW: stride, PadH: k / 2, PadW: k / 2, DilationH: 1, DilationW: 1}, OutChans: cout,
 			BN: true, BNEps: 1e-5, ReLU: true, Residual: res == 1}
 		shapes, outShape := convShapes(conv)
@@ -110,8 +114,7 @@ func TestConvColdAB(t *testing.T) {
 			}
 		}
 		line := spec
-		oh := conv.OutH()
-		flop := 2 * float64(batch*oh*oh*cout*cin*k*k)
+		flop := 2 * float64(batch*conv.OutH()*conv.OutW()*cout*cin*k*k)
 		for w, p := range paths {
 			slices.Sort(times[w])
 			m := times[w][len(times[w])/2]
