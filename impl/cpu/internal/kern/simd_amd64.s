@@ -8533,6 +8533,49 @@ interleaveAVX512_done:
 	VZEROUPPER
 	RET
 
+// func avgPool2x2RowAVX512(n int, r0 *float32, r1 *float32, out *float32)
+// Requires: AVX, AVX512F
+TEXT ·avgPool2x2RowAVX512(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), CX
+	MOVQ         r0+8(FP), SI
+	MOVQ         r1+16(FP), DX
+	MOVQ         out+24(FP), DI
+	TESTQ        CX, CX
+	JLE          avgPool2x2RowAVX512_done
+	MOVL         $0x3e800000, AX
+	VMOVD        AX, X15
+	VBROADCASTSS X15, Z8
+	VMOVUPS      vk_evens<>+0(SB), Z6
+	VMOVUPS      vk_odds<>+0(SB), Z7
+
+avgPool2x2RowAVX512_loop:
+	VMOVUPS   (SI), Z4
+	VMOVUPS   64(SI), Z5
+	VMOVAPS   Z4, Z0
+	VPERMT2PS Z5, Z6, Z0
+	VPERMT2PS Z5, Z7, Z4
+	VMOVAPS   Z4, Z1
+	VMOVUPS   (DX), Z4
+	VMOVUPS   64(DX), Z5
+	VMOVAPS   Z4, Z2
+	VPERMT2PS Z5, Z6, Z2
+	VPERMT2PS Z5, Z7, Z4
+	VMOVAPS   Z4, Z3
+	VADDPS    Z1, Z0, Z0
+	VADDPS    Z2, Z0, Z0
+	VADDPS    Z3, Z0, Z0
+	VMULPS    Z8, Z0, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $0x00000080, SI
+	ADDQ      $0x00000080, DX
+	ADDQ      $0x00000040, DI
+	SUBQ      $0x00000010, CX
+	JG        avgPool2x2RowAVX512_loop
+
+avgPool2x2RowAVX512_done:
+	VZEROUPPER
+	RET
+
 // func maxAVX512(n int, x *float32, y *float32, out *float32)
 // Requires: AVX, AVX512F
 TEXT ·maxAVX512(SB), NOSPLIT, $0-32
@@ -11287,6 +11330,47 @@ interleaveAVX2_loop:
 	JG         interleaveAVX2_loop
 
 interleaveAVX2_done:
+	VZEROUPPER
+	RET
+
+// func avgPool2x2RowAVX2(n int, r0 *float32, r1 *float32, out *float32)
+// Requires: AVX, AVX2
+TEXT ·avgPool2x2RowAVX2(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), CX
+	MOVQ         r0+8(FP), SI
+	MOVQ         r1+16(FP), DX
+	MOVQ         out+24(FP), DI
+	TESTQ        CX, CX
+	JLE          avgPool2x2RowAVX2_done
+	MOVL         $0x3e800000, AX
+	VMOVD        AX, X15
+	VBROADCASTSS X15, Y8
+
+avgPool2x2RowAVX2_loop:
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VSHUFPS $0x88, Y5, Y4, Y0
+	VSHUFPS $0xdd, Y5, Y4, Y1
+	VPERMPD $0xd8, Y0, Y0
+	VPERMPD $0xd8, Y1, Y1
+	VMOVUPS (DX), Y4
+	VMOVUPS 32(DX), Y5
+	VSHUFPS $0x88, Y5, Y4, Y2
+	VSHUFPS $0xdd, Y5, Y4, Y3
+	VPERMPD $0xd8, Y2, Y2
+	VPERMPD $0xd8, Y3, Y3
+	VADDPS  Y1, Y0, Y0
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y0, Y0
+	VMULPS  Y8, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, DX
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JG      avgPool2x2RowAVX2_loop
+
+avgPool2x2RowAVX2_done:
 	VZEROUPPER
 	RET
 

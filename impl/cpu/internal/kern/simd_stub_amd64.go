@@ -210,6 +210,11 @@ func deinterleaveAVX512(n int, src *float32, even *float32, odd *float32)
 //go:noescape
 func interleaveAVX512(n int, even *float32, odd *float32, dst *float32)
 
+// avgPool2x2RowAVX512 sets out[j] = (((r0[2j] + r0[2j+1]) + r1[2j]) + r1[2j+1]) · 0.25 for j < n (a multiple of the vector width).
+//
+//go:noescape
+func avgPool2x2RowAVX512(n int, r0 *float32, r1 *float32, out *float32)
+
 // maxAVX512 sets out[i] = y[i] if y[i] > x[i] or y[i] is NaN, else x[i], for i < n.
 //
 //go:noescape
@@ -335,6 +340,11 @@ func deinterleaveAVX2(n int, src *float32, even *float32, odd *float32)
 //
 //go:noescape
 func interleaveAVX2(n int, even *float32, odd *float32, dst *float32)
+
+// avgPool2x2RowAVX2 sets out[j] = (((r0[2j] + r0[2j+1]) + r1[2j]) + r1[2j+1]) · 0.25 for j < n (a multiple of the vector width).
+//
+//go:noescape
+func avgPool2x2RowAVX2(n int, r0 *float32, r1 *float32, out *float32)
 
 // maxAVX2 sets out[i] = y[i] if y[i] > x[i] or y[i] is NaN, else x[i], for i < n.
 //

@@ -146,4 +146,5 @@ type winogradKernels struct {
 	output       func(n int, m *float32, ms int, bias float32, w0, w1 *float32)
 	deinterleave func(n int, src, even, odd *float32)
 	interleave   func(n int, even, odd, dst *float32)
+	avgPool2x2   func(n int, r0, r1, out *float32) // pool.go's rows, split as deinterleave does
 }

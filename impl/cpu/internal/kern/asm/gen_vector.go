@@ -44,6 +44,7 @@ func vectorKernels() {
 		s.winogradOutput() // gen_winograd.go
 		s.deinterleave()   // gen_winograd.go
 		s.interleave()     // gen_winograd.go: pixel shuffle
+		s.avgPool2x2()     // gen_pool.go
 		s.maxNaN()         // gen_winograd.go: max pooling
 	}
 }
