@@ -40,7 +40,8 @@ func maxPoolOracle(m ops.MaxPool2d, x []float32) []float32 {
 }
 
 // TestMaxPoolMatchesOracle pools odd and even planes with ResNet's 3×3
-// stride-2 pad-1 window and others (2×2, stride 1, no padding, a window
+// stride-2 pad-1 window (windows of three, two and one rows; a row of
+// whole vectors and a tail) and others (2×2, stride 1, no padding, a window
 // as large as the plane, padding wider than half the window, which
 // PyTorch refuses but a fixture may declare), with some NaNs and all-negative planes (the
 // padding must not count as 0), against the plain loop.
@@ -53,6 +54,9 @@ func checkMaxPool(t *testing.T) {
 	for _, m := range []ops.MaxPool2d{
 		{Batch: 2, Chans: 3, Height: 50, Width: 65, Kernel: 3, Stride: 2, Pad: 1},
 		{Batch: 1, Chans: 2, Height: 7, Width: 8, Kernel: 3, Stride: 2, Pad: 1},
+		{Batch: 1, Chans: 2, Height: 1, Width: 5, Kernel: 3, Stride: 2, Pad: 1}, // one row per window
+		{Batch: 1, Chans: 2, Height: 2, Width: 3, Kernel: 3, Stride: 2, Pad: 1},
+		{Batch: 2, Chans: 2, Height: 34, Width: 40, Kernel: 3, Stride: 2, Pad: 1},
 		{Batch: 1, Chans: 2, Height: 9, Width: 6, Kernel: 2, Stride: 2, Pad: 0},
 		{Batch: 1, Chans: 1, Height: 5, Width: 7, Kernel: 3, Stride: 1, Pad: 1},
 		{Batch: 1, Chans: 1, Height: 3, Width: 3, Kernel: 3, Stride: 1, Pad: 0},
