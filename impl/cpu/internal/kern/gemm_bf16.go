@@ -1,6 +1,9 @@
 package kern
 
-import "sync"
+import (
+	"sync"
+	"unsafe"
+)
 
 // The bf16 GEMM: C = A·op(B) with both operands rounded to bfloat16
 // (RoundBF16) and the products summed in float32 by VDPBF16PS, two per
@@ -159,6 +162,12 @@ func panelPairsBF16(kb int) int { return ((kb+1)/2 + 15) / 16 * 16 }
 // the block's panel depth (panelPairsBF16); zero past n and past k.
 func packBF16(dst []uint32, n, k int, b []float32, ldb int, transB bool) {
 	panels := (n + bf16NR - 1) / bf16NR
+	var rows []uint32 // transB: a full panel's rows of pairs, row j at j·kp
+	if transB && n >= bf16NR {
+		buf := pairsPool.Get().(*[]uint32)
+		defer pairsPool.Put(buf)
+		rows = growPairs(buf, bf16NR*min(k+1, kcBlockBF16)/2+bf16NR)
+	}
 	for pc := 0; pc < k; pc += kcBlockBF16 {
 		kb := min(kcBlockBF16, k-pc)
 		kp, kd := (kb+1)/2, panelPairsBF16(kb)
@@ -172,36 +181,85 @@ func packBF16(dst []uint32, n, k int, b []float32, ldb int, transB bool) {
 				clear(panel[kp*bf16NR:])
 			}
 			if transB {
-				// Column j of op(B) is row j of B: its pairs are adjacent.
-				var pairs [kcBlockBF16 / 2]uint32
-				for j := range nw {
-					packPairs(pairs[:kp], b[(jr+j)*ldb+pc:(jr+j)*ldb+pc+kb])
-					for p, v := range pairs[:kp] {
-						panel[p*bf16NR+j] = v
-					}
-				}
+				packColumnsBF16(panel, nw, kb, b[jr*ldb+pc:], ldb, rows)
 				continue
 			}
-			// Rows q and q+1 of B give the pairs of a step of the panel:
-			// each row rounded (in pairs of adjacent columns), then the
-			// two interleaved.
-			var lo, hi [bf16NR / 2]uint32
-			for p := range kp {
-				q := pc + 2*p
-				packPairs(lo[:(nw+1)/2], b[q*ldb+jr:q*ldb+jr+nw])
-				if q+1 < pc+kb {
-					packPairs(hi[:(nw+1)/2], b[(q+1)*ldb+jr:(q+1)*ldb+jr+nw])
-				} else {
-					hi = [bf16NR / 2]uint32{}
-				}
-				dst := panel[p*bf16NR : p*bf16NR+nw]
-				for j := range dst {
-					sh := 16 * (j % 2)
-					dst[j] = lo[j/2]>>sh&0xffff | (hi[j/2]>>sh&0xffff)<<16
-				}
-			}
+			packStepsBF16(panel, nw, kb, b[pc*ldb+jr:], ldb)
 		}
 	}
+}
+
+// packColumnsBF16 packs one panel of Bᵀ for packBF16: column j of the
+// panel is row j of b (nw rows, ldb apart, kb values each), its adjacent
+// values rounded into pairs:
+//
+//	for j < nw, p < ⌈kb/2⌉: panel[p·bf16NR + j] = RoundBF16(b[j·ldb + 2p]) | RoundBF16(b[j·ldb + 2p+1])<<16
+//
+// (the high half zero past kb). A full panel rounds each row into rows
+// (packPairs) and transposes the 32 rows of pairs into the panel eight
+// steps at a time (packRows, whose moves keep every bit); a partial one
+// stores each row's pairs one by one. The attention products of DeiT-Ti on
+// cpu-bf16 (QKᵀ of 197 keys of 64 values per head) packed their keys one
+// pair at a time before.
+func packColumnsBF16(panel []uint32, nw, kb int, b []float32, ldb int, rows []uint32) {
+	kp := (kb + 1) / 2
+	if nw == bf16NR && rows != nil && kp >= 8 {
+		var offs [bf16NR]int
+		for j := range offs {
+			offs[j] = j * kp
+			packPairs(rows[j*kp:(j+1)*kp], b[j*ldb:j*ldb+kb])
+		}
+		packRows(floatBits(rows[:bf16NR*kp]), offs[:], kp, floatBits(panel[:kp*bf16NR]))
+		return
+	}
+	var pairs [kcBlockBF16 / 2]uint32
+	for j := range nw {
+		packPairs(pairs[:kp], b[j*ldb:j*ldb+kb])
+		for p, v := range pairs[:kp] {
+			panel[p*bf16NR+j] = v
+		}
+	}
+}
+
+// packStepsBF16 packs one panel of a row-major B for packBF16: step p
+// pairs rows 2p and 2p+1 of b (ldb apart) column by column, nw columns:
+//
+//	for p < ⌈kb/2⌉, j < nw: panel[p·bf16NR + j] = RoundBF16(b[2p·ldb + j]) | RoundBF16(b[(2p+1)·ldb + j])<<16
+//
+// (the high half zero for a last row without a partner). A full panel's
+// whole steps take pairRows (VCVTNE2PS2BF16 and VPERMW) where it runs;
+// the rest rounds each row into adjacent pairs and untangles them. DeiT-Ti's
+// P·V on cpu-bf16 (B: 197 rows of a head's 64 values) took every step the
+// slow way before.
+func packStepsBF16(panel []uint32, nw, kb int, b []float32, ldb int) {
+	kp, p0 := (kb+1)/2, 0
+	if nw == bf16NR && kb >= 2 && pairRows(kb/2, b, ldb, panel) {
+		p0 = kb / 2
+	}
+	var lo, hi [bf16NR / 2]uint32
+	for p := p0; p < kp; p++ {
+		q := 2 * p
+		packPairs(lo[:(nw+1)/2], b[q*ldb:q*ldb+nw])
+		if q+1 < kb {
+			packPairs(hi[:(nw+1)/2], b[(q+1)*ldb:(q+1)*ldb+nw])
+		} else {
+			hi = [bf16NR / 2]uint32{}
+		}
+		dst := panel[p*bf16NR : p*bf16NR+nw]
+		for j := range dst {
+			sh := 16 * (j % 2)
+			dst[j] = lo[j/2]>>sh&0xffff | (hi[j/2]>>sh&0xffff)<<16
+		}
+	}
+}
+
+// floatBits views pairs as float32 values with the same bits, for the
+// float32 transposes (packRows), which only move them.
+func floatBits(u []uint32) []float32 {
+	if len(u) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&u[0])), len(u))
 }
 
 // SgemmBF16 is Sgemm in bf16 (A and op(B) rounded, float32 sums): for

@@ -22,6 +22,20 @@ func cvtBlocks(dst []uint32, src []float32) int {
 	return 32 * blocks
 }
 
+// pairRows packs steps steps of one full 32-column panel from a row-major
+// B (src at row 2p of the first step, rows ld floats apart) with
+// pairRowsBF16AVX512 on the AVX-512 path of a CPU with AVX512_BF16, and
+// reports whether it did (false elsewhere: packBF16 pairs them in Go).
+func pairRows(steps int, src []float32, ld int, dst []uint32) bool {
+	if active != ISAAVX512 || !HasBF16() {
+		return false
+	}
+	_ = src[(2*steps-1)*ld+bf16NR-1]
+	_ = dst[steps*bf16NR-1]
+	pairRowsBF16AVX512(steps, &src[0], ld, &dst[0])
+	return true
+}
+
 // gemmBF16Asm runs the VDPBF16PS microkernel of rows rows (4, 8 or 12):
 // the bf16TileFn of the AVX-512 path.
 func gemmBF16Asm(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, pf []uint32) {

@@ -9,6 +9,9 @@ func HasBF16() bool { return false }
 // cvtBlocks: this build rounds every value in Go (packPairs).
 func cvtBlocks(dst []uint32, src []float32) int { return 0 }
 
+// pairRows: this build pairs every step in Go (packBF16).
+func pairRows(steps int, src []float32, ld int, dst []uint32) bool { return false }
+
 func gemmBF16Asm(rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, pf []uint32) {
 	gemmBF16Go(rows, kp, a, lda, b, c, ldc, accumulate, bias, res, ldr, pf)
 }

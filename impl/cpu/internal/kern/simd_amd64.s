@@ -4094,6 +4094,66 @@ cvtBF16AVX512_loop:
 	VZEROUPPER
 	RET
 
+// func pairRowsBF16AVX512(steps int, src *float32, ld int, dst *uint32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512_BF16
+TEXT ·pairRowsBF16AVX512(SB), NOSPLIT, $0-32
+	MOVQ      steps+0(FP), AX
+	MOVQ      src+8(FP), CX
+	MOVQ      ld+16(FP), DX
+	MOVQ      dst+24(FP), BX
+	SHLQ      $0x02, DX
+	VMOVDQU32 vk_pairwords<>+0(SB), Z8
+
+pairRowsBF16AVX512_loop:
+	VMOVUPS (CX), Z0
+	VMOVUPS (CX)(DX*1), Z1
+
+	// VCVTNE2PS2BF16 Z2, Z1, Z0 (Intel order: Z2 = bf16(Z1):bf16(Z0), high:low)
+	BYTE    $0x62
+	BYTE    $0xf2
+	BYTE    $0x77
+	BYTE    $0x48
+	BYTE    $0x72
+	BYTE    $0xd0
+	VPERMW  Z2, Z8, Z3
+	VMOVUPS Z3, (BX)
+	VMOVUPS 64(CX), Z0
+	VMOVUPS 64(CX)(DX*1), Z1
+
+	// VCVTNE2PS2BF16 Z2, Z1, Z0 (Intel order: Z2 = bf16(Z1):bf16(Z0), high:low)
+	BYTE    $0x62
+	BYTE    $0xf2
+	BYTE    $0x77
+	BYTE    $0x48
+	BYTE    $0x72
+	BYTE    $0xd0
+	VPERMW  Z2, Z8, Z3
+	VMOVUPS Z3, 64(BX)
+	LEAQ    (CX)(DX*2), CX
+	ADDQ    $0x80, BX
+	DECQ    AX
+	JNZ     pairRowsBF16AVX512_loop
+	VZEROUPPER
+	RET
+
+DATA vk_pairwords<>+0(SB)/4, $0x00100000
+DATA vk_pairwords<>+4(SB)/4, $0x00110001
+DATA vk_pairwords<>+8(SB)/4, $0x00120002
+DATA vk_pairwords<>+12(SB)/4, $0x00130003
+DATA vk_pairwords<>+16(SB)/4, $0x00140004
+DATA vk_pairwords<>+20(SB)/4, $0x00150005
+DATA vk_pairwords<>+24(SB)/4, $0x00160006
+DATA vk_pairwords<>+28(SB)/4, $0x00170007
+DATA vk_pairwords<>+32(SB)/4, $0x00180008
+DATA vk_pairwords<>+36(SB)/4, $0x00190009
+DATA vk_pairwords<>+40(SB)/4, $0x001a000a
+DATA vk_pairwords<>+44(SB)/4, $0x001b000b
+DATA vk_pairwords<>+48(SB)/4, $0x001c000c
+DATA vk_pairwords<>+52(SB)/4, $0x001d000d
+DATA vk_pairwords<>+56(SB)/4, $0x001e000e
+DATA vk_pairwords<>+60(SB)/4, $0x001f000f
+GLOBL vk_pairwords<>(SB), RODATA|NOPTR, $64
+
 // func dpbf16AVX512(acc *uint32, a *uint32, b *uint32)
 // Requires: AVX, AVX512F, AVX512_BF16
 TEXT ·dpbf16AVX512(SB), NOSPLIT, $0-24

@@ -74,6 +74,11 @@ func gemmBF16x4AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int
 //go:noescape
 func cvtBF16AVX512(blocks int, src *float32, dst *uint32)
 
+// pairRowsBF16AVX512 sets dst[32p + j] = RoundBF16(src[2p·ld + j]) | RoundBF16(src[(2p+1)·ld + j])<<16 for p < steps, j < 32; steps must be positive.
+//
+//go:noescape
+func pairRowsBF16AVX512(steps int, src *float32, ld int, dst *uint32)
+
 // dpbf16AVX512 sets acc[i] = dpbf16(acc[i], a[i], b[i]) for i < 16 with one VDPBF16PS: the instruction dpbf16 (bf16.go) is the Go twin of, for the tests.
 //
 //go:noescape

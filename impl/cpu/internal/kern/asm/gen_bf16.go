@@ -19,6 +19,7 @@ func bf16Kernels(zmm []VecPhysical) {
 	gemmKernel("gemmBF16x8AVX512", 8, 12, 2, zmm, 64, aDirectBF16)
 	gemmKernel("gemmBF16x4AVX512", 4, 12, 2, zmm, 64, aDirectBF16)
 	cvtBF16Kernel()
+	pairRowsBF16Kernel()
 	dpbf16Probe()
 }
 
@@ -124,6 +125,50 @@ func cvtBF16Kernel() {
 	ADDQ(Imm(64), pd)
 	DECQ(n)
 	JNZ(LabelRef("cvtBF16AVX512_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// pairRowsBF16Kernel emits
+//
+//	func pairRowsBF16AVX512(steps int, src *float32, ld int, dst *uint32)
+//
+// which packs the steps of one 32-column panel of a row-major B [k, n]
+// (rows ld floats apart) for the bf16 microkernel, each step pairing two
+// rows of B column by column:
+//
+//	for p < steps, j < 32: dst[32p + j] = RoundBF16(src[2p·ld + j]) | RoundBF16(src[(2p+1)·ld + j])<<16
+//
+// For each 16 columns, one VCVTNE2PS2BF16 rounds both rows (row 2p in the
+// low 16 words, row 2p+1 in the high ones) and one VPERMW interleaves the
+// words into the pairs. steps must be positive.
+func pairRowsBF16Kernel() {
+	TEXT("pairRowsBF16AVX512", NOSPLIT, "func(steps int, src *float32, ld int, dst *uint32)")
+	Pragma("noescape")
+	Doc("pairRowsBF16AVX512 sets dst[32p + j] = RoundBF16(src[2p·ld + j]) | RoundBF16(src[(2p+1)·ld + j])<<16 for p < steps, j < 32; steps must be positive.")
+	idx := GLOBL("vk_pairwords", RODATA|NOPTR)
+	for j := 0; j < 16; j++ {
+		// word 2j of the result is word j (row 2p), word 2j+1 word 16+j (row 2p+1)
+		DATA(4*j, U32(uint32(j)|uint32(16+j)<<16))
+	}
+	n := Load(Param("steps"), GP64())
+	ps := Load(Param("src"), GP64())
+	ld := Load(Param("ld"), GP64())
+	pd := Load(Param("dst"), GP64())
+	SHLQ(U8(2), ld)
+	VMOVDQU32(idx, Z8)
+	Label("pairRowsBF16AVX512_loop")
+	for half := 0; half < 2; half++ {
+		VMOVUPS(Mem{Base: ps, Disp: 64 * half}, Z0)
+		VMOVUPS(Mem{Base: ps, Index: ld, Scale: 1, Disp: 64 * half}, Z1)
+		vcvtne2ps2bf16(Z2, Z1, Z0)
+		VPERMW(Z2, Z8, Z3)
+		VMOVUPS(Z3, Mem{Base: pd, Disp: 64 * half})
+	}
+	LEAQ(Mem{Base: ps, Index: ld, Scale: 2}, ps)
+	ADDQ(Imm(128), pd)
+	DECQ(n)
+	JNZ(LabelRef("pairRowsBF16AVX512_loop"))
 	VZEROUPPER()
 	RET()
 }
