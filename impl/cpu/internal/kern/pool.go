@@ -58,8 +58,9 @@ func avgPoolAny(g PoolGeom, plane, out []float32) {
 //	with a, b = plane[2oy, 2ox], plane[2oy, 2ox+1], c, d the same on row 2oy+1
 //
 // On the SIMD paths a row's whole vectors of outputs take the generated
-// row kernel (avgPool2x2Row: the same sums, times 0.25, which is exact);
-// the rest, and the Go path, this loop. CLIP's stem pool plane (112×112
+// row kernel (avgPool2x2Row: the same sums, times 0.25, which is exact),
+// and on the AVX-512 path a remainder of at least 8 outputs the AVX2 one
+// (ResNet's 14-wide rows); the rest, and the Go path, this loop. CLIP's stem pool plane (112×112
 // → 56×56), warm: 1.1 µs against 3.8 µs for the loop alone
 // (BenchmarkAvgPool2x2 "fast" before and after, the 2-vCPU Xeon, AVX-512).
 func avgPool2x2(g PoolGeom, plane, out []float32) {
@@ -72,6 +73,10 @@ func avgPool2x2(g PoolGeom, plane, out []float32) {
 		if k != nil {
 			if ox = g.OW / w * w; ox > 0 {
 				k.avgPool2x2(ox, &r0[0], &r1[0], &o[0])
+			}
+			if h := w / 2; k.avgPoolHalf != nil && g.OW-ox >= h {
+				k.avgPoolHalf(h, &r0[2*ox], &r1[2*ox], &o[ox])
+				ox += h
 			}
 		}
 		for ; ox < len(o); ox++ {

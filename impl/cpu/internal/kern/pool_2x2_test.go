@@ -10,14 +10,15 @@ import (
 // planes (an odd last row or column is dropped) and on a strided plane
 // taken from a larger buffer; ceil-mode and padded geometries must take
 // the general loop and still agree. On every path: rows of whole vectors
-// (a 3×33 plane: 16 outputs), vectors and a tail (56, 70) and tails alone.
+// (a 3×33 plane: 16 outputs), vectors and a tail (56, 70), a half vector
+// and a tail on AVX-512 (28: 14 outputs) and tails alone.
 func TestAvgPool2x2MatchesAny(t *testing.T) {
 	forEachISA(t, testAvgPool2x2MatchesAny)
 }
 
 func testAvgPool2x2MatchesAny(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, hw := range [][2]int{{2, 2}, {4, 6}, {7, 9}, {56, 56}, {15, 14}, {3, 33}, {5, 70}} {
+	for _, hw := range [][2]int{{2, 2}, {4, 6}, {7, 9}, {56, 56}, {15, 14}, {3, 33}, {5, 70}, {4, 28}} {
 		h, w := hw[0], hw[1]
 		plane := make([]float32, h*w)
 		for i := range plane {

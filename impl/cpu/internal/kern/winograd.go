@@ -147,4 +147,5 @@ type winogradKernels struct {
 	deinterleave func(n int, src, even, odd *float32)
 	interleave   func(n int, even, odd, dst *float32)
 	avgPool2x2   func(n int, r0, r1, out *float32) // pool.go's rows, split as deinterleave does
+	avgPoolHalf  func(n int, r0, r1, out *float32) // the same, half a vector wide (nil: none narrower)
 }

@@ -4,7 +4,7 @@ package kern
 
 var (
 	winogradAVX512 = winogradKernels{input: winogradInputAVX512, output: winogradOutputAVX512, deinterleave: deinterleaveAVX512, interleave: interleaveAVX512,
-		avgPool2x2: avgPool2x2RowAVX512}
+		avgPool2x2: avgPool2x2RowAVX512, avgPoolHalf: avgPool2x2RowAVX2}
 	winogradAVX2 = winogradKernels{input: winogradInputAVX2, output: winogradOutputAVX2, deinterleave: deinterleaveAVX2, interleave: interleaveAVX2,
 		avgPool2x2: avgPool2x2RowAVX2}
 )
