@@ -540,7 +540,8 @@ const winogradBlocksMinBytes = 2 << 20
 // planes first: when the planes would not stay in L2
 // (winogradBlocksMinBytes) and every worker has blocks of its own (the
 // one block of a small map is transformed by every worker that takes one
-// of its parts); and, on the Intel AVX-512 path, for a single image's one
+// of its parts), unless they are a group of images' tiles numbered in
+// dense rows; and, on the Intel AVX-512 path, for a single image's one
 // block of wide rows too. There, transforming the whole planes first, the
 // workers split by channels, left half of the planes every product reads
 // written on the other core, where a line takes 110–230 ns to cross: each
@@ -550,8 +551,14 @@ const winogradBlocksMinBytes = 2 << 20
 // With dense rows (16×16: a call per tile row of 8 tiles) or grouped
 // images the block's transform costs more than the crossing saves: 128
 // channels at 16×16 0.411 against 0.305 ms, 512 at 7×7 batch 2 2.87
-// against 1.88 ms. VITBENCH_CONV's winoblocks and winoplanes force
-// either.
+// against 1.88 ms. Large planes of a group of images in dense rows keep
+// whole planes too: a block then gathers short tile rows of several
+// images. From memory (TestConvColdAB, cold weights, a 2-vCPU Xeon),
+// whole planes / per block at batch 8: 256 channels at 7×9 2.72 / 3.45
+// ms, 512 at 7×7 7.30 / 8.69 ms, 128 at 13×17 2.29 / 2.48 ms; but a group
+// in wide rows stays per block, 256 at 14×14 6.43 / 5.80 ms, 512 at
+// 14×14 23.0 / 20.6 ms (detr_r50_small_b2 at batch 8 1.02×, binaries
+// alternating). VITBENCH_CONV's winoblocks and winoplanes force either.
 func (g winoGeom) transformPerItem(vSize, threads int) bool {
 	switch {
 	case convForced("winoplanes"):
@@ -559,6 +566,6 @@ func (g winoGeom) transformPerItem(vSize, threads int) bool {
 	case convForced("winoblocks"):
 		return true
 	}
-	return vSize*4 > winogradBlocksMinBytes && g.blocks >= threads ||
+	return vSize*4 > winogradBlocksMinBytes && g.blocks >= threads && (g.group == 1 || g.rowTiles == g.wq) ||
 		g.blocks < threads && g.group == 1 && g.rowTiles == g.wq && intelFullWidth()
 }

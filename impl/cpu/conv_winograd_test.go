@@ -218,3 +218,35 @@ func TestWinogradVendorRule(t *testing.T) {
 		t.Errorf("vendor rules off: VQGAN's 32-channel 3×3 convolution does not take the Winograd path")
 	}
 }
+
+// TestWinogradGroupedDensePlanes: transformed planes past
+// winogradBlocksMinBytes are transformed per work item, except those of a
+// group of images numbered in dense rows, which keep whole planes (DETR's
+// 7×9 and 13×17 maps and CLIP's 7×7 at batch 8); a group in wide rows
+// (14×14 at batch 8) and a single large image in dense rows (56×56) are
+// still per item.
+func TestWinogradGroupedDensePlanes(t *testing.T) {
+	for _, pm := range []struct {
+		c, h, w, batch int
+		grouped, dense bool
+		want           bool
+	}{
+		{256, 7, 9, 8, true, true, false},
+		{512, 7, 7, 8, true, true, false},
+		{128, 13, 17, 8, true, true, false},
+		{256, 14, 14, 8, true, false, true},
+		{128, 56, 56, 1, false, true, true},
+	} {
+		c := ops.Conv2d{Unfold: ops.Unfold{Batch: pm.batch, InChans: pm.c, Height: pm.h, Width: pm.w, KernelH: 3, KernelW: 3,
+			StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1}, OutChans: pm.c}
+		g := newWinoGeom(c, 2)
+		vSize := 16 * c.InChans * g.vs
+		if g.group > 1 != pm.grouped || (g.rowTiles != g.wq) != pm.dense || vSize*4 <= winogradBlocksMinBytes || g.blocks < 2 {
+			t.Fatalf("%d channels at %d×%d, batch %d: group %d, rows of %d (wide %d), %d bytes of planes, %d blocks: not the case meant",
+				pm.c, pm.h, pm.w, pm.batch, g.group, g.rowTiles, g.wq, vSize*4, g.blocks)
+		}
+		if got := g.transformPerItem(vSize, 2); got != pm.want {
+			t.Errorf("%d channels at %d×%d, batch %d: transformed per item %v, want %v", pm.c, pm.h, pm.w, pm.batch, got, pm.want)
+		}
+	}
+}
