@@ -44,22 +44,21 @@ func maxPoolResNetWindow(m ops.MaxPool2d) bool { return m.Kernel == 3 && m.Strid
 // row); for other windows cols [W]. Each split buffer has a vector of
 // slack, which kern.Deinterleave may write.
 type maxPoolLayout struct {
-	resnet                 bool
-	pairs, padded, half    int
-	per                    int
-	width, outW, outH, pad int
+	resnet                   bool
+	width                    int // cols, for other windows
+	pairs, padded, half, per int
 }
 
 func newMaxPoolLayout(m ops.MaxPool2d) maxPoolLayout {
-	l := maxPoolLayout{resnet: maxPoolResNetWindow(m), width: m.Width, outW: m.OutW(), outH: m.OutH()}
+	l := maxPoolLayout{resnet: maxPoolResNetWindow(m), width: m.Width}
 	if !l.resnet {
 		l.per = m.Width
 		return l
 	}
-	slack := kern.RoundWidth()
+	slack, oh, ow := kern.RoundWidth(), m.OutH(), m.OutW()
 	l.pairs = max(0, m.Height-1) * m.Width
-	l.padded = l.outH*2*(l.outW+1) + 2*slack
-	l.half = l.outH*(l.outW+1) + slack
+	l.padded = oh*2*(ow+1) + 2*slack
+	l.half = oh*(ow+1) + slack
 	l.per = l.pairs + l.padded + 3*l.half
 	return l
 }
