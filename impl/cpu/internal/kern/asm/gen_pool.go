@@ -37,28 +37,18 @@ func (s vecISA) avgPool2x2() {
 		VMOVUPS(k("evens"), s.v[6])
 		VMOVUPS(k("odds"), s.v[7])
 	}
-	// split sets e and o to the even and odd columns of the 2·lanes
-	// values at m.
-	split := func(m Mem, a, b, e, o VecPhysical) {
+	// split sets e to the even columns of the 2·lanes values at m and
+	// returns the register of their odd columns (evenOdd), a or o.
+	split := func(m Mem, a, b, e, o VecPhysical) VecPhysical {
 		VMOVUPS(m, a)
 		m.Disp += s.bytes
 		VMOVUPS(m, b)
-		if s.avx512 {
-			VMOVAPS(a, e)
-			VPERMT2PS(b, s.v[6], e)
-			VPERMT2PS(b, s.v[7], a)
-			VMOVAPS(a, o)
-			return
-		}
-		VSHUFPS(U8(0x88), b, a, e)
-		VSHUFPS(U8(0xDD), b, a, o)
-		VPERMPD(U8(0xD8), e, e)
-		VPERMPD(U8(0xD8), o, o)
+		return s.evenOdd(a, b, e, o, s.v[6], s.v[7])
 	}
 	Label(name + "_loop")
-	e0, o0, e1, o1 := s.v[0], s.v[1], s.v[2], s.v[3]
-	split(Mem{Base: RSI}, s.v[4], s.v[5], e0, o0)
-	split(Mem{Base: RDX}, s.v[4], s.v[5], e1, o1)
+	e0, e1 := s.v[0], s.v[2]
+	o0 := split(Mem{Base: RSI}, s.v[4], s.v[5], e0, s.v[1])
+	o1 := split(Mem{Base: RDX}, s.v[9], s.v[10], e1, s.v[3])
 	VADDPS(o0, e0, e0)
 	VADDPS(e1, e0, e0)
 	VADDPS(o1, e0, e0)

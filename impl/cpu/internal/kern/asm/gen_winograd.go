@@ -219,20 +219,9 @@ func (s vecISA) deinterleave() {
 	Label(name + "_loop")
 	VMOVUPS(Mem{Base: RSI}, a)
 	VMOVUPS(Mem{Base: RSI, Disp: s.bytes}, b)
-	if s.avx512 {
-		VMOVAPS(a, e)
-		VPERMT2PS(b, s.v[4], e)
-		VPERMT2PS(b, s.v[5], a)
-		VMOVUPS(e, Mem{Base: RDI})
-		VMOVUPS(a, Mem{Base: RDX})
-	} else {
-		VSHUFPS(U8(0x88), b, a, e)
-		VSHUFPS(U8(0xDD), b, a, o)
-		VPERMPD(U8(0xD8), e, e)
-		VPERMPD(U8(0xD8), o, o)
-		VMOVUPS(e, Mem{Base: RDI})
-		VMOVUPS(o, Mem{Base: RDX})
-	}
+	odd := s.evenOdd(a, b, e, o, s.v[4], s.v[5])
+	VMOVUPS(e, Mem{Base: RDI})
+	VMOVUPS(odd, Mem{Base: RDX})
 	ADDQ(U32(uint32(2*s.bytes)), RSI)
 	ADDQ(U32(uint32(s.bytes)), RDI)
 	ADDQ(U32(uint32(s.bytes)), RDX)
@@ -240,6 +229,25 @@ func (s vecISA) deinterleave() {
 	JG(LabelRef(name + "_loop"))
 	Label(name + "_done")
 	s.end()
+}
+
+// evenOdd splits the 2·lanes values of a (the first) and b into their
+// even columns, into e, and their odd ones, into the register it returns:
+// a on the AVX-512 path (evens and odds hold the k("evens") and
+// k("odds") permutations; a is overwritten), o on the AVX2 path (two
+// in-lane shuffles, then the 64-bit halves put in order).
+func (s vecISA) evenOdd(a, b, e, o, evens, odds VecPhysical) VecPhysical {
+	if s.avx512 {
+		VMOVAPS(a, e)
+		VPERMT2PS(b, evens, e)
+		VPERMT2PS(b, odds, a)
+		return a
+	}
+	VSHUFPS(U8(0x88), b, a, e)
+	VSHUFPS(U8(0xDD), b, a, o)
+	VPERMPD(U8(0xD8), e, e)
+	VPERMPD(U8(0xD8), o, o)
+	return o
 }
 
 // interleave emits dst[2j] = even[j], dst[2j+1] = odd[j] for j < n: the
