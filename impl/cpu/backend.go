@@ -31,11 +31,14 @@ type Backend struct {
 	// pairArena is the same for bf16 pairs (pairScratch).
 	pairArena []uint32
 	// bf16 makes this the cpu-bf16 backend (bf16.go): matrix products
-	// with bf16 inputs, but for convolutions with few output channels
-	// that the cpu backend runs as direct convolutions (directOnBF16:
+	// with bf16 inputs, but for convolutions with few output channels,
+	// which it runs as the cpu backend's float32 direct convolutions (directOnBF16:
 	// bf16DirectMaxOut, bf16TapDirectMaxOut).
 	bf16             bool
 	bf16DirectMaxOut int
+	// nchwOnly keeps every activation in NCHW: no blocked convolution
+	// (useBlocked), for tests that compare against the NCHW paths.
+	nchwOnly bool
 	// derived keeps the packed copies of weights a graph assembles on
 	// every run (derived.go).
 	derived derivedCache
@@ -195,6 +198,7 @@ func (b *Backend) Upload(t bench.Tensor, src []float32) error {
 		return fmt.Errorf("cpu: upload of %d values into a tensor of shape %v", len(src), ct.shape)
 	}
 	copy(ct.data, src)
+	ct.blocked = false
 	ct.version++
 	b.dropPacked(ct)
 	b.forgetDerived(ct)
@@ -258,6 +262,7 @@ func (b *Backend) Download(t bench.Tensor, dst []float32) error {
 		return fmt.Errorf("cpu: download of a tensor of shape %v into %d values", ct.shape, len(dst))
 	}
 	b.fillDeferred(ct)
+	b.unblock(ct)
 	copy(dst, ct.data)
 	return nil
 }
@@ -277,6 +282,18 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 	for i, t := range hin {
 		if !b.gemmWeightReady(node, i, t) {
 			b.fillDeferred(t)
+		}
+	}
+	// A blocked tensor goes back to NCHW unless the node reads it blocked,
+	// or writes over it without reading (layout_blocked.go).
+	for i, t := range hin {
+		if t.blocked && !b.readsBlocked(node, hin, i) {
+			b.unblock(t)
+		}
+	}
+	if !writesBlocked(node) {
+		for _, t := range hout {
+			b.unblock(t)
 		}
 	}
 	// A node's outputs get new values: a packed or folded copy made when

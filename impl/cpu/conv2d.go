@@ -16,11 +16,12 @@ import (
 type foldedWeight struct {
 	versions []uint64 // of the weight, bias and BN tensors it was built from
 	pbs      []*kern.PackedB
-	pa       *kern.PackedA // the direct convolution's weight, bias as a last column (instead of pbs); or, with raw, the narrow pointwise product's
-	geom     directGeom    // and its padded-image geometry (taps), built once
-	wino     *winoWeight   // the Winograd transform of the weight (instead of pbs)
-	raw      []float32     // the folded weight [O, C] unpacked, for the pointwise product (instead of pbs)
-	tapMajor bool          // pbs holds the weight reordered [O, KH, KW, C] (convTapPairs)
+	pa       *kern.PackedA  // the direct convolution's weight, bias as a last column (instead of pbs); or, with raw, the narrow pointwise product's
+	geom     directGeom     // and its padded-image geometry (taps), built once
+	wino     *winoWeight    // the Winograd transform of the weight (instead of pbs)
+	raw      []float32      // the folded weight [O, C] unpacked, for the pointwise product (instead of pbs)
+	blocked  *blockedWeight // the weight for the blocked convolution (instead of pbs)
+	tapMajor bool           // pbs holds the weight reordered [O, KH, KW, C] (convTapPairs)
 	bias     []float32
 	held     int64 // bytes this cache keeps alive
 }
@@ -63,11 +64,22 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 		return err
 	}
 	var res []float32
+	var resT *tensor
 	if c.Residual {
-		res, in = in[len(in)-1].data, in[:len(in)-1]
+		resT = in[len(in)-1]
+		res, in = resT.data, in[:len(in)-1]
 	}
 	if err := checkShapes("conv2d", out, []bench.Shape{{c.Batch, c.OutChans, oh, ow}}); err != nil {
 		return err
+	}
+	if b.useBlocked(c, in[0].blocked) {
+		fw := b.foldConv(c, in[1:], convBlocked)
+		b.conv2dBlockedTensors(c, fw.blocked, in[0], out[0], resT)
+		return nil
+	}
+	out[0].blocked = false
+	if in[0].blocked || resT != nil && resT.blocked {
+		panic("cpu: conv2d on NCHW with a blocked input") // Enqueue unblocks these
 	}
 	if useWinograd(c, b.bf16) {
 		fw := b.foldConv(c, in[1:], convWinograd)
@@ -143,6 +155,7 @@ const (
 	convWinograd                     // the Winograd transform (winogradWeight)
 	convPointwise                    // unpacked, read in place by the pointwise product (and kern.PackA for a narrow one)
 	convTapPairs                     // reordered tap-major (kern.TapMajor), then kern.PackBT, for kern.TapPairsA
+	convBlocked                      // grouped for kern.ConvBlockedTile (blockedConvWeight)
 )
 
 // mode is the packing f holds.
@@ -150,6 +163,8 @@ func (f *foldedWeight) mode() convPacking {
 	switch {
 	case f.raw != nil:
 		return convPointwise
+	case f.blocked != nil:
+		return convBlocked
 	case f.pa != nil:
 		return convDirect
 	case f.wino != nil:
@@ -212,6 +227,12 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, mode convPacking) *folded
 	case convWinograd:
 		f := &foldedWeight{versions: versions, wino: winogradWeight(newWinoGeom(c, b.threads), wf, bias), bias: bias}
 		f.held = f.wino.bytes()
+		w.folded = f
+		b.account(f.bytes())
+		return f
+	case convBlocked:
+		f := &foldedWeight{versions: versions, blocked: blockedConvWeight(c, wf, bias), bias: bias}
+		f.held = f.blocked.bytes()
 		w.folded = f
 		b.account(f.bytes())
 		return f

@@ -90,6 +90,15 @@ func TestConvColdAB(t *testing.T) {
 					be.Upload(x, d)
 					in = append(in, x)
 				}
+				// The image and residual of a blocked path come blocked, as
+				// from the convolution before it in a network.
+				convPath = paths[w]
+				if be.useBlocked(conv, false) {
+					be.blockInPlace(in[0].(*tensor))
+					if conv.Residual {
+						be.blockInPlace(in[len(in)-1].(*tensor))
+					}
+				}
 				o, _ := be.Alloc(outShape, bench.Float32)
 				worlds[w].in = append(worlds[w].in, in)
 				worlds[w].out = append(worlds[w].out, []bench.Tensor{o})

@@ -119,6 +119,8 @@ func TestNodeProfile(t *testing.T) {
 			if c, ok := st.Node.(ops.Conv2d); ok {
 				path := "windows"
 				switch {
+				case outs[i][0].(*tensor).blocked:
+					path = "blocked"
 				case useWinograd(c, false):
 					path = "winograd"
 				case usePointwise(c, false):

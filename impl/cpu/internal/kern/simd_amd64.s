@@ -12737,3 +12737,9720 @@ rowPanels32AVX2_loop:
 rowPanels32AVX2_done:
 	VZEROUPPER
 	RET
+
+// func convBlocked1x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked1x1AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked1x1AVX512_load
+	VPXORD Z0, Z0, Z0
+	JMP    convBlocked1x1AVX512_loops
+
+convBlocked1x1AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	VMOVUPS (AX), Z0
+
+convBlocked1x1AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlocked1x1AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), BX
+	SHLQ $0x02, BX
+	ADDQ x+0(FP), BX
+	MOVQ 8(AX), SI
+	SHLQ $0x02, SI
+	ADDQ w+48(FP), SI
+	MOVQ cib+24(FP), DI
+
+convBlocked1x1AVX512_cb:
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
+	VMOVUPS      (SI), Z1
+	VBROADCASTSS (BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
+	VMOVUPS      64(SI), Z1
+	VBROADCASTSS 4(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
+	VMOVUPS      128(SI), Z1
+	VBROADCASTSS 8(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
+	VMOVUPS      192(SI), Z1
+	VBROADCASTSS 12(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
+	VMOVUPS      256(SI), Z1
+	VBROADCASTSS 16(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
+	VMOVUPS      320(SI), Z1
+	VBROADCASTSS 20(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
+	VMOVUPS      384(SI), Z1
+	VBROADCASTSS 24(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
+	VMOVUPS      448(SI), Z1
+	VBROADCASTSS 28(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·1 + j)·16 : …]
+	VMOVUPS      512(SI), Z1
+	VBROADCASTSS 32(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·1 + j)·16 : …]
+	VMOVUPS      576(SI), Z1
+	VBROADCASTSS 36(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·1 + j)·16 : …]
+	VMOVUPS      640(SI), Z1
+	VBROADCASTSS 40(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·1 + j)·16 : …]
+	VMOVUPS      704(SI), Z1
+	VBROADCASTSS 44(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·1 + j)·16 : …]
+	VMOVUPS      768(SI), Z1
+	VBROADCASTSS 48(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·1 + j)·16 : …]
+	VMOVUPS      832(SI), Z1
+	VBROADCASTSS 52(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·1 + j)·16 : …]
+	VMOVUPS      896(SI), Z1
+	VBROADCASTSS 56(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·1 + j)·16 : …]
+	VMOVUPS      960(SI), Z1
+	VBROADCASTSS 60(BX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+	ADDQ         DX, BX
+	ADDQ         $0x00000400, SI
+	DECQ         DI
+	JNZ          convBlocked1x1AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked1x1AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked1x1AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z1
+	VADDPS  Z1, Z0, Z0
+
+convBlocked1x1AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked1x1AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), DX
+	VADDPS (CX), Z0, Z0
+
+convBlocked1x1AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked1x1AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z2, Z2, Z2
+	VMAXPS Z0, Z2, Z0
+
+convBlocked1x1AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	VMOVUPS Z0, (AX)
+	VZEROUPPER
+	RET
+
+// func convBlocked1x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked1x2AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked1x2AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	JMP    convBlocked1x2AVX512_loops
+
+convBlocked1x2AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(CX*1), Z1
+
+convBlocked1x2AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlocked1x2AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x02, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x02, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlocked1x2AVX512_cb:
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
+	VMOVUPS      (DI), Z2
+	VBROADCASTSS (SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS (SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
+	VMOVUPS      64(DI), Z2
+	VBROADCASTSS 4(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 4(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
+	VMOVUPS      128(DI), Z2
+	VBROADCASTSS 8(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 8(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
+	VMOVUPS      192(DI), Z2
+	VBROADCASTSS 12(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 12(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
+	VMOVUPS      256(DI), Z2
+	VBROADCASTSS 16(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 16(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
+	VMOVUPS      320(DI), Z2
+	VBROADCASTSS 20(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 20(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
+	VMOVUPS      384(DI), Z2
+	VBROADCASTSS 24(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 24(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
+	VMOVUPS      448(DI), Z2
+	VBROADCASTSS 28(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 28(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·1 + j)·16 : …]
+	VMOVUPS      512(DI), Z2
+	VBROADCASTSS 32(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 32(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·1 + j)·16 : …]
+	VMOVUPS      576(DI), Z2
+	VBROADCASTSS 36(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 36(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·1 + j)·16 : …]
+	VMOVUPS      640(DI), Z2
+	VBROADCASTSS 40(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 40(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·1 + j)·16 : …]
+	VMOVUPS      704(DI), Z2
+	VBROADCASTSS 44(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 44(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·1 + j)·16 : …]
+	VMOVUPS      768(DI), Z2
+	VBROADCASTSS 48(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 48(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·1 + j)·16 : …]
+	VMOVUPS      832(DI), Z2
+	VBROADCASTSS 52(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 52(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·1 + j)·16 : …]
+	VMOVUPS      896(DI), Z2
+	VBROADCASTSS 56(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 56(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·1 + j)·16 : …]
+	VMOVUPS      960(DI), Z2
+	VBROADCASTSS 60(SI), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 60(SI)(BX*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+	ADDQ         DX, SI
+	ADDQ         $0x00000400, DI
+	DECQ         R8
+	JNZ          convBlocked1x2AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked1x2AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked1x2AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z2
+	VADDPS  Z2, Z0, Z0
+	VADDPS  Z2, Z1, Z1
+
+convBlocked1x2AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked1x2AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), DX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(DX*1), Z1, Z1
+
+convBlocked1x2AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked1x2AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z3, Z3, Z3
+	VMAXPS Z0, Z3, Z0
+	VMAXPS Z1, Z3, Z1
+
+convBlocked1x2AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(CX*1)
+	VZEROUPPER
+	RET
+
+// func convBlocked1x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked1x3AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked1x3AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	JMP    convBlocked1x3AVX512_loops
+
+convBlocked1x3AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(CX*1), Z1
+	VMOVUPS (AX)(CX*2), Z2
+
+convBlocked1x3AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlocked1x3AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x02, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x02, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlocked1x3AVX512_cb:
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
+	VMOVUPS      (DI), Z3
+	VBROADCASTSS (SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS (SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS (SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
+	VMOVUPS      64(DI), Z3
+	VBROADCASTSS 4(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 4(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 4(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
+	VMOVUPS      128(DI), Z3
+	VBROADCASTSS 8(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 8(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 8(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
+	VMOVUPS      192(DI), Z3
+	VBROADCASTSS 12(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 12(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 12(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
+	VMOVUPS      256(DI), Z3
+	VBROADCASTSS 16(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 16(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 16(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
+	VMOVUPS      320(DI), Z3
+	VBROADCASTSS 20(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 20(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 20(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
+	VMOVUPS      384(DI), Z3
+	VBROADCASTSS 24(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 24(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 24(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
+	VMOVUPS      448(DI), Z3
+	VBROADCASTSS 28(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 28(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 28(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·1 + j)·16 : …]
+	VMOVUPS      512(DI), Z3
+	VBROADCASTSS 32(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 32(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 32(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·1 + j)·16 : …]
+	VMOVUPS      576(DI), Z3
+	VBROADCASTSS 36(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 36(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 36(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·1 + j)·16 : …]
+	VMOVUPS      640(DI), Z3
+	VBROADCASTSS 40(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 40(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 40(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·1 + j)·16 : …]
+	VMOVUPS      704(DI), Z3
+	VBROADCASTSS 44(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 44(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 44(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·1 + j)·16 : …]
+	VMOVUPS      768(DI), Z3
+	VBROADCASTSS 48(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 48(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 48(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·1 + j)·16 : …]
+	VMOVUPS      832(DI), Z3
+	VBROADCASTSS 52(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 52(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 52(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·1 + j)·16 : …]
+	VMOVUPS      896(DI), Z3
+	VBROADCASTSS 56(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 56(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 56(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·1 + j)·16 : …]
+	VMOVUPS      960(DI), Z3
+	VBROADCASTSS 60(SI), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 60(SI)(BX*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 60(SI)(BX*2), Z4
+	VFMADD231PS  Z3, Z4, Z2
+	ADDQ         DX, SI
+	ADDQ         $0x00000400, DI
+	DECQ         R8
+	JNZ          convBlocked1x3AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked1x3AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked1x3AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z3
+	VADDPS  Z3, Z0, Z0
+	VADDPS  Z3, Z1, Z1
+	VADDPS  Z3, Z2, Z2
+
+convBlocked1x3AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked1x3AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), DX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(DX*1), Z1, Z1
+	VADDPS (CX)(DX*2), Z2, Z2
+
+convBlocked1x3AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked1x3AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z4, Z4, Z4
+	VMAXPS Z0, Z4, Z0
+	VMAXPS Z1, Z4, Z1
+	VMAXPS Z2, Z4, Z2
+
+convBlocked1x3AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(CX*1)
+	VMOVUPS Z2, (AX)(CX*2)
+	VZEROUPPER
+	RET
+
+// func convBlocked1x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked1x4AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked1x4AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	JMP    convBlocked1x4AVX512_loops
+
+convBlocked1x4AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	LEAQ    (CX)(CX*2), DX
+	LEAQ    (AX)(DX*1), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(CX*1), Z1
+	VMOVUPS (AX)(CX*2), Z2
+	VMOVUPS (DX), Z3
+
+convBlocked1x4AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlocked1x4AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x02, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x02, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlocked1x4AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
+	VMOVUPS      (R8), Z4
+	VBROADCASTSS (DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS (DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS (DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS (R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
+	VMOVUPS      64(R8), Z4
+	VBROADCASTSS 4(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 4(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 4(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 4(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
+	VMOVUPS      128(R8), Z4
+	VBROADCASTSS 8(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 8(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 8(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 8(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
+	VMOVUPS      192(R8), Z4
+	VBROADCASTSS 12(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 12(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 12(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 12(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
+	VMOVUPS      256(R8), Z4
+	VBROADCASTSS 16(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 16(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 16(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 16(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
+	VMOVUPS      320(R8), Z4
+	VBROADCASTSS 20(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 20(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 20(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 20(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
+	VMOVUPS      384(R8), Z4
+	VBROADCASTSS 24(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 24(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 24(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 24(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
+	VMOVUPS      448(R8), Z4
+	VBROADCASTSS 28(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 28(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 28(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 28(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·1 + j)·16 : …]
+	VMOVUPS      512(R8), Z4
+	VBROADCASTSS 32(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 32(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 32(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 32(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·1 + j)·16 : …]
+	VMOVUPS      576(R8), Z4
+	VBROADCASTSS 36(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 36(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 36(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 36(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·1 + j)·16 : …]
+	VMOVUPS      640(R8), Z4
+	VBROADCASTSS 40(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 40(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 40(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 40(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·1 + j)·16 : …]
+	VMOVUPS      704(R8), Z4
+	VBROADCASTSS 44(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 44(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 44(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 44(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·1 + j)·16 : …]
+	VMOVUPS      768(R8), Z4
+	VBROADCASTSS 48(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 48(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 48(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 48(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·1 + j)·16 : …]
+	VMOVUPS      832(R8), Z4
+	VBROADCASTSS 52(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 52(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 52(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 52(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·1 + j)·16 : …]
+	VMOVUPS      896(R8), Z4
+	VBROADCASTSS 56(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 56(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 56(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 56(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·1 + j)·16 : …]
+	VMOVUPS      960(R8), Z4
+	VBROADCASTSS 60(DI), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 60(DI)(BX*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 60(DI)(BX*2), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 60(R10), Z5
+	VFMADD231PS  Z4, Z5, Z3
+	ADDQ         DX, DI
+	ADDQ         $0x00000400, R8
+	DECQ         R9
+	JNZ          convBlocked1x4AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked1x4AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked1x4AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z4
+	VADDPS  Z4, Z0, Z0
+	VADDPS  Z4, Z1, Z1
+	VADDPS  Z4, Z2, Z2
+	VADDPS  Z4, Z3, Z3
+
+convBlocked1x4AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked1x4AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), DX
+	LEAQ   (DX)(DX*2), BX
+	LEAQ   (CX)(BX*1), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(DX*1), Z1, Z1
+	VADDPS (CX)(DX*2), Z2, Z2
+	VADDPS (BX), Z3, Z3
+
+convBlocked1x4AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked1x4AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z5, Z5, Z5
+	VMAXPS Z0, Z5, Z0
+	VMAXPS Z1, Z5, Z1
+	VMAXPS Z2, Z5, Z2
+	VMAXPS Z3, Z5, Z3
+
+convBlocked1x4AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	LEAQ    (CX)(CX*2), DX
+	LEAQ    (AX)(DX*1), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(CX*1)
+	VMOVUPS Z2, (AX)(CX*2)
+	VMOVUPS Z3, (DX)
+	VZEROUPPER
+	RET
+
+// func convBlocked1x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked1x5AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked1x5AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	JMP    convBlocked1x5AVX512_loops
+
+convBlocked1x5AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	LEAQ    (CX)(CX*2), DX
+	LEAQ    (AX)(DX*1), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(CX*1), Z1
+	VMOVUPS (AX)(CX*2), Z2
+	VMOVUPS (DX), Z3
+	VMOVUPS (DX)(CX*1), Z4
+
+convBlocked1x5AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlocked1x5AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x02, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x02, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlocked1x5AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
+	VMOVUPS      (R8), Z5
+	VBROADCASTSS (DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS (DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS (DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS (R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS (R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
+	VMOVUPS      64(R8), Z5
+	VBROADCASTSS 4(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 4(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 4(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 4(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 4(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
+	VMOVUPS      128(R8), Z5
+	VBROADCASTSS 8(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 8(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 8(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 8(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 8(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
+	VMOVUPS      192(R8), Z5
+	VBROADCASTSS 12(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 12(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 12(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 12(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 12(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
+	VMOVUPS      256(R8), Z5
+	VBROADCASTSS 16(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 16(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 16(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 16(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 16(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
+	VMOVUPS      320(R8), Z5
+	VBROADCASTSS 20(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 20(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 20(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 20(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 20(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
+	VMOVUPS      384(R8), Z5
+	VBROADCASTSS 24(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 24(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 24(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 24(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 24(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
+	VMOVUPS      448(R8), Z5
+	VBROADCASTSS 28(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 28(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 28(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 28(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 28(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·1 + j)·16 : …]
+	VMOVUPS      512(R8), Z5
+	VBROADCASTSS 32(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 32(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 32(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 32(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 32(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·1 + j)·16 : …]
+	VMOVUPS      576(R8), Z5
+	VBROADCASTSS 36(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 36(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 36(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 36(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 36(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·1 + j)·16 : …]
+	VMOVUPS      640(R8), Z5
+	VBROADCASTSS 40(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 40(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 40(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 40(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 40(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·1 + j)·16 : …]
+	VMOVUPS      704(R8), Z5
+	VBROADCASTSS 44(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 44(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 44(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 44(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 44(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·1 + j)·16 : …]
+	VMOVUPS      768(R8), Z5
+	VBROADCASTSS 48(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 48(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 48(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 48(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 48(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·1 + j)·16 : …]
+	VMOVUPS      832(R8), Z5
+	VBROADCASTSS 52(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 52(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 52(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 52(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 52(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·1 + j)·16 : …]
+	VMOVUPS      896(R8), Z5
+	VBROADCASTSS 56(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 56(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 56(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 56(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 56(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·1 + j)·16 : …]
+	VMOVUPS      960(R8), Z5
+	VBROADCASTSS 60(DI), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 60(DI)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 60(DI)(BX*2), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 60(R10), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 60(R10)(BX*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+	ADDQ         DX, DI
+	ADDQ         $0x00000400, R8
+	DECQ         R9
+	JNZ          convBlocked1x5AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked1x5AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked1x5AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z5
+	VADDPS  Z5, Z0, Z0
+	VADDPS  Z5, Z1, Z1
+	VADDPS  Z5, Z2, Z2
+	VADDPS  Z5, Z3, Z3
+	VADDPS  Z5, Z4, Z4
+
+convBlocked1x5AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked1x5AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), DX
+	LEAQ   (DX)(DX*2), BX
+	LEAQ   (CX)(BX*1), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(DX*1), Z1, Z1
+	VADDPS (CX)(DX*2), Z2, Z2
+	VADDPS (BX), Z3, Z3
+	VADDPS (BX)(DX*1), Z4, Z4
+
+convBlocked1x5AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked1x5AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z6, Z6, Z6
+	VMAXPS Z0, Z6, Z0
+	VMAXPS Z1, Z6, Z1
+	VMAXPS Z2, Z6, Z2
+	VMAXPS Z3, Z6, Z3
+	VMAXPS Z4, Z6, Z4
+
+convBlocked1x5AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	LEAQ    (CX)(CX*2), DX
+	LEAQ    (AX)(DX*1), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(CX*1)
+	VMOVUPS Z2, (AX)(CX*2)
+	VMOVUPS Z3, (DX)
+	VMOVUPS Z4, (DX)(CX*1)
+	VZEROUPPER
+	RET
+
+// func convBlocked1x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked1x6AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked1x6AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	JMP    convBlocked1x6AVX512_loops
+
+convBlocked1x6AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	LEAQ    (CX)(CX*2), DX
+	LEAQ    (AX)(DX*1), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(CX*1), Z1
+	VMOVUPS (AX)(CX*2), Z2
+	VMOVUPS (DX), Z3
+	VMOVUPS (DX)(CX*1), Z4
+	VMOVUPS (DX)(CX*2), Z5
+
+convBlocked1x6AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlocked1x6AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x02, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x02, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlocked1x6AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
+	VMOVUPS      (R8), Z6
+	VBROADCASTSS (DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS (DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS (DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS (R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS (R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS (R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
+	VMOVUPS      64(R8), Z6
+	VBROADCASTSS 4(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 4(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 4(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 4(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 4(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 4(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
+	VMOVUPS      128(R8), Z6
+	VBROADCASTSS 8(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 8(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 8(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 8(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 8(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 8(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
+	VMOVUPS      192(R8), Z6
+	VBROADCASTSS 12(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 12(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 12(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 12(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 12(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 12(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
+	VMOVUPS      256(R8), Z6
+	VBROADCASTSS 16(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 16(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 16(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 16(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 16(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 16(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
+	VMOVUPS      320(R8), Z6
+	VBROADCASTSS 20(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 20(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 20(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 20(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 20(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 20(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
+	VMOVUPS      384(R8), Z6
+	VBROADCASTSS 24(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 24(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 24(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 24(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 24(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 24(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
+	VMOVUPS      448(R8), Z6
+	VBROADCASTSS 28(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 28(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 28(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 28(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 28(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 28(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·1 + j)·16 : …]
+	VMOVUPS      512(R8), Z6
+	VBROADCASTSS 32(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 32(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 32(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 32(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 32(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 32(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·1 + j)·16 : …]
+	VMOVUPS      576(R8), Z6
+	VBROADCASTSS 36(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 36(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 36(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 36(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 36(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 36(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·1 + j)·16 : …]
+	VMOVUPS      640(R8), Z6
+	VBROADCASTSS 40(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 40(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 40(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 40(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 40(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 40(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·1 + j)·16 : …]
+	VMOVUPS      704(R8), Z6
+	VBROADCASTSS 44(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 44(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 44(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 44(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 44(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 44(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·1 + j)·16 : …]
+	VMOVUPS      768(R8), Z6
+	VBROADCASTSS 48(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 48(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 48(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 48(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 48(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 48(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·1 + j)·16 : …]
+	VMOVUPS      832(R8), Z6
+	VBROADCASTSS 52(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 52(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 52(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 52(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 52(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 52(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·1 + j)·16 : …]
+	VMOVUPS      896(R8), Z6
+	VBROADCASTSS 56(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 56(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 56(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 56(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 56(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 56(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·1 + j)·16 : …]
+	VMOVUPS      960(R8), Z6
+	VBROADCASTSS 60(DI), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 60(DI)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 60(DI)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 60(R10), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 60(R10)(BX*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 60(R10)(BX*2), Z7
+	VFMADD231PS  Z6, Z7, Z5
+	ADDQ         DX, DI
+	ADDQ         $0x00000400, R8
+	DECQ         R9
+	JNZ          convBlocked1x6AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked1x6AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked1x6AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z6
+	VADDPS  Z6, Z0, Z0
+	VADDPS  Z6, Z1, Z1
+	VADDPS  Z6, Z2, Z2
+	VADDPS  Z6, Z3, Z3
+	VADDPS  Z6, Z4, Z4
+	VADDPS  Z6, Z5, Z5
+
+convBlocked1x6AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked1x6AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), DX
+	LEAQ   (DX)(DX*2), BX
+	LEAQ   (CX)(BX*1), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(DX*1), Z1, Z1
+	VADDPS (CX)(DX*2), Z2, Z2
+	VADDPS (BX), Z3, Z3
+	VADDPS (BX)(DX*1), Z4, Z4
+	VADDPS (BX)(DX*2), Z5, Z5
+
+convBlocked1x6AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked1x6AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z7, Z7, Z7
+	VMAXPS Z0, Z7, Z0
+	VMAXPS Z1, Z7, Z1
+	VMAXPS Z2, Z7, Z2
+	VMAXPS Z3, Z7, Z3
+	VMAXPS Z4, Z7, Z4
+	VMAXPS Z5, Z7, Z5
+
+convBlocked1x6AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	LEAQ    (CX)(CX*2), DX
+	LEAQ    (AX)(DX*1), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(CX*1)
+	VMOVUPS Z2, (AX)(CX*2)
+	VMOVUPS Z3, (DX)
+	VMOVUPS Z4, (DX)(CX*1)
+	VMOVUPS Z5, (DX)(CX*2)
+	VZEROUPPER
+	RET
+
+// func convBlocked2x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked2x1AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked2x1AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	JMP    convBlocked2x1AVX512_loops
+
+convBlocked2x1AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z1
+
+convBlocked2x1AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlocked2x1AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), BX
+	SHLQ $0x02, BX
+	ADDQ x+0(FP), BX
+	MOVQ 8(AX), SI
+	SHLQ $0x02, SI
+	ADDQ w+48(FP), SI
+	MOVQ cib+24(FP), DI
+
+convBlocked2x1AVX512_cb:
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
+	VMOVUPS      (SI), Z2
+	VMOVUPS      64(SI), Z3
+	VBROADCASTSS (BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
+	VMOVUPS      128(SI), Z2
+	VMOVUPS      192(SI), Z3
+	VBROADCASTSS 4(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
+	VMOVUPS      256(SI), Z2
+	VMOVUPS      320(SI), Z3
+	VBROADCASTSS 8(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
+	VMOVUPS      384(SI), Z2
+	VMOVUPS      448(SI), Z3
+	VBROADCASTSS 12(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
+	VMOVUPS      512(SI), Z2
+	VMOVUPS      576(SI), Z3
+	VBROADCASTSS 16(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
+	VMOVUPS      640(SI), Z2
+	VMOVUPS      704(SI), Z3
+	VBROADCASTSS 20(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
+	VMOVUPS      768(SI), Z2
+	VMOVUPS      832(SI), Z3
+	VBROADCASTSS 24(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
+	VMOVUPS      896(SI), Z2
+	VMOVUPS      960(SI), Z3
+	VBROADCASTSS 28(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·2 + j)·16 : …]
+	VMOVUPS      1024(SI), Z2
+	VMOVUPS      1088(SI), Z3
+	VBROADCASTSS 32(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·2 + j)·16 : …]
+	VMOVUPS      1152(SI), Z2
+	VMOVUPS      1216(SI), Z3
+	VBROADCASTSS 36(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·2 + j)·16 : …]
+	VMOVUPS      1280(SI), Z2
+	VMOVUPS      1344(SI), Z3
+	VBROADCASTSS 40(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·2 + j)·16 : …]
+	VMOVUPS      1408(SI), Z2
+	VMOVUPS      1472(SI), Z3
+	VBROADCASTSS 44(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·2 + j)·16 : …]
+	VMOVUPS      1536(SI), Z2
+	VMOVUPS      1600(SI), Z3
+	VBROADCASTSS 48(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·2 + j)·16 : …]
+	VMOVUPS      1664(SI), Z2
+	VMOVUPS      1728(SI), Z3
+	VBROADCASTSS 52(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·2 + j)·16 : …]
+	VMOVUPS      1792(SI), Z2
+	VMOVUPS      1856(SI), Z3
+	VBROADCASTSS 56(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·2 + j)·16 : …]
+	VMOVUPS      1920(SI), Z2
+	VMOVUPS      1984(SI), Z3
+	VBROADCASTSS 60(BX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+	ADDQ         DX, BX
+	ADDQ         $0x00000800, SI
+	DECQ         DI
+	JNZ          convBlocked2x1AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked2x1AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked2x1AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z2
+	VMOVUPS 64(CX), Z3
+	VADDPS  Z2, Z0, Z0
+	VADDPS  Z3, Z1, Z1
+
+convBlocked2x1AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked2x1AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	ADDQ   DX, CX
+	VADDPS (CX), Z1, Z1
+
+convBlocked2x1AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked2x1AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z4, Z4, Z4
+	VMAXPS Z0, Z4, Z0
+	VMAXPS Z1, Z4, Z1
+
+convBlocked2x1AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, (AX)
+	VZEROUPPER
+	RET
+
+// func convBlocked2x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked2x2AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked2x2AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	JMP    convBlocked2x2AVX512_loops
+
+convBlocked2x2AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z2
+	VMOVUPS (AX)(DX*1), Z3
+
+convBlocked2x2AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlocked2x2AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x02, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x02, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlocked2x2AVX512_cb:
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
+	VMOVUPS      (DI), Z4
+	VMOVUPS      64(DI), Z5
+	VBROADCASTSS (SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS (SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
+	VMOVUPS      128(DI), Z4
+	VMOVUPS      192(DI), Z5
+	VBROADCASTSS 4(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 4(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
+	VMOVUPS      256(DI), Z4
+	VMOVUPS      320(DI), Z5
+	VBROADCASTSS 8(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 8(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
+	VMOVUPS      384(DI), Z4
+	VMOVUPS      448(DI), Z5
+	VBROADCASTSS 12(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 12(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
+	VMOVUPS      512(DI), Z4
+	VMOVUPS      576(DI), Z5
+	VBROADCASTSS 16(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 16(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
+	VMOVUPS      640(DI), Z4
+	VMOVUPS      704(DI), Z5
+	VBROADCASTSS 20(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 20(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
+	VMOVUPS      768(DI), Z4
+	VMOVUPS      832(DI), Z5
+	VBROADCASTSS 24(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 24(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
+	VMOVUPS      896(DI), Z4
+	VMOVUPS      960(DI), Z5
+	VBROADCASTSS 28(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 28(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·2 + j)·16 : …]
+	VMOVUPS      1024(DI), Z4
+	VMOVUPS      1088(DI), Z5
+	VBROADCASTSS 32(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 32(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·2 + j)·16 : …]
+	VMOVUPS      1152(DI), Z4
+	VMOVUPS      1216(DI), Z5
+	VBROADCASTSS 36(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 36(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·2 + j)·16 : …]
+	VMOVUPS      1280(DI), Z4
+	VMOVUPS      1344(DI), Z5
+	VBROADCASTSS 40(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 40(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·2 + j)·16 : …]
+	VMOVUPS      1408(DI), Z4
+	VMOVUPS      1472(DI), Z5
+	VBROADCASTSS 44(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 44(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·2 + j)·16 : …]
+	VMOVUPS      1536(DI), Z4
+	VMOVUPS      1600(DI), Z5
+	VBROADCASTSS 48(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 48(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·2 + j)·16 : …]
+	VMOVUPS      1664(DI), Z4
+	VMOVUPS      1728(DI), Z5
+	VBROADCASTSS 52(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 52(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·2 + j)·16 : …]
+	VMOVUPS      1792(DI), Z4
+	VMOVUPS      1856(DI), Z5
+	VBROADCASTSS 56(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 56(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·2 + j)·16 : …]
+	VMOVUPS      1920(DI), Z4
+	VMOVUPS      1984(DI), Z5
+	VBROADCASTSS 60(SI), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 60(SI)(BX*1), Z6
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z3
+	ADDQ         DX, SI
+	ADDQ         $0x00000800, DI
+	DECQ         R8
+	JNZ          convBlocked2x2AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked2x2AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked2x2AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z4
+	VMOVUPS 64(CX), Z5
+	VADDPS  Z4, Z0, Z0
+	VADDPS  Z4, Z1, Z1
+	VADDPS  Z5, Z2, Z2
+	VADDPS  Z5, Z3, Z3
+
+convBlocked2x2AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked2x2AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	ADDQ   DX, CX
+	VADDPS (CX), Z2, Z2
+	VADDPS (CX)(BX*1), Z3, Z3
+
+convBlocked2x2AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked2x2AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z6, Z6, Z6
+	VMAXPS Z0, Z6, Z0
+	VMAXPS Z1, Z6, Z1
+	VMAXPS Z2, Z6, Z2
+	VMAXPS Z3, Z6, Z3
+
+convBlocked2x2AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, (AX)(DX*1)
+	VZEROUPPER
+	RET
+
+// func convBlocked2x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked2x3AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked2x3AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	JMP    convBlocked2x3AVX512_loops
+
+convBlocked2x3AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z3
+	VMOVUPS (AX)(DX*1), Z4
+	VMOVUPS (AX)(DX*2), Z5
+
+convBlocked2x3AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlocked2x3AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x02, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x02, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlocked2x3AVX512_cb:
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
+	VMOVUPS      (DI), Z6
+	VMOVUPS      64(DI), Z7
+	VBROADCASTSS (SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS (SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS (SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
+	VMOVUPS      128(DI), Z6
+	VMOVUPS      192(DI), Z7
+	VBROADCASTSS 4(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 4(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 4(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
+	VMOVUPS      256(DI), Z6
+	VMOVUPS      320(DI), Z7
+	VBROADCASTSS 8(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 8(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 8(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
+	VMOVUPS      384(DI), Z6
+	VMOVUPS      448(DI), Z7
+	VBROADCASTSS 12(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 12(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 12(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
+	VMOVUPS      512(DI), Z6
+	VMOVUPS      576(DI), Z7
+	VBROADCASTSS 16(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 16(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 16(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
+	VMOVUPS      640(DI), Z6
+	VMOVUPS      704(DI), Z7
+	VBROADCASTSS 20(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 20(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 20(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
+	VMOVUPS      768(DI), Z6
+	VMOVUPS      832(DI), Z7
+	VBROADCASTSS 24(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 24(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 24(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
+	VMOVUPS      896(DI), Z6
+	VMOVUPS      960(DI), Z7
+	VBROADCASTSS 28(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 28(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 28(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·2 + j)·16 : …]
+	VMOVUPS      1024(DI), Z6
+	VMOVUPS      1088(DI), Z7
+	VBROADCASTSS 32(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 32(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 32(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·2 + j)·16 : …]
+	VMOVUPS      1152(DI), Z6
+	VMOVUPS      1216(DI), Z7
+	VBROADCASTSS 36(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 36(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 36(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·2 + j)·16 : …]
+	VMOVUPS      1280(DI), Z6
+	VMOVUPS      1344(DI), Z7
+	VBROADCASTSS 40(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 40(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 40(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·2 + j)·16 : …]
+	VMOVUPS      1408(DI), Z6
+	VMOVUPS      1472(DI), Z7
+	VBROADCASTSS 44(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 44(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 44(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·2 + j)·16 : …]
+	VMOVUPS      1536(DI), Z6
+	VMOVUPS      1600(DI), Z7
+	VBROADCASTSS 48(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 48(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 48(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·2 + j)·16 : …]
+	VMOVUPS      1664(DI), Z6
+	VMOVUPS      1728(DI), Z7
+	VBROADCASTSS 52(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 52(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 52(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·2 + j)·16 : …]
+	VMOVUPS      1792(DI), Z6
+	VMOVUPS      1856(DI), Z7
+	VBROADCASTSS 56(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 56(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 56(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·2 + j)·16 : …]
+	VMOVUPS      1920(DI), Z6
+	VMOVUPS      1984(DI), Z7
+	VBROADCASTSS 60(SI), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 60(SI)(BX*1), Z8
+	VFMADD231PS  Z6, Z8, Z1
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 60(SI)(BX*2), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z5
+	ADDQ         DX, SI
+	ADDQ         $0x00000800, DI
+	DECQ         R8
+	JNZ          convBlocked2x3AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked2x3AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked2x3AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z6
+	VMOVUPS 64(CX), Z7
+	VADDPS  Z6, Z0, Z0
+	VADDPS  Z6, Z1, Z1
+	VADDPS  Z6, Z2, Z2
+	VADDPS  Z7, Z3, Z3
+	VADDPS  Z7, Z4, Z4
+	VADDPS  Z7, Z5, Z5
+
+convBlocked2x3AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked2x3AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	ADDQ   DX, CX
+	VADDPS (CX), Z3, Z3
+	VADDPS (CX)(BX*1), Z4, Z4
+	VADDPS (CX)(BX*2), Z5, Z5
+
+convBlocked2x3AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked2x3AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z8, Z8, Z8
+	VMAXPS Z0, Z8, Z0
+	VMAXPS Z1, Z8, Z1
+	VMAXPS Z2, Z8, Z2
+	VMAXPS Z3, Z8, Z3
+	VMAXPS Z4, Z8, Z4
+	VMAXPS Z5, Z8, Z5
+
+convBlocked2x3AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, (AX)(DX*1)
+	VMOVUPS Z5, (AX)(DX*2)
+	VZEROUPPER
+	RET
+
+// func convBlocked2x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked2x4AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked2x4AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	JMP    convBlocked2x4AVX512_loops
+
+convBlocked2x4AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z4
+	VMOVUPS (AX)(DX*1), Z5
+	VMOVUPS (AX)(DX*2), Z6
+	VMOVUPS (BX), Z7
+
+convBlocked2x4AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlocked2x4AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x02, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x02, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlocked2x4AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
+	VMOVUPS      (R8), Z8
+	VMOVUPS      64(R8), Z9
+	VBROADCASTSS (DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS (DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS (DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS (R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
+	VMOVUPS      128(R8), Z8
+	VMOVUPS      192(R8), Z9
+	VBROADCASTSS 4(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 4(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 4(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 4(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
+	VMOVUPS      256(R8), Z8
+	VMOVUPS      320(R8), Z9
+	VBROADCASTSS 8(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 8(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 8(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 8(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
+	VMOVUPS      384(R8), Z8
+	VMOVUPS      448(R8), Z9
+	VBROADCASTSS 12(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 12(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 12(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 12(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
+	VMOVUPS      512(R8), Z8
+	VMOVUPS      576(R8), Z9
+	VBROADCASTSS 16(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 16(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 16(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 16(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
+	VMOVUPS      640(R8), Z8
+	VMOVUPS      704(R8), Z9
+	VBROADCASTSS 20(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 20(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 20(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 20(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
+	VMOVUPS      768(R8), Z8
+	VMOVUPS      832(R8), Z9
+	VBROADCASTSS 24(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 24(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 24(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 24(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
+	VMOVUPS      896(R8), Z8
+	VMOVUPS      960(R8), Z9
+	VBROADCASTSS 28(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 28(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 28(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 28(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·2 + j)·16 : …]
+	VMOVUPS      1024(R8), Z8
+	VMOVUPS      1088(R8), Z9
+	VBROADCASTSS 32(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 32(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 32(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 32(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·2 + j)·16 : …]
+	VMOVUPS      1152(R8), Z8
+	VMOVUPS      1216(R8), Z9
+	VBROADCASTSS 36(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 36(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 36(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 36(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·2 + j)·16 : …]
+	VMOVUPS      1280(R8), Z8
+	VMOVUPS      1344(R8), Z9
+	VBROADCASTSS 40(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 40(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 40(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 40(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·2 + j)·16 : …]
+	VMOVUPS      1408(R8), Z8
+	VMOVUPS      1472(R8), Z9
+	VBROADCASTSS 44(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 44(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 44(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 44(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·2 + j)·16 : …]
+	VMOVUPS      1536(R8), Z8
+	VMOVUPS      1600(R8), Z9
+	VBROADCASTSS 48(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 48(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 48(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 48(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·2 + j)·16 : …]
+	VMOVUPS      1664(R8), Z8
+	VMOVUPS      1728(R8), Z9
+	VBROADCASTSS 52(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 52(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 52(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 52(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·2 + j)·16 : …]
+	VMOVUPS      1792(R8), Z8
+	VMOVUPS      1856(R8), Z9
+	VBROADCASTSS 56(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 56(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 56(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 56(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·2 + j)·16 : …]
+	VMOVUPS      1920(R8), Z8
+	VMOVUPS      1984(R8), Z9
+	VBROADCASTSS 60(DI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 60(DI)(BX*1), Z10
+	VFMADD231PS  Z8, Z10, Z1
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 60(DI)(BX*2), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 60(R10), Z10
+	VFMADD231PS  Z8, Z10, Z3
+	VFMADD231PS  Z9, Z10, Z7
+	ADDQ         DX, DI
+	ADDQ         $0x00000800, R8
+	DECQ         R9
+	JNZ          convBlocked2x4AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked2x4AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked2x4AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z8
+	VMOVUPS 64(CX), Z9
+	VADDPS  Z8, Z0, Z0
+	VADDPS  Z8, Z1, Z1
+	VADDPS  Z8, Z2, Z2
+	VADDPS  Z8, Z3, Z3
+	VADDPS  Z9, Z4, Z4
+	VADDPS  Z9, Z5, Z5
+	VADDPS  Z9, Z6, Z6
+	VADDPS  Z9, Z7, Z7
+
+convBlocked2x4AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked2x4AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z4, Z4
+	VADDPS (CX)(BX*1), Z5, Z5
+	VADDPS (CX)(BX*2), Z6, Z6
+	VADDPS (SI), Z7, Z7
+
+convBlocked2x4AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked2x4AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z10, Z10, Z10
+	VMAXPS Z0, Z10, Z0
+	VMAXPS Z1, Z10, Z1
+	VMAXPS Z2, Z10, Z2
+	VMAXPS Z3, Z10, Z3
+	VMAXPS Z4, Z10, Z4
+	VMAXPS Z5, Z10, Z5
+	VMAXPS Z6, Z10, Z6
+	VMAXPS Z7, Z10, Z7
+
+convBlocked2x4AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, (AX)(DX*1)
+	VMOVUPS Z6, (AX)(DX*2)
+	VMOVUPS Z7, (BX)
+	VZEROUPPER
+	RET
+
+// func convBlocked2x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked2x5AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked2x5AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	JMP    convBlocked2x5AVX512_loops
+
+convBlocked2x5AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	VMOVUPS (BX)(DX*1), Z4
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z5
+	VMOVUPS (AX)(DX*1), Z6
+	VMOVUPS (AX)(DX*2), Z7
+	VMOVUPS (BX), Z8
+	VMOVUPS (BX)(DX*1), Z9
+
+convBlocked2x5AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlocked2x5AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x02, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x02, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlocked2x5AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
+	VMOVUPS      (R8), Z10
+	VMOVUPS      64(R8), Z11
+	VBROADCASTSS (DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS (DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS (DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS (R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS (R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
+	VMOVUPS      128(R8), Z10
+	VMOVUPS      192(R8), Z11
+	VBROADCASTSS 4(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 4(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 4(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 4(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 4(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
+	VMOVUPS      256(R8), Z10
+	VMOVUPS      320(R8), Z11
+	VBROADCASTSS 8(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 8(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 8(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 8(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 8(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
+	VMOVUPS      384(R8), Z10
+	VMOVUPS      448(R8), Z11
+	VBROADCASTSS 12(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 12(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 12(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 12(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 12(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
+	VMOVUPS      512(R8), Z10
+	VMOVUPS      576(R8), Z11
+	VBROADCASTSS 16(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 16(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 16(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 16(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 16(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
+	VMOVUPS      640(R8), Z10
+	VMOVUPS      704(R8), Z11
+	VBROADCASTSS 20(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 20(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 20(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 20(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 20(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
+	VMOVUPS      768(R8), Z10
+	VMOVUPS      832(R8), Z11
+	VBROADCASTSS 24(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 24(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 24(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 24(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 24(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
+	VMOVUPS      896(R8), Z10
+	VMOVUPS      960(R8), Z11
+	VBROADCASTSS 28(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 28(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 28(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 28(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 28(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·2 + j)·16 : …]
+	VMOVUPS      1024(R8), Z10
+	VMOVUPS      1088(R8), Z11
+	VBROADCASTSS 32(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 32(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 32(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 32(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 32(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·2 + j)·16 : …]
+	VMOVUPS      1152(R8), Z10
+	VMOVUPS      1216(R8), Z11
+	VBROADCASTSS 36(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 36(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 36(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 36(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 36(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·2 + j)·16 : …]
+	VMOVUPS      1280(R8), Z10
+	VMOVUPS      1344(R8), Z11
+	VBROADCASTSS 40(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 40(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 40(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 40(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 40(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·2 + j)·16 : …]
+	VMOVUPS      1408(R8), Z10
+	VMOVUPS      1472(R8), Z11
+	VBROADCASTSS 44(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 44(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 44(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 44(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 44(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·2 + j)·16 : …]
+	VMOVUPS      1536(R8), Z10
+	VMOVUPS      1600(R8), Z11
+	VBROADCASTSS 48(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 48(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 48(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 48(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 48(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·2 + j)·16 : …]
+	VMOVUPS      1664(R8), Z10
+	VMOVUPS      1728(R8), Z11
+	VBROADCASTSS 52(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 52(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 52(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 52(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 52(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·2 + j)·16 : …]
+	VMOVUPS      1792(R8), Z10
+	VMOVUPS      1856(R8), Z11
+	VBROADCASTSS 56(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 56(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 56(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 56(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 56(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·2 + j)·16 : …]
+	VMOVUPS      1920(R8), Z10
+	VMOVUPS      1984(R8), Z11
+	VBROADCASTSS 60(DI), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 60(DI)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 60(DI)(BX*2), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 60(R10), Z12
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 60(R10)(BX*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z9
+	ADDQ         DX, DI
+	ADDQ         $0x00000800, R8
+	DECQ         R9
+	JNZ          convBlocked2x5AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked2x5AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked2x5AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z10
+	VMOVUPS 64(CX), Z11
+	VADDPS  Z10, Z0, Z0
+	VADDPS  Z10, Z1, Z1
+	VADDPS  Z10, Z2, Z2
+	VADDPS  Z10, Z3, Z3
+	VADDPS  Z10, Z4, Z4
+	VADDPS  Z11, Z5, Z5
+	VADDPS  Z11, Z6, Z6
+	VADDPS  Z11, Z7, Z7
+	VADDPS  Z11, Z8, Z8
+	VADDPS  Z11, Z9, Z9
+
+convBlocked2x5AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked2x5AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	VADDPS (SI)(BX*1), Z4, Z4
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z5, Z5
+	VADDPS (CX)(BX*1), Z6, Z6
+	VADDPS (CX)(BX*2), Z7, Z7
+	VADDPS (SI), Z8, Z8
+	VADDPS (SI)(BX*1), Z9, Z9
+
+convBlocked2x5AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked2x5AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z0, Z12, Z0
+	VMAXPS Z1, Z12, Z1
+	VMAXPS Z2, Z12, Z2
+	VMAXPS Z3, Z12, Z3
+	VMAXPS Z4, Z12, Z4
+	VMAXPS Z5, Z12, Z5
+	VMAXPS Z6, Z12, Z6
+	VMAXPS Z7, Z12, Z7
+	VMAXPS Z8, Z12, Z8
+	VMAXPS Z9, Z12, Z9
+
+convBlocked2x5AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	VMOVUPS Z4, (BX)(DX*1)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, (AX)(DX*1)
+	VMOVUPS Z7, (AX)(DX*2)
+	VMOVUPS Z8, (BX)
+	VMOVUPS Z9, (BX)(DX*1)
+	VZEROUPPER
+	RET
+
+// func convBlocked2x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked2x6AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked2x6AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	JMP    convBlocked2x6AVX512_loops
+
+convBlocked2x6AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	VMOVUPS (BX)(DX*1), Z4
+	VMOVUPS (BX)(DX*2), Z5
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z6
+	VMOVUPS (AX)(DX*1), Z7
+	VMOVUPS (AX)(DX*2), Z8
+	VMOVUPS (BX), Z9
+	VMOVUPS (BX)(DX*1), Z10
+	VMOVUPS (BX)(DX*2), Z11
+
+convBlocked2x6AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlocked2x6AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x02, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x02, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlocked2x6AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
+	VMOVUPS      (R8), Z12
+	VMOVUPS      64(R8), Z13
+	VBROADCASTSS (DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS (DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS (DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS (R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS (R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS (R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
+	VMOVUPS      128(R8), Z12
+	VMOVUPS      192(R8), Z13
+	VBROADCASTSS 4(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 4(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 4(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 4(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 4(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 4(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
+	VMOVUPS      256(R8), Z12
+	VMOVUPS      320(R8), Z13
+	VBROADCASTSS 8(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 8(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 8(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 8(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 8(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 8(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
+	VMOVUPS      384(R8), Z12
+	VMOVUPS      448(R8), Z13
+	VBROADCASTSS 12(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 12(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 12(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 12(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 12(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 12(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
+	VMOVUPS      512(R8), Z12
+	VMOVUPS      576(R8), Z13
+	VBROADCASTSS 16(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 16(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 16(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 16(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 16(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 16(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
+	VMOVUPS      640(R8), Z12
+	VMOVUPS      704(R8), Z13
+	VBROADCASTSS 20(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 20(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 20(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 20(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 20(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 20(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
+	VMOVUPS      768(R8), Z12
+	VMOVUPS      832(R8), Z13
+	VBROADCASTSS 24(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 24(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 24(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 24(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 24(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 24(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
+	VMOVUPS      896(R8), Z12
+	VMOVUPS      960(R8), Z13
+	VBROADCASTSS 28(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 28(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 28(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 28(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 28(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 28(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·2 + j)·16 : …]
+	VMOVUPS      1024(R8), Z12
+	VMOVUPS      1088(R8), Z13
+	VBROADCASTSS 32(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 32(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 32(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 32(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 32(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 32(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·2 + j)·16 : …]
+	VMOVUPS      1152(R8), Z12
+	VMOVUPS      1216(R8), Z13
+	VBROADCASTSS 36(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 36(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 36(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 36(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 36(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 36(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·2 + j)·16 : …]
+	VMOVUPS      1280(R8), Z12
+	VMOVUPS      1344(R8), Z13
+	VBROADCASTSS 40(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 40(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 40(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 40(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 40(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 40(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·2 + j)·16 : …]
+	VMOVUPS      1408(R8), Z12
+	VMOVUPS      1472(R8), Z13
+	VBROADCASTSS 44(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 44(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 44(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 44(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 44(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 44(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·2 + j)·16 : …]
+	VMOVUPS      1536(R8), Z12
+	VMOVUPS      1600(R8), Z13
+	VBROADCASTSS 48(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 48(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 48(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 48(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 48(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 48(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·2 + j)·16 : …]
+	VMOVUPS      1664(R8), Z12
+	VMOVUPS      1728(R8), Z13
+	VBROADCASTSS 52(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 52(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 52(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 52(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 52(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 52(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·2 + j)·16 : …]
+	VMOVUPS      1792(R8), Z12
+	VMOVUPS      1856(R8), Z13
+	VBROADCASTSS 56(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 56(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 56(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 56(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 56(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 56(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·2 + j)·16 : …]
+	VMOVUPS      1920(R8), Z12
+	VMOVUPS      1984(R8), Z13
+	VBROADCASTSS 60(DI), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z6
+	VBROADCASTSS 60(DI)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z1
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 60(DI)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z8
+	VBROADCASTSS 60(R10), Z14
+	VFMADD231PS  Z12, Z14, Z3
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 60(R10)(BX*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z10
+	VBROADCASTSS 60(R10)(BX*2), Z14
+	VFMADD231PS  Z12, Z14, Z5
+	VFMADD231PS  Z13, Z14, Z11
+	ADDQ         DX, DI
+	ADDQ         $0x00000800, R8
+	DECQ         R9
+	JNZ          convBlocked2x6AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked2x6AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked2x6AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z12
+	VMOVUPS 64(CX), Z13
+	VADDPS  Z12, Z0, Z0
+	VADDPS  Z12, Z1, Z1
+	VADDPS  Z12, Z2, Z2
+	VADDPS  Z12, Z3, Z3
+	VADDPS  Z12, Z4, Z4
+	VADDPS  Z12, Z5, Z5
+	VADDPS  Z13, Z6, Z6
+	VADDPS  Z13, Z7, Z7
+	VADDPS  Z13, Z8, Z8
+	VADDPS  Z13, Z9, Z9
+	VADDPS  Z13, Z10, Z10
+	VADDPS  Z13, Z11, Z11
+
+convBlocked2x6AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked2x6AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	VADDPS (SI)(BX*1), Z4, Z4
+	VADDPS (SI)(BX*2), Z5, Z5
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z6, Z6
+	VADDPS (CX)(BX*1), Z7, Z7
+	VADDPS (CX)(BX*2), Z8, Z8
+	VADDPS (SI), Z9, Z9
+	VADDPS (SI)(BX*1), Z10, Z10
+	VADDPS (SI)(BX*2), Z11, Z11
+
+convBlocked2x6AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked2x6AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z0, Z14, Z0
+	VMAXPS Z1, Z14, Z1
+	VMAXPS Z2, Z14, Z2
+	VMAXPS Z3, Z14, Z3
+	VMAXPS Z4, Z14, Z4
+	VMAXPS Z5, Z14, Z5
+	VMAXPS Z6, Z14, Z6
+	VMAXPS Z7, Z14, Z7
+	VMAXPS Z8, Z14, Z8
+	VMAXPS Z9, Z14, Z9
+	VMAXPS Z10, Z14, Z10
+	VMAXPS Z11, Z14, Z11
+
+convBlocked2x6AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	VMOVUPS Z4, (BX)(DX*1)
+	VMOVUPS Z5, (BX)(DX*2)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, (AX)(DX*1)
+	VMOVUPS Z8, (AX)(DX*2)
+	VMOVUPS Z9, (BX)
+	VMOVUPS Z10, (BX)(DX*1)
+	VMOVUPS Z11, (BX)(DX*2)
+	VZEROUPPER
+	RET
+
+// func convBlocked3x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked3x1AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked3x1AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	JMP    convBlocked3x1AVX512_loops
+
+convBlocked3x1AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z1
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z2
+
+convBlocked3x1AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlocked3x1AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), BX
+	SHLQ $0x02, BX
+	ADDQ x+0(FP), BX
+	MOVQ 8(AX), SI
+	SHLQ $0x02, SI
+	ADDQ w+48(FP), SI
+	MOVQ cib+24(FP), DI
+
+convBlocked3x1AVX512_cb:
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
+	VMOVUPS      (SI), Z3
+	VMOVUPS      64(SI), Z4
+	VMOVUPS      128(SI), Z5
+	VBROADCASTSS (BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·3 + j)·16 : …]
+	VMOVUPS      192(SI), Z3
+	VMOVUPS      256(SI), Z4
+	VMOVUPS      320(SI), Z5
+	VBROADCASTSS 4(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·3 + j)·16 : …]
+	VMOVUPS      384(SI), Z3
+	VMOVUPS      448(SI), Z4
+	VMOVUPS      512(SI), Z5
+	VBROADCASTSS 8(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·3 + j)·16 : …]
+	VMOVUPS      576(SI), Z3
+	VMOVUPS      640(SI), Z4
+	VMOVUPS      704(SI), Z5
+	VBROADCASTSS 12(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·3 + j)·16 : …]
+	VMOVUPS      768(SI), Z3
+	VMOVUPS      832(SI), Z4
+	VMOVUPS      896(SI), Z5
+	VBROADCASTSS 16(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·3 + j)·16 : …]
+	VMOVUPS      960(SI), Z3
+	VMOVUPS      1024(SI), Z4
+	VMOVUPS      1088(SI), Z5
+	VBROADCASTSS 20(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·3 + j)·16 : …]
+	VMOVUPS      1152(SI), Z3
+	VMOVUPS      1216(SI), Z4
+	VMOVUPS      1280(SI), Z5
+	VBROADCASTSS 24(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·3 + j)·16 : …]
+	VMOVUPS      1344(SI), Z3
+	VMOVUPS      1408(SI), Z4
+	VMOVUPS      1472(SI), Z5
+	VBROADCASTSS 28(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·3 + j)·16 : …]
+	VMOVUPS      1536(SI), Z3
+	VMOVUPS      1600(SI), Z4
+	VMOVUPS      1664(SI), Z5
+	VBROADCASTSS 32(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·3 + j)·16 : …]
+	VMOVUPS      1728(SI), Z3
+	VMOVUPS      1792(SI), Z4
+	VMOVUPS      1856(SI), Z5
+	VBROADCASTSS 36(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·3 + j)·16 : …]
+	VMOVUPS      1920(SI), Z3
+	VMOVUPS      1984(SI), Z4
+	VMOVUPS      2048(SI), Z5
+	VBROADCASTSS 40(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·3 + j)·16 : …]
+	VMOVUPS      2112(SI), Z3
+	VMOVUPS      2176(SI), Z4
+	VMOVUPS      2240(SI), Z5
+	VBROADCASTSS 44(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·3 + j)·16 : …]
+	VMOVUPS      2304(SI), Z3
+	VMOVUPS      2368(SI), Z4
+	VMOVUPS      2432(SI), Z5
+	VBROADCASTSS 48(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·3 + j)·16 : …]
+	VMOVUPS      2496(SI), Z3
+	VMOVUPS      2560(SI), Z4
+	VMOVUPS      2624(SI), Z5
+	VBROADCASTSS 52(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·3 + j)·16 : …]
+	VMOVUPS      2688(SI), Z3
+	VMOVUPS      2752(SI), Z4
+	VMOVUPS      2816(SI), Z5
+	VBROADCASTSS 56(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·3 + j)·16 : …]
+	VMOVUPS      2880(SI), Z3
+	VMOVUPS      2944(SI), Z4
+	VMOVUPS      3008(SI), Z5
+	VBROADCASTSS 60(BX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+	ADDQ         DX, BX
+	ADDQ         $0x00000c00, SI
+	DECQ         DI
+	JNZ          convBlocked3x1AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked3x1AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked3x1AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z3
+	VMOVUPS 64(CX), Z4
+	VMOVUPS 128(CX), Z5
+	VADDPS  Z3, Z0, Z0
+	VADDPS  Z4, Z1, Z1
+	VADDPS  Z5, Z2, Z2
+
+convBlocked3x1AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked3x1AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	ADDQ   DX, CX
+	VADDPS (CX), Z1, Z1
+	ADDQ   DX, CX
+	VADDPS (CX), Z2, Z2
+
+convBlocked3x1AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked3x1AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z6, Z6, Z6
+	VMAXPS Z0, Z6, Z0
+	VMAXPS Z1, Z6, Z1
+	VMAXPS Z2, Z6, Z2
+
+convBlocked3x1AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VZEROUPPER
+	RET
+
+// func convBlocked3x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked3x2AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked3x2AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	JMP    convBlocked3x2AVX512_loops
+
+convBlocked3x2AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z2
+	VMOVUPS (AX)(DX*1), Z3
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z4
+	VMOVUPS (AX)(DX*1), Z5
+
+convBlocked3x2AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlocked3x2AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x02, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x02, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlocked3x2AVX512_cb:
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
+	VMOVUPS      (DI), Z6
+	VMOVUPS      64(DI), Z7
+	VMOVUPS      128(DI), Z8
+	VBROADCASTSS (SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS (SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·3 + j)·16 : …]
+	VMOVUPS      192(DI), Z6
+	VMOVUPS      256(DI), Z7
+	VMOVUPS      320(DI), Z8
+	VBROADCASTSS 4(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 4(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·3 + j)·16 : …]
+	VMOVUPS      384(DI), Z6
+	VMOVUPS      448(DI), Z7
+	VMOVUPS      512(DI), Z8
+	VBROADCASTSS 8(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 8(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·3 + j)·16 : …]
+	VMOVUPS      576(DI), Z6
+	VMOVUPS      640(DI), Z7
+	VMOVUPS      704(DI), Z8
+	VBROADCASTSS 12(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 12(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·3 + j)·16 : …]
+	VMOVUPS      768(DI), Z6
+	VMOVUPS      832(DI), Z7
+	VMOVUPS      896(DI), Z8
+	VBROADCASTSS 16(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 16(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·3 + j)·16 : …]
+	VMOVUPS      960(DI), Z6
+	VMOVUPS      1024(DI), Z7
+	VMOVUPS      1088(DI), Z8
+	VBROADCASTSS 20(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 20(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·3 + j)·16 : …]
+	VMOVUPS      1152(DI), Z6
+	VMOVUPS      1216(DI), Z7
+	VMOVUPS      1280(DI), Z8
+	VBROADCASTSS 24(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 24(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·3 + j)·16 : …]
+	VMOVUPS      1344(DI), Z6
+	VMOVUPS      1408(DI), Z7
+	VMOVUPS      1472(DI), Z8
+	VBROADCASTSS 28(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 28(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·3 + j)·16 : …]
+	VMOVUPS      1536(DI), Z6
+	VMOVUPS      1600(DI), Z7
+	VMOVUPS      1664(DI), Z8
+	VBROADCASTSS 32(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 32(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·3 + j)·16 : …]
+	VMOVUPS      1728(DI), Z6
+	VMOVUPS      1792(DI), Z7
+	VMOVUPS      1856(DI), Z8
+	VBROADCASTSS 36(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 36(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·3 + j)·16 : …]
+	VMOVUPS      1920(DI), Z6
+	VMOVUPS      1984(DI), Z7
+	VMOVUPS      2048(DI), Z8
+	VBROADCASTSS 40(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 40(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·3 + j)·16 : …]
+	VMOVUPS      2112(DI), Z6
+	VMOVUPS      2176(DI), Z7
+	VMOVUPS      2240(DI), Z8
+	VBROADCASTSS 44(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 44(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·3 + j)·16 : …]
+	VMOVUPS      2304(DI), Z6
+	VMOVUPS      2368(DI), Z7
+	VMOVUPS      2432(DI), Z8
+	VBROADCASTSS 48(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 48(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·3 + j)·16 : …]
+	VMOVUPS      2496(DI), Z6
+	VMOVUPS      2560(DI), Z7
+	VMOVUPS      2624(DI), Z8
+	VBROADCASTSS 52(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 52(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·3 + j)·16 : …]
+	VMOVUPS      2688(DI), Z6
+	VMOVUPS      2752(DI), Z7
+	VMOVUPS      2816(DI), Z8
+	VBROADCASTSS 56(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 56(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·3 + j)·16 : …]
+	VMOVUPS      2880(DI), Z6
+	VMOVUPS      2944(DI), Z7
+	VMOVUPS      3008(DI), Z8
+	VBROADCASTSS 60(SI), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z2
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 60(SI)(BX*1), Z9
+	VFMADD231PS  Z6, Z9, Z1
+	VFMADD231PS  Z7, Z9, Z3
+	VFMADD231PS  Z8, Z9, Z5
+	ADDQ         DX, SI
+	ADDQ         $0x00000c00, DI
+	DECQ         R8
+	JNZ          convBlocked3x2AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked3x2AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked3x2AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z6
+	VMOVUPS 64(CX), Z7
+	VMOVUPS 128(CX), Z8
+	VADDPS  Z6, Z0, Z0
+	VADDPS  Z6, Z1, Z1
+	VADDPS  Z7, Z2, Z2
+	VADDPS  Z7, Z3, Z3
+	VADDPS  Z8, Z4, Z4
+	VADDPS  Z8, Z5, Z5
+
+convBlocked3x2AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked3x2AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	ADDQ   DX, CX
+	VADDPS (CX), Z2, Z2
+	VADDPS (CX)(BX*1), Z3, Z3
+	ADDQ   DX, CX
+	VADDPS (CX), Z4, Z4
+	VADDPS (CX)(BX*1), Z5, Z5
+
+convBlocked3x2AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked3x2AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z9, Z9, Z9
+	VMAXPS Z0, Z9, Z0
+	VMAXPS Z1, Z9, Z1
+	VMAXPS Z2, Z9, Z2
+	VMAXPS Z3, Z9, Z3
+	VMAXPS Z4, Z9, Z4
+	VMAXPS Z5, Z9, Z5
+
+convBlocked3x2AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, (AX)(DX*1)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, (AX)(DX*1)
+	VZEROUPPER
+	RET
+
+// func convBlocked3x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked3x3AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked3x3AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	JMP    convBlocked3x3AVX512_loops
+
+convBlocked3x3AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z3
+	VMOVUPS (AX)(DX*1), Z4
+	VMOVUPS (AX)(DX*2), Z5
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z6
+	VMOVUPS (AX)(DX*1), Z7
+	VMOVUPS (AX)(DX*2), Z8
+
+convBlocked3x3AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlocked3x3AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x02, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x02, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlocked3x3AVX512_cb:
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
+	VMOVUPS      (DI), Z9
+	VMOVUPS      64(DI), Z10
+	VMOVUPS      128(DI), Z11
+	VBROADCASTSS (SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS (SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS (SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·3 + j)·16 : …]
+	VMOVUPS      192(DI), Z9
+	VMOVUPS      256(DI), Z10
+	VMOVUPS      320(DI), Z11
+	VBROADCASTSS 4(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 4(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 4(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·3 + j)·16 : …]
+	VMOVUPS      384(DI), Z9
+	VMOVUPS      448(DI), Z10
+	VMOVUPS      512(DI), Z11
+	VBROADCASTSS 8(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 8(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 8(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·3 + j)·16 : …]
+	VMOVUPS      576(DI), Z9
+	VMOVUPS      640(DI), Z10
+	VMOVUPS      704(DI), Z11
+	VBROADCASTSS 12(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 12(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 12(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·3 + j)·16 : …]
+	VMOVUPS      768(DI), Z9
+	VMOVUPS      832(DI), Z10
+	VMOVUPS      896(DI), Z11
+	VBROADCASTSS 16(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 16(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 16(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·3 + j)·16 : …]
+	VMOVUPS      960(DI), Z9
+	VMOVUPS      1024(DI), Z10
+	VMOVUPS      1088(DI), Z11
+	VBROADCASTSS 20(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 20(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 20(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·3 + j)·16 : …]
+	VMOVUPS      1152(DI), Z9
+	VMOVUPS      1216(DI), Z10
+	VMOVUPS      1280(DI), Z11
+	VBROADCASTSS 24(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 24(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 24(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·3 + j)·16 : …]
+	VMOVUPS      1344(DI), Z9
+	VMOVUPS      1408(DI), Z10
+	VMOVUPS      1472(DI), Z11
+	VBROADCASTSS 28(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 28(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 28(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·3 + j)·16 : …]
+	VMOVUPS      1536(DI), Z9
+	VMOVUPS      1600(DI), Z10
+	VMOVUPS      1664(DI), Z11
+	VBROADCASTSS 32(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 32(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 32(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·3 + j)·16 : …]
+	VMOVUPS      1728(DI), Z9
+	VMOVUPS      1792(DI), Z10
+	VMOVUPS      1856(DI), Z11
+	VBROADCASTSS 36(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 36(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 36(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·3 + j)·16 : …]
+	VMOVUPS      1920(DI), Z9
+	VMOVUPS      1984(DI), Z10
+	VMOVUPS      2048(DI), Z11
+	VBROADCASTSS 40(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 40(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 40(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·3 + j)·16 : …]
+	VMOVUPS      2112(DI), Z9
+	VMOVUPS      2176(DI), Z10
+	VMOVUPS      2240(DI), Z11
+	VBROADCASTSS 44(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 44(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 44(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·3 + j)·16 : …]
+	VMOVUPS      2304(DI), Z9
+	VMOVUPS      2368(DI), Z10
+	VMOVUPS      2432(DI), Z11
+	VBROADCASTSS 48(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 48(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 48(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·3 + j)·16 : …]
+	VMOVUPS      2496(DI), Z9
+	VMOVUPS      2560(DI), Z10
+	VMOVUPS      2624(DI), Z11
+	VBROADCASTSS 52(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 52(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 52(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·3 + j)·16 : …]
+	VMOVUPS      2688(DI), Z9
+	VMOVUPS      2752(DI), Z10
+	VMOVUPS      2816(DI), Z11
+	VBROADCASTSS 56(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 56(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 56(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·3 + j)·16 : …]
+	VMOVUPS      2880(DI), Z9
+	VMOVUPS      2944(DI), Z10
+	VMOVUPS      3008(DI), Z11
+	VBROADCASTSS 60(SI), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z3
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 60(SI)(BX*1), Z12
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 60(SI)(BX*2), Z12
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z8
+	ADDQ         DX, SI
+	ADDQ         $0x00000c00, DI
+	DECQ         R8
+	JNZ          convBlocked3x3AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked3x3AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked3x3AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z9
+	VMOVUPS 64(CX), Z10
+	VMOVUPS 128(CX), Z11
+	VADDPS  Z9, Z0, Z0
+	VADDPS  Z9, Z1, Z1
+	VADDPS  Z9, Z2, Z2
+	VADDPS  Z10, Z3, Z3
+	VADDPS  Z10, Z4, Z4
+	VADDPS  Z10, Z5, Z5
+	VADDPS  Z11, Z6, Z6
+	VADDPS  Z11, Z7, Z7
+	VADDPS  Z11, Z8, Z8
+
+convBlocked3x3AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked3x3AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	ADDQ   DX, CX
+	VADDPS (CX), Z3, Z3
+	VADDPS (CX)(BX*1), Z4, Z4
+	VADDPS (CX)(BX*2), Z5, Z5
+	ADDQ   DX, CX
+	VADDPS (CX), Z6, Z6
+	VADDPS (CX)(BX*1), Z7, Z7
+	VADDPS (CX)(BX*2), Z8, Z8
+
+convBlocked3x3AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked3x3AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z0, Z12, Z0
+	VMAXPS Z1, Z12, Z1
+	VMAXPS Z2, Z12, Z2
+	VMAXPS Z3, Z12, Z3
+	VMAXPS Z4, Z12, Z4
+	VMAXPS Z5, Z12, Z5
+	VMAXPS Z6, Z12, Z6
+	VMAXPS Z7, Z12, Z7
+	VMAXPS Z8, Z12, Z8
+
+convBlocked3x3AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, (AX)(DX*1)
+	VMOVUPS Z5, (AX)(DX*2)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, (AX)(DX*1)
+	VMOVUPS Z8, (AX)(DX*2)
+	VZEROUPPER
+	RET
+
+// func convBlocked3x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked3x4AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked3x4AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	JMP    convBlocked3x4AVX512_loops
+
+convBlocked3x4AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z4
+	VMOVUPS (AX)(DX*1), Z5
+	VMOVUPS (AX)(DX*2), Z6
+	VMOVUPS (BX), Z7
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z8
+	VMOVUPS (AX)(DX*1), Z9
+	VMOVUPS (AX)(DX*2), Z10
+	VMOVUPS (BX), Z11
+
+convBlocked3x4AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlocked3x4AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x02, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x02, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlocked3x4AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
+	VMOVUPS      (R8), Z12
+	VMOVUPS      64(R8), Z13
+	VMOVUPS      128(R8), Z14
+	VBROADCASTSS (DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS (DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS (DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS (R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·3 + j)·16 : …]
+	VMOVUPS      192(R8), Z12
+	VMOVUPS      256(R8), Z13
+	VMOVUPS      320(R8), Z14
+	VBROADCASTSS 4(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 4(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 4(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 4(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·3 + j)·16 : …]
+	VMOVUPS      384(R8), Z12
+	VMOVUPS      448(R8), Z13
+	VMOVUPS      512(R8), Z14
+	VBROADCASTSS 8(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 8(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 8(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 8(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·3 + j)·16 : …]
+	VMOVUPS      576(R8), Z12
+	VMOVUPS      640(R8), Z13
+	VMOVUPS      704(R8), Z14
+	VBROADCASTSS 12(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 12(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 12(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 12(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·3 + j)·16 : …]
+	VMOVUPS      768(R8), Z12
+	VMOVUPS      832(R8), Z13
+	VMOVUPS      896(R8), Z14
+	VBROADCASTSS 16(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 16(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 16(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 16(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·3 + j)·16 : …]
+	VMOVUPS      960(R8), Z12
+	VMOVUPS      1024(R8), Z13
+	VMOVUPS      1088(R8), Z14
+	VBROADCASTSS 20(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 20(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 20(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 20(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·3 + j)·16 : …]
+	VMOVUPS      1152(R8), Z12
+	VMOVUPS      1216(R8), Z13
+	VMOVUPS      1280(R8), Z14
+	VBROADCASTSS 24(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 24(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 24(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 24(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·3 + j)·16 : …]
+	VMOVUPS      1344(R8), Z12
+	VMOVUPS      1408(R8), Z13
+	VMOVUPS      1472(R8), Z14
+	VBROADCASTSS 28(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 28(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 28(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 28(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·3 + j)·16 : …]
+	VMOVUPS      1536(R8), Z12
+	VMOVUPS      1600(R8), Z13
+	VMOVUPS      1664(R8), Z14
+	VBROADCASTSS 32(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 32(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 32(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 32(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·3 + j)·16 : …]
+	VMOVUPS      1728(R8), Z12
+	VMOVUPS      1792(R8), Z13
+	VMOVUPS      1856(R8), Z14
+	VBROADCASTSS 36(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 36(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 36(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 36(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·3 + j)·16 : …]
+	VMOVUPS      1920(R8), Z12
+	VMOVUPS      1984(R8), Z13
+	VMOVUPS      2048(R8), Z14
+	VBROADCASTSS 40(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 40(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 40(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 40(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·3 + j)·16 : …]
+	VMOVUPS      2112(R8), Z12
+	VMOVUPS      2176(R8), Z13
+	VMOVUPS      2240(R8), Z14
+	VBROADCASTSS 44(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 44(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 44(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 44(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·3 + j)·16 : …]
+	VMOVUPS      2304(R8), Z12
+	VMOVUPS      2368(R8), Z13
+	VMOVUPS      2432(R8), Z14
+	VBROADCASTSS 48(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 48(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 48(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 48(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·3 + j)·16 : …]
+	VMOVUPS      2496(R8), Z12
+	VMOVUPS      2560(R8), Z13
+	VMOVUPS      2624(R8), Z14
+	VBROADCASTSS 52(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 52(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 52(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 52(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·3 + j)·16 : …]
+	VMOVUPS      2688(R8), Z12
+	VMOVUPS      2752(R8), Z13
+	VMOVUPS      2816(R8), Z14
+	VBROADCASTSS 56(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 56(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 56(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 56(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·3 + j)·16 : …]
+	VMOVUPS      2880(R8), Z12
+	VMOVUPS      2944(R8), Z13
+	VMOVUPS      3008(R8), Z14
+	VBROADCASTSS 60(DI), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 60(DI)(BX*1), Z15
+	VFMADD231PS  Z12, Z15, Z1
+	VFMADD231PS  Z13, Z15, Z5
+	VFMADD231PS  Z14, Z15, Z9
+	VBROADCASTSS 60(DI)(BX*2), Z15
+	VFMADD231PS  Z12, Z15, Z2
+	VFMADD231PS  Z13, Z15, Z6
+	VFMADD231PS  Z14, Z15, Z10
+	VBROADCASTSS 60(R10), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z11
+	ADDQ         DX, DI
+	ADDQ         $0x00000c00, R8
+	DECQ         R9
+	JNZ          convBlocked3x4AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked3x4AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked3x4AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z12
+	VMOVUPS 64(CX), Z13
+	VMOVUPS 128(CX), Z14
+	VADDPS  Z12, Z0, Z0
+	VADDPS  Z12, Z1, Z1
+	VADDPS  Z12, Z2, Z2
+	VADDPS  Z12, Z3, Z3
+	VADDPS  Z13, Z4, Z4
+	VADDPS  Z13, Z5, Z5
+	VADDPS  Z13, Z6, Z6
+	VADDPS  Z13, Z7, Z7
+	VADDPS  Z14, Z8, Z8
+	VADDPS  Z14, Z9, Z9
+	VADDPS  Z14, Z10, Z10
+	VADDPS  Z14, Z11, Z11
+
+convBlocked3x4AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked3x4AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z4, Z4
+	VADDPS (CX)(BX*1), Z5, Z5
+	VADDPS (CX)(BX*2), Z6, Z6
+	VADDPS (SI), Z7, Z7
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z8, Z8
+	VADDPS (CX)(BX*1), Z9, Z9
+	VADDPS (CX)(BX*2), Z10, Z10
+	VADDPS (SI), Z11, Z11
+
+convBlocked3x4AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked3x4AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z15, Z15, Z15
+	VMAXPS Z0, Z15, Z0
+	VMAXPS Z1, Z15, Z1
+	VMAXPS Z2, Z15, Z2
+	VMAXPS Z3, Z15, Z3
+	VMAXPS Z4, Z15, Z4
+	VMAXPS Z5, Z15, Z5
+	VMAXPS Z6, Z15, Z6
+	VMAXPS Z7, Z15, Z7
+	VMAXPS Z8, Z15, Z8
+	VMAXPS Z9, Z15, Z9
+	VMAXPS Z10, Z15, Z10
+	VMAXPS Z11, Z15, Z11
+
+convBlocked3x4AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, (AX)(DX*1)
+	VMOVUPS Z6, (AX)(DX*2)
+	VMOVUPS Z7, (BX)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, (AX)(DX*1)
+	VMOVUPS Z10, (AX)(DX*2)
+	VMOVUPS Z11, (BX)
+	VZEROUPPER
+	RET
+
+// func convBlocked3x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked3x5AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked3x5AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	JMP    convBlocked3x5AVX512_loops
+
+convBlocked3x5AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	VMOVUPS (BX)(DX*1), Z4
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z5
+	VMOVUPS (AX)(DX*1), Z6
+	VMOVUPS (AX)(DX*2), Z7
+	VMOVUPS (BX), Z8
+	VMOVUPS (BX)(DX*1), Z9
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z10
+	VMOVUPS (AX)(DX*1), Z11
+	VMOVUPS (AX)(DX*2), Z12
+	VMOVUPS (BX), Z13
+	VMOVUPS (BX)(DX*1), Z14
+
+convBlocked3x5AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlocked3x5AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x02, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x02, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlocked3x5AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
+	VMOVUPS      (R8), Z15
+	VMOVUPS      64(R8), Z16
+	VMOVUPS      128(R8), Z17
+	VBROADCASTSS (DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS (DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS (DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS (R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS (R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·3 + j)·16 : …]
+	VMOVUPS      192(R8), Z15
+	VMOVUPS      256(R8), Z16
+	VMOVUPS      320(R8), Z17
+	VBROADCASTSS 4(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 4(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 4(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 4(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 4(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·3 + j)·16 : …]
+	VMOVUPS      384(R8), Z15
+	VMOVUPS      448(R8), Z16
+	VMOVUPS      512(R8), Z17
+	VBROADCASTSS 8(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 8(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 8(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 8(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 8(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·3 + j)·16 : …]
+	VMOVUPS      576(R8), Z15
+	VMOVUPS      640(R8), Z16
+	VMOVUPS      704(R8), Z17
+	VBROADCASTSS 12(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 12(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 12(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 12(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 12(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·3 + j)·16 : …]
+	VMOVUPS      768(R8), Z15
+	VMOVUPS      832(R8), Z16
+	VMOVUPS      896(R8), Z17
+	VBROADCASTSS 16(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 16(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 16(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 16(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 16(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·3 + j)·16 : …]
+	VMOVUPS      960(R8), Z15
+	VMOVUPS      1024(R8), Z16
+	VMOVUPS      1088(R8), Z17
+	VBROADCASTSS 20(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 20(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 20(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 20(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 20(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·3 + j)·16 : …]
+	VMOVUPS      1152(R8), Z15
+	VMOVUPS      1216(R8), Z16
+	VMOVUPS      1280(R8), Z17
+	VBROADCASTSS 24(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 24(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 24(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 24(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 24(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·3 + j)·16 : …]
+	VMOVUPS      1344(R8), Z15
+	VMOVUPS      1408(R8), Z16
+	VMOVUPS      1472(R8), Z17
+	VBROADCASTSS 28(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 28(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 28(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 28(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 28(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·3 + j)·16 : …]
+	VMOVUPS      1536(R8), Z15
+	VMOVUPS      1600(R8), Z16
+	VMOVUPS      1664(R8), Z17
+	VBROADCASTSS 32(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 32(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 32(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 32(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 32(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·3 + j)·16 : …]
+	VMOVUPS      1728(R8), Z15
+	VMOVUPS      1792(R8), Z16
+	VMOVUPS      1856(R8), Z17
+	VBROADCASTSS 36(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 36(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 36(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 36(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 36(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·3 + j)·16 : …]
+	VMOVUPS      1920(R8), Z15
+	VMOVUPS      1984(R8), Z16
+	VMOVUPS      2048(R8), Z17
+	VBROADCASTSS 40(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 40(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 40(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 40(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 40(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·3 + j)·16 : …]
+	VMOVUPS      2112(R8), Z15
+	VMOVUPS      2176(R8), Z16
+	VMOVUPS      2240(R8), Z17
+	VBROADCASTSS 44(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 44(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 44(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 44(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 44(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·3 + j)·16 : …]
+	VMOVUPS      2304(R8), Z15
+	VMOVUPS      2368(R8), Z16
+	VMOVUPS      2432(R8), Z17
+	VBROADCASTSS 48(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 48(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 48(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 48(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 48(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·3 + j)·16 : …]
+	VMOVUPS      2496(R8), Z15
+	VMOVUPS      2560(R8), Z16
+	VMOVUPS      2624(R8), Z17
+	VBROADCASTSS 52(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 52(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 52(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 52(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 52(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·3 + j)·16 : …]
+	VMOVUPS      2688(R8), Z15
+	VMOVUPS      2752(R8), Z16
+	VMOVUPS      2816(R8), Z17
+	VBROADCASTSS 56(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 56(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 56(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 56(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 56(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·3 + j)·16 : …]
+	VMOVUPS      2880(R8), Z15
+	VMOVUPS      2944(R8), Z16
+	VMOVUPS      3008(R8), Z17
+	VBROADCASTSS 60(DI), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z5
+	VFMADD231PS  Z17, Z18, Z10
+	VBROADCASTSS 60(DI)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z1
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 60(DI)(BX*2), Z18
+	VFMADD231PS  Z15, Z18, Z2
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z12
+	VBROADCASTSS 60(R10), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 60(R10)(BX*1), Z18
+	VFMADD231PS  Z15, Z18, Z4
+	VFMADD231PS  Z16, Z18, Z9
+	VFMADD231PS  Z17, Z18, Z14
+	ADDQ         DX, DI
+	ADDQ         $0x00000c00, R8
+	DECQ         R9
+	JNZ          convBlocked3x5AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked3x5AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked3x5AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z15
+	VMOVUPS 64(CX), Z16
+	VMOVUPS 128(CX), Z17
+	VADDPS  Z15, Z0, Z0
+	VADDPS  Z15, Z1, Z1
+	VADDPS  Z15, Z2, Z2
+	VADDPS  Z15, Z3, Z3
+	VADDPS  Z15, Z4, Z4
+	VADDPS  Z16, Z5, Z5
+	VADDPS  Z16, Z6, Z6
+	VADDPS  Z16, Z7, Z7
+	VADDPS  Z16, Z8, Z8
+	VADDPS  Z16, Z9, Z9
+	VADDPS  Z17, Z10, Z10
+	VADDPS  Z17, Z11, Z11
+	VADDPS  Z17, Z12, Z12
+	VADDPS  Z17, Z13, Z13
+	VADDPS  Z17, Z14, Z14
+
+convBlocked3x5AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked3x5AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	VADDPS (SI)(BX*1), Z4, Z4
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z5, Z5
+	VADDPS (CX)(BX*1), Z6, Z6
+	VADDPS (CX)(BX*2), Z7, Z7
+	VADDPS (SI), Z8, Z8
+	VADDPS (SI)(BX*1), Z9, Z9
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z10, Z10
+	VADDPS (CX)(BX*1), Z11, Z11
+	VADDPS (CX)(BX*2), Z12, Z12
+	VADDPS (SI), Z13, Z13
+	VADDPS (SI)(BX*1), Z14, Z14
+
+convBlocked3x5AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked3x5AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z0, Z18, Z0
+	VMAXPS Z1, Z18, Z1
+	VMAXPS Z2, Z18, Z2
+	VMAXPS Z3, Z18, Z3
+	VMAXPS Z4, Z18, Z4
+	VMAXPS Z5, Z18, Z5
+	VMAXPS Z6, Z18, Z6
+	VMAXPS Z7, Z18, Z7
+	VMAXPS Z8, Z18, Z8
+	VMAXPS Z9, Z18, Z9
+	VMAXPS Z10, Z18, Z10
+	VMAXPS Z11, Z18, Z11
+	VMAXPS Z12, Z18, Z12
+	VMAXPS Z13, Z18, Z13
+	VMAXPS Z14, Z18, Z14
+
+convBlocked3x5AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	VMOVUPS Z4, (BX)(DX*1)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, (AX)(DX*1)
+	VMOVUPS Z7, (AX)(DX*2)
+	VMOVUPS Z8, (BX)
+	VMOVUPS Z9, (BX)(DX*1)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, (AX)(DX*1)
+	VMOVUPS Z12, (AX)(DX*2)
+	VMOVUPS Z13, (BX)
+	VMOVUPS Z14, (BX)(DX*1)
+	VZEROUPPER
+	RET
+
+// func convBlocked3x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked3x6AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked3x6AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	JMP    convBlocked3x6AVX512_loops
+
+convBlocked3x6AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	VMOVUPS (BX)(DX*1), Z4
+	VMOVUPS (BX)(DX*2), Z5
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z6
+	VMOVUPS (AX)(DX*1), Z7
+	VMOVUPS (AX)(DX*2), Z8
+	VMOVUPS (BX), Z9
+	VMOVUPS (BX)(DX*1), Z10
+	VMOVUPS (BX)(DX*2), Z11
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z12
+	VMOVUPS (AX)(DX*1), Z13
+	VMOVUPS (AX)(DX*2), Z14
+	VMOVUPS (BX), Z15
+	VMOVUPS (BX)(DX*1), Z16
+	VMOVUPS (BX)(DX*2), Z17
+
+convBlocked3x6AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlocked3x6AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x02, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x02, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlocked3x6AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
+	VMOVUPS      (R8), Z18
+	VMOVUPS      64(R8), Z19
+	VMOVUPS      128(R8), Z20
+	VBROADCASTSS (DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS (DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS (DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS (R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS (R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS (R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·3 + j)·16 : …]
+	VMOVUPS      192(R8), Z18
+	VMOVUPS      256(R8), Z19
+	VMOVUPS      320(R8), Z20
+	VBROADCASTSS 4(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 4(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 4(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 4(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 4(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 4(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·3 + j)·16 : …]
+	VMOVUPS      384(R8), Z18
+	VMOVUPS      448(R8), Z19
+	VMOVUPS      512(R8), Z20
+	VBROADCASTSS 8(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 8(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 8(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 8(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 8(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 8(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·3 + j)·16 : …]
+	VMOVUPS      576(R8), Z18
+	VMOVUPS      640(R8), Z19
+	VMOVUPS      704(R8), Z20
+	VBROADCASTSS 12(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 12(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 12(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 12(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 12(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 12(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·3 + j)·16 : …]
+	VMOVUPS      768(R8), Z18
+	VMOVUPS      832(R8), Z19
+	VMOVUPS      896(R8), Z20
+	VBROADCASTSS 16(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 16(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 16(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 16(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 16(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 16(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·3 + j)·16 : …]
+	VMOVUPS      960(R8), Z18
+	VMOVUPS      1024(R8), Z19
+	VMOVUPS      1088(R8), Z20
+	VBROADCASTSS 20(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 20(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 20(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 20(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 20(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 20(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·3 + j)·16 : …]
+	VMOVUPS      1152(R8), Z18
+	VMOVUPS      1216(R8), Z19
+	VMOVUPS      1280(R8), Z20
+	VBROADCASTSS 24(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 24(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 24(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 24(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 24(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 24(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·3 + j)·16 : …]
+	VMOVUPS      1344(R8), Z18
+	VMOVUPS      1408(R8), Z19
+	VMOVUPS      1472(R8), Z20
+	VBROADCASTSS 28(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 28(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 28(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 28(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 28(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 28(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·3 + j)·16 : …]
+	VMOVUPS      1536(R8), Z18
+	VMOVUPS      1600(R8), Z19
+	VMOVUPS      1664(R8), Z20
+	VBROADCASTSS 32(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 32(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 32(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 32(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 32(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 32(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·3 + j)·16 : …]
+	VMOVUPS      1728(R8), Z18
+	VMOVUPS      1792(R8), Z19
+	VMOVUPS      1856(R8), Z20
+	VBROADCASTSS 36(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 36(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 36(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 36(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 36(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 36(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·3 + j)·16 : …]
+	VMOVUPS      1920(R8), Z18
+	VMOVUPS      1984(R8), Z19
+	VMOVUPS      2048(R8), Z20
+	VBROADCASTSS 40(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 40(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 40(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 40(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 40(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 40(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·3 + j)·16 : …]
+	VMOVUPS      2112(R8), Z18
+	VMOVUPS      2176(R8), Z19
+	VMOVUPS      2240(R8), Z20
+	VBROADCASTSS 44(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 44(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 44(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 44(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 44(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 44(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·3 + j)·16 : …]
+	VMOVUPS      2304(R8), Z18
+	VMOVUPS      2368(R8), Z19
+	VMOVUPS      2432(R8), Z20
+	VBROADCASTSS 48(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 48(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 48(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 48(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 48(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 48(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·3 + j)·16 : …]
+	VMOVUPS      2496(R8), Z18
+	VMOVUPS      2560(R8), Z19
+	VMOVUPS      2624(R8), Z20
+	VBROADCASTSS 52(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 52(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 52(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 52(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 52(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 52(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·3 + j)·16 : …]
+	VMOVUPS      2688(R8), Z18
+	VMOVUPS      2752(R8), Z19
+	VMOVUPS      2816(R8), Z20
+	VBROADCASTSS 56(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 56(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 56(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 56(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 56(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 56(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·3 + j)·16 : …]
+	VMOVUPS      2880(R8), Z18
+	VMOVUPS      2944(R8), Z19
+	VMOVUPS      3008(R8), Z20
+	VBROADCASTSS 60(DI), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z6
+	VFMADD231PS  Z20, Z21, Z12
+	VBROADCASTSS 60(DI)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z1
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z13
+	VBROADCASTSS 60(DI)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z2
+	VFMADD231PS  Z19, Z21, Z8
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 60(R10), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z9
+	VFMADD231PS  Z20, Z21, Z15
+	VBROADCASTSS 60(R10)(BX*1), Z21
+	VFMADD231PS  Z18, Z21, Z4
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z16
+	VBROADCASTSS 60(R10)(BX*2), Z21
+	VFMADD231PS  Z18, Z21, Z5
+	VFMADD231PS  Z19, Z21, Z11
+	VFMADD231PS  Z20, Z21, Z17
+	ADDQ         DX, DI
+	ADDQ         $0x00000c00, R8
+	DECQ         R9
+	JNZ          convBlocked3x6AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked3x6AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked3x6AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z18
+	VMOVUPS 64(CX), Z19
+	VMOVUPS 128(CX), Z20
+	VADDPS  Z18, Z0, Z0
+	VADDPS  Z18, Z1, Z1
+	VADDPS  Z18, Z2, Z2
+	VADDPS  Z18, Z3, Z3
+	VADDPS  Z18, Z4, Z4
+	VADDPS  Z18, Z5, Z5
+	VADDPS  Z19, Z6, Z6
+	VADDPS  Z19, Z7, Z7
+	VADDPS  Z19, Z8, Z8
+	VADDPS  Z19, Z9, Z9
+	VADDPS  Z19, Z10, Z10
+	VADDPS  Z19, Z11, Z11
+	VADDPS  Z20, Z12, Z12
+	VADDPS  Z20, Z13, Z13
+	VADDPS  Z20, Z14, Z14
+	VADDPS  Z20, Z15, Z15
+	VADDPS  Z20, Z16, Z16
+	VADDPS  Z20, Z17, Z17
+
+convBlocked3x6AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked3x6AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	VADDPS (SI)(BX*1), Z4, Z4
+	VADDPS (SI)(BX*2), Z5, Z5
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z6, Z6
+	VADDPS (CX)(BX*1), Z7, Z7
+	VADDPS (CX)(BX*2), Z8, Z8
+	VADDPS (SI), Z9, Z9
+	VADDPS (SI)(BX*1), Z10, Z10
+	VADDPS (SI)(BX*2), Z11, Z11
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z12, Z12
+	VADDPS (CX)(BX*1), Z13, Z13
+	VADDPS (CX)(BX*2), Z14, Z14
+	VADDPS (SI), Z15, Z15
+	VADDPS (SI)(BX*1), Z16, Z16
+	VADDPS (SI)(BX*2), Z17, Z17
+
+convBlocked3x6AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked3x6AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z21, Z21, Z21
+	VMAXPS Z0, Z21, Z0
+	VMAXPS Z1, Z21, Z1
+	VMAXPS Z2, Z21, Z2
+	VMAXPS Z3, Z21, Z3
+	VMAXPS Z4, Z21, Z4
+	VMAXPS Z5, Z21, Z5
+	VMAXPS Z6, Z21, Z6
+	VMAXPS Z7, Z21, Z7
+	VMAXPS Z8, Z21, Z8
+	VMAXPS Z9, Z21, Z9
+	VMAXPS Z10, Z21, Z10
+	VMAXPS Z11, Z21, Z11
+	VMAXPS Z12, Z21, Z12
+	VMAXPS Z13, Z21, Z13
+	VMAXPS Z14, Z21, Z14
+	VMAXPS Z15, Z21, Z15
+	VMAXPS Z16, Z21, Z16
+	VMAXPS Z17, Z21, Z17
+
+convBlocked3x6AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	VMOVUPS Z4, (BX)(DX*1)
+	VMOVUPS Z5, (BX)(DX*2)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, (AX)(DX*1)
+	VMOVUPS Z8, (AX)(DX*2)
+	VMOVUPS Z9, (BX)
+	VMOVUPS Z10, (BX)(DX*1)
+	VMOVUPS Z11, (BX)(DX*2)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, (AX)(DX*1)
+	VMOVUPS Z14, (AX)(DX*2)
+	VMOVUPS Z15, (BX)
+	VMOVUPS Z16, (BX)(DX*1)
+	VMOVUPS Z17, (BX)(DX*2)
+	VZEROUPPER
+	RET
+
+// func convBlocked4x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked4x1AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked4x1AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	JMP    convBlocked4x1AVX512_loops
+
+convBlocked4x1AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z1
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z2
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z3
+
+convBlocked4x1AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlocked4x1AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), BX
+	SHLQ $0x02, BX
+	ADDQ x+0(FP), BX
+	MOVQ 8(AX), SI
+	SHLQ $0x02, SI
+	ADDQ w+48(FP), SI
+	MOVQ cib+24(FP), DI
+
+convBlocked4x1AVX512_cb:
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
+	VMOVUPS      (SI), Z4
+	VMOVUPS      64(SI), Z5
+	VMOVUPS      128(SI), Z6
+	VMOVUPS      192(SI), Z7
+	VBROADCASTSS (BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·4 + j)·16 : …]
+	VMOVUPS      256(SI), Z4
+	VMOVUPS      320(SI), Z5
+	VMOVUPS      384(SI), Z6
+	VMOVUPS      448(SI), Z7
+	VBROADCASTSS 4(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·4 + j)·16 : …]
+	VMOVUPS      512(SI), Z4
+	VMOVUPS      576(SI), Z5
+	VMOVUPS      640(SI), Z6
+	VMOVUPS      704(SI), Z7
+	VBROADCASTSS 8(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·4 + j)·16 : …]
+	VMOVUPS      768(SI), Z4
+	VMOVUPS      832(SI), Z5
+	VMOVUPS      896(SI), Z6
+	VMOVUPS      960(SI), Z7
+	VBROADCASTSS 12(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·4 + j)·16 : …]
+	VMOVUPS      1024(SI), Z4
+	VMOVUPS      1088(SI), Z5
+	VMOVUPS      1152(SI), Z6
+	VMOVUPS      1216(SI), Z7
+	VBROADCASTSS 16(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·4 + j)·16 : …]
+	VMOVUPS      1280(SI), Z4
+	VMOVUPS      1344(SI), Z5
+	VMOVUPS      1408(SI), Z6
+	VMOVUPS      1472(SI), Z7
+	VBROADCASTSS 20(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·4 + j)·16 : …]
+	VMOVUPS      1536(SI), Z4
+	VMOVUPS      1600(SI), Z5
+	VMOVUPS      1664(SI), Z6
+	VMOVUPS      1728(SI), Z7
+	VBROADCASTSS 24(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·4 + j)·16 : …]
+	VMOVUPS      1792(SI), Z4
+	VMOVUPS      1856(SI), Z5
+	VMOVUPS      1920(SI), Z6
+	VMOVUPS      1984(SI), Z7
+	VBROADCASTSS 28(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·4 + j)·16 : …]
+	VMOVUPS      2048(SI), Z4
+	VMOVUPS      2112(SI), Z5
+	VMOVUPS      2176(SI), Z6
+	VMOVUPS      2240(SI), Z7
+	VBROADCASTSS 32(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·4 + j)·16 : …]
+	VMOVUPS      2304(SI), Z4
+	VMOVUPS      2368(SI), Z5
+	VMOVUPS      2432(SI), Z6
+	VMOVUPS      2496(SI), Z7
+	VBROADCASTSS 36(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·4 + j)·16 : …]
+	VMOVUPS      2560(SI), Z4
+	VMOVUPS      2624(SI), Z5
+	VMOVUPS      2688(SI), Z6
+	VMOVUPS      2752(SI), Z7
+	VBROADCASTSS 40(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·4 + j)·16 : …]
+	VMOVUPS      2816(SI), Z4
+	VMOVUPS      2880(SI), Z5
+	VMOVUPS      2944(SI), Z6
+	VMOVUPS      3008(SI), Z7
+	VBROADCASTSS 44(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·4 + j)·16 : …]
+	VMOVUPS      3072(SI), Z4
+	VMOVUPS      3136(SI), Z5
+	VMOVUPS      3200(SI), Z6
+	VMOVUPS      3264(SI), Z7
+	VBROADCASTSS 48(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·4 + j)·16 : …]
+	VMOVUPS      3328(SI), Z4
+	VMOVUPS      3392(SI), Z5
+	VMOVUPS      3456(SI), Z6
+	VMOVUPS      3520(SI), Z7
+	VBROADCASTSS 52(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·4 + j)·16 : …]
+	VMOVUPS      3584(SI), Z4
+	VMOVUPS      3648(SI), Z5
+	VMOVUPS      3712(SI), Z6
+	VMOVUPS      3776(SI), Z7
+	VBROADCASTSS 56(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·4 + j)·16 : …]
+	VMOVUPS      3840(SI), Z4
+	VMOVUPS      3904(SI), Z5
+	VMOVUPS      3968(SI), Z6
+	VMOVUPS      4032(SI), Z7
+	VBROADCASTSS 60(BX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+	ADDQ         DX, BX
+	ADDQ         $0x00001000, SI
+	DECQ         DI
+	JNZ          convBlocked4x1AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked4x1AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked4x1AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z4
+	VMOVUPS 64(CX), Z5
+	VMOVUPS 128(CX), Z6
+	VMOVUPS 192(CX), Z7
+	VADDPS  Z4, Z0, Z0
+	VADDPS  Z5, Z1, Z1
+	VADDPS  Z6, Z2, Z2
+	VADDPS  Z7, Z3, Z3
+
+convBlocked4x1AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked4x1AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	ADDQ   DX, CX
+	VADDPS (CX), Z1, Z1
+	ADDQ   DX, CX
+	VADDPS (CX), Z2, Z2
+	ADDQ   DX, CX
+	VADDPS (CX), Z3, Z3
+
+convBlocked4x1AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked4x1AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z8, Z8, Z8
+	VMAXPS Z0, Z8, Z0
+	VMAXPS Z1, Z8, Z1
+	VMAXPS Z2, Z8, Z2
+	VMAXPS Z3, Z8, Z3
+
+convBlocked4x1AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VZEROUPPER
+	RET
+
+// func convBlocked4x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked4x2AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked4x2AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	JMP    convBlocked4x2AVX512_loops
+
+convBlocked4x2AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z2
+	VMOVUPS (AX)(DX*1), Z3
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z4
+	VMOVUPS (AX)(DX*1), Z5
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z6
+	VMOVUPS (AX)(DX*1), Z7
+
+convBlocked4x2AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlocked4x2AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x02, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x02, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlocked4x2AVX512_cb:
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
+	VMOVUPS      (DI), Z8
+	VMOVUPS      64(DI), Z9
+	VMOVUPS      128(DI), Z10
+	VMOVUPS      192(DI), Z11
+	VBROADCASTSS (SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS (SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·4 + j)·16 : …]
+	VMOVUPS      256(DI), Z8
+	VMOVUPS      320(DI), Z9
+	VMOVUPS      384(DI), Z10
+	VMOVUPS      448(DI), Z11
+	VBROADCASTSS 4(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 4(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·4 + j)·16 : …]
+	VMOVUPS      512(DI), Z8
+	VMOVUPS      576(DI), Z9
+	VMOVUPS      640(DI), Z10
+	VMOVUPS      704(DI), Z11
+	VBROADCASTSS 8(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 8(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·4 + j)·16 : …]
+	VMOVUPS      768(DI), Z8
+	VMOVUPS      832(DI), Z9
+	VMOVUPS      896(DI), Z10
+	VMOVUPS      960(DI), Z11
+	VBROADCASTSS 12(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 12(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·4 + j)·16 : …]
+	VMOVUPS      1024(DI), Z8
+	VMOVUPS      1088(DI), Z9
+	VMOVUPS      1152(DI), Z10
+	VMOVUPS      1216(DI), Z11
+	VBROADCASTSS 16(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 16(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·4 + j)·16 : …]
+	VMOVUPS      1280(DI), Z8
+	VMOVUPS      1344(DI), Z9
+	VMOVUPS      1408(DI), Z10
+	VMOVUPS      1472(DI), Z11
+	VBROADCASTSS 20(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 20(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·4 + j)·16 : …]
+	VMOVUPS      1536(DI), Z8
+	VMOVUPS      1600(DI), Z9
+	VMOVUPS      1664(DI), Z10
+	VMOVUPS      1728(DI), Z11
+	VBROADCASTSS 24(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 24(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·4 + j)·16 : …]
+	VMOVUPS      1792(DI), Z8
+	VMOVUPS      1856(DI), Z9
+	VMOVUPS      1920(DI), Z10
+	VMOVUPS      1984(DI), Z11
+	VBROADCASTSS 28(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 28(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·4 + j)·16 : …]
+	VMOVUPS      2048(DI), Z8
+	VMOVUPS      2112(DI), Z9
+	VMOVUPS      2176(DI), Z10
+	VMOVUPS      2240(DI), Z11
+	VBROADCASTSS 32(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 32(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·4 + j)·16 : …]
+	VMOVUPS      2304(DI), Z8
+	VMOVUPS      2368(DI), Z9
+	VMOVUPS      2432(DI), Z10
+	VMOVUPS      2496(DI), Z11
+	VBROADCASTSS 36(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 36(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·4 + j)·16 : …]
+	VMOVUPS      2560(DI), Z8
+	VMOVUPS      2624(DI), Z9
+	VMOVUPS      2688(DI), Z10
+	VMOVUPS      2752(DI), Z11
+	VBROADCASTSS 40(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 40(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·4 + j)·16 : …]
+	VMOVUPS      2816(DI), Z8
+	VMOVUPS      2880(DI), Z9
+	VMOVUPS      2944(DI), Z10
+	VMOVUPS      3008(DI), Z11
+	VBROADCASTSS 44(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 44(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·4 + j)·16 : …]
+	VMOVUPS      3072(DI), Z8
+	VMOVUPS      3136(DI), Z9
+	VMOVUPS      3200(DI), Z10
+	VMOVUPS      3264(DI), Z11
+	VBROADCASTSS 48(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 48(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·4 + j)·16 : …]
+	VMOVUPS      3328(DI), Z8
+	VMOVUPS      3392(DI), Z9
+	VMOVUPS      3456(DI), Z10
+	VMOVUPS      3520(DI), Z11
+	VBROADCASTSS 52(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 52(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·4 + j)·16 : …]
+	VMOVUPS      3584(DI), Z8
+	VMOVUPS      3648(DI), Z9
+	VMOVUPS      3712(DI), Z10
+	VMOVUPS      3776(DI), Z11
+	VBROADCASTSS 56(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 56(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·4 + j)·16 : …]
+	VMOVUPS      3840(DI), Z8
+	VMOVUPS      3904(DI), Z9
+	VMOVUPS      3968(DI), Z10
+	VMOVUPS      4032(DI), Z11
+	VBROADCASTSS 60(SI), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z2
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 60(SI)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z1
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z5
+	VFMADD231PS  Z11, Z12, Z7
+	ADDQ         DX, SI
+	ADDQ         $0x00001000, DI
+	DECQ         R8
+	JNZ          convBlocked4x2AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked4x2AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked4x2AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z8
+	VMOVUPS 64(CX), Z9
+	VMOVUPS 128(CX), Z10
+	VMOVUPS 192(CX), Z11
+	VADDPS  Z8, Z0, Z0
+	VADDPS  Z8, Z1, Z1
+	VADDPS  Z9, Z2, Z2
+	VADDPS  Z9, Z3, Z3
+	VADDPS  Z10, Z4, Z4
+	VADDPS  Z10, Z5, Z5
+	VADDPS  Z11, Z6, Z6
+	VADDPS  Z11, Z7, Z7
+
+convBlocked4x2AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked4x2AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	ADDQ   DX, CX
+	VADDPS (CX), Z2, Z2
+	VADDPS (CX)(BX*1), Z3, Z3
+	ADDQ   DX, CX
+	VADDPS (CX), Z4, Z4
+	VADDPS (CX)(BX*1), Z5, Z5
+	ADDQ   DX, CX
+	VADDPS (CX), Z6, Z6
+	VADDPS (CX)(BX*1), Z7, Z7
+
+convBlocked4x2AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked4x2AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z0, Z12, Z0
+	VMAXPS Z1, Z12, Z1
+	VMAXPS Z2, Z12, Z2
+	VMAXPS Z3, Z12, Z3
+	VMAXPS Z4, Z12, Z4
+	VMAXPS Z5, Z12, Z5
+	VMAXPS Z6, Z12, Z6
+	VMAXPS Z7, Z12, Z7
+
+convBlocked4x2AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, (AX)(DX*1)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, (AX)(DX*1)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, (AX)(DX*1)
+	VZEROUPPER
+	RET
+
+// func convBlocked4x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked4x3AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked4x3AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	JMP    convBlocked4x3AVX512_loops
+
+convBlocked4x3AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z3
+	VMOVUPS (AX)(DX*1), Z4
+	VMOVUPS (AX)(DX*2), Z5
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z6
+	VMOVUPS (AX)(DX*1), Z7
+	VMOVUPS (AX)(DX*2), Z8
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z9
+	VMOVUPS (AX)(DX*1), Z10
+	VMOVUPS (AX)(DX*2), Z11
+
+convBlocked4x3AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlocked4x3AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x02, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x02, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlocked4x3AVX512_cb:
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VMOVUPS      128(DI), Z14
+	VMOVUPS      192(DI), Z15
+	VBROADCASTSS (SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS (SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS (SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·4 + j)·16 : …]
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VMOVUPS      384(DI), Z14
+	VMOVUPS      448(DI), Z15
+	VBROADCASTSS 4(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 4(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 4(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·4 + j)·16 : …]
+	VMOVUPS      512(DI), Z12
+	VMOVUPS      576(DI), Z13
+	VMOVUPS      640(DI), Z14
+	VMOVUPS      704(DI), Z15
+	VBROADCASTSS 8(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 8(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 8(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·4 + j)·16 : …]
+	VMOVUPS      768(DI), Z12
+	VMOVUPS      832(DI), Z13
+	VMOVUPS      896(DI), Z14
+	VMOVUPS      960(DI), Z15
+	VBROADCASTSS 12(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 12(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 12(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·4 + j)·16 : …]
+	VMOVUPS      1024(DI), Z12
+	VMOVUPS      1088(DI), Z13
+	VMOVUPS      1152(DI), Z14
+	VMOVUPS      1216(DI), Z15
+	VBROADCASTSS 16(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 16(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 16(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·4 + j)·16 : …]
+	VMOVUPS      1280(DI), Z12
+	VMOVUPS      1344(DI), Z13
+	VMOVUPS      1408(DI), Z14
+	VMOVUPS      1472(DI), Z15
+	VBROADCASTSS 20(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 20(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 20(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·4 + j)·16 : …]
+	VMOVUPS      1536(DI), Z12
+	VMOVUPS      1600(DI), Z13
+	VMOVUPS      1664(DI), Z14
+	VMOVUPS      1728(DI), Z15
+	VBROADCASTSS 24(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 24(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 24(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·4 + j)·16 : …]
+	VMOVUPS      1792(DI), Z12
+	VMOVUPS      1856(DI), Z13
+	VMOVUPS      1920(DI), Z14
+	VMOVUPS      1984(DI), Z15
+	VBROADCASTSS 28(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 28(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 28(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·4 + j)·16 : …]
+	VMOVUPS      2048(DI), Z12
+	VMOVUPS      2112(DI), Z13
+	VMOVUPS      2176(DI), Z14
+	VMOVUPS      2240(DI), Z15
+	VBROADCASTSS 32(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 32(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 32(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·4 + j)·16 : …]
+	VMOVUPS      2304(DI), Z12
+	VMOVUPS      2368(DI), Z13
+	VMOVUPS      2432(DI), Z14
+	VMOVUPS      2496(DI), Z15
+	VBROADCASTSS 36(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 36(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 36(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·4 + j)·16 : …]
+	VMOVUPS      2560(DI), Z12
+	VMOVUPS      2624(DI), Z13
+	VMOVUPS      2688(DI), Z14
+	VMOVUPS      2752(DI), Z15
+	VBROADCASTSS 40(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 40(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 40(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·4 + j)·16 : …]
+	VMOVUPS      2816(DI), Z12
+	VMOVUPS      2880(DI), Z13
+	VMOVUPS      2944(DI), Z14
+	VMOVUPS      3008(DI), Z15
+	VBROADCASTSS 44(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 44(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 44(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·4 + j)·16 : …]
+	VMOVUPS      3072(DI), Z12
+	VMOVUPS      3136(DI), Z13
+	VMOVUPS      3200(DI), Z14
+	VMOVUPS      3264(DI), Z15
+	VBROADCASTSS 48(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 48(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 48(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·4 + j)·16 : …]
+	VMOVUPS      3328(DI), Z12
+	VMOVUPS      3392(DI), Z13
+	VMOVUPS      3456(DI), Z14
+	VMOVUPS      3520(DI), Z15
+	VBROADCASTSS 52(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 52(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 52(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·4 + j)·16 : …]
+	VMOVUPS      3584(DI), Z12
+	VMOVUPS      3648(DI), Z13
+	VMOVUPS      3712(DI), Z14
+	VMOVUPS      3776(DI), Z15
+	VBROADCASTSS 56(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 56(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 56(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·4 + j)·16 : …]
+	VMOVUPS      3840(DI), Z12
+	VMOVUPS      3904(DI), Z13
+	VMOVUPS      3968(DI), Z14
+	VMOVUPS      4032(DI), Z15
+	VBROADCASTSS 60(SI), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z3
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 60(SI)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z1
+	VFMADD231PS  Z13, Z16, Z4
+	VFMADD231PS  Z14, Z16, Z7
+	VFMADD231PS  Z15, Z16, Z10
+	VBROADCASTSS 60(SI)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z2
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z11
+	ADDQ         DX, SI
+	ADDQ         $0x00001000, DI
+	DECQ         R8
+	JNZ          convBlocked4x3AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked4x3AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked4x3AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z12
+	VMOVUPS 64(CX), Z13
+	VMOVUPS 128(CX), Z14
+	VMOVUPS 192(CX), Z15
+	VADDPS  Z12, Z0, Z0
+	VADDPS  Z12, Z1, Z1
+	VADDPS  Z12, Z2, Z2
+	VADDPS  Z13, Z3, Z3
+	VADDPS  Z13, Z4, Z4
+	VADDPS  Z13, Z5, Z5
+	VADDPS  Z14, Z6, Z6
+	VADDPS  Z14, Z7, Z7
+	VADDPS  Z14, Z8, Z8
+	VADDPS  Z15, Z9, Z9
+	VADDPS  Z15, Z10, Z10
+	VADDPS  Z15, Z11, Z11
+
+convBlocked4x3AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked4x3AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	ADDQ   DX, CX
+	VADDPS (CX), Z3, Z3
+	VADDPS (CX)(BX*1), Z4, Z4
+	VADDPS (CX)(BX*2), Z5, Z5
+	ADDQ   DX, CX
+	VADDPS (CX), Z6, Z6
+	VADDPS (CX)(BX*1), Z7, Z7
+	VADDPS (CX)(BX*2), Z8, Z8
+	ADDQ   DX, CX
+	VADDPS (CX), Z9, Z9
+	VADDPS (CX)(BX*1), Z10, Z10
+	VADDPS (CX)(BX*2), Z11, Z11
+
+convBlocked4x3AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked4x3AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z0, Z16, Z0
+	VMAXPS Z1, Z16, Z1
+	VMAXPS Z2, Z16, Z2
+	VMAXPS Z3, Z16, Z3
+	VMAXPS Z4, Z16, Z4
+	VMAXPS Z5, Z16, Z5
+	VMAXPS Z6, Z16, Z6
+	VMAXPS Z7, Z16, Z7
+	VMAXPS Z8, Z16, Z8
+	VMAXPS Z9, Z16, Z9
+	VMAXPS Z10, Z16, Z10
+	VMAXPS Z11, Z16, Z11
+
+convBlocked4x3AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, (AX)(DX*1)
+	VMOVUPS Z5, (AX)(DX*2)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, (AX)(DX*1)
+	VMOVUPS Z8, (AX)(DX*2)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, (AX)(DX*1)
+	VMOVUPS Z11, (AX)(DX*2)
+	VZEROUPPER
+	RET
+
+// func convBlocked4x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked4x4AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked4x4AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	JMP    convBlocked4x4AVX512_loops
+
+convBlocked4x4AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z4
+	VMOVUPS (AX)(DX*1), Z5
+	VMOVUPS (AX)(DX*2), Z6
+	VMOVUPS (BX), Z7
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z8
+	VMOVUPS (AX)(DX*1), Z9
+	VMOVUPS (AX)(DX*2), Z10
+	VMOVUPS (BX), Z11
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z12
+	VMOVUPS (AX)(DX*1), Z13
+	VMOVUPS (AX)(DX*2), Z14
+	VMOVUPS (BX), Z15
+
+convBlocked4x4AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlocked4x4AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x02, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x02, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlocked4x4AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
+	VMOVUPS      (R8), Z16
+	VMOVUPS      64(R8), Z17
+	VMOVUPS      128(R8), Z18
+	VMOVUPS      192(R8), Z19
+	VBROADCASTSS (DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS (DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS (DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS (R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·4 + j)·16 : …]
+	VMOVUPS      256(R8), Z16
+	VMOVUPS      320(R8), Z17
+	VMOVUPS      384(R8), Z18
+	VMOVUPS      448(R8), Z19
+	VBROADCASTSS 4(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 4(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 4(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 4(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·4 + j)·16 : …]
+	VMOVUPS      512(R8), Z16
+	VMOVUPS      576(R8), Z17
+	VMOVUPS      640(R8), Z18
+	VMOVUPS      704(R8), Z19
+	VBROADCASTSS 8(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 8(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 8(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 8(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·4 + j)·16 : …]
+	VMOVUPS      768(R8), Z16
+	VMOVUPS      832(R8), Z17
+	VMOVUPS      896(R8), Z18
+	VMOVUPS      960(R8), Z19
+	VBROADCASTSS 12(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 12(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 12(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 12(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·4 + j)·16 : …]
+	VMOVUPS      1024(R8), Z16
+	VMOVUPS      1088(R8), Z17
+	VMOVUPS      1152(R8), Z18
+	VMOVUPS      1216(R8), Z19
+	VBROADCASTSS 16(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 16(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 16(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 16(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·4 + j)·16 : …]
+	VMOVUPS      1280(R8), Z16
+	VMOVUPS      1344(R8), Z17
+	VMOVUPS      1408(R8), Z18
+	VMOVUPS      1472(R8), Z19
+	VBROADCASTSS 20(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 20(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 20(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 20(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·4 + j)·16 : …]
+	VMOVUPS      1536(R8), Z16
+	VMOVUPS      1600(R8), Z17
+	VMOVUPS      1664(R8), Z18
+	VMOVUPS      1728(R8), Z19
+	VBROADCASTSS 24(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 24(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 24(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 24(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·4 + j)·16 : …]
+	VMOVUPS      1792(R8), Z16
+	VMOVUPS      1856(R8), Z17
+	VMOVUPS      1920(R8), Z18
+	VMOVUPS      1984(R8), Z19
+	VBROADCASTSS 28(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 28(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 28(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 28(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·4 + j)·16 : …]
+	VMOVUPS      2048(R8), Z16
+	VMOVUPS      2112(R8), Z17
+	VMOVUPS      2176(R8), Z18
+	VMOVUPS      2240(R8), Z19
+	VBROADCASTSS 32(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 32(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 32(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 32(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·4 + j)·16 : …]
+	VMOVUPS      2304(R8), Z16
+	VMOVUPS      2368(R8), Z17
+	VMOVUPS      2432(R8), Z18
+	VMOVUPS      2496(R8), Z19
+	VBROADCASTSS 36(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 36(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 36(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 36(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·4 + j)·16 : …]
+	VMOVUPS      2560(R8), Z16
+	VMOVUPS      2624(R8), Z17
+	VMOVUPS      2688(R8), Z18
+	VMOVUPS      2752(R8), Z19
+	VBROADCASTSS 40(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 40(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 40(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 40(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·4 + j)·16 : …]
+	VMOVUPS      2816(R8), Z16
+	VMOVUPS      2880(R8), Z17
+	VMOVUPS      2944(R8), Z18
+	VMOVUPS      3008(R8), Z19
+	VBROADCASTSS 44(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 44(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 44(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 44(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·4 + j)·16 : …]
+	VMOVUPS      3072(R8), Z16
+	VMOVUPS      3136(R8), Z17
+	VMOVUPS      3200(R8), Z18
+	VMOVUPS      3264(R8), Z19
+	VBROADCASTSS 48(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 48(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 48(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 48(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·4 + j)·16 : …]
+	VMOVUPS      3328(R8), Z16
+	VMOVUPS      3392(R8), Z17
+	VMOVUPS      3456(R8), Z18
+	VMOVUPS      3520(R8), Z19
+	VBROADCASTSS 52(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 52(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 52(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 52(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·4 + j)·16 : …]
+	VMOVUPS      3584(R8), Z16
+	VMOVUPS      3648(R8), Z17
+	VMOVUPS      3712(R8), Z18
+	VMOVUPS      3776(R8), Z19
+	VBROADCASTSS 56(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 56(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 56(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 56(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·4 + j)·16 : …]
+	VMOVUPS      3840(R8), Z16
+	VMOVUPS      3904(R8), Z17
+	VMOVUPS      3968(R8), Z18
+	VMOVUPS      4032(R8), Z19
+	VBROADCASTSS 60(DI), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z4
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z12
+	VBROADCASTSS 60(DI)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z1
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z9
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 60(DI)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z2
+	VFMADD231PS  Z17, Z20, Z6
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z14
+	VBROADCASTSS 60(R10), Z20
+	VFMADD231PS  Z16, Z20, Z3
+	VFMADD231PS  Z17, Z20, Z7
+	VFMADD231PS  Z18, Z20, Z11
+	VFMADD231PS  Z19, Z20, Z15
+	ADDQ         DX, DI
+	ADDQ         $0x00001000, R8
+	DECQ         R9
+	JNZ          convBlocked4x4AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked4x4AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked4x4AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z16
+	VMOVUPS 64(CX), Z17
+	VMOVUPS 128(CX), Z18
+	VMOVUPS 192(CX), Z19
+	VADDPS  Z16, Z0, Z0
+	VADDPS  Z16, Z1, Z1
+	VADDPS  Z16, Z2, Z2
+	VADDPS  Z16, Z3, Z3
+	VADDPS  Z17, Z4, Z4
+	VADDPS  Z17, Z5, Z5
+	VADDPS  Z17, Z6, Z6
+	VADDPS  Z17, Z7, Z7
+	VADDPS  Z18, Z8, Z8
+	VADDPS  Z18, Z9, Z9
+	VADDPS  Z18, Z10, Z10
+	VADDPS  Z18, Z11, Z11
+	VADDPS  Z19, Z12, Z12
+	VADDPS  Z19, Z13, Z13
+	VADDPS  Z19, Z14, Z14
+	VADDPS  Z19, Z15, Z15
+
+convBlocked4x4AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked4x4AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z4, Z4
+	VADDPS (CX)(BX*1), Z5, Z5
+	VADDPS (CX)(BX*2), Z6, Z6
+	VADDPS (SI), Z7, Z7
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z8, Z8
+	VADDPS (CX)(BX*1), Z9, Z9
+	VADDPS (CX)(BX*2), Z10, Z10
+	VADDPS (SI), Z11, Z11
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z12, Z12
+	VADDPS (CX)(BX*1), Z13, Z13
+	VADDPS (CX)(BX*2), Z14, Z14
+	VADDPS (SI), Z15, Z15
+
+convBlocked4x4AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked4x4AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z0, Z20, Z0
+	VMAXPS Z1, Z20, Z1
+	VMAXPS Z2, Z20, Z2
+	VMAXPS Z3, Z20, Z3
+	VMAXPS Z4, Z20, Z4
+	VMAXPS Z5, Z20, Z5
+	VMAXPS Z6, Z20, Z6
+	VMAXPS Z7, Z20, Z7
+	VMAXPS Z8, Z20, Z8
+	VMAXPS Z9, Z20, Z9
+	VMAXPS Z10, Z20, Z10
+	VMAXPS Z11, Z20, Z11
+	VMAXPS Z12, Z20, Z12
+	VMAXPS Z13, Z20, Z13
+	VMAXPS Z14, Z20, Z14
+	VMAXPS Z15, Z20, Z15
+
+convBlocked4x4AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, (AX)(DX*1)
+	VMOVUPS Z6, (AX)(DX*2)
+	VMOVUPS Z7, (BX)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, (AX)(DX*1)
+	VMOVUPS Z10, (AX)(DX*2)
+	VMOVUPS Z11, (BX)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, (AX)(DX*1)
+	VMOVUPS Z14, (AX)(DX*2)
+	VMOVUPS Z15, (BX)
+	VZEROUPPER
+	RET
+
+// func convBlocked4x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked4x5AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked4x5AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	JMP    convBlocked4x5AVX512_loops
+
+convBlocked4x5AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	VMOVUPS (BX)(DX*1), Z4
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z5
+	VMOVUPS (AX)(DX*1), Z6
+	VMOVUPS (AX)(DX*2), Z7
+	VMOVUPS (BX), Z8
+	VMOVUPS (BX)(DX*1), Z9
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z10
+	VMOVUPS (AX)(DX*1), Z11
+	VMOVUPS (AX)(DX*2), Z12
+	VMOVUPS (BX), Z13
+	VMOVUPS (BX)(DX*1), Z14
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z15
+	VMOVUPS (AX)(DX*1), Z16
+	VMOVUPS (AX)(DX*2), Z17
+	VMOVUPS (BX), Z18
+	VMOVUPS (BX)(DX*1), Z19
+
+convBlocked4x5AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlocked4x5AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x02, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x02, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlocked4x5AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
+	VMOVUPS      (R8), Z20
+	VMOVUPS      64(R8), Z21
+	VMOVUPS      128(R8), Z22
+	VMOVUPS      192(R8), Z23
+	VBROADCASTSS (DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS (DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS (DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS (R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS (R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·4 + j)·16 : …]
+	VMOVUPS      256(R8), Z20
+	VMOVUPS      320(R8), Z21
+	VMOVUPS      384(R8), Z22
+	VMOVUPS      448(R8), Z23
+	VBROADCASTSS 4(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 4(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 4(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 4(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 4(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·4 + j)·16 : …]
+	VMOVUPS      512(R8), Z20
+	VMOVUPS      576(R8), Z21
+	VMOVUPS      640(R8), Z22
+	VMOVUPS      704(R8), Z23
+	VBROADCASTSS 8(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 8(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 8(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 8(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 8(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·4 + j)·16 : …]
+	VMOVUPS      768(R8), Z20
+	VMOVUPS      832(R8), Z21
+	VMOVUPS      896(R8), Z22
+	VMOVUPS      960(R8), Z23
+	VBROADCASTSS 12(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 12(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 12(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 12(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 12(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·4 + j)·16 : …]
+	VMOVUPS      1024(R8), Z20
+	VMOVUPS      1088(R8), Z21
+	VMOVUPS      1152(R8), Z22
+	VMOVUPS      1216(R8), Z23
+	VBROADCASTSS 16(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 16(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 16(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 16(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 16(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·4 + j)·16 : …]
+	VMOVUPS      1280(R8), Z20
+	VMOVUPS      1344(R8), Z21
+	VMOVUPS      1408(R8), Z22
+	VMOVUPS      1472(R8), Z23
+	VBROADCASTSS 20(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 20(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 20(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 20(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 20(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·4 + j)·16 : …]
+	VMOVUPS      1536(R8), Z20
+	VMOVUPS      1600(R8), Z21
+	VMOVUPS      1664(R8), Z22
+	VMOVUPS      1728(R8), Z23
+	VBROADCASTSS 24(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 24(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 24(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 24(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 24(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·4 + j)·16 : …]
+	VMOVUPS      1792(R8), Z20
+	VMOVUPS      1856(R8), Z21
+	VMOVUPS      1920(R8), Z22
+	VMOVUPS      1984(R8), Z23
+	VBROADCASTSS 28(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 28(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 28(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 28(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 28(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·4 + j)·16 : …]
+	VMOVUPS      2048(R8), Z20
+	VMOVUPS      2112(R8), Z21
+	VMOVUPS      2176(R8), Z22
+	VMOVUPS      2240(R8), Z23
+	VBROADCASTSS 32(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 32(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 32(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 32(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 32(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·4 + j)·16 : …]
+	VMOVUPS      2304(R8), Z20
+	VMOVUPS      2368(R8), Z21
+	VMOVUPS      2432(R8), Z22
+	VMOVUPS      2496(R8), Z23
+	VBROADCASTSS 36(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 36(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 36(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 36(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 36(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·4 + j)·16 : …]
+	VMOVUPS      2560(R8), Z20
+	VMOVUPS      2624(R8), Z21
+	VMOVUPS      2688(R8), Z22
+	VMOVUPS      2752(R8), Z23
+	VBROADCASTSS 40(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 40(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 40(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 40(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 40(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·4 + j)·16 : …]
+	VMOVUPS      2816(R8), Z20
+	VMOVUPS      2880(R8), Z21
+	VMOVUPS      2944(R8), Z22
+	VMOVUPS      3008(R8), Z23
+	VBROADCASTSS 44(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 44(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 44(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 44(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 44(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·4 + j)·16 : …]
+	VMOVUPS      3072(R8), Z20
+	VMOVUPS      3136(R8), Z21
+	VMOVUPS      3200(R8), Z22
+	VMOVUPS      3264(R8), Z23
+	VBROADCASTSS 48(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 48(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 48(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 48(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 48(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·4 + j)·16 : …]
+	VMOVUPS      3328(R8), Z20
+	VMOVUPS      3392(R8), Z21
+	VMOVUPS      3456(R8), Z22
+	VMOVUPS      3520(R8), Z23
+	VBROADCASTSS 52(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 52(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 52(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 52(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 52(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·4 + j)·16 : …]
+	VMOVUPS      3584(R8), Z20
+	VMOVUPS      3648(R8), Z21
+	VMOVUPS      3712(R8), Z22
+	VMOVUPS      3776(R8), Z23
+	VBROADCASTSS 56(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 56(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 56(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 56(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 56(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·4 + j)·16 : …]
+	VMOVUPS      3840(R8), Z20
+	VMOVUPS      3904(R8), Z21
+	VMOVUPS      3968(R8), Z22
+	VMOVUPS      4032(R8), Z23
+	VBROADCASTSS 60(DI), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 60(DI)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z1
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z11
+	VFMADD231PS  Z23, Z24, Z16
+	VBROADCASTSS 60(DI)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z2
+	VFMADD231PS  Z21, Z24, Z7
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 60(R10), Z24
+	VFMADD231PS  Z20, Z24, Z3
+	VFMADD231PS  Z21, Z24, Z8
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z18
+	VBROADCASTSS 60(R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z19
+	ADDQ         DX, DI
+	ADDQ         $0x00001000, R8
+	DECQ         R9
+	JNZ          convBlocked4x5AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked4x5AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked4x5AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z20
+	VMOVUPS 64(CX), Z21
+	VMOVUPS 128(CX), Z22
+	VMOVUPS 192(CX), Z23
+	VADDPS  Z20, Z0, Z0
+	VADDPS  Z20, Z1, Z1
+	VADDPS  Z20, Z2, Z2
+	VADDPS  Z20, Z3, Z3
+	VADDPS  Z20, Z4, Z4
+	VADDPS  Z21, Z5, Z5
+	VADDPS  Z21, Z6, Z6
+	VADDPS  Z21, Z7, Z7
+	VADDPS  Z21, Z8, Z8
+	VADDPS  Z21, Z9, Z9
+	VADDPS  Z22, Z10, Z10
+	VADDPS  Z22, Z11, Z11
+	VADDPS  Z22, Z12, Z12
+	VADDPS  Z22, Z13, Z13
+	VADDPS  Z22, Z14, Z14
+	VADDPS  Z23, Z15, Z15
+	VADDPS  Z23, Z16, Z16
+	VADDPS  Z23, Z17, Z17
+	VADDPS  Z23, Z18, Z18
+	VADDPS  Z23, Z19, Z19
+
+convBlocked4x5AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked4x5AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	VADDPS (SI)(BX*1), Z4, Z4
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z5, Z5
+	VADDPS (CX)(BX*1), Z6, Z6
+	VADDPS (CX)(BX*2), Z7, Z7
+	VADDPS (SI), Z8, Z8
+	VADDPS (SI)(BX*1), Z9, Z9
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z10, Z10
+	VADDPS (CX)(BX*1), Z11, Z11
+	VADDPS (CX)(BX*2), Z12, Z12
+	VADDPS (SI), Z13, Z13
+	VADDPS (SI)(BX*1), Z14, Z14
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z15, Z15
+	VADDPS (CX)(BX*1), Z16, Z16
+	VADDPS (CX)(BX*2), Z17, Z17
+	VADDPS (SI), Z18, Z18
+	VADDPS (SI)(BX*1), Z19, Z19
+
+convBlocked4x5AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked4x5AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z0, Z24, Z0
+	VMAXPS Z1, Z24, Z1
+	VMAXPS Z2, Z24, Z2
+	VMAXPS Z3, Z24, Z3
+	VMAXPS Z4, Z24, Z4
+	VMAXPS Z5, Z24, Z5
+	VMAXPS Z6, Z24, Z6
+	VMAXPS Z7, Z24, Z7
+	VMAXPS Z8, Z24, Z8
+	VMAXPS Z9, Z24, Z9
+	VMAXPS Z10, Z24, Z10
+	VMAXPS Z11, Z24, Z11
+	VMAXPS Z12, Z24, Z12
+	VMAXPS Z13, Z24, Z13
+	VMAXPS Z14, Z24, Z14
+	VMAXPS Z15, Z24, Z15
+	VMAXPS Z16, Z24, Z16
+	VMAXPS Z17, Z24, Z17
+	VMAXPS Z18, Z24, Z18
+	VMAXPS Z19, Z24, Z19
+
+convBlocked4x5AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	VMOVUPS Z4, (BX)(DX*1)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, (AX)(DX*1)
+	VMOVUPS Z7, (AX)(DX*2)
+	VMOVUPS Z8, (BX)
+	VMOVUPS Z9, (BX)(DX*1)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, (AX)(DX*1)
+	VMOVUPS Z12, (AX)(DX*2)
+	VMOVUPS Z13, (BX)
+	VMOVUPS Z14, (BX)(DX*1)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, (AX)(DX*1)
+	VMOVUPS Z17, (AX)(DX*2)
+	VMOVUPS Z18, (BX)
+	VMOVUPS Z19, (BX)(DX*1)
+	VZEROUPPER
+	RET
+
+// func convBlocked4x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F
+TEXT ·convBlocked4x6AVX512(SB), NOSPLIT, $0-104
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlocked4x6AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	JMP    convBlocked4x6AVX512_loops
+
+convBlocked4x6AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	VMOVUPS (BX)(DX*1), Z4
+	VMOVUPS (BX)(DX*2), Z5
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z6
+	VMOVUPS (AX)(DX*1), Z7
+	VMOVUPS (AX)(DX*2), Z8
+	VMOVUPS (BX), Z9
+	VMOVUPS (BX)(DX*1), Z10
+	VMOVUPS (BX)(DX*2), Z11
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z12
+	VMOVUPS (AX)(DX*1), Z13
+	VMOVUPS (AX)(DX*2), Z14
+	VMOVUPS (BX), Z15
+	VMOVUPS (BX)(DX*1), Z16
+	VMOVUPS (BX)(DX*2), Z17
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z18
+	VMOVUPS (AX)(DX*1), Z19
+	VMOVUPS (AX)(DX*2), Z20
+	VMOVUPS (BX), Z21
+	VMOVUPS (BX)(DX*1), Z22
+	VMOVUPS (BX)(DX*2), Z23
+
+convBlocked4x6AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlocked4x6AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x02, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x02, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlocked4x6AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
+	VMOVUPS      (R8), Z24
+	VMOVUPS      64(R8), Z25
+	VMOVUPS      128(R8), Z26
+	VMOVUPS      192(R8), Z27
+	VBROADCASTSS (DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS (DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS (DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS (R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS (R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS (R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·4 + j)·16 : …]
+	VMOVUPS      256(R8), Z24
+	VMOVUPS      320(R8), Z25
+	VMOVUPS      384(R8), Z26
+	VMOVUPS      448(R8), Z27
+	VBROADCASTSS 4(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 4(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 4(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 4(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 4(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 4(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·4 + j)·16 : …]
+	VMOVUPS      512(R8), Z24
+	VMOVUPS      576(R8), Z25
+	VMOVUPS      640(R8), Z26
+	VMOVUPS      704(R8), Z27
+	VBROADCASTSS 8(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 8(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 8(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 8(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 8(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 8(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·4 + j)·16 : …]
+	VMOVUPS      768(R8), Z24
+	VMOVUPS      832(R8), Z25
+	VMOVUPS      896(R8), Z26
+	VMOVUPS      960(R8), Z27
+	VBROADCASTSS 12(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 12(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 12(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 12(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 12(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 12(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·4 + j)·16 : …]
+	VMOVUPS      1024(R8), Z24
+	VMOVUPS      1088(R8), Z25
+	VMOVUPS      1152(R8), Z26
+	VMOVUPS      1216(R8), Z27
+	VBROADCASTSS 16(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 16(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 16(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 16(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 16(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 16(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·4 + j)·16 : …]
+	VMOVUPS      1280(R8), Z24
+	VMOVUPS      1344(R8), Z25
+	VMOVUPS      1408(R8), Z26
+	VMOVUPS      1472(R8), Z27
+	VBROADCASTSS 20(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 20(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 20(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 20(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 20(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 20(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·4 + j)·16 : …]
+	VMOVUPS      1536(R8), Z24
+	VMOVUPS      1600(R8), Z25
+	VMOVUPS      1664(R8), Z26
+	VMOVUPS      1728(R8), Z27
+	VBROADCASTSS 24(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 24(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 24(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 24(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 24(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 24(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·4 + j)·16 : …]
+	VMOVUPS      1792(R8), Z24
+	VMOVUPS      1856(R8), Z25
+	VMOVUPS      1920(R8), Z26
+	VMOVUPS      1984(R8), Z27
+	VBROADCASTSS 28(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 28(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 28(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 28(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 28(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 28(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·4 + j)·16 : …]
+	VMOVUPS      2048(R8), Z24
+	VMOVUPS      2112(R8), Z25
+	VMOVUPS      2176(R8), Z26
+	VMOVUPS      2240(R8), Z27
+	VBROADCASTSS 32(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 32(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 32(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 32(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 32(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 32(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·4 + j)·16 : …]
+	VMOVUPS      2304(R8), Z24
+	VMOVUPS      2368(R8), Z25
+	VMOVUPS      2432(R8), Z26
+	VMOVUPS      2496(R8), Z27
+	VBROADCASTSS 36(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 36(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 36(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 36(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 36(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 36(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·4 + j)·16 : …]
+	VMOVUPS      2560(R8), Z24
+	VMOVUPS      2624(R8), Z25
+	VMOVUPS      2688(R8), Z26
+	VMOVUPS      2752(R8), Z27
+	VBROADCASTSS 40(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 40(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 40(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 40(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 40(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 40(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·4 + j)·16 : …]
+	VMOVUPS      2816(R8), Z24
+	VMOVUPS      2880(R8), Z25
+	VMOVUPS      2944(R8), Z26
+	VMOVUPS      3008(R8), Z27
+	VBROADCASTSS 44(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 44(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 44(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 44(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 44(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 44(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·4 + j)·16 : …]
+	VMOVUPS      3072(R8), Z24
+	VMOVUPS      3136(R8), Z25
+	VMOVUPS      3200(R8), Z26
+	VMOVUPS      3264(R8), Z27
+	VBROADCASTSS 48(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 48(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 48(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 48(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 48(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 48(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·4 + j)·16 : …]
+	VMOVUPS      3328(R8), Z24
+	VMOVUPS      3392(R8), Z25
+	VMOVUPS      3456(R8), Z26
+	VMOVUPS      3520(R8), Z27
+	VBROADCASTSS 52(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 52(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 52(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 52(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 52(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 52(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·4 + j)·16 : …]
+	VMOVUPS      3584(R8), Z24
+	VMOVUPS      3648(R8), Z25
+	VMOVUPS      3712(R8), Z26
+	VMOVUPS      3776(R8), Z27
+	VBROADCASTSS 56(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 56(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 56(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 56(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 56(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 56(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+
+	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·4 + j)·16 : …]
+	VMOVUPS      3840(R8), Z24
+	VMOVUPS      3904(R8), Z25
+	VMOVUPS      3968(R8), Z26
+	VMOVUPS      4032(R8), Z27
+	VBROADCASTSS 60(DI), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z6
+	VFMADD231PS  Z26, Z28, Z12
+	VFMADD231PS  Z27, Z28, Z18
+	VBROADCASTSS 60(DI)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z1
+	VFMADD231PS  Z25, Z28, Z7
+	VFMADD231PS  Z26, Z28, Z13
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 60(DI)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z2
+	VFMADD231PS  Z25, Z28, Z8
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z20
+	VBROADCASTSS 60(R10), Z28
+	VFMADD231PS  Z24, Z28, Z3
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z15
+	VFMADD231PS  Z27, Z28, Z21
+	VBROADCASTSS 60(R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z10
+	VFMADD231PS  Z26, Z28, Z16
+	VFMADD231PS  Z27, Z28, Z22
+	VBROADCASTSS 60(R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z5
+	VFMADD231PS  Z25, Z28, Z11
+	VFMADD231PS  Z26, Z28, Z17
+	VFMADD231PS  Z27, Z28, Z23
+	ADDQ         DX, DI
+	ADDQ         $0x00001000, R8
+	DECQ         R9
+	JNZ          convBlocked4x6AVX512_cb
+	ADDQ         $0x10, AX
+	DECQ         CX
+	JNZ          convBlocked4x6AVX512_tap
+	MOVQ         flags+96(FP), AX
+	TESTQ        $0x00000002, AX
+	JZ           convBlocked4x6AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z24
+	VMOVUPS 64(CX), Z25
+	VMOVUPS 128(CX), Z26
+	VMOVUPS 192(CX), Z27
+	VADDPS  Z24, Z0, Z0
+	VADDPS  Z24, Z1, Z1
+	VADDPS  Z24, Z2, Z2
+	VADDPS  Z24, Z3, Z3
+	VADDPS  Z24, Z4, Z4
+	VADDPS  Z24, Z5, Z5
+	VADDPS  Z25, Z6, Z6
+	VADDPS  Z25, Z7, Z7
+	VADDPS  Z25, Z8, Z8
+	VADDPS  Z25, Z9, Z9
+	VADDPS  Z25, Z10, Z10
+	VADDPS  Z25, Z11, Z11
+	VADDPS  Z26, Z12, Z12
+	VADDPS  Z26, Z13, Z13
+	VADDPS  Z26, Z14, Z14
+	VADDPS  Z26, Z15, Z15
+	VADDPS  Z26, Z16, Z16
+	VADDPS  Z26, Z17, Z17
+	VADDPS  Z27, Z18, Z18
+	VADDPS  Z27, Z19, Z19
+	VADDPS  Z27, Z20, Z20
+	VADDPS  Z27, Z21, Z21
+	VADDPS  Z27, Z22, Z22
+	VADDPS  Z27, Z23, Z23
+
+convBlocked4x6AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlocked4x6AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	VADDPS (SI)(BX*1), Z4, Z4
+	VADDPS (SI)(BX*2), Z5, Z5
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z6, Z6
+	VADDPS (CX)(BX*1), Z7, Z7
+	VADDPS (CX)(BX*2), Z8, Z8
+	VADDPS (SI), Z9, Z9
+	VADDPS (SI)(BX*1), Z10, Z10
+	VADDPS (SI)(BX*2), Z11, Z11
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z12, Z12
+	VADDPS (CX)(BX*1), Z13, Z13
+	VADDPS (CX)(BX*2), Z14, Z14
+	VADDPS (SI), Z15, Z15
+	VADDPS (SI)(BX*1), Z16, Z16
+	VADDPS (SI)(BX*2), Z17, Z17
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z18, Z18
+	VADDPS (CX)(BX*1), Z19, Z19
+	VADDPS (CX)(BX*2), Z20, Z20
+	VADDPS (SI), Z21, Z21
+	VADDPS (SI)(BX*1), Z22, Z22
+	VADDPS (SI)(BX*2), Z23, Z23
+
+convBlocked4x6AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlocked4x6AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z28, Z28, Z28
+	VMAXPS Z0, Z28, Z0
+	VMAXPS Z1, Z28, Z1
+	VMAXPS Z2, Z28, Z2
+	VMAXPS Z3, Z28, Z3
+	VMAXPS Z4, Z28, Z4
+	VMAXPS Z5, Z28, Z5
+	VMAXPS Z6, Z28, Z6
+	VMAXPS Z7, Z28, Z7
+	VMAXPS Z8, Z28, Z8
+	VMAXPS Z9, Z28, Z9
+	VMAXPS Z10, Z28, Z10
+	VMAXPS Z11, Z28, Z11
+	VMAXPS Z12, Z28, Z12
+	VMAXPS Z13, Z28, Z13
+	VMAXPS Z14, Z28, Z14
+	VMAXPS Z15, Z28, Z15
+	VMAXPS Z16, Z28, Z16
+	VMAXPS Z17, Z28, Z17
+	VMAXPS Z18, Z28, Z18
+	VMAXPS Z19, Z28, Z19
+	VMAXPS Z20, Z28, Z20
+	VMAXPS Z21, Z28, Z21
+	VMAXPS Z22, Z28, Z22
+	VMAXPS Z23, Z28, Z23
+
+convBlocked4x6AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	VMOVUPS Z4, (BX)(DX*1)
+	VMOVUPS Z5, (BX)(DX*2)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, (AX)(DX*1)
+	VMOVUPS Z8, (AX)(DX*2)
+	VMOVUPS Z9, (BX)
+	VMOVUPS Z10, (BX)(DX*1)
+	VMOVUPS Z11, (BX)(DX*2)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, (AX)(DX*1)
+	VMOVUPS Z14, (AX)(DX*2)
+	VMOVUPS Z15, (BX)
+	VMOVUPS Z16, (BX)(DX*1)
+	VMOVUPS Z17, (BX)(DX*2)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, (AX)(DX*1)
+	VMOVUPS Z20, (AX)(DX*2)
+	VMOVUPS Z21, (BX)
+	VMOVUPS Z22, (BX)(DX*1)
+	VMOVUPS Z23, (BX)(DX*2)
+	VZEROUPPER
+	RET
+
+// func avgPool2x2BlockedRowAVX512(n int, r0 *float32, r1 *float32, out *float32)
+// Requires: AVX, AVX512F
+TEXT ·avgPool2x2BlockedRowAVX512(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), CX
+	MOVQ         r0+8(FP), SI
+	MOVQ         r1+16(FP), DX
+	MOVQ         out+24(FP), DI
+	MOVL         $0x3e800000, AX
+	VMOVD        AX, X8
+	VBROADCASTSS X8, Z8
+
+avgPool2x2BlockedRowAVX512_blocks:
+	CMPQ    CX, $0x04
+	JL      avgPool2x2BlockedRowAVX512_one
+	VMOVUPS (SI), Z0
+	VADDPS  64(SI), Z0, Z0
+	VMOVUPS 128(SI), Z1
+	VADDPS  192(SI), Z1, Z1
+	VMOVUPS 256(SI), Z2
+	VADDPS  320(SI), Z2, Z2
+	VMOVUPS 384(SI), Z3
+	VADDPS  448(SI), Z3, Z3
+	VADDPS  (DX), Z0, Z0
+	VADDPS  128(DX), Z1, Z1
+	VADDPS  256(DX), Z2, Z2
+	VADDPS  384(DX), Z3, Z3
+	VADDPS  64(DX), Z0, Z0
+	VADDPS  192(DX), Z1, Z1
+	VADDPS  320(DX), Z2, Z2
+	VADDPS  448(DX), Z3, Z3
+	VMULPS  Z8, Z0, Z0
+	VMOVUPS Z0, (DI)
+	VMULPS  Z8, Z1, Z1
+	VMOVUPS Z1, 64(DI)
+	VMULPS  Z8, Z2, Z2
+	VMOVUPS Z2, 128(DI)
+	VMULPS  Z8, Z3, Z3
+	VMOVUPS Z3, 192(DI)
+	ADDQ    $0x00000200, SI
+	ADDQ    $0x00000200, DX
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x04, CX
+	JMP     avgPool2x2BlockedRowAVX512_blocks
+
+avgPool2x2BlockedRowAVX512_one:
+	TESTQ   CX, CX
+	JLE     avgPool2x2BlockedRowAVX512_done
+	VMOVUPS (SI), Z0
+	VADDPS  64(SI), Z0, Z0
+	VADDPS  (DX), Z0, Z0
+	VADDPS  64(DX), Z0, Z0
+	VMULPS  Z8, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DX
+	ADDQ    $0x00000040, DI
+	DECQ    CX
+	JMP     avgPool2x2BlockedRowAVX512_one
+
+avgPool2x2BlockedRowAVX512_done:
+	VZEROUPPER
+	RET

@@ -414,3 +414,128 @@ func rowPanels16AVX2(n int, src *float32, ld int, dst *float32, stride int)
 //
 //go:noescape
 func rowPanels32AVX2(n int, src *float32, ld int, dst *float32, stride int)
+
+// convBlocked1x1AVX512 computes ConvBlockedTile's tile of 1 blocks × 1 pixels: for j < 1, p < 1, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked1x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked1x2AVX512 computes ConvBlockedTile's tile of 1 blocks × 2 pixels: for j < 1, p < 2, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked1x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked1x3AVX512 computes ConvBlockedTile's tile of 1 blocks × 3 pixels: for j < 1, p < 3, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked1x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked1x4AVX512 computes ConvBlockedTile's tile of 1 blocks × 4 pixels: for j < 1, p < 4, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked1x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked1x5AVX512 computes ConvBlockedTile's tile of 1 blocks × 5 pixels: for j < 1, p < 5, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked1x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked1x6AVX512 computes ConvBlockedTile's tile of 1 blocks × 6 pixels: for j < 1, p < 6, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked1x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked2x1AVX512 computes ConvBlockedTile's tile of 2 blocks × 1 pixels: for j < 2, p < 1, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked2x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked2x2AVX512 computes ConvBlockedTile's tile of 2 blocks × 2 pixels: for j < 2, p < 2, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked2x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked2x3AVX512 computes ConvBlockedTile's tile of 2 blocks × 3 pixels: for j < 2, p < 3, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked2x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked2x4AVX512 computes ConvBlockedTile's tile of 2 blocks × 4 pixels: for j < 2, p < 4, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked2x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked2x5AVX512 computes ConvBlockedTile's tile of 2 blocks × 5 pixels: for j < 2, p < 5, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked2x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked2x6AVX512 computes ConvBlockedTile's tile of 2 blocks × 6 pixels: for j < 2, p < 6, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked2x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked3x1AVX512 computes ConvBlockedTile's tile of 3 blocks × 1 pixels: for j < 3, p < 1, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·48 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked3x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked3x2AVX512 computes ConvBlockedTile's tile of 3 blocks × 2 pixels: for j < 3, p < 2, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·48 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked3x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked3x3AVX512 computes ConvBlockedTile's tile of 3 blocks × 3 pixels: for j < 3, p < 3, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·48 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked3x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked3x4AVX512 computes ConvBlockedTile's tile of 3 blocks × 4 pixels: for j < 3, p < 4, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·48 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked3x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked3x5AVX512 computes ConvBlockedTile's tile of 3 blocks × 5 pixels: for j < 3, p < 5, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·48 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked3x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked3x6AVX512 computes ConvBlockedTile's tile of 3 blocks × 6 pixels: for j < 3, p < 6, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·48 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked3x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked4x1AVX512 computes ConvBlockedTile's tile of 4 blocks × 1 pixels: for j < 4, p < 1, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·64 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked4x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked4x2AVX512 computes ConvBlockedTile's tile of 4 blocks × 2 pixels: for j < 4, p < 2, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·64 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked4x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked4x3AVX512 computes ConvBlockedTile's tile of 4 blocks × 3 pixels: for j < 4, p < 3, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·64 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked4x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked4x4AVX512 computes ConvBlockedTile's tile of 4 blocks × 4 pixels: for j < 4, p < 4, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·64 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked4x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked4x5AVX512 computes ConvBlockedTile's tile of 4 blocks × 5 pixels: for j < 4, p < 5, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·64 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked4x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlocked4x6AVX512 computes ConvBlockedTile's tile of 4 blocks × 6 pixels: for j < 4, p < 6, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·64 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlocked4x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// avgPool2x2BlockedRowAVX512 sets out[j·16+l] = (((r0[2j·16+l] + r0[(2j+1)·16+l]) + r1[2j·16+l]) + r1[(2j+1)·16+l]) · 0.25 for j < n, l < 16.
+//
+//go:noescape
+func avgPool2x2BlockedRowAVX512(n int, r0 *float32, r1 *float32, out *float32)

@@ -44,6 +44,8 @@ func main() {
 	transposeRows(32) // Bᵀ panels, AVX-512
 	rowPanels(16)     // gen_copy.go: B panels from rows, AVX2
 	rowPanels(32)     // B panels from rows, AVX-512
+
+	convBlockedKernels(zmm) // gen_conv_blocked.go: NCHW16c convolution tiles and the 2×2 pool
 	Generate()
 }
 

@@ -1,0 +1,344 @@
+package cpu
+
+import (
+	"vitbench/bench/ops"
+	"vitbench/impl/cpu/internal/kern"
+	"vitbench/internal/mutation"
+)
+
+// A blocked convolution reads its image and residual and writes its
+// output in the channel-blocked layout (layout_blocked.go): for each
+// output row it walks the row's pixels in tiles of up to six, and for
+// each tile computes up to four blocks of 16 output channels at once
+// (kern.ConvBlockedTile), broadcasting one input channel of one pixel
+// against a weight vector of 16 output channels. The padding is never
+// materialized: a pixel whose window crosses the image's edge runs with
+// only the taps inside it, so the first and last columns and rows of a
+// padded convolution are tiles of their own.
+
+// useBlocked reports whether conv c runs blocked, given whether its
+// image is blocked already: on the AVX-512 path of the float32 backend,
+// with whole channel blocks in and out, when the convolution has a
+// BatchNorm (the ResNet backbones, whose convolutions follow one another)
+// or its image comes blocked; convPath "blocked" forces it where
+// possible, any other forced path keeps it off. Builds with mutations
+// keep NCHW, which those rewrite, and so does a backend with nchwOnly.
+func (b *Backend) useBlocked(c ops.Conv2d, inBlocked bool) bool {
+	if mutation.Enabled || b.bf16 || b.nchwOnly || kern.Active() != kern.ISAAVX512 ||
+		c.InChans%kern.BlockLanes != 0 || c.OutChans%kern.BlockLanes != 0 || c.KernelH*c.KernelW > 64 {
+		return false
+	}
+	switch {
+	case convForced("blocked"):
+		return true
+	case convPath != "":
+		return false
+	}
+	return c.BN || inBlocked
+}
+
+// blockedWeight is a convolution's weight (BatchNorm folded in) for
+// kern.ConvBlockedTile: the output channels in groups of up to
+// kern.ConvBlockedMaxBlocks blocks of 16, each group laid out
+// [tap][input block][channel][its blocks × 16 output channels].
+type blockedWeight struct {
+	w      []float32
+	starts []int // group g's weight is w[starts[g]:starts[g+1]]
+	bias   []float32
+}
+
+// blockedConvWeight packs the folded weight wf [O, C, KH, KW] for the
+// blocked convolution c.
+func blockedConvWeight(c ops.Conv2d, wf, bias []float32) *blockedWeight {
+	const l = kern.BlockLanes
+	taps, cin := c.KernelH*c.KernelW, c.InChans
+	blocks := c.OutChans / l
+	bw := &blockedWeight{w: make([]float32, len(wf)), bias: bias}
+	at := 0
+	for ob0 := 0; ob0 < blocks; ob0 += kern.ConvBlockedMaxBlocks {
+		nb := min(kern.ConvBlockedMaxBlocks, blocks-ob0)
+		bw.starts = append(bw.starts, at)
+		for t := 0; t < taps; t++ {
+			for ch := 0; ch < cin; ch++ {
+				for o := ob0 * l; o < (ob0+nb)*l; o++ {
+					bw.w[at] = wf[(o*cin+ch)*taps+t]
+					at++
+				}
+			}
+		}
+	}
+	bw.starts = append(bw.starts, at)
+	return bw
+}
+
+func (bw *blockedWeight) bytes() int64 { return int64(len(bw.w)+len(bw.bias)) * 4 }
+
+// blockedGeom is a blocked convolution's geometry with a 1×1 stride-1
+// convolution's image seen as one row of H·W pixels (it has no padding,
+// and a block's pixels are contiguous).
+type blockedGeom struct {
+	h, w, oh, ow, sh, sw, ph, pw, dh, dw, kh, kw int
+	flat                                         bool // a 1×1 stride-1 image as one row
+}
+
+func newBlockedGeom(c ops.Conv2d) blockedGeom {
+	g := blockedGeom{h: c.Height, w: c.Width, oh: c.OutH(), ow: c.OutW(), sh: c.StrideH, sw: c.StrideW,
+		ph: c.PadH, pw: c.PadW, dh: max(1, c.DilationH), dw: max(1, c.DilationW), kh: c.KernelH, kw: c.KernelW}
+	if g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 {
+		g.w, g.ow = g.h*g.w, g.oh*g.ow
+		g.h, g.oh, g.flat = 1, 1, true
+	}
+	return g
+}
+
+// span is a run [lo, hi) of output rows or columns whose windows have
+// the same rows or columns inside the image (bit k of mask).
+type span struct {
+	lo, hi int
+	mask   uint64
+}
+
+// spans splits n outputs of stride s, padding p and dilation d over an
+// input of size in with a window of k into runs of equal valid taps.
+func spans(n, in, k, s, p, d int) []span {
+	var runs []span
+	for o := 0; o < n; o++ {
+		var m uint64
+		for t := 0; t < k; t++ {
+			if i := o*s - p + t*d; i >= 0 && i < in {
+				m |= 1 << t
+			}
+		}
+		if last := len(runs) - 1; last >= 0 && runs[last].mask == m {
+			runs[last].hi = o + 1
+			continue
+		}
+		runs = append(runs, span{o, o + 1, m})
+	}
+	return runs
+}
+
+// conv2dBlocked runs conv c on the blocked image x (residual res, nil
+// without one) into the blocked output y, in tiles (blockedGeom.tiles).
+// The work is (image, group of
+// output blocks, chunk of output rows) tasks, numbered image, then group,
+// then chunk, so a worker's consecutive tasks share a group's weight; a
+// 1×1 stride-1 image (one row) is chunked by columns instead.
+func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x, y, res []float32) {
+	const l, tile = kern.BlockLanes, kern.ConvBlockedMaxPixels
+	g := newBlockedGeom(c)
+	rows, cols := spans(g.oh, g.h, g.kh, g.sh, g.ph, g.dh), spans(g.ow, g.w, g.kw, g.sw, g.pw, g.dw)
+	cib := c.InChans / l
+	groups := len(bw.starts) - 1
+	inImg, outImg := c.InChans*g.h*g.w, c.OutChans*g.oh*g.ow
+	xBlock, outStride := g.h*g.w*l, g.oh*g.ow*l
+	// About four tasks per worker in all.
+	parts := min(max(1, ceilDiv(4*b.threads, c.Batch*groups)), ceilDiv(max(g.oh, g.ow), tile))
+	chunks, units := parts, 1
+	if g.flat {
+		chunks, units = 1, parts
+	}
+	rowsPer := ceilDiv(g.oh, chunks)
+	chunks = ceilDiv(g.oh, rowsPer)
+	colsPer := ceilDiv(ceilDiv(g.ow, units), tile) * tile
+	units = ceilDiv(g.ow, colsPer)
+	flags := kern.ConvBias
+	if res != nil {
+		flags |= kern.ConvResidual
+	}
+	if c.ReLU {
+		flags |= kern.ConvReLU
+	}
+	tasks := c.Batch * groups * chunks * units
+	taps := g.kh * g.kw
+	parallelFor(b.threads, tasks, 1, func(lo, hi int) {
+		var tiles []blockedTile
+		var tapPool []int
+		for task := lo; task < hi; task++ {
+			img, grp := task/(groups*chunks*units), task/(chunks*units)%groups
+			chunk, unit := task/units%chunks, task%units
+			ob0 := grp * kern.ConvBlockedMaxBlocks
+			nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-ob0)
+			wg, bias := bw.w[bw.starts[grp]:bw.starts[grp+1]], bw.bias[ob0*l:]
+			tapW := cib * l * nb * l // weight floats per tap
+			xi := x[img*inImg:]
+			oi := img*outImg + ob0*outStride
+			var ri []float32
+			if res != nil {
+				ri = res[oi:]
+			}
+			yi := y[oi:]
+			r0, r1 := chunk*rowsPer, min(g.oh, (chunk+1)*rowsPer)
+			c0, c1 := unit*colsPer, min(g.ow, (unit+1)*colsPer)
+			tiles, tapPool = g.tiles(rows, cols, r0, r1, c0, c1, tapW, tiles[:0], tapPool[:0])
+			// A 1×1 convolution takes its input blocks in batches whose
+			// weights stay in L1 while the tiles go by (blockedBatchBytes);
+			// the outputs hold the partial sums between batches.
+			batch := cib
+			if taps == 1 {
+				batch = max(1, min(cib, blockedBatchBytes/(l*nb*l*4)))
+			}
+			for cb0 := 0; cb0 < cib; cb0 += batch {
+				nc := min(batch, cib-cb0)
+				fl := flags
+				if cb0 > 0 {
+					fl = kern.ConvAccumulate
+				}
+				if cb0+nc < cib {
+					fl &^= kern.ConvBias | kern.ConvResidual | kern.ConvReLU
+				} else {
+					fl |= flags
+				}
+				xb, wb := xi[cb0*xBlock:], wg[cb0*l*nb*l:]
+				for _, t := range tiles {
+					if t.ntaps == 0 {
+						if cb0+nc == cib {
+							for oy := t.oy; oy < t.oy+t.rows; oy++ {
+								blockedBiasOnly(nb, t.n, bias, ri, yi, oy*g.ow+t.ox, outStride, c.ReLU)
+							}
+						}
+						continue
+					}
+					var r []float32
+					if ri != nil {
+						r = ri[t.at:]
+					}
+					kern.ConvBlockedTile(nb, t.n, xb[t.shift:], tapPool[t.tap0:t.tap0+2*t.ntaps], t.ntaps, nc, xBlock, t.pixStride,
+						wb, bias, r, yi[t.at:], outStride, t.outPix, fl)
+				}
+			}
+		}
+	})
+}
+
+// blockedBatchBytes is the most bytes of a group's weight a 1×1
+// convolution reads per pass over a task's tiles: 16 input blocks of a
+// group of four output blocks. Cold on two threads (TestConvColdAB, a
+// 2-vCPU Xeon), unbatched/batched: 1.15× for 1024→256 at 14×14, 1.10×
+// for 2048→512 at 7×7, 1.19× for 512→128 at 28×28, 1.0-1.04× for the
+// expanding ones (64→256, 128→512, 256→1024) and 256→64. A 3×3 window's
+// batch of even one block holds 36 KiB of weight and its calls became so
+// short that the convolutions ran 5-8% slower, so those are not batched.
+const blockedBatchBytes = 64 << 10
+
+// blockedTile is one call of kern.ConvBlockedTile in a task: n pixels
+// from output (oy, ox), at output offset at and input offset shift, its
+// taps at tap0 in the task's pool; a rectangle with no tap at all
+// (ntaps 0) holds rows × n outputs of bias alone.
+type blockedTile struct {
+	oy, ox, n, rows, at, shift, pixStride, outPix, tap0, ntaps int
+}
+
+// tiles appends the tiles of output rows [r0, r1) and columns [c0, c1)
+// and their taps (tapW weight floats per tap): the output splits into
+// rectangles of equal valid taps (rows × columns spans: for a 3×3
+// window with padding, the corners, the edges and the inside). A
+// rectangle at least as wide as tall, or six wide, goes in tiles along
+// its rows; a narrow one (an edge column) in tiles down its columns, so
+// that the edges run in tiles of several pixels too.
+func (g blockedGeom) tiles(rows, cols []span, r0, r1, c0, c1, tapW int, tiles []blockedTile, pool []int) ([]blockedTile, []int) {
+	const l, most = kern.BlockLanes, kern.ConvBlockedMaxPixels
+	for _, rs := range rows {
+		y0, y1 := max(rs.lo, r0), min(rs.hi, r1)
+		if y0 >= y1 {
+			continue
+		}
+		for _, cs := range cols {
+			x0, x1 := max(cs.lo, c0), min(cs.hi, c1)
+			if x0 >= x1 {
+				continue
+			}
+			// The rectangle's taps, from its first pixel's window.
+			tap0 := len(pool)
+			for ky := 0; ky < g.kh; ky++ {
+				for kx := 0; kx < g.kw; kx++ {
+					if rs.mask&(1<<ky) != 0 && cs.mask&(1<<kx) != 0 {
+						iy, ix := y0*g.sh-g.ph+ky*g.dh, x0*g.sw-g.pw+kx*g.dw
+						pool = append(pool, (iy*g.w+ix)*l, (ky*g.kw+kx)*tapW)
+					}
+				}
+			}
+			ntaps := (len(pool) - tap0) / 2
+			if ntaps == 0 {
+				tiles = append(tiles, blockedTile{oy: y0, ox: x0, n: x1 - x0, rows: y1 - y0})
+				continue
+			}
+			add := func(oy, ox, n, pixStride, outPix int) {
+				tiles = append(tiles, blockedTile{oy: oy, ox: ox, n: n, rows: 1, at: (oy*g.ow + ox) * l,
+					shift: ((oy-y0)*g.sh*g.w + (ox-x0)*g.sw) * l, pixStride: pixStride, outPix: outPix, tap0: tap0, ntaps: ntaps})
+			}
+			if w, h := x1-x0, y1-y0; w >= min(h, most) {
+				for oy := y0; oy < y1; oy++ {
+					for ox := x0; ox < x1; ox += most {
+						add(oy, ox, min(most, x1-ox), g.sw*l, l)
+					}
+				}
+				continue
+			}
+			for ox := x0; ox < x1; ox++ {
+				for oy := y0; oy < y1; oy += most {
+					add(oy, ox, min(most, y1-oy), g.sh*g.w*l, g.ow*l)
+				}
+			}
+		}
+	}
+	return tiles, pool
+}
+
+// blockedBiasOnly writes the outputs of a run of n pixels (from pixel
+// p0 of a row-major output plane) whose windows hold no pixel of the
+// image: the bias, plus the residual, through the ReLU.
+func blockedBiasOnly(nb, n int, bias, res, y []float32, p0, outStride int, relu bool) {
+	const l = kern.BlockLanes
+	for j := 0; j < nb; j++ {
+		for p := p0; p < p0+n; p++ {
+			for i := 0; i < l; i++ {
+				at := j*outStride + p*l + i
+				v := bias[j*l+i]
+				if res != nil {
+					v += res[at]
+				}
+				if relu {
+					v = max(v, 0)
+				}
+				y[at] = v
+			}
+		}
+	}
+}
+
+// conv2dBlockedTensors runs the blocked convolution c from tensors: an
+// image or residual still in NCHW is converted into scratch first (the
+// tensor itself is left as it is), and the output is marked blocked.
+func (b *Backend) conv2dBlockedTensors(c ops.Conv2d, bw *blockedWeight, in, out, res *tensor) {
+	need := 0
+	if !in.blocked {
+		need += len(in.data)
+	}
+	if res != nil && !res.blocked {
+		need += len(res.data)
+	}
+	var tmp []float32
+	if need > 0 {
+		var release func()
+		tmp, release = b.scratch(need)
+		defer release()
+	}
+	x := in.data
+	if !in.blocked {
+		n, ch, hw := blockedDims(in.shape)
+		x, tmp = tmp[:len(in.data)], tmp[len(in.data):]
+		b.toBlocked(n, ch, hw, in.data, x)
+	}
+	var r []float32
+	if res != nil {
+		r = res.data
+		if !res.blocked {
+			n, ch, hw := blockedDims(res.shape)
+			r = tmp[:len(res.data)]
+			b.toBlocked(n, ch, hw, res.data, r)
+		}
+	}
+	b.conv2dBlocked(c, bw, x, out.data, r)
+	out.blocked = true
+}

@@ -1,0 +1,205 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"vitbench/bench"
+	"vitbench/bench/ops"
+)
+
+// blockedCase is a convolution of the blocked path's tests.
+type blockedCase struct {
+	batch, cin, cout, h, w, k, s, p, d int
+	res, relu                          bool
+}
+
+func (bc blockedCase) conv() ops.Conv2d {
+	return ops.Conv2d{Unfold: ops.Unfold{Batch: bc.batch, InChans: bc.cin, Height: bc.h, Width: bc.w, KernelH: bc.k, KernelW: bc.k,
+		StrideH: bc.s, StrideW: bc.s, PadH: bc.p, PadW: bc.p, DilationH: bc.d, DilationW: bc.d},
+		OutChans: bc.cout, BN: true, BNEps: 1e-5, ReLU: bc.relu, Residual: bc.res}
+}
+
+// blockedCases: 3×3 at stride 1 and 2 on odd and even sizes (first and
+// last columns and rows with their own taps), a 1×1 image under a 3×3
+// window (only the centre tap), 1×1 at stride 1 (the image as one row of
+// pixels, split by columns) and 2, a 7×7 stem-like window, dilation 2, a
+// 1×1 window with padding (border outputs with no tap at all: bias,
+// residual and ReLU only), output blocks in groups of 4 with 1, 2 and 3
+// left over, batches of two and three, and a 1×1 convolution deep
+// enough to take its input blocks in batches (blockedBatchBytes).
+var blockedCases = []blockedCase{
+	{1, 32, 64, 7, 7, 3, 1, 1, 1, true, true},
+	{2, 16, 80, 14, 13, 3, 1, 1, 1, false, true},
+	{1, 48, 48, 1, 1, 3, 1, 1, 1, false, false},
+	{1, 32, 32, 15, 14, 3, 2, 1, 1, false, true},
+	{3, 64, 96, 9, 11, 1, 1, 0, 1, true, true},
+	{1, 16, 16, 56, 56, 1, 1, 0, 1, false, false},
+	{2, 32, 112, 14, 14, 1, 2, 0, 1, true, false},
+	{1, 16, 32, 20, 22, 7, 2, 3, 1, false, true},
+	{1, 32, 16, 10, 10, 3, 1, 2, 2, true, true},
+	{1, 16, 32, 5, 5, 1, 1, 1, 1, true, true},
+	{1, 1040, 64, 3, 5, 1, 1, 0, 1, true, true},
+}
+
+// TestConvBlockedMatchesOracle runs blockedCases through Enqueue on every
+// path (the blocked convolution on AVX-512, NCHW elsewhere) against the
+// float64 loop, each twice: from an NCHW image and residual (converted
+// into scratch), then with the image and the residual the outputs of
+// blocked convolutions, read blocked; Download returns NCHW. On AVX-512
+// the output tensor must be blocked after the node.
+func TestConvBlockedMatchesOracle(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(7, 11))
+		for _, bc := range blockedCases {
+			c := bc.conv()
+			be := New(2)
+			shapes, outShape := convShapes(c)
+			vals := make([][]float32, len(shapes))
+			ins := make([]bench.Tensor, len(shapes))
+			for i, s := range shapes {
+				lo, hi := float32(-1), float32(1)
+				if i == 5 { // the BN variance
+					lo, hi = 0.5, 2
+				}
+				vals[i] = randSlice(rng, int(s.Elems()), lo, hi)
+				ins[i] = be.testTensor(t, s, vals[i])
+			}
+			wantOut := blockedOracle(c, vals)
+			out := be.testTensor(t, outShape, nil)
+			if err := be.Enqueue(c, ins, []bench.Tensor{out}); err != nil {
+				t.Fatal(err)
+			}
+			blockedWant := be.useBlocked(c, false)
+			if out.blocked != blockedWant {
+				t.Fatalf("%+v: output blocked %v, want %v", bc, out.blocked, blockedWant)
+			}
+			got := make([]float32, len(out.data))
+			if err := be.Download(out, got); err != nil {
+				t.Fatal(err)
+			}
+			checkClose(t, fmt.Sprintf("%+v from NCHW", bc), got, wantOut)
+
+			// The same node with its image (and residual) produced blocked
+			// by an identity convolution: 1×1, BN scale 1, zero shift.
+			idIn := identityConv(t, be, ins[0].(*tensor))
+			ins2 := append([]bench.Tensor{idIn}, ins[1:]...)
+			if c.Residual {
+				ins2[len(ins2)-1] = identityConv(t, be, ins[len(ins)-1].(*tensor))
+			}
+			out2 := be.testTensor(t, outShape, nil)
+			if err := be.Enqueue(c, ins2, []bench.Tensor{out2}); err != nil {
+				t.Fatal(err)
+			}
+			if err := be.Download(out2, got); err != nil {
+				t.Fatal(err)
+			}
+			checkClose(t, fmt.Sprintf("%+v from blocked", bc), got, wantOut)
+		}
+	})
+}
+
+// identityConv returns x passed through a 1×1 convolution with BatchNorm
+// whose weight is the identity: x's values, in the blocked layout where
+// that path runs.
+func identityConv(t *testing.T, be *Backend, x *tensor) *tensor {
+	t.Helper()
+	ch := int(x.shape[1])
+	c := ops.Conv2d{Unfold: ops.Unfold{Batch: int(x.shape[0]), InChans: ch, Height: int(x.shape[2]), Width: int(x.shape[3]),
+		KernelH: 1, KernelW: 1, StrideH: 1, StrideW: 1, DilationH: 1, DilationW: 1}, OutChans: ch, BN: true, BNEps: 0}
+	w := make([]float32, ch*ch)
+	for i := 0; i < ch; i++ {
+		w[i*ch+i] = 1
+	}
+	ones, zeros := make([]float32, ch), make([]float32, ch)
+	for i := range ones {
+		ones[i] = 1
+	}
+	ins := []bench.Tensor{x, be.testTensor(t, bench.Shape{ch, ch, 1, 1}, w), be.testTensor(t, bench.Shape{ch}, ones),
+		be.testTensor(t, bench.Shape{ch}, zeros), be.testTensor(t, bench.Shape{ch}, zeros), be.testTensor(t, bench.Shape{ch}, ones)}
+	out := be.testTensor(t, x.shape, nil)
+	if err := be.Enqueue(c, ins, []bench.Tensor{out}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// blockedOracle is conv c (BN folded in float64) from the values of its
+// inputs in node order.
+func blockedOracle(c ops.Conv2d, vals [][]float32) []float64 {
+	x, w := vals[0], vals[1]
+	bn := vals[2:6]
+	k := c.Cols()
+	wf := make([]float32, len(w))
+	bias := make([]float32, c.OutChans)
+	for o := 0; o < c.OutChans; o++ {
+		s := float64(bn[0][o]) / math.Sqrt(float64(bn[3][o])+c.BNEps)
+		for j := 0; j < k; j++ {
+			wf[o*k+j] = float32(float64(w[o*k+j]) * s)
+		}
+		bias[o] = float32(-float64(bn[2][o])*s + float64(bn[1][o]))
+	}
+	want := convOracle(c, x, wf, bias)
+	if c.Residual {
+		for i, r := range vals[len(vals)-1] {
+			want[i] += float64(r)
+		}
+	}
+	if c.ReLU {
+		for i := range want {
+			want[i] = max(want[i], 0)
+		}
+	}
+	return want
+}
+
+// TestAvgPoolBlocked pools the blocked output of a convolution 2×2 on
+// even and odd sizes (the last row and column dropped) and a batch of
+// two, and a 3×3 pool the blocked path does not take (its image goes
+// back to NCHW first): the same values as the NCHW pool of the same
+// image, bit for bit, and a blocked output exactly when the input was.
+func TestAvgPoolBlocked(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(3, 5))
+		for _, pc := range []struct{ batch, ch, h, w, k int }{{1, 32, 8, 8, 2}, {2, 16, 7, 9, 2}, {1, 48, 14, 14, 2}, {1, 16, 9, 9, 3}} {
+			be := New(2)
+			shape := bench.Shape{pc.batch, pc.ch, pc.h, pc.w}
+			x := randSlice(rng, int(shape.Elems()), -1, 1)
+			a := ops.AvgPool2d{Batch: pc.batch, Chans: pc.ch, Height: pc.h, Width: pc.w, KH: pc.k, KW: pc.k, SH: 2, SW: 2, CountIncludePad: true}
+			outShape := bench.Shape{pc.batch, pc.ch, a.OutH(), a.OutW()}
+			plain := be.testTensor(t, outShape, nil)
+			if err := be.Enqueue(a, []bench.Tensor{be.testTensor(t, shape, x)}, []bench.Tensor{plain}); err != nil {
+				t.Fatal(err)
+			}
+			src := identityConv(t, be, be.testTensor(t, shape, x))
+			wasBlocked := src.blocked
+			got := be.testTensor(t, outShape, nil)
+			if err := be.Enqueue(a, []bench.Tensor{src}, []bench.Tensor{got}); err != nil {
+				t.Fatal(err)
+			}
+			if got.blocked != (wasBlocked && pc.k == 2) {
+				t.Fatalf("%+v: output blocked %v from an input blocked %v", pc, got.blocked, wasBlocked)
+			}
+			g := make([]float32, len(got.data))
+			if err := be.Download(got, g); err != nil {
+				t.Fatal(err)
+			}
+			for i := range g {
+				if g[i] != plain.data[i] {
+					t.Fatalf("%+v: value %d: %v, NCHW pool %v", pc, i, g[i], plain.data[i])
+				}
+			}
+		}
+	})
+}
+
+// blockInPlace turns t's NCHW data into the blocked layout in place.
+func (b *Backend) blockInPlace(t *tensor) {
+	n, c, hw := blockedDims(t.shape)
+	tmp := make([]float32, len(t.data))
+	b.toBlocked(n, c, hw, t.data, tmp)
+	copy(t.data, tmp)
+	t.blocked = true
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// The flags of ConvBlockedTile (conv_blocked.go).
+const (
+	convAccumulate = 1 << iota // start from out's values instead of zero
+	convBias                   // add bias
+	convResidual               // then add res
+	convReLU                   // then clamp at zero
+)
+
+// blockLanes is the channels of one block of the NCHW16c layout, the
+// lanes of a zmm register.
+const blockLanes = 16
+
+// convBlockedKernels emits the 4×6 tiles of ConvBlockedTile
+// (convBlocked{nb}x{np}AVX512 for nb ≤ 4 output channel blocks and np ≤ 6
+// pixels) and the 2×2 average pool over NCHW16c rows.
+func convBlockedKernels(zmm []VecPhysical) {
+	for nb := 1; nb <= 4; nb++ {
+		for np := 1; np <= 6; np++ {
+			convBlocked(nb, np, zmm)
+		}
+	}
+	avgPool2x2Blocked()
+}
+
+// convBlocked emits
+//
+//	func convBlocked{nb}x{np}AVX512(x *float32, taps *int, ntaps, cib, xBlock, pixStride int,
+//	    w, bias, res, out *float32, outStride, outPix, flags int)
+//
+// the tile of ConvBlockedTile of nb blocks of 16 output channels at np
+// pixels, in its plain loop's order (each multiply-add fused):
+//
+//	for t < ntaps: for cb < cib: for c < 16: for j < nb: for p < np: for l < 16:
+//	    acc[j][p][l] += x[taps[2t] + cb·xBlock + p·pixStride + c] ·
+//	                    w[taps[2t+1] + (cb·16 + c)·nb·16 + j·16 + l]
+//	then, at o = j·outStride + p·outPix + l:
+//	    v = acc[j][p][l]    (starting from out[o] with convAccumulate, else 0)
+//	    v += bias[j·16 + l] (convBias); v += res[o] (convResidual); v = max(v, 0) (convReLU)
+//	    out[o] = v
+//
+// with the tap offsets in floats and xBlock, pixStride, outStride and
+// outPix in bytes. The nb·np accumulators, the nb weight vectors of one input
+// channel and one broadcast stay in registers (4×6: 29 of the 32); each
+// channel c loads its nb weight vectors, then per pixel broadcasts x from
+// memory and issues nb FMAs. The 16 channels of a block are unrolled; the
+// pixels' addresses are two bases (pixels 0-2 and 3-5) plus 0, 1 or 2
+// pixel strides in the addressing mode, so the loops multiply nothing.
+// The flags are tested once, before and after the loops.
+func convBlocked(nb, np int, zmm []VecPhysical) {
+	name := fmt.Sprintf("convBlocked%dx%dAVX512", nb, np)
+	TEXT(name, NOSPLIT, "func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s computes ConvBlockedTile's tile of %d blocks × %d pixels: for j < %d, p < %d, l < 16, "+
+		"acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·%d + j·16 + l] "+
+		"(fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l "+
+		"out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. "+
+		"The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.",
+		name, nb, np, nb, np, nb*blockLanes))
+	acc := zmm[:nb*np] // acc[j·np + p]
+	wv := zmm[nb*np : nb*np+nb]
+	bc := zmm[nb*np+nb]
+	a := func(j, p int) VecPhysical { return acc[j*np+p] }
+
+	Comment("acc = out with ConvAccumulate, else 0")
+	flags := Load(Param("flags"), GP64())
+	TESTQ(U32(convAccumulate), flags)
+	JNZ(LabelRef(name + "_load"))
+	for _, v := range acc {
+		VPXORD(v, v, v)
+	}
+	JMP(LabelRef(name + "_loops"))
+	Label(name + "_load")
+	tileRows(nb, np, Load(Param("out"), GP64()), Load(Param("outStride"), GP64()), Load(Param("outPix"), GP64()),
+		func(m Mem, j, p int) { VMOVUPS(m, a(j, p)) })
+
+	Label(name + "_loops")
+	pt := Load(Param("taps"), GP64())
+	nt := Load(Param("ntaps"), GP64())
+	xBlock := Load(Param("xBlock"), GP64())
+	ps := Load(Param("pixStride"), GP64())
+	var ps3 Register
+	if np > 3 {
+		ps3 = GP64()
+		LEAQ(Mem{Base: ps, Index: ps, Scale: 2}, ps3)
+	}
+	xp, wp, cb := GP64(), GP64(), GP64()
+	var xp3 Register
+	if np > 3 {
+		xp3 = GP64()
+	}
+	// pix is x of pixel p, d bytes on: pixels 0-2 from xp, 3-5 from xp3.
+	pix := func(p, d int) Mem {
+		m := Mem{Base: xp, Disp: d}
+		if p >= 3 {
+			m.Base = xp3
+		}
+		if p%3 > 0 {
+			m.Index, m.Scale = ps, uint8(p%3)
+		}
+		return m
+	}
+
+	Label(name + "_tap")
+	Comment("xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]")
+	MOVQ(Mem{Base: pt}, xp)
+	SHLQ(Imm(2), xp)
+	xArg, err := Param("x").Resolve()
+	if err != nil {
+		panic(err)
+	}
+	ADDQ(xArg.Addr, xp)
+	MOVQ(Mem{Base: pt, Disp: 8}, wp)
+	SHLQ(Imm(2), wp)
+	wArg, err := Param("w").Resolve()
+	if err != nil {
+		panic(err)
+	}
+	ADDQ(wArg.Addr, wp)
+	Load(Param("cib"), cb)
+
+	Label(name + "_cb")
+	if np > 3 {
+		LEAQ(Mem{Base: xp, Index: ps3, Scale: 1}, xp3)
+	}
+	for c := 0; c < blockLanes; c++ {
+		Comment(fmt.Sprintf("channel %d: acc[j][p] += broadcast(x[p·pixStride + %d]) · w[(%d·%d + j)·16 : …]", c, c, c, nb))
+		for j := 0; j < nb; j++ {
+			VMOVUPS(Mem{Base: wp, Disp: (c*nb + j) * 64}, wv[j])
+		}
+		for p := 0; p < np; p++ {
+			VBROADCASTSS(pix(p, 4*c), bc)
+			for j := 0; j < nb; j++ {
+				VFMADD231PS(wv[j], bc, a(j, p))
+			}
+		}
+	}
+	ADDQ(xBlock, xp)
+	ADDQ(addImm(blockLanes*nb*blockLanes*4), wp)
+	DECQ(cb)
+	JNZ(LabelRef(name + "_cb"))
+	ADDQ(U8(16), pt)
+	DECQ(nt)
+	JNZ(LabelRef(name + "_tap"))
+
+	// Each step rounds once, in the plain loop's order: the bias, then
+	// the residual, then the clamp.
+	flags = Load(Param("flags"), GP64())
+	TESTQ(U32(convBias), flags)
+	JZ(LabelRef(name + "_res"))
+	Comment("acc[j][p] += bias[j·16 : …]")
+	pb := Load(Param("bias"), GP64())
+	for j := 0; j < nb; j++ {
+		VMOVUPS(Mem{Base: pb, Disp: j * 64}, wv[j])
+	}
+	for j := 0; j < nb; j++ {
+		for p := 0; p < np; p++ {
+			VADDPS(wv[j], a(j, p), a(j, p))
+		}
+	}
+	Label(name + "_res")
+	TESTQ(U32(convResidual), flags)
+	JZ(LabelRef(name + "_relu"))
+	Comment("acc[j][p] += res[j·outStride + p·outPix : …]")
+	tileRows(nb, np, Load(Param("res"), GP64()), Load(Param("outStride"), GP64()), Load(Param("outPix"), GP64()),
+		func(m Mem, j, p int) { VADDPS(m, a(j, p), a(j, p)) })
+	Label(name + "_relu")
+	TESTQ(U32(convReLU), flags)
+	JZ(LabelRef(name + "_store"))
+	Comment("acc = max(0, acc), acc kept when NaN")
+	VPXORD(bc, bc, bc)
+	for _, v := range acc {
+		VMAXPS(v, bc, v)
+	}
+	Label(name + "_store")
+	Comment("out[j·outStride + p·outPix : …] = acc[j][p]")
+	tileRows(nb, np, Load(Param("out"), GP64()), Load(Param("outStride"), GP64()), Load(Param("outPix"), GP64()),
+		func(m Mem, j, p int) { VMOVUPS(a(j, p), m) })
+	VZEROUPPER()
+	RET()
+}
+
+// tileRows emits f(m, j, p) for j < nb, p < np with m the vector at
+// base + j·stride + p·pix bytes: pixels 0-2 of a block from base, 3-5
+// from a second pointer three pixels on, with 0, 1 or 2 pix in the
+// addressing mode; base walks by stride per block (base is consumed).
+func tileRows(nb, np int, base, stride, pix Register, f func(m Mem, j, p int)) {
+	var base3, pix3 Register
+	if np > 3 {
+		base3, pix3 = GP64(), GP64()
+		LEAQ(Mem{Base: pix, Index: pix, Scale: 2}, pix3)
+	}
+	for j := 0; j < nb; j++ {
+		if np > 3 {
+			LEAQ(Mem{Base: base, Index: pix3, Scale: 1}, base3)
+		}
+		for p := 0; p < np; p++ {
+			m := Mem{Base: base}
+			if p >= 3 {
+				m.Base = base3
+			}
+			if p%3 > 0 {
+				m.Index, m.Scale = pix, uint8(p%3)
+			}
+			f(m, j, p)
+		}
+		if j < nb-1 {
+			ADDQ(stride, base)
+		}
+	}
+}
+
+// avgPool2x2Blocked emits
+//
+//	func avgPool2x2BlockedRowAVX512(n int, r0, r1, out *float32)
+//
+// one output row of a 2×2 average pool of stride 2 over NCHW16c rows (a
+// pixel is a vector of 16 channels), summed in avgPool2x2Row's order:
+//
+//	for j < n, l < 16:
+//	    out[j·16+l] = (((r0[2j·16+l] + r0[(2j+1)·16+l]) + r1[2j·16+l]) + r1[(2j+1)·16+l]) · 0.25
+//
+// four pixels per iteration, then one at a time (multiplying by 0.25 is
+// dividing by 4 exactly).
+func avgPool2x2Blocked() {
+	name := "avgPool2x2BlockedRowAVX512"
+	TEXT(name, NOSPLIT, "func(n int, r0, r1, out *float32)")
+	Pragma("noescape")
+	Doc(name + " sets out[j·16+l] = (((r0[2j·16+l] + r0[(2j+1)·16+l]) + r1[2j·16+l]) + r1[(2j+1)·16+l]) · 0.25 for j < n, l < 16.")
+	Load(Param("n"), RCX)
+	Load(Param("r0"), RSI)
+	Load(Param("r1"), RDX)
+	Load(Param("out"), RDI)
+	quarter := Z8
+	MOVL(U32(0x3e800000), EAX) // 0.25
+	VMOVD(EAX, X8)
+	VBROADCASTSS(X8, quarter)
+	const unroll = 4
+	v := []VecPhysical{Z0, Z1, Z2, Z3}
+	body := func(u int) {
+		for i := 0; i < u; i++ {
+			VMOVUPS(Mem{Base: RSI, Disp: 128 * i}, v[i])
+			VADDPS(Mem{Base: RSI, Disp: 128*i + 64}, v[i], v[i])
+		}
+		for i := 0; i < u; i++ {
+			VADDPS(Mem{Base: RDX, Disp: 128 * i}, v[i], v[i])
+		}
+		for i := 0; i < u; i++ {
+			VADDPS(Mem{Base: RDX, Disp: 128*i + 64}, v[i], v[i])
+		}
+		for i := 0; i < u; i++ {
+			VMULPS(quarter, v[i], v[i])
+			VMOVUPS(v[i], Mem{Base: RDI, Disp: 64 * i})
+		}
+		ADDQ(U32(uint32(128*u)), RSI)
+		ADDQ(U32(uint32(128*u)), RDX)
+		ADDQ(U32(uint32(64*u)), RDI)
+	}
+	Label(name + "_blocks")
+	CMPQ(RCX, U8(unroll))
+	JL(LabelRef(name + "_one"))
+	body(unroll)
+	SUBQ(U8(unroll), RCX)
+	JMP(LabelRef(name + "_blocks"))
+	Label(name + "_one")
+	TESTQ(RCX, RCX)
+	JLE(LabelRef(name + "_done"))
+	body(1)
+	DECQ(RCX)
+	JMP(LabelRef(name + "_one"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}

@@ -1,0 +1,145 @@
+package kern
+
+import "unsafe"
+
+// The channel-blocked (NCHW16c) layout keeps an image of C channels (a
+// multiple of 16) as C/16 blocks, each an H×W plane whose pixels hold 16
+// consecutive channels side by side:
+//
+//	x[n, c, y, x] is at (((n·C/16 + c/16)·H + y)·W + x)·16 + c%16
+//
+// so a vector of 16 lanes is 16 channels of one pixel. A convolution in
+// this layout (as oneDNN's and MLAS's NCHWc kernels do) broadcasts one
+// input channel of one pixel and multiplies it by the 16 output channels
+// of a weight vector: every lane is used whatever the image's width, and
+// neither the image nor its windows are packed per call.
+
+// BlockLanes is the channels of one block of the NCHW16c layout.
+const BlockLanes = 16
+
+// The flags of ConvBlockedTile.
+const (
+	ConvAccumulate = 1 << iota // start from out's values instead of zero
+	ConvBias                   // add bias
+	ConvResidual               // then add res
+	ConvReLU                   // then clamp at zero
+)
+
+// ConvBlockedMaxBlocks and ConvBlockedMaxPixels bound a tile of
+// ConvBlockedTile: output channel blocks × pixels, the accumulators of the
+// AVX-512 kernel (24 of its 32 registers, 4 more for the weight vectors).
+const (
+	ConvBlockedMaxBlocks = 4
+	ConvBlockedMaxPixels = 6
+)
+
+// ConvBlockedTile computes nb blocks of 16 output channels (nb ≤
+// ConvBlockedMaxBlocks) at np pixels (np ≤ ConvBlockedMaxPixels) of a
+// convolution in the NCHW16c layout. taps holds ntaps pairs (xOff, wOff)
+// of offsets in floats: a tap's input for pixel 0 at x[xOff], its weight
+// block at w[wOff]; output pixel p is outPix floats after pixel p−1 (16
+// along a row, a row's width times 16 down a column). The plain loop, in this order (the SIMD kernel fuses
+// each multiply-add, so it agrees with the Go twin to rounding):
+//
+//	for t < ntaps: for cb < cib: for c < 16:
+//	    for j < nb: for p < np: for l < 16:
+//	        acc[j][p][l] += x[taps[2t] + cb·xBlock + p·pixStride + c] ·
+//	                        w[taps[2t+1] + (cb·16 + c)·nb·16 + j·16 + l]
+//	then for j, p, l, at o = j·outStride + p·outPix + l:
+//	    v = acc[j][p][l]   (starting from out[o] with ConvAccumulate, else 0)
+//	    v += bias[j·16 + l] (ConvBias); v += res[o] (ConvResidual); v = max(v, 0) (ConvReLU)
+//	    out[o] = v
+//
+// So a group's weight is laid out [tap][cb][c][nb·16]. res is read only
+// with ConvResidual and may then alias out.
+func ConvBlockedTile(nb, np int, x []float32, taps []int, ntaps, cib, xBlock, pixStride int,
+	w, bias, res, out []float32, outStride, outPix, flags int) {
+	if nb < 1 || nb > ConvBlockedMaxBlocks || np < 1 || np > ConvBlockedMaxPixels {
+		panic("kern: ConvBlockedTile tile out of range")
+	}
+	if ntaps < 1 || cib < 1 || outPix < BlockLanes && np > 1 {
+		panic("kern: ConvBlockedTile with no taps or channels")
+	}
+	// The bounds the loops reach, checked once so the SIMD kernel's
+	// unchecked reads and writes stay inside the slices.
+	xMax, wMax := 0, 0
+	for t := 0; t < ntaps; t++ {
+		if taps[2*t] < 0 || taps[2*t+1] < 0 {
+			panic("kern: ConvBlockedTile negative tap offset")
+		}
+		xMax = max(xMax, taps[2*t])
+		wMax = max(wMax, taps[2*t+1])
+	}
+	_ = x[xMax+(cib-1)*xBlock+(np-1)*pixStride+BlockLanes-1]
+	_ = w[wMax+cib*BlockLanes*nb*BlockLanes-1]
+	last := (nb-1)*outStride + (np-1)*outPix + BlockLanes - 1
+	_ = out[last]
+	if flags&ConvBias != 0 {
+		_ = bias[nb*BlockLanes-1]
+	}
+	if flags&ConvResidual != 0 {
+		_ = res[last]
+	}
+	if k := convBlockedFor(active); k != nil {
+		var r, bp *float32
+		if flags&ConvResidual != 0 {
+			r = &res[0]
+		}
+		if flags&ConvBias != 0 {
+			bp = &bias[0]
+		}
+		k[nb-1][np-1](&x[0], unsafe.SliceData(taps), ntaps, cib, xBlock*4, pixStride*4,
+			&w[0], bp, r, &out[0], outStride*4, outPix*4, flags)
+		return
+	}
+	convBlockedGo(nb, np, x, taps, ntaps, cib, xBlock, pixStride, w, bias, res, out, outStride, outPix, flags)
+}
+
+// convBlockedGo is ConvBlockedTile's plain loop, its Go twin.
+func convBlockedGo(nb, np int, x []float32, taps []int, ntaps, cib, xBlock, pixStride int,
+	w, bias, res, out []float32, outStride, outPix, flags int) {
+	var acc [ConvBlockedMaxBlocks][ConvBlockedMaxPixels][BlockLanes]float32
+	if flags&ConvAccumulate != 0 {
+		for j := 0; j < nb; j++ {
+			for p := 0; p < np; p++ {
+				copy(acc[j][p][:], out[j*outStride+p*outPix:])
+			}
+		}
+	}
+	for t := 0; t < ntaps; t++ {
+		xt, wt := taps[2*t], taps[2*t+1]
+		for cb := 0; cb < cib; cb++ {
+			for c := 0; c < BlockLanes; c++ {
+				wc := w[wt+(cb*BlockLanes+c)*nb*BlockLanes:]
+				for j := 0; j < nb; j++ {
+					wv := wc[j*BlockLanes : (j+1)*BlockLanes]
+					for p := 0; p < np; p++ {
+						xv := x[xt+cb*xBlock+p*pixStride+c]
+						a := &acc[j][p]
+						for l, wl := range wv {
+							a[l] += xv * wl
+						}
+					}
+				}
+			}
+		}
+	}
+	for j := 0; j < nb; j++ {
+		for p := 0; p < np; p++ {
+			o := out[j*outStride+p*outPix:][:BlockLanes]
+			for l := range o {
+				v := acc[j][p][l]
+				if flags&ConvBias != 0 {
+					v += bias[j*BlockLanes+l]
+				}
+				if flags&ConvResidual != 0 {
+					v += res[j*outStride+p*outPix+l]
+				}
+				if flags&ConvReLU != 0 {
+					v = max(v, 0)
+				}
+				o[l] = v
+			}
+		}
+	}
+}

@@ -1,0 +1,309 @@
+package kern
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// convBlockedCase is one call of ConvBlockedTile with its operands. Every
+// value of x and w that the plain loop does not read is NaN, so a kernel
+// that reads a wrong offset turns its outputs into NaN.
+type convBlockedCase struct {
+	nb, np, ntaps, cib, xBlock, pixStride, outStride, outPix int
+	taps                                                     []int
+	x, w, bias, res, out                                     []float32
+}
+
+// sentinel fills the output slice outside the tile: no path may write it.
+const sentinel = float32(-12345.5)
+
+// newConvBlockedCase draws taps at arbitrary offsets (with share, some
+// taps overlap others' inputs and weights; without, no two taps read the
+// same value) and operands for one tile; out holds random values in the tile (the old values that
+// ConvAccumulate starts from) and the sentinel elsewhere, res the same
+// layout with random values.
+func newConvBlockedCase(rng *rand.Rand, nb, np, ntaps, cib, pixStride int, share bool) *convBlockedCase {
+	k := &convBlockedCase{nb: nb, np: np, ntaps: ntaps, cib: cib, pixStride: pixStride}
+	k.xBlock = (np-1)*pixStride + BlockLanes + 16*rng.IntN(3) + rng.IntN(5)
+	k.outPix = BlockLanes // along a row; else as down a column
+	if rng.IntN(2) == 1 {
+		k.outPix += 16*rng.IntN(3) + 1 + rng.IntN(3)
+	}
+	k.outStride = (np-1)*k.outPix + BlockLanes + 1 + rng.IntN(40)
+	wBlock := cib * BlockLanes * nb * BlockLanes
+	xMax, wMax := 0, 0
+	for t := 0; t < ntaps; t++ {
+		xo, wo := rng.IntN(300), t*(wBlock+50)+rng.IntN(50)
+		if !share {
+			xo = t*((cib-1)*k.xBlock+(np-1)*pixStride+BlockLanes+5) + rng.IntN(5)
+		} else if t%3 == 2 {
+			wo = rng.IntN(ntaps * wBlock) // overlapping other taps' weights
+		}
+		k.taps = append(k.taps, xo, wo)
+		xMax, wMax = max(xMax, xo), max(wMax, wo)
+	}
+	k.x = nanSlice(xMax + (cib-1)*k.xBlock + (np-1)*pixStride + BlockLanes + 7)
+	k.w = nanSlice(wMax + wBlock + 9)
+	for t := 0; t < ntaps; t++ {
+		xt, wt := k.taps[2*t], k.taps[2*t+1]
+		for cb := 0; cb < cib; cb++ {
+			for p := 0; p < np; p++ {
+				for c := 0; c < BlockLanes; c++ {
+					k.x[xt+cb*k.xBlock+p*pixStride+c] = rng.Float32()*2 - 1
+				}
+			}
+			for i := 0; i < BlockLanes*nb*BlockLanes; i++ {
+				k.w[wt+cb*BlockLanes*nb*BlockLanes+i] = rng.Float32()*2 - 1
+			}
+		}
+	}
+	k.bias = make([]float32, nb*BlockLanes)
+	for i := range k.bias {
+		k.bias[i] = rng.Float32()*2 - 1
+	}
+	n := (nb-1)*k.outStride + (np-1)*k.outPix + BlockLanes + 13
+	k.out, k.res = make([]float32, n), make([]float32, n)
+	for i := range k.out {
+		k.out[i] = sentinel
+		k.res[i] = float32(math.NaN()) // read only in the tile
+	}
+	k.eachOutput(func(o, _, _ int) {
+		k.out[o] = rng.Float32()*4 - 2
+		k.res[o] = rng.Float32()*4 - 2
+	})
+	return k
+}
+
+func nanSlice(n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(math.NaN())
+	}
+	return s
+}
+
+// eachOutput calls f with the index in out of every output of the tile,
+// its block and lane l + 16·p.
+func (k *convBlockedCase) eachOutput(f func(o, j, pl int)) {
+	for j := 0; j < k.nb; j++ {
+		for pl := 0; pl < k.np*BlockLanes; pl++ {
+			f(j*k.outStride+pl/BlockLanes*k.outPix+pl%BlockLanes, j, pl)
+		}
+	}
+}
+
+// scale is Σ|x·w| over the products that reach the output of block j at
+// pixel lane pl, plus the magnitudes of the values added to it.
+func (k *convBlockedCase) scale(j, pl int, old, res float32, flags int) float64 {
+	p, l := pl/BlockLanes, pl%BlockLanes
+	s := 0.0
+	for t := 0; t < k.ntaps; t++ {
+		for cb := 0; cb < k.cib; cb++ {
+			for c := 0; c < BlockLanes; c++ {
+				x := k.x[k.taps[2*t]+cb*k.xBlock+p*k.pixStride+c]
+				w := k.w[k.taps[2*t+1]+(cb*BlockLanes+c)*k.nb*BlockLanes+j*BlockLanes+l]
+				s += math.Abs(float64(x) * float64(w))
+			}
+		}
+	}
+	if flags&ConvAccumulate != 0 {
+		s += math.Abs(float64(old))
+	}
+	if flags&ConvBias != 0 {
+		s += math.Abs(float64(k.bias[j*BlockLanes+l]))
+	}
+	if flags&ConvResidual != 0 {
+		s += math.Abs(float64(res))
+	}
+	return s
+}
+
+// run calls ConvBlockedTile (aliasRes: with res = out) and the Go twin on
+// copies of out and returns both outputs.
+func (k *convBlockedCase) run(flags int, aliasRes bool) (got, want []float32) {
+	got, want = append([]float32(nil), k.out...), append([]float32(nil), k.out...)
+	res, wres := k.res, k.res
+	if aliasRes {
+		res, wres = got, append([]float32(nil), got...)
+	}
+	bias := k.bias
+	if flags&ConvBias == 0 {
+		bias = nil // read only with ConvBias
+	}
+	if flags&ConvResidual == 0 {
+		res, wres = nil, nil
+	}
+	ConvBlockedTile(k.nb, k.np, k.x, k.taps, k.ntaps, k.cib, k.xBlock, k.pixStride, k.w, bias, res, got, k.outStride, k.outPix, flags)
+	convBlockedGo(k.nb, k.np, k.x, k.taps, k.ntaps, k.cib, k.xBlock, k.pixStride, k.w, bias, wres, want, k.outStride, k.outPix, flags)
+	return got, want
+}
+
+// TestConvBlockedTile checks every tile against the Go twin on every
+// path: one and nine taps at arbitrary offsets, one and three input
+// channel blocks, pixel strides of 16 and 32 floats, an output stride
+// wider than the tile, and all sixteen combinations of the flags (with the
+// residual also aliasing out). The twin rounds each product before adding
+// it, the kernels fuse, so an output may differ by 1e-5 of the sum of the
+// magnitudes that make it; outputs outside the tile must keep the sentinel.
+func TestConvBlockedTile(t *testing.T) {
+	forEachISA(t, testConvBlockedTile)
+}
+
+func testConvBlockedTile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for nb := 1; nb <= ConvBlockedMaxBlocks; nb++ {
+		for np := 1; np <= ConvBlockedMaxPixels; np++ {
+			for _, ntaps := range []int{1, 9} {
+				for _, cib := range []int{1, 3} {
+					for _, ps := range []int{16, 32} {
+						k := newConvBlockedCase(rng, nb, np, ntaps, cib, ps, true)
+						for flags := 0; flags < 16; flags++ {
+							for _, alias := range []bool{false, true} {
+								if alias && flags&ConvResidual == 0 {
+									continue
+								}
+								what := fmt.Sprintf("%dx%d ntaps %d cib %d pixStride %d outStride %d outPix %d flags %04b alias %v",
+									nb, np, ntaps, cib, ps, k.outStride, k.outPix, flags, alias)
+								got, want := k.run(flags, alias)
+								k.check(t, what, got, want, flags, alias)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// check compares got with the twin's want in the tile and the sentinel
+// outside it.
+func (k *convBlockedCase) check(t *testing.T, what string, got, want []float32, flags int, alias bool) {
+	t.Helper()
+	in := make([]bool, len(got))
+	k.eachOutput(func(o, j, pl int) {
+		in[o] = true
+		g, w := got[o], want[o]
+		res := k.res[o]
+		if alias {
+			res = k.out[o]
+		}
+		tol := 1e-5 * k.scale(j, pl, k.out[o], res, flags)
+		if math.IsNaN(float64(g)) || math.IsNaN(float64(w)) || math.Abs(float64(g)-float64(w)) > tol {
+			t.Fatalf("%s: out[%d] (block %d, pixel %d, lane %d) = %v, twin %v (tolerance %.3g)",
+				what, o, j, pl/BlockLanes, pl%BlockLanes, g, w, tol)
+		}
+		if flags&ConvReLU != 0 && g < 0 {
+			t.Fatalf("%s: out[%d] = %v with ReLU", what, o, g)
+		}
+	})
+	for i, v := range got {
+		if !in[i] && v != sentinel {
+			t.Fatalf("%s: out[%d] outside the tile written: %v", what, i, v)
+		}
+	}
+}
+
+// TestConvBlockedTileNaN checks that a NaN in x reaches every output of
+// its pixel, and a NaN in w every output of its lane, through ReLU.
+func TestConvBlockedTileNaN(t *testing.T) {
+	forEachISA(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(23, 24))
+		for nb := 1; nb <= ConvBlockedMaxBlocks; nb++ {
+			for np := 1; np <= ConvBlockedMaxPixels; np++ {
+				k := newConvBlockedCase(rng, nb, np, 9, 2, 32, false)
+				flags := ConvBias | ConvReLU
+				// x: the last tap's second channel block, pixel np-1, channel 5.
+				tap, p := k.ntaps-1, np-1
+				xi := k.taps[2*tap] + k.xBlock + p*k.pixStride + 5
+				old := k.x[xi]
+				k.x[xi] = float32(math.NaN())
+				got, _ := k.run(flags, false)
+				k.x[xi] = old
+				k.eachOutput(func(o, j, pl int) {
+					if isNaN := math.IsNaN(float64(got[o])); isNaN != (pl/BlockLanes == p) {
+						t.Fatalf("%dx%d: NaN in x at pixel %d: out block %d pixel %d lane %d = %v",
+							nb, np, p, j, pl/BlockLanes, pl%BlockLanes, got[o])
+					}
+				})
+				// w: tap 0, block 0, channel 15, output block nb-1, lane 3.
+				wi := k.taps[1] + 15*nb*BlockLanes + (nb-1)*BlockLanes + 3
+				k.w[wi] = float32(math.NaN())
+				got, _ = k.run(flags, false)
+				k.eachOutput(func(o, j, pl int) {
+					if isNaN := math.IsNaN(float64(got[o])); isNaN != (j == nb-1 && pl%BlockLanes == 3) {
+						t.Fatalf("%dx%d: NaN in w at block %d lane 3: out block %d pixel %d lane %d = %v",
+							nb, np, nb-1, j, pl/BlockLanes, pl%BlockLanes, got[o])
+					}
+				})
+			}
+		}
+	})
+}
+
+// TestAvgPool2x2BlockedRow checks the pooled row bit for bit against the
+// Go twin and a plain loop on every path, for row lengths around the
+// kernel's unrolling, with values of magnitudes from 1 to 2^15 (so that
+// another order of the sums would round differently); out past n pixels
+// must stay untouched.
+func TestAvgPool2x2BlockedRow(t *testing.T) {
+	forEachISA(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(25, 26))
+		for _, n := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 14, 28, 56} {
+			r0, r1 := make([]float32, 2*n*BlockLanes), make([]float32, 2*n*BlockLanes)
+			for i := range r0 {
+				r0[i] = (rng.Float32()*2 - 1) * float32(int(1)<<rng.IntN(16))
+				r1[i] = (rng.Float32()*2 - 1) * float32(int(1)<<rng.IntN(16))
+			}
+			got, full := guarded(rng, n*BlockLanes, false)
+			twin := make([]float32, n*BlockLanes)
+			AvgPool2x2BlockedRow(n, r0, r1, got)
+			avgPool2x2BlockedRowGo(n, r0, r1, twin)
+			checkGuards(t, fmt.Sprintf("n %d out", n), full)
+			for j := 0; j < n; j++ {
+				for l := 0; l < BlockLanes; l++ {
+					a, b := r0[2*j*BlockLanes:], r1[2*j*BlockLanes:]
+					plain := (a[l] + a[BlockLanes+l] + b[l] + b[BlockLanes+l]) / 4
+					o := j*BlockLanes + l
+					if math.Float32bits(got[o]) != math.Float32bits(twin[o]) || math.Float32bits(got[o]) != math.Float32bits(plain) {
+						t.Fatalf("n %d: out[%d] = %v, twin %v, plain loop %v", n, o, got[o], twin[o], plain)
+					}
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkConvBlockedTile times the 4×6 tile warm (a 3×3 convolution's
+// nine taps over 16 input channel blocks, 590 KB of weights in L2) on
+// every path, in GFLOP/s of one thread.
+func BenchmarkConvBlockedTile(b *testing.B) {
+	const nb, np, ntaps, cib, wp = 4, 6, 9, 16, 8
+	xBlock := 3 * wp * BlockLanes // three padded rows of 8 pixels
+	wBlock := cib * BlockLanes * nb * BlockLanes
+	x := make([]float32, cib*xBlock)
+	w := make([]float32, ntaps*wBlock)
+	for i := range x {
+		x[i] = float32(i%7) * 0.125
+	}
+	for i := range w {
+		w[i] = float32(i%5) * 0.0625
+	}
+	var taps []int
+	for t := 0; t < ntaps; t++ {
+		taps = append(taps, (t/3*wp+t%3)*BlockLanes, t*wBlock)
+	}
+	bias := make([]float32, nb*BlockLanes)
+	out := make([]float32, nb*np*BlockLanes)
+	for _, s := range Supported() {
+		b.Run(fmt.Sprintf("%s/%dx%d/ntaps=%d/cib=%d", s, nb, np, ntaps, cib), func(b *testing.B) {
+			defer SetISA(SetISA(s))
+			for b.Loop() {
+				ConvBlockedTile(nb, np, x, taps, ntaps, cib, xBlock, BlockLanes, w, bias, nil, out, np*BlockLanes, BlockLanes, ConvBias|ConvReLU)
+			}
+			flops := 2 * nb * BlockLanes * np * ntaps * cib * BlockLanes
+			b.ReportMetric(float64(flops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -1,0 +1,35 @@
+package kern
+
+// AvgPool2x2BlockedRow computes one output row of a 2×2 average pool of
+// stride 2 over rows in the NCHW16c layout (a pixel is 16 channels side
+// by side), from the two input rows r0 and r1 under it:
+//
+//	for j < n, l < 16:
+//	    out[j·16+l] = (((r0[2j·16+l] + r0[(2j+1)·16+l]) + r1[2j·16+l]) + r1[(2j+1)·16+l]) · 0.25
+//
+// the sums in avgPool2x2Row's order (multiplying by 0.25 is dividing by 4
+// exactly), so every path gives the same bits. r0 and r1 hold at least
+// 2n pixels, out at least n.
+func AvgPool2x2BlockedRow(n int, r0, r1, out []float32) {
+	if n == 0 {
+		return
+	}
+	_ = r0[2*n*BlockLanes-1]
+	_ = r1[2*n*BlockLanes-1]
+	_ = out[n*BlockLanes-1]
+	if avgPool2x2BlockedRow(n, &r0[0], &r1[0], &out[0]) {
+		return
+	}
+	avgPool2x2BlockedRowGo(n, r0, r1, out)
+}
+
+// avgPool2x2BlockedRowGo is AvgPool2x2BlockedRow's plain loop, its Go twin.
+func avgPool2x2BlockedRowGo(n int, r0, r1, out []float32) {
+	for j := 0; j < n; j++ {
+		a, b := r0[2*j*BlockLanes:][:2*BlockLanes], r1[2*j*BlockLanes:][:2*BlockLanes]
+		o := out[j*BlockLanes:][:BlockLanes]
+		for l := range o {
+			o[l] = (((a[l] + a[BlockLanes+l]) + b[l]) + b[BlockLanes+l]) * 0.25
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build purego || !amd64
+
+package kern
+
+func avgPool2x2BlockedRow(int, *float32, *float32, *float32) bool { return false }

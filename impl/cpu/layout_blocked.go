@@ -1,0 +1,117 @@
+package cpu
+
+import (
+	"vitbench/bench"
+	"vitbench/bench/ops"
+	"vitbench/impl/cpu/internal/kern"
+)
+
+// Between the convolutions of a ResNet the float32 backend may keep an
+// activation in the channel-blocked layout NCHW16c (kern.BlockLanes
+// channels side by side per pixel; see kern.ConvBlockedTile) instead of
+// NCHW: a tensor's blocked flag says which layout its data is in. Only
+// the nodes that read and write that layout (blocked convolutions and the
+// 2×2 average pool, readsBlocked) see a blocked tensor; Enqueue turns it
+// back into NCHW in place before any other node reads it or writes over
+// it, and Download before it is copied out, so the layout never shows
+// outside the backend.
+
+// readsBlocked reports whether node takes its input i in the blocked
+// layout when in is that input: a convolution's image or residual when
+// it runs blocked (useBlocked), the image of a blocked average pool.
+func (b *Backend) readsBlocked(node bench.Node, in []*tensor, i int) bool {
+	switch n := node.(type) {
+	case ops.Conv2d:
+		return (i == 0 || n.Residual && i == len(in)-1) && b.useBlocked(n, in[0].blocked)
+	case ops.AvgPool2d:
+		return i == 0 && in[0].blocked && blockedPoolable(n)
+	}
+	return false
+}
+
+// writesBlocked reports whether node may write its outputs in the
+// blocked layout (it then sets their flags itself).
+func writesBlocked(node bench.Node) bool {
+	switch node.(type) {
+	case ops.Conv2d, ops.AvgPool2d:
+		return true
+	}
+	return false
+}
+
+// unblock turns t's data from the blocked layout back into NCHW in place.
+func (b *Backend) unblock(t *tensor) {
+	if !t.blocked {
+		return
+	}
+	n, c, hw := blockedDims(t.shape)
+	tmp, release := b.scratch(len(t.data))
+	defer release()
+	b.fromBlocked(n, c, hw, t.data, tmp)
+	copy(t.data, tmp)
+	t.blocked = false
+}
+
+// blockedDims returns an NCHW shape's batch, channels and pixels.
+func blockedDims(s bench.Shape) (n, c, hw int) {
+	return int(s[0]), int(s[1]), int(s[2] * s[3])
+}
+
+// toBlocked writes the n images of c channels (a multiple of 16) and hw
+// pixels in src (NCHW) into dst in the blocked layout:
+//
+//	dst[((i·c/16 + ch/16)·hw + p)·16 + ch%16] = src[(i·c + ch)·hw + p]
+func (b *Backend) toBlocked(n, c, hw int, src, dst []float32) {
+	const l = kern.BlockLanes
+	blocks := n * c / l
+	parallelFor(b.conversionThreads(n*c*hw), blocks, 1, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			kern.Transpose(l, hw, src[k*l*hw:(k+1)*l*hw], hw, dst[k*l*hw:(k+1)*l*hw], l)
+		}
+	})
+}
+
+// fromBlocked is toBlocked's inverse.
+func (b *Backend) fromBlocked(n, c, hw int, src, dst []float32) {
+	const l = kern.BlockLanes
+	blocks := n * c / l
+	parallelFor(b.conversionThreads(n*c*hw), blocks, 1, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			kern.Transpose(hw, l, src[k*l*hw:(k+1)*l*hw], l, dst[k*l*hw:(k+1)*l*hw], hw)
+		}
+	})
+}
+
+// conversionThreads is the workers a layout conversion of n values
+// takes: one below 64 Ki values, where waking the other costs more.
+func (b *Backend) conversionThreads(n int) int {
+	if n < 1<<16 {
+		return 1
+	}
+	return b.threads
+}
+
+// blockedPoolable reports whether the average pool a runs on a blocked
+// image: 2×2 windows of stride 2 without padding (ModifiedResNet's
+// anti-aliased downsampling), whole channel blocks.
+func blockedPoolable(a ops.AvgPool2d) bool {
+	return a.KH == 2 && a.KW == 2 && a.SH == 2 && a.SW == 2 && a.PH == 0 && a.PW == 0 && !a.Ceil &&
+		a.Chans%kern.BlockLanes == 0
+}
+
+// avgPoolBlocked is avgPool on a blocked image, written blocked:
+// each output pixel's 16 channels are the mean of the 2×2 input pixels
+// under it, summed in avgPool's order (kern.AvgPool2x2BlockedRow).
+func (b *Backend) avgPoolBlocked(a ops.AvgPool2d, x, y []float32) {
+	const l = kern.BlockLanes
+	oh, ow := a.OutH(), a.OutW()
+	planes := a.Batch * a.Chans / l
+	in, out := a.Height*a.Width*l, oh*ow*l
+	parallelFor(b.conversionThreads(a.Batch*a.Chans*a.Height*a.Width), planes*oh, 1, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			p, row := r/oh, r%oh
+			src := x[p*in+2*row*a.Width*l:]
+			kern.AvgPool2x2BlockedRow(ow, src[:a.Width*l], src[a.Width*l:2*a.Width*l], y[p*out+row*ow*l:p*out+(row+1)*ow*l])
+		}
+	})
+}
