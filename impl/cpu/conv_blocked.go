@@ -120,10 +120,12 @@ func spans(n, in, k, s, p, d int) []span {
 
 // conv2dBlocked runs conv c on the blocked image x (residual res, nil
 // without one) into the blocked output y, in tiles (blockedGeom.tiles).
-// The work is (image, group of
-// output blocks, chunk of output rows) tasks, numbered image, then group,
-// then chunk, so a worker's consecutive tasks share a group's weight; a
-// 1×1 stride-1 image (one row) is chunked by columns instead.
+// The work is (group of output blocks, chunk of output rows) tasks,
+// numbered group, then chunk, so a worker's consecutive tasks share a
+// group's weight, and each task runs its rows in every image of the
+// batch with that weight (a small map's weight is read from memory once,
+// not once per image); a 1×1 stride-1 image (one row) is chunked by
+// columns instead.
 func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x, y, res []float32) {
 	const l, tile = kern.BlockLanes, kern.ConvBlockedMaxPixels
 	g := newBlockedGeom(c)
@@ -133,7 +135,7 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x, y, res []flo
 	inImg, outImg := c.InChans*g.h*g.w, c.OutChans*g.oh*g.ow
 	xBlock, outStride := g.h*g.w*l, g.oh*g.ow*l
 	// About four tasks per worker in all.
-	parts := min(max(1, ceilDiv(4*b.threads, c.Batch*groups)), ceilDiv(max(g.oh, g.ow), tile))
+	parts := min(max(1, ceilDiv(4*b.threads, groups)), ceilDiv(max(g.oh, g.ow), tile))
 	chunks, units := parts, 1
 	if g.flat {
 		chunks, units = 1, parts
@@ -149,25 +151,17 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x, y, res []flo
 	if c.ReLU {
 		flags |= kern.ConvReLU
 	}
-	tasks := c.Batch * groups * chunks * units
+	tasks := groups * chunks * units
 	taps := g.kh * g.kw
 	parallelFor(b.threads, tasks, 1, func(lo, hi int) {
 		var tiles []blockedTile
 		var tapPool []int
 		for task := lo; task < hi; task++ {
-			img, grp := task/(groups*chunks*units), task/(chunks*units)%groups
-			chunk, unit := task/units%chunks, task%units
+			grp, chunk, unit := task/(chunks*units), task/units%chunks, task%units
 			ob0 := grp * kern.ConvBlockedMaxBlocks
 			nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-ob0)
 			wg, bias := bw.w[bw.starts[grp]:bw.starts[grp+1]], bw.bias[ob0*l:]
 			tapW := cib * l * nb * l // weight floats per tap
-			xi := x[img*inImg:]
-			oi := img*outImg + ob0*outStride
-			var ri []float32
-			if res != nil {
-				ri = res[oi:]
-			}
-			yi := y[oi:]
 			r0, r1 := chunk*rowsPer, min(g.oh, (chunk+1)*rowsPer)
 			c0, c1 := unit*colsPer, min(g.ow, (unit+1)*colsPer)
 			tiles, tapPool = g.tiles(rows, cols, r0, r1, c0, c1, tapW, tiles[:0], tapPool[:0])
@@ -189,22 +183,31 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x, y, res []flo
 				} else {
 					fl |= flags
 				}
-				xb, wb := xi[cb0*xBlock:], wg[cb0*l*nb*l:]
-				for _, t := range tiles {
-					if t.ntaps == 0 {
-						if cb0+nc == cib {
-							for oy := t.oy; oy < t.oy+t.rows; oy++ {
-								blockedBiasOnly(nb, t.n, bias, ri, yi, oy*g.ow+t.ox, outStride, c.ReLU)
+				wb := wg[cb0*l*nb*l:]
+				for img := 0; img < c.Batch; img++ {
+					xb := x[img*inImg+cb0*xBlock:]
+					oi := img*outImg + ob0*outStride
+					var ri []float32
+					if res != nil {
+						ri = res[oi:]
+					}
+					yi := y[oi:]
+					for _, t := range tiles {
+						if t.ntaps == 0 {
+							if cb0+nc == cib {
+								for oy := t.oy; oy < t.oy+t.rows; oy++ {
+									blockedBiasOnly(nb, t.n, bias, ri, yi, oy*g.ow+t.ox, outStride, c.ReLU)
+								}
 							}
+							continue
 						}
-						continue
+						var r []float32
+						if ri != nil {
+							r = ri[t.at:]
+						}
+						kern.ConvBlockedTile(nb, t.n, xb[t.shift:], tapPool[t.tap0:t.tap0+2*t.ntaps], t.ntaps, nc, xBlock, t.pixStride,
+							wb, bias, r, yi[t.at:], outStride, t.outPix, fl)
 					}
-					var r []float32
-					if ri != nil {
-						r = ri[t.at:]
-					}
-					kern.ConvBlockedTile(nb, t.n, xb[t.shift:], tapPool[t.tap0:t.tap0+2*t.ntaps], t.ntaps, nc, xBlock, t.pixStride,
-						wb, bias, r, yi[t.at:], outStride, t.outPix, fl)
 				}
 			}
 		}
