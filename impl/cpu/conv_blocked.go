@@ -45,6 +45,7 @@ type blockedWeight struct {
 	w      []float32
 	starts []int // group g's weight is w[starts[g]:starts[g+1]]
 	bias   []float32
+	plan   *blockedPlan // the tiles of the geometry last run
 }
 
 // blockedConvWeight packs the folded weight wf [O, C, KH, KW] for the
@@ -127,23 +128,13 @@ func spans(n, in, k, s, p, d int) []span {
 // not once per image); a 1×1 stride-1 image (one row) is chunked by
 // columns instead.
 func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x, y, res []float32) {
-	const l, tile = kern.BlockLanes, kern.ConvBlockedMaxPixels
-	g := newBlockedGeom(c)
-	rows, cols := spans(g.oh, g.h, g.kh, g.sh, g.ph, g.dh), spans(g.ow, g.w, g.kw, g.sw, g.pw, g.dw)
+	const l = kern.BlockLanes
+	pl := bw.planFor(c, b.threads)
+	g := pl.g
 	cib := c.InChans / l
 	groups := len(bw.starts) - 1
 	inImg, outImg := c.InChans*g.h*g.w, c.OutChans*g.oh*g.ow
 	xBlock, outStride := g.h*g.w*l, g.oh*g.ow*l
-	// About four tasks per worker in all.
-	parts := min(max(1, ceilDiv(4*b.threads, groups)), ceilDiv(max(g.oh, g.ow), tile))
-	chunks, units := parts, 1
-	if g.flat {
-		chunks, units = 1, parts
-	}
-	rowsPer := ceilDiv(g.oh, chunks)
-	chunks = ceilDiv(g.oh, rowsPer)
-	colsPer := ceilDiv(ceilDiv(g.ow, units), tile) * tile
-	units = ceilDiv(g.ow, colsPer)
 	flags := kern.ConvBias
 	if res != nil {
 		flags |= kern.ConvResidual
@@ -151,20 +142,15 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x, y, res []flo
 	if c.ReLU {
 		flags |= kern.ConvReLU
 	}
-	tasks := groups * chunks * units
+	parts := len(pl.partStart) - 1
 	taps := g.kh * g.kw
-	parallelFor(b.threads, tasks, 1, func(lo, hi int) {
-		var tiles []blockedTile
-		var tapPool []int
+	parallelFor(b.threads, groups*parts, 1, func(lo, hi int) {
 		for task := lo; task < hi; task++ {
-			grp, chunk, unit := task/(chunks*units), task/units%chunks, task%units
+			grp, part := task/parts, task%parts
 			ob0 := grp * kern.ConvBlockedMaxBlocks
 			nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-ob0)
 			wg, bias := bw.w[bw.starts[grp]:bw.starts[grp+1]], bw.bias[ob0*l:]
-			tapW := cib * l * nb * l // weight floats per tap
-			r0, r1 := chunk*rowsPer, min(g.oh, (chunk+1)*rowsPer)
-			c0, c1 := unit*colsPer, min(g.ow, (unit+1)*colsPer)
-			tiles, tapPool = g.tiles(rows, cols, r0, r1, c0, c1, tapW, tiles[:0], tapPool[:0])
+			tiles, pool := pl.tiles[pl.partStart[part]:pl.partStart[part+1]], pl.pools[nb]
 			// A 1×1 convolution takes its input blocks in batches whose
 			// weights stay in L1 while the tiles go by (blockedBatchBytes);
 			// the outputs hold the partial sums between batches.
@@ -205,13 +191,74 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x, y, res []flo
 						if ri != nil {
 							r = ri[t.at:]
 						}
-						kern.ConvBlockedTile(nb, t.n, xb[t.shift:], tapPool[t.tap0:t.tap0+2*t.ntaps], t.ntaps, nc, xBlock, t.pixStride,
+						kern.ConvBlockedTile(nb, t.n, xb[t.shift:], pool[t.tap0:t.tap0+2*t.ntaps], t.ntaps, nc, xBlock, t.pixStride,
 							wb, bias, r, yi[t.at:], outStride, t.outPix, fl)
 					}
 				}
 			}
 		}
 	})
+}
+
+// blockedPlan is a blocked convolution's tiles, split into parts of
+// output rows (or, for a 1×1 stride-1 image, columns) that workers take
+// with each group of output blocks, built once per geometry and number
+// of workers.
+type blockedPlan struct {
+	c         ops.Conv2d
+	threads   int
+	g         blockedGeom
+	tiles     []blockedTile
+	partStart []int // part p's tiles are tiles[partStart[p]:partStart[p+1]]
+	// pools[nb] holds the tiles' taps (xOff, wOff) for a group of nb
+	// output blocks, whose weight has its own floats per tap.
+	pools [kern.ConvBlockedMaxBlocks + 1][]int
+}
+
+// planFor returns the plan of conv c on threads workers, built on first
+// use and kept with the weight.
+func (bw *blockedWeight) planFor(c ops.Conv2d, threads int) *blockedPlan {
+	if p := bw.plan; p != nil && p.c == c && p.threads == threads {
+		return p
+	}
+	const l, tile = kern.BlockLanes, kern.ConvBlockedMaxPixels
+	g := newBlockedGeom(c)
+	rows, cols := spans(g.oh, g.h, g.kh, g.sh, g.ph, g.dh), spans(g.ow, g.w, g.kw, g.sw, g.pw, g.dw)
+	groups := len(bw.starts) - 1
+	// About four tasks per worker in all.
+	parts := min(max(1, ceilDiv(4*threads, groups)), ceilDiv(max(g.oh, g.ow), tile))
+	chunks, units := parts, 1
+	if g.flat {
+		chunks, units = 1, parts
+	}
+	rowsPer := ceilDiv(g.oh, chunks)
+	chunks = ceilDiv(g.oh, rowsPer)
+	colsPer := ceilDiv(ceilDiv(g.ow, units), tile) * tile
+	units = ceilDiv(g.ow, colsPer)
+	p := &blockedPlan{c: c, threads: threads, g: g}
+	var idx []int // (xOff, tap index) pairs
+	for chunk := 0; chunk < chunks; chunk++ {
+		for unit := 0; unit < units; unit++ {
+			p.partStart = append(p.partStart, len(p.tiles))
+			p.tiles, idx = g.tiles(rows, cols, chunk*rowsPer, min(g.oh, (chunk+1)*rowsPer),
+				unit*colsPer, min(g.ow, (unit+1)*colsPer), p.tiles, idx)
+		}
+	}
+	p.partStart = append(p.partStart, len(p.tiles))
+	for grp := 0; grp < groups; grp++ {
+		nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-grp*kern.ConvBlockedMaxBlocks)
+		if p.pools[nb] != nil {
+			continue
+		}
+		tapW := c.InChans / l * l * nb * l // weight floats per tap
+		pool := make([]int, len(idx))
+		for i := 0; i < len(idx); i += 2 {
+			pool[i], pool[i+1] = idx[i], idx[i+1]*tapW
+		}
+		p.pools[nb] = pool
+	}
+	bw.plan = p
+	return p
 }
 
 // blockedBatchBytes is the most bytes of a group's weight a 1×1
@@ -233,13 +280,13 @@ type blockedTile struct {
 }
 
 // tiles appends the tiles of output rows [r0, r1) and columns [c0, c1)
-// and their taps (tapW weight floats per tap): the output splits into
+// and their taps (input offset, tap index) to pool: the output splits into
 // rectangles of equal valid taps (rows × columns spans: for a 3×3
 // window with padding, the corners, the edges and the inside). A
 // rectangle at least as wide as tall, or six wide, goes in tiles along
 // its rows; a narrow one (an edge column) in tiles down its columns, so
 // that the edges run in tiles of several pixels too.
-func (g blockedGeom) tiles(rows, cols []span, r0, r1, c0, c1, tapW int, tiles []blockedTile, pool []int) ([]blockedTile, []int) {
+func (g blockedGeom) tiles(rows, cols []span, r0, r1, c0, c1 int, tiles []blockedTile, pool []int) ([]blockedTile, []int) {
 	const l, most = kern.BlockLanes, kern.ConvBlockedMaxPixels
 	for _, rs := range rows {
 		y0, y1 := max(rs.lo, r0), min(rs.hi, r1)
@@ -257,7 +304,7 @@ func (g blockedGeom) tiles(rows, cols []span, r0, r1, c0, c1, tapW int, tiles []
 				for kx := 0; kx < g.kw; kx++ {
 					if rs.mask&(1<<ky) != 0 && cs.mask&(1<<kx) != 0 {
 						iy, ix := y0*g.sh-g.ph+ky*g.dh, x0*g.sw-g.pw+kx*g.dw
-						pool = append(pool, (iy*g.w+ix)*l, (ky*g.kw+kx)*tapW)
+						pool = append(pool, (iy*g.w+ix)*l, ky*g.kw+kx)
 					}
 				}
 			}

@@ -275,35 +275,40 @@ func TestAvgPool2x2BlockedRow(t *testing.T) {
 	})
 }
 
-// BenchmarkConvBlockedTile times the 4×6 tile warm (a 3×3 convolution's
-// nine taps over 16 input channel blocks, 590 KB of weights in L2) on
-// every path, in GFLOP/s of one thread.
+// BenchmarkConvBlockedTile times the 4×6 tile warm on every path, in
+// GFLOP/s of one thread: a 3×3 convolution's nine taps over 16 input
+// channel blocks (590 KB of weights in L2), and a 1×1 convolution's one
+// tap over 4 and 16 blocks (16 and 64 KB), where the call's own cost
+// shows.
 func BenchmarkConvBlockedTile(b *testing.B) {
-	const nb, np, ntaps, cib, wp = 4, 6, 9, 16, 8
-	xBlock := 3 * wp * BlockLanes // three padded rows of 8 pixels
-	wBlock := cib * BlockLanes * nb * BlockLanes
-	x := make([]float32, cib*xBlock)
-	w := make([]float32, ntaps*wBlock)
-	for i := range x {
-		x[i] = float32(i%7) * 0.125
-	}
-	for i := range w {
-		w[i] = float32(i%5) * 0.0625
-	}
-	var taps []int
-	for t := 0; t < ntaps; t++ {
-		taps = append(taps, (t/3*wp+t%3)*BlockLanes, t*wBlock)
-	}
-	bias := make([]float32, nb*BlockLanes)
-	out := make([]float32, nb*np*BlockLanes)
-	for _, s := range Supported() {
-		b.Run(fmt.Sprintf("%s/%dx%d/ntaps=%d/cib=%d", s, nb, np, ntaps, cib), func(b *testing.B) {
-			defer SetISA(SetISA(s))
-			for b.Loop() {
-				ConvBlockedTile(nb, np, x, taps, ntaps, cib, xBlock, BlockLanes, w, bias, nil, out, np*BlockLanes, BlockLanes, ConvBias|ConvReLU)
-			}
-			flops := 2 * nb * BlockLanes * np * ntaps * cib * BlockLanes
-			b.ReportMetric(float64(flops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
+	const nb, np, wp = 4, 6, 8
+	for _, shape := range [][2]int{{9, 16}, {1, 4}, {1, 16}} {
+		ntaps, cib := shape[0], shape[1]
+		xBlock := 3 * wp * BlockLanes // three padded rows of 8 pixels
+		wBlock := cib * BlockLanes * nb * BlockLanes
+		x := make([]float32, cib*xBlock)
+		w := make([]float32, ntaps*wBlock)
+		for i := range x {
+			x[i] = float32(i%7) * 0.125
+		}
+		for i := range w {
+			w[i] = float32(i%5) * 0.0625
+		}
+		var taps []int
+		for t := 0; t < ntaps; t++ {
+			taps = append(taps, (t/3*wp+t%3)*BlockLanes, t*wBlock)
+		}
+		bias := make([]float32, nb*BlockLanes)
+		out := make([]float32, nb*np*BlockLanes)
+		for _, s := range Supported() {
+			b.Run(fmt.Sprintf("%s/%dx%d/ntaps=%d/cib=%d", s, nb, np, ntaps, cib), func(b *testing.B) {
+				defer SetISA(SetISA(s))
+				for b.Loop() {
+					ConvBlockedTile(nb, np, x, taps, ntaps, cib, xBlock, BlockLanes, w, bias, nil, out, np*BlockLanes, BlockLanes, ConvBias|ConvReLU)
+				}
+				flops := 2 * nb * BlockLanes * np * ntaps * cib * BlockLanes
+				b.ReportMetric(float64(flops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
 	}
 }
