@@ -13912,7 +13912,7 @@ convBlocked1x5AVX512_store:
 	RET
 
 // func convBlocked1x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked1x6AVX512(SB), NOSPLIT, $0-104
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
@@ -13961,6 +13961,7 @@ convBlocked1x6AVX512_cb:
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
 	VMOVUPS      (R8), Z6
+	PREFETCHT0   (R10)(SI*1)
 	VBROADCASTSS (DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS (DI)(BX*1), Z7
@@ -13976,6 +13977,7 @@ convBlocked1x6AVX512_cb:
 
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
 	VMOVUPS      64(R8), Z6
+	PREFETCHT0   64(R10)(SI*1)
 	VBROADCASTSS 4(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 4(DI)(BX*1), Z7
@@ -13991,6 +13993,7 @@ convBlocked1x6AVX512_cb:
 
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
 	VMOVUPS      128(R8), Z6
+	PREFETCHT0   128(R10)(SI*1)
 	VBROADCASTSS 8(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 8(DI)(BX*1), Z7
@@ -14006,6 +14009,7 @@ convBlocked1x6AVX512_cb:
 
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
 	VMOVUPS      192(R8), Z6
+	PREFETCHT0   192(R10)(SI*1)
 	VBROADCASTSS 12(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 12(DI)(BX*1), Z7
@@ -14021,6 +14025,7 @@ convBlocked1x6AVX512_cb:
 
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
 	VMOVUPS      256(R8), Z6
+	PREFETCHT0   256(R10)(SI*1)
 	VBROADCASTSS 16(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 16(DI)(BX*1), Z7
@@ -14036,6 +14041,7 @@ convBlocked1x6AVX512_cb:
 
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
 	VMOVUPS      320(R8), Z6
+	PREFETCHT0   320(R10)(SI*1)
 	VBROADCASTSS 20(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 20(DI)(BX*1), Z7
@@ -15875,7 +15881,7 @@ convBlocked2x5AVX512_store:
 	RET
 
 // func convBlocked2x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked2x6AVX512(SB), NOSPLIT, $0-104
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
@@ -15939,6 +15945,7 @@ convBlocked2x6AVX512_cb:
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
 	VMOVUPS      (R8), Z12
 	VMOVUPS      64(R8), Z13
+	PREFETCHT0   (R10)(SI*1)
 	VBROADCASTSS (DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -15961,6 +15968,7 @@ convBlocked2x6AVX512_cb:
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
 	VMOVUPS      128(R8), Z12
 	VMOVUPS      192(R8), Z13
+	PREFETCHT0   64(R10)(SI*1)
 	VBROADCASTSS 4(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -15983,6 +15991,7 @@ convBlocked2x6AVX512_cb:
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
 	VMOVUPS      256(R8), Z12
 	VMOVUPS      320(R8), Z13
+	PREFETCHT0   128(R10)(SI*1)
 	VBROADCASTSS 8(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -16005,6 +16014,7 @@ convBlocked2x6AVX512_cb:
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
 	VMOVUPS      384(R8), Z12
 	VMOVUPS      448(R8), Z13
+	PREFETCHT0   192(R10)(SI*1)
 	VBROADCASTSS 12(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -16027,6 +16037,7 @@ convBlocked2x6AVX512_cb:
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
 	VMOVUPS      512(R8), Z12
 	VMOVUPS      576(R8), Z13
+	PREFETCHT0   256(R10)(SI*1)
 	VBROADCASTSS 16(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -16049,6 +16060,7 @@ convBlocked2x6AVX512_cb:
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
 	VMOVUPS      640(R8), Z12
 	VMOVUPS      704(R8), Z13
+	PREFETCHT0   320(R10)(SI*1)
 	VBROADCASTSS 20(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18429,7 +18441,7 @@ convBlocked3x5AVX512_store:
 	RET
 
 // func convBlocked3x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked3x6AVX512(SB), NOSPLIT, $0-104
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
@@ -18508,6 +18520,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      (R8), Z18
 	VMOVUPS      64(R8), Z19
 	VMOVUPS      128(R8), Z20
+	PREFETCHT0   (R10)(SI*1)
 	VBROADCASTSS (DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -18537,6 +18550,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      192(R8), Z18
 	VMOVUPS      256(R8), Z19
 	VMOVUPS      320(R8), Z20
+	PREFETCHT0   64(R10)(SI*1)
 	VBROADCASTSS 4(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -18566,6 +18580,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      384(R8), Z18
 	VMOVUPS      448(R8), Z19
 	VMOVUPS      512(R8), Z20
+	PREFETCHT0   128(R10)(SI*1)
 	VBROADCASTSS 8(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -18595,6 +18610,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      576(R8), Z18
 	VMOVUPS      640(R8), Z19
 	VMOVUPS      704(R8), Z20
+	PREFETCHT0   192(R10)(SI*1)
 	VBROADCASTSS 12(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -18624,6 +18640,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      768(R8), Z18
 	VMOVUPS      832(R8), Z19
 	VMOVUPS      896(R8), Z20
+	PREFETCHT0   256(R10)(SI*1)
 	VBROADCASTSS 16(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -18653,6 +18670,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      960(R8), Z18
 	VMOVUPS      1024(R8), Z19
 	VMOVUPS      1088(R8), Z20
+	PREFETCHT0   320(R10)(SI*1)
 	VBROADCASTSS 20(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21574,7 +21592,7 @@ convBlocked4x5AVX512_store:
 	RET
 
 // func convBlocked4x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked4x6AVX512(SB), NOSPLIT, $0-104
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
@@ -21668,6 +21686,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      64(R8), Z25
 	VMOVUPS      128(R8), Z26
 	VMOVUPS      192(R8), Z27
+	PREFETCHT0   (R10)(SI*1)
 	VBROADCASTSS (DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -21704,6 +21723,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      320(R8), Z25
 	VMOVUPS      384(R8), Z26
 	VMOVUPS      448(R8), Z27
+	PREFETCHT0   64(R10)(SI*1)
 	VBROADCASTSS 4(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -21740,6 +21760,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      576(R8), Z25
 	VMOVUPS      640(R8), Z26
 	VMOVUPS      704(R8), Z27
+	PREFETCHT0   128(R10)(SI*1)
 	VBROADCASTSS 8(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -21776,6 +21797,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      832(R8), Z25
 	VMOVUPS      896(R8), Z26
 	VMOVUPS      960(R8), Z27
+	PREFETCHT0   192(R10)(SI*1)
 	VBROADCASTSS 12(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -21812,6 +21834,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      1088(R8), Z25
 	VMOVUPS      1152(R8), Z26
 	VMOVUPS      1216(R8), Z27
+	PREFETCHT0   256(R10)(SI*1)
 	VBROADCASTSS 16(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -21848,6 +21871,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      1344(R8), Z25
 	VMOVUPS      1408(R8), Z26
 	VMOVUPS      1472(R8), Z27
+	PREFETCHT0   320(R10)(SI*1)
 	VBROADCASTSS 20(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
