@@ -271,6 +271,18 @@ func (bw *blockedWeight) planFor(c ops.Conv2d, threads int) *blockedPlan {
 // short that the convolutions ran 5-8% slower, so those are not batched.
 const blockedBatchBytes = 64 << 10
 
+// evenTile is the size of tile k when n pixels go in as few tiles of at
+// most most as they fit, of sizes that differ by at most one: 49 pixels
+// are four tiles of 6 and five of 5, not eight of 6 and one of 1 (whose
+// four accumulators wait on each FMA's latency).
+func evenTile(n, most, k int) int {
+	tiles := ceilDiv(n, most)
+	if k < n%tiles {
+		return n/tiles + 1
+	}
+	return n / tiles
+}
+
 // blockedTile is one call of kern.ConvBlockedTile in a task: n pixels
 // from output (oy, ox), at output offset at and input offset shift, its
 // taps at tap0 in the task's pool; a rectangle with no tap at all
@@ -319,15 +331,19 @@ func (g blockedGeom) tiles(rows, cols []span, r0, r1, c0, c1 int, tiles []blocke
 			}
 			if w, h := x1-x0, y1-y0; w >= min(h, most) {
 				for oy := y0; oy < y1; oy++ {
-					for ox := x0; ox < x1; ox += most {
-						add(oy, ox, min(most, x1-ox), g.sw*l, l)
+					for ox, k := x0, 0; ox < x1; k++ {
+						n := evenTile(x1-x0, most, k)
+						add(oy, ox, n, g.sw*l, l)
+						ox += n
 					}
 				}
 				continue
 			}
 			for ox := x0; ox < x1; ox++ {
-				for oy := y0; oy < y1; oy += most {
-					add(oy, ox, min(most, y1-oy), g.sh*g.w*l, g.ow*l)
+				for oy, k := y0, 0; oy < y1; k++ {
+					n := evenTile(y1-y0, most, k)
+					add(oy, ox, n, g.sh*g.w*l, g.ow*l)
+					oy += n
 				}
 			}
 		}

@@ -203,3 +203,18 @@ func (b *Backend) blockInPlace(t *tensor) {
 	copy(t.data, tmp)
 	t.blocked = true
 }
+
+// TestEvenTile: the tiles of n pixels cover them exactly, in as few tiles
+// of at most six as fit, no two sizes more than one apart.
+func TestEvenTile(t *testing.T) {
+	for n := 1; n < 200; n++ {
+		sum, lo, hi, k := 0, 7, 0, 0
+		for ; sum < n; k++ {
+			s := evenTile(n, 6, k)
+			sum, lo, hi = sum+s, min(lo, s), max(hi, s)
+		}
+		if sum != n || k != ceilDiv(n, 6) || hi > 6 || hi-lo > 1 {
+			t.Fatalf("%d pixels: %d tiles summing to %d, sizes %d to %d", n, k, sum, lo, hi)
+		}
+	}
+}

@@ -13318,7 +13318,7 @@ convBlocked1x3AVX512_store:
 	RET
 
 // func convBlocked1x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked1x4AVX512(SB), NOSPLIT, $0-104
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
@@ -13363,6 +13363,7 @@ convBlocked1x4AVX512_cb:
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
 	VMOVUPS      (R8), Z4
+	PREFETCHT0   (R10)(BX*1)
 	VBROADCASTSS (DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS (DI)(BX*1), Z5
@@ -13374,6 +13375,7 @@ convBlocked1x4AVX512_cb:
 
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
 	VMOVUPS      64(R8), Z4
+	PREFETCHT0   64(R10)(BX*1)
 	VBROADCASTSS 4(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 4(DI)(BX*1), Z5
@@ -13385,6 +13387,7 @@ convBlocked1x4AVX512_cb:
 
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
 	VMOVUPS      128(R8), Z4
+	PREFETCHT0   128(R10)(BX*1)
 	VBROADCASTSS 8(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 8(DI)(BX*1), Z5
@@ -13396,6 +13399,7 @@ convBlocked1x4AVX512_cb:
 
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
 	VMOVUPS      192(R8), Z4
+	PREFETCHT0   192(R10)(BX*1)
 	VBROADCASTSS 12(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 12(DI)(BX*1), Z5
@@ -13407,6 +13411,7 @@ convBlocked1x4AVX512_cb:
 
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
 	VMOVUPS      256(R8), Z4
+	PREFETCHT0   256(R10)(BX*1)
 	VBROADCASTSS 16(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 16(DI)(BX*1), Z5
@@ -13418,6 +13423,7 @@ convBlocked1x4AVX512_cb:
 
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
 	VMOVUPS      320(R8), Z4
+	PREFETCHT0   320(R10)(BX*1)
 	VBROADCASTSS 20(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 20(DI)(BX*1), Z5
@@ -13596,7 +13602,7 @@ convBlocked1x4AVX512_store:
 	RET
 
 // func convBlocked1x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked1x5AVX512(SB), NOSPLIT, $0-104
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
@@ -13643,6 +13649,7 @@ convBlocked1x5AVX512_cb:
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
 	VMOVUPS      (R8), Z5
+	PREFETCHT0   (R10)(BX*2)
 	VBROADCASTSS (DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS (DI)(BX*1), Z6
@@ -13656,6 +13663,7 @@ convBlocked1x5AVX512_cb:
 
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
 	VMOVUPS      64(R8), Z5
+	PREFETCHT0   64(R10)(BX*2)
 	VBROADCASTSS 4(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 4(DI)(BX*1), Z6
@@ -13669,6 +13677,7 @@ convBlocked1x5AVX512_cb:
 
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
 	VMOVUPS      128(R8), Z5
+	PREFETCHT0   128(R10)(BX*2)
 	VBROADCASTSS 8(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 8(DI)(BX*1), Z6
@@ -13682,6 +13691,7 @@ convBlocked1x5AVX512_cb:
 
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
 	VMOVUPS      192(R8), Z5
+	PREFETCHT0   192(R10)(BX*2)
 	VBROADCASTSS 12(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 12(DI)(BX*1), Z6
@@ -13695,6 +13705,7 @@ convBlocked1x5AVX512_cb:
 
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
 	VMOVUPS      256(R8), Z5
+	PREFETCHT0   256(R10)(BX*2)
 	VBROADCASTSS 16(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 16(DI)(BX*1), Z6
@@ -13708,6 +13719,7 @@ convBlocked1x5AVX512_cb:
 
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
 	VMOVUPS      320(R8), Z5
+	PREFETCHT0   320(R10)(BX*2)
 	VBROADCASTSS 20(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 20(DI)(BX*1), Z6
@@ -15043,7 +15055,7 @@ convBlocked2x3AVX512_store:
 	RET
 
 // func convBlocked2x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked2x4AVX512(SB), NOSPLIT, $0-104
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
@@ -15099,6 +15111,7 @@ convBlocked2x4AVX512_cb:
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
 	VMOVUPS      (R8), Z8
 	VMOVUPS      64(R8), Z9
+	PREFETCHT0   (R10)(BX*1)
 	VBROADCASTSS (DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -15115,6 +15128,7 @@ convBlocked2x4AVX512_cb:
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
 	VMOVUPS      128(R8), Z8
 	VMOVUPS      192(R8), Z9
+	PREFETCHT0   64(R10)(BX*1)
 	VBROADCASTSS 4(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -15131,6 +15145,7 @@ convBlocked2x4AVX512_cb:
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
 	VMOVUPS      256(R8), Z8
 	VMOVUPS      320(R8), Z9
+	PREFETCHT0   128(R10)(BX*1)
 	VBROADCASTSS 8(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -15147,6 +15162,7 @@ convBlocked2x4AVX512_cb:
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
 	VMOVUPS      384(R8), Z8
 	VMOVUPS      448(R8), Z9
+	PREFETCHT0   192(R10)(BX*1)
 	VBROADCASTSS 12(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -15163,6 +15179,7 @@ convBlocked2x4AVX512_cb:
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
 	VMOVUPS      512(R8), Z8
 	VMOVUPS      576(R8), Z9
+	PREFETCHT0   256(R10)(BX*1)
 	VBROADCASTSS 16(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -15179,6 +15196,7 @@ convBlocked2x4AVX512_cb:
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
 	VMOVUPS      640(R8), Z8
 	VMOVUPS      704(R8), Z9
+	PREFETCHT0   320(R10)(BX*1)
 	VBROADCASTSS 20(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -15432,7 +15450,7 @@ convBlocked2x4AVX512_store:
 	RET
 
 // func convBlocked2x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked2x5AVX512(SB), NOSPLIT, $0-104
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
@@ -15492,6 +15510,7 @@ convBlocked2x5AVX512_cb:
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
 	VMOVUPS      (R8), Z10
 	VMOVUPS      64(R8), Z11
+	PREFETCHT0   (R10)(BX*2)
 	VBROADCASTSS (DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -15511,6 +15530,7 @@ convBlocked2x5AVX512_cb:
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
 	VMOVUPS      128(R8), Z10
 	VMOVUPS      192(R8), Z11
+	PREFETCHT0   64(R10)(BX*2)
 	VBROADCASTSS 4(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -15530,6 +15550,7 @@ convBlocked2x5AVX512_cb:
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
 	VMOVUPS      256(R8), Z10
 	VMOVUPS      320(R8), Z11
+	PREFETCHT0   128(R10)(BX*2)
 	VBROADCASTSS 8(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -15549,6 +15570,7 @@ convBlocked2x5AVX512_cb:
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
 	VMOVUPS      384(R8), Z10
 	VMOVUPS      448(R8), Z11
+	PREFETCHT0   192(R10)(BX*2)
 	VBROADCASTSS 12(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -15568,6 +15590,7 @@ convBlocked2x5AVX512_cb:
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
 	VMOVUPS      512(R8), Z10
 	VMOVUPS      576(R8), Z11
+	PREFETCHT0   256(R10)(BX*2)
 	VBROADCASTSS 16(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -15587,6 +15610,7 @@ convBlocked2x5AVX512_cb:
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
 	VMOVUPS      640(R8), Z10
 	VMOVUPS      704(R8), Z11
+	PREFETCHT0   320(R10)(BX*2)
 	VBROADCASTSS 20(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -17359,7 +17383,7 @@ convBlocked3x3AVX512_store:
 	RET
 
 // func convBlocked3x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked3x4AVX512(SB), NOSPLIT, $0-104
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
@@ -17426,6 +17450,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      (R8), Z12
 	VMOVUPS      64(R8), Z13
 	VMOVUPS      128(R8), Z14
+	PREFETCHT0   (R10)(BX*1)
 	VBROADCASTSS (DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -17447,6 +17472,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      192(R8), Z12
 	VMOVUPS      256(R8), Z13
 	VMOVUPS      320(R8), Z14
+	PREFETCHT0   64(R10)(BX*1)
 	VBROADCASTSS 4(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -17468,6 +17494,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      384(R8), Z12
 	VMOVUPS      448(R8), Z13
 	VMOVUPS      512(R8), Z14
+	PREFETCHT0   128(R10)(BX*1)
 	VBROADCASTSS 8(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -17489,6 +17516,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      576(R8), Z12
 	VMOVUPS      640(R8), Z13
 	VMOVUPS      704(R8), Z14
+	PREFETCHT0   192(R10)(BX*1)
 	VBROADCASTSS 12(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -17510,6 +17538,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      768(R8), Z12
 	VMOVUPS      832(R8), Z13
 	VMOVUPS      896(R8), Z14
+	PREFETCHT0   256(R10)(BX*1)
 	VBROADCASTSS 16(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -17531,6 +17560,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      960(R8), Z12
 	VMOVUPS      1024(R8), Z13
 	VMOVUPS      1088(R8), Z14
+	PREFETCHT0   320(R10)(BX*1)
 	VBROADCASTSS 20(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -17859,7 +17889,7 @@ convBlocked3x4AVX512_store:
 	RET
 
 // func convBlocked3x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked3x5AVX512(SB), NOSPLIT, $0-104
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
@@ -17932,6 +17962,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      (R8), Z15
 	VMOVUPS      64(R8), Z16
 	VMOVUPS      128(R8), Z17
+	PREFETCHT0   (R10)(BX*2)
 	VBROADCASTSS (DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -17957,6 +17988,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      192(R8), Z15
 	VMOVUPS      256(R8), Z16
 	VMOVUPS      320(R8), Z17
+	PREFETCHT0   64(R10)(BX*2)
 	VBROADCASTSS 4(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -17982,6 +18014,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      384(R8), Z15
 	VMOVUPS      448(R8), Z16
 	VMOVUPS      512(R8), Z17
+	PREFETCHT0   128(R10)(BX*2)
 	VBROADCASTSS 8(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -18007,6 +18040,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      576(R8), Z15
 	VMOVUPS      640(R8), Z16
 	VMOVUPS      704(R8), Z17
+	PREFETCHT0   192(R10)(BX*2)
 	VBROADCASTSS 12(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -18032,6 +18066,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      768(R8), Z15
 	VMOVUPS      832(R8), Z16
 	VMOVUPS      896(R8), Z17
+	PREFETCHT0   256(R10)(BX*2)
 	VBROADCASTSS 16(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -18057,6 +18092,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      960(R8), Z15
 	VMOVUPS      1024(R8), Z16
 	VMOVUPS      1088(R8), Z17
+	PREFETCHT0   320(R10)(BX*2)
 	VBROADCASTSS 20(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20266,7 +20302,7 @@ convBlocked4x3AVX512_store:
 	RET
 
 // func convBlocked4x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked4x4AVX512(SB), NOSPLIT, $0-104
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
@@ -20344,6 +20380,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      64(R8), Z17
 	VMOVUPS      128(R8), Z18
 	VMOVUPS      192(R8), Z19
+	PREFETCHT0   (R10)(BX*1)
 	VBROADCASTSS (DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -20370,6 +20407,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      320(R8), Z17
 	VMOVUPS      384(R8), Z18
 	VMOVUPS      448(R8), Z19
+	PREFETCHT0   64(R10)(BX*1)
 	VBROADCASTSS 4(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -20396,6 +20434,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      576(R8), Z17
 	VMOVUPS      640(R8), Z18
 	VMOVUPS      704(R8), Z19
+	PREFETCHT0   128(R10)(BX*1)
 	VBROADCASTSS 8(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -20422,6 +20461,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      832(R8), Z17
 	VMOVUPS      896(R8), Z18
 	VMOVUPS      960(R8), Z19
+	PREFETCHT0   192(R10)(BX*1)
 	VBROADCASTSS 12(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -20448,6 +20488,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      1088(R8), Z17
 	VMOVUPS      1152(R8), Z18
 	VMOVUPS      1216(R8), Z19
+	PREFETCHT0   256(R10)(BX*1)
 	VBROADCASTSS 16(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -20474,6 +20515,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      1344(R8), Z17
 	VMOVUPS      1408(R8), Z18
 	VMOVUPS      1472(R8), Z19
+	PREFETCHT0   320(R10)(BX*1)
 	VBROADCASTSS 20(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -20877,7 +20919,7 @@ convBlocked4x4AVX512_store:
 	RET
 
 // func convBlocked4x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked4x5AVX512(SB), NOSPLIT, $0-104
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
@@ -20963,6 +21005,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      64(R8), Z21
 	VMOVUPS      128(R8), Z22
 	VMOVUPS      192(R8), Z23
+	PREFETCHT0   (R10)(BX*2)
 	VBROADCASTSS (DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -20994,6 +21037,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      320(R8), Z21
 	VMOVUPS      384(R8), Z22
 	VMOVUPS      448(R8), Z23
+	PREFETCHT0   64(R10)(BX*2)
 	VBROADCASTSS 4(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -21025,6 +21069,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      576(R8), Z21
 	VMOVUPS      640(R8), Z22
 	VMOVUPS      704(R8), Z23
+	PREFETCHT0   128(R10)(BX*2)
 	VBROADCASTSS 8(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -21056,6 +21101,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      832(R8), Z21
 	VMOVUPS      896(R8), Z22
 	VMOVUPS      960(R8), Z23
+	PREFETCHT0   192(R10)(BX*2)
 	VBROADCASTSS 12(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -21087,6 +21133,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      1088(R8), Z21
 	VMOVUPS      1152(R8), Z22
 	VMOVUPS      1216(R8), Z23
+	PREFETCHT0   256(R10)(BX*2)
 	VBROADCASTSS 16(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -21118,6 +21165,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      1344(R8), Z21
 	VMOVUPS      1408(R8), Z22
 	VMOVUPS      1472(R8), Z23
+	PREFETCHT0   320(R10)(BX*2)
 	VBROADCASTSS 20(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
