@@ -3,7 +3,6 @@ package cpu
 import (
 	"vitbench/bench/ops"
 	"vitbench/impl/cpu/internal/kern"
-	"vitbench/internal/mutation"
 )
 
 // A blocked convolution reads its image and residual and writes its
@@ -24,8 +23,7 @@ import (
 // possible, any other forced path keeps it off. Builds with mutations
 // keep NCHW, which those rewrite, and so does a backend with nchwOnly.
 func (b *Backend) useBlocked(c ops.Conv2d, inBlocked bool) bool {
-	if mutation.Enabled || b.bf16 || b.nchwOnly || kern.Active() != kern.ISAAVX512 ||
-		c.InChans%kern.BlockLanes != 0 || c.OutChans%kern.BlockLanes != 0 || c.KernelH*c.KernelW > 64 {
+	if !b.blockedLayout() || c.InChans%kern.BlockLanes != 0 || c.OutChans%kern.BlockLanes != 0 || c.KernelH*c.KernelW > 64 {
 		return false
 	}
 	switch {

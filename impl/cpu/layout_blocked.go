@@ -4,14 +4,16 @@ import (
 	"vitbench/bench"
 	"vitbench/bench/ops"
 	"vitbench/impl/cpu/internal/kern"
+	"vitbench/internal/mutation"
 )
 
 // Between the convolutions of a ResNet the float32 backend may keep an
 // activation in the channel-blocked layout NCHW16c (kern.BlockLanes
 // channels side by side per pixel; see kern.ConvBlockedTile) instead of
 // NCHW: a tensor's blocked flag says which layout its data is in. Only
-// the nodes that read and write that layout (blocked convolutions and the
-// 2×2 average pool, readsBlocked) see a blocked tensor; Enqueue turns it
+// the nodes that read and write that layout (blocked convolutions, the
+// 2×2 average pool, GroupNorm, VQGAN's padding and upsampling,
+// readsBlocked) see a blocked tensor; Enqueue turns it
 // back into NCHW in place before any other node reads it or writes over
 // it, and Download before it is copied out, so the layout never shows
 // outside the backend.
@@ -25,6 +27,10 @@ func (b *Backend) readsBlocked(node bench.Node, in []*tensor, i int) bool {
 		return (i == 0 || n.Residual && i == len(in)-1) && b.useBlocked(n, in[0].blocked)
 	case ops.AvgPool2d:
 		return i == 0 && in[0].blocked && blockedPoolable(n)
+	case ops.GroupNorm:
+		return i == 0 && b.useBlockedGroupNorm(n, in[0].blocked)
+	case ops.PadRightBottom, ops.UpsampleNearest2x:
+		return i == 0
 	}
 	return false
 }
@@ -33,7 +39,7 @@ func (b *Backend) readsBlocked(node bench.Node, in []*tensor, i int) bool {
 // blocked layout (it then sets their flags itself).
 func writesBlocked(node bench.Node) bool {
 	switch node.(type) {
-	case ops.Conv2d, ops.AvgPool2d:
+	case ops.Conv2d, ops.AvgPool2d, ops.GroupNorm, ops.PadRightBottom, ops.UpsampleNearest2x:
 		return true
 	}
 	return false
@@ -50,6 +56,22 @@ func (b *Backend) unblock(t *tensor) {
 	b.fromBlocked(n, c, hw, t.data, tmp)
 	copy(t.data, tmp)
 	t.blocked = false
+}
+
+// blockedLayout reports whether this backend keeps activations blocked
+// at all: the AVX-512 path of the float32 backend, in a build without
+// mutations (which rewrite NCHW nodes) and unless nchwOnly.
+func (b *Backend) blockedLayout() bool {
+	return !mutation.Enabled && !b.bf16 && !b.nchwOnly && kern.Active() == kern.ISAAVX512
+}
+
+// blockedUnit is the floats per pixel of one plane of t: 16 channels when
+// t is blocked, one otherwise.
+func blockedUnit(t *tensor) int {
+	if t.blocked {
+		return kern.BlockLanes
+	}
+	return 1
 }
 
 // blockedDims returns an NCHW shape's batch, channels and pixels.

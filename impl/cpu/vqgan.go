@@ -21,15 +21,18 @@ func (b *Backend) padRightBottom(n ops.PadRightBottom, in, out []*tensor) error 
 	if err := checkShapes("pad_right_bottom", out, []bench.Shape{{n.Batch, n.Chans, h + 1, w + 1}}); err != nil {
 		return err
 	}
-	x, y := in[0].data, out[0].data
-	parallelFor(b.threads, n.Batch*n.Chans, 1, func(lo, hi int) {
+	// A blocked image (layout_blocked.go) is padded the same way with
+	// pixels of 16 channels as its units.
+	x, y, u := in[0].data, out[0].data, blockedUnit(in[0])
+	out[0].blocked = in[0].blocked
+	parallelFor(b.threads, n.Batch*n.Chans/u, 1, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
-			src, dst := x[p*h*w:(p+1)*h*w], y[p*(h+1)*(w+1):(p+1)*(h+1)*(w+1)]
+			src, dst := x[p*h*w*u:(p+1)*h*w*u], y[p*(h+1)*(w+1)*u:(p+1)*(h+1)*(w+1)*u]
 			for r := 0; r < h; r++ {
-				copy(dst[r*(w+1):r*(w+1)+w], src[r*w:(r+1)*w])
-				dst[r*(w+1)+w] = 0
+				copy(dst[r*(w+1)*u:(r*(w+1)+w)*u], src[r*w*u:(r+1)*w*u])
+				clear(dst[(r*(w+1)+w)*u : (r+1)*(w+1)*u])
 			}
-			clear(dst[h*(w+1):])
+			clear(dst[h*(w+1)*u:])
 		}
 	})
 	return nil
@@ -44,15 +47,25 @@ func (b *Backend) upsampleNearest2x(n ops.UpsampleNearest2x, in, out []*tensor) 
 	if err := checkShapes("upsample_nearest2x", out, []bench.Shape{{n.Batch, n.Chans, 2 * h, 2 * w}}); err != nil {
 		return err
 	}
-	x, y := in[0].data, out[0].data
-	parallelFor(b.threads, n.Batch*n.Chans*h, 8, func(lo, hi int) {
+	// A blocked image is upsampled the same way with pixels of 16
+	// channels as its units.
+	x, y, u := in[0].data, out[0].data, blockedUnit(in[0])
+	out[0].blocked = in[0].blocked
+	parallelFor(b.threads, n.Batch*n.Chans/u*h, 8, func(lo, hi int) {
 		for r := lo; r < hi; r++ { // r = plane·h + source row
-			src := x[r*w : (r+1)*w]
-			dst := y[2*r*2*w : (2*r+1)*2*w]
-			for i, v := range src {
-				dst[2*i], dst[2*i+1] = v, v
+			src := x[r*w*u : (r+1)*w*u]
+			dst := y[2*r*2*w*u : (2*r+1)*2*w*u]
+			if u == 1 {
+				for i, v := range src {
+					dst[2*i], dst[2*i+1] = v, v
+				}
+			} else {
+				for i := 0; i < w; i++ {
+					copy(dst[2*i*u:(2*i+1)*u], src[i*u:(i+1)*u])
+					copy(dst[(2*i+1)*u:(2*i+2)*u], src[i*u:(i+1)*u])
+				}
 			}
-			copy(y[(2*r+1)*2*w:(2*r+2)*2*w], dst)
+			copy(y[(2*r+1)*2*w*u:(2*r+2)*2*w*u], dst)
 		}
 	})
 	return nil

@@ -22526,3 +22526,550 @@ avgPool2x2BlockedRowAVX512_one:
 avgPool2x2BlockedRowAVX512_done:
 	VZEROUPPER
 	RET
+
+// func momentsBlockedAVX512(n int, x *float32, shift *float32, s1 *float64, s2 *float64)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·momentsBlockedAVX512(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ shift+16(FP), DX
+
+	// shift widened to float64; the partial sums = 0
+	VCVTPS2PD (DX), Z0
+	VCVTPS2PD 32(DX), Z1
+	VXORPD    Z2, Z2, Z2
+	VXORPD    Z10, Z10, Z10
+	VXORPD    Z3, Z3, Z3
+	VXORPD    Z11, Z11, Z11
+	VXORPD    Z4, Z4, Z4
+	VXORPD    Z12, Z12, Z12
+	VXORPD    Z5, Z5, Z5
+	VXORPD    Z13, Z13, Z13
+	VXORPD    Z6, Z6, Z6
+	VXORPD    Z14, Z14, Z14
+	VXORPD    Z7, Z7, Z7
+	VXORPD    Z15, Z15, Z15
+	VXORPD    Z8, Z8, Z8
+	VXORPD    Z16, Z16, Z16
+	VXORPD    Z9, Z9, Z9
+	VXORPD    Z17, Z17, Z17
+
+momentsBlockedAVX512_blocks:
+	CMPQ CX, $0x04
+	JB   momentsBlockedAVX512_one
+
+	// 4 pixel(s): d = float64(x) − shift; acc += d; acc2 += d·d
+	VCVTPS2PD   (SI), Z18
+	VCVTPS2PD   32(SI), Z19
+	VCVTPS2PD   64(SI), Z20
+	VCVTPS2PD   96(SI), Z21
+	VCVTPS2PD   128(SI), Z22
+	VCVTPS2PD   160(SI), Z23
+	VCVTPS2PD   192(SI), Z24
+	VCVTPS2PD   224(SI), Z25
+	VSUBPD      Z0, Z18, Z18
+	VADDPD      Z18, Z2, Z2
+	VFMADD231PD Z18, Z18, Z10
+	VSUBPD      Z1, Z19, Z19
+	VADDPD      Z19, Z3, Z3
+	VFMADD231PD Z19, Z19, Z11
+	VSUBPD      Z0, Z20, Z20
+	VADDPD      Z20, Z4, Z4
+	VFMADD231PD Z20, Z20, Z12
+	VSUBPD      Z1, Z21, Z21
+	VADDPD      Z21, Z5, Z5
+	VFMADD231PD Z21, Z21, Z13
+	VSUBPD      Z0, Z22, Z22
+	VADDPD      Z22, Z6, Z6
+	VFMADD231PD Z22, Z22, Z14
+	VSUBPD      Z1, Z23, Z23
+	VADDPD      Z23, Z7, Z7
+	VFMADD231PD Z23, Z23, Z15
+	VSUBPD      Z0, Z24, Z24
+	VADDPD      Z24, Z8, Z8
+	VFMADD231PD Z24, Z24, Z16
+	VSUBPD      Z1, Z25, Z25
+	VADDPD      Z25, Z9, Z9
+	VFMADD231PD Z25, Z25, Z17
+	ADDQ        $0x00000100, SI
+	SUBQ        $0x04, CX
+	JMP         momentsBlockedAVX512_blocks
+
+momentsBlockedAVX512_one:
+	TESTQ CX, CX
+	JZ    momentsBlockedAVX512_done
+
+	// 1 pixel(s): d = float64(x) − shift; acc += d; acc2 += d·d
+	VCVTPS2PD   (SI), Z18
+	VCVTPS2PD   32(SI), Z19
+	VSUBPD      Z0, Z18, Z18
+	VADDPD      Z18, Z2, Z2
+	VFMADD231PD Z18, Z18, Z10
+	VSUBPD      Z1, Z19, Z19
+	VADDPD      Z19, Z3, Z3
+	VFMADD231PD Z19, Z19, Z11
+	ADDQ        $0x40, SI
+	DECQ        CX
+	JMP         momentsBlockedAVX512_one
+
+momentsBlockedAVX512_done:
+	// add the slots pairwise, then s1 += acc, s2 += acc2
+	VADDPD  Z4, Z2, Z2
+	VADDPD  Z12, Z10, Z10
+	VADDPD  Z5, Z3, Z3
+	VADDPD  Z13, Z11, Z11
+	VADDPD  Z8, Z6, Z6
+	VADDPD  Z16, Z14, Z14
+	VADDPD  Z9, Z7, Z7
+	VADDPD  Z17, Z15, Z15
+	VADDPD  Z6, Z2, Z2
+	VADDPD  Z14, Z10, Z10
+	VADDPD  Z7, Z3, Z3
+	VADDPD  Z15, Z11, Z11
+	MOVQ    s1+24(FP), DI
+	MOVQ    s2+32(FP), DX
+	VADDPD  (DI), Z2, Z2
+	VMOVUPD Z2, (DI)
+	VADDPD  (DX), Z10, Z10
+	VMOVUPD Z10, (DX)
+	VADDPD  64(DI), Z3, Z3
+	VMOVUPD Z3, 64(DI)
+	VADDPD  64(DX), Z11, Z11
+	VMOVUPD Z11, 64(DX)
+	VZEROUPPER
+	RET
+
+// func affineBlockedAVX512(n int, a *float32, b *float32, x *float32, y *float32)
+// Requires: AVX, AVX512F
+TEXT ·affineBlockedAVX512(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ x+24(FP), SI
+	MOVQ y+32(FP), DI
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), DX
+
+	// a and b, one value per lane
+	VMOVUPS (AX), Z17
+	VMOVUPS (DX), Z18
+
+affineBlockedAVX512_blocks:
+	CMPQ CX, $0x04
+	JB   affineBlockedAVX512_one
+
+	// x = a·x + b
+	VMOVUPS     (SI), Z1
+	VFMADD213PS Z18, Z17, Z1
+	VMOVUPS     64(SI), Z2
+	VFMADD213PS Z18, Z17, Z2
+	VMOVUPS     128(SI), Z3
+	VFMADD213PS Z18, Z17, Z3
+	VMOVUPS     192(SI), Z4
+	VFMADD213PS Z18, Z17, Z4
+	VMOVUPS     Z1, (DI)
+	VMOVUPS     Z2, 64(DI)
+	VMOVUPS     Z3, 128(DI)
+	VMOVUPS     Z4, 192(DI)
+	ADDQ        $0x00000100, SI
+	ADDQ        $0x00000100, DI
+	SUBQ        $0x04, CX
+	JMP         affineBlockedAVX512_blocks
+
+affineBlockedAVX512_one:
+	TESTQ CX, CX
+	JZ    affineBlockedAVX512_done
+
+	// x = a·x + b
+	VMOVUPS     (SI), Z1
+	VFMADD213PS Z18, Z17, Z1
+	VMOVUPS     Z1, (DI)
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DI
+	DECQ        CX
+	JMP         affineBlockedAVX512_one
+
+affineBlockedAVX512_done:
+	VZEROUPPER
+	RET
+
+// func affineSiLUBlockedAVX512(n int, a *float32, b *float32, x *float32, y *float32)
+// Requires: AVX, AVX512F
+TEXT ·affineSiLUBlockedAVX512(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ x+24(FP), SI
+	MOVQ y+32(FP), DI
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), DX
+
+	// a and b, one value per lane
+	VMOVUPS (AX), Z17
+	VMOVUPS (DX), Z18
+	VMOVUPS vk_explo<>+0(SB), Z0
+
+affineSiLUBlockedAVX512_blocks:
+	CMPQ CX, $0x04
+	JB   affineSiLUBlockedAVX512_one
+
+	// x = a·x + b
+	VMOVUPS     (SI), Z1
+	VFMADD213PS Z18, Z17, Z1
+	VMOVUPS     64(SI), Z2
+	VFMADD213PS Z18, Z17, Z2
+	VMOVUPS     128(SI), Z3
+	VFMADD213PS Z18, Z17, Z3
+	VMOVUPS     192(SI), Z4
+	VFMADD213PS Z18, Z17, Z4
+
+	// r = −|x|
+	VPORD vk_signmask<>+0(SB), Z1, Z5
+	VPORD vk_signmask<>+0(SB), Z2, Z8
+	VPORD vk_signmask<>+0(SB), Z3, Z11
+	VPORD vk_signmask<>+0(SB), Z4, Z14
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z5, Z0, Z5
+	VMULPS      vk_log2e<>+0(SB), Z5, Z6
+	VRNDSCALEPS $0x00, Z6, Z6
+	VMAXPS      Z8, Z0, Z8
+	VMULPS      vk_log2e<>+0(SB), Z8, Z9
+	VRNDSCALEPS $0x00, Z9, Z9
+	VMAXPS      Z11, Z0, Z11
+	VMULPS      vk_log2e<>+0(SB), Z11, Z12
+	VRNDSCALEPS $0x00, Z12, Z12
+	VMAXPS      Z14, Z0, Z14
+	VMULPS      vk_log2e<>+0(SB), Z14, Z15
+	VRNDSCALEPS $0x00, Z15, Z15
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z6, Z5
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z9, Z8
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z12, Z11
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z15, Z14
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z6, Z5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z9, Z8
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z12, Z11
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z15, Z14
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z7
+	VMOVUPS     vk_expc4<>+0(SB), Z10
+	VMOVUPS     vk_expc4<>+0(SB), Z13
+	VMOVUPS     vk_expc4<>+0(SB), Z16
+	VFMADD213PS vk_expc3<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc3<>+0(SB), Z8, Z10
+	VFMADD213PS vk_expc3<>+0(SB), Z11, Z13
+	VFMADD213PS vk_expc3<>+0(SB), Z14, Z16
+	VFMADD213PS vk_expc2<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc2<>+0(SB), Z8, Z10
+	VFMADD213PS vk_expc2<>+0(SB), Z11, Z13
+	VFMADD213PS vk_expc2<>+0(SB), Z14, Z16
+	VFMADD213PS vk_expc1<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc1<>+0(SB), Z8, Z10
+	VFMADD213PS vk_expc1<>+0(SB), Z11, Z13
+	VFMADD213PS vk_expc1<>+0(SB), Z14, Z16
+	VFMADD213PS vk_expc0<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc0<>+0(SB), Z8, Z10
+	VFMADD213PS vk_expc0<>+0(SB), Z11, Z13
+	VFMADD213PS vk_expc0<>+0(SB), Z14, Z16
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z8, Z10
+	VFMADD213PS vk_one<>+0(SB), Z11, Z13
+	VFMADD213PS vk_one<>+0(SB), Z14, Z16
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z8, Z10
+	VFMADD213PS vk_one<>+0(SB), Z11, Z13
+	VFMADD213PS vk_one<>+0(SB), Z14, Z16
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z6, Z7, Z7
+	VSCALEFPS Z9, Z10, Z10
+	VSCALEFPS Z12, Z13, Z13
+	VSCALEFPS Z15, Z16, Z16
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z1, K2
+	VMOVAPS Z7, Z6
+	VMOVUPS vk_one<>+0(SB), K2, Z6
+	VADDPS  vk_one<>+0(SB), Z7, Z5
+	VMULPS  Z6, Z1, Z1
+	VDIVPS  Z5, Z1, Z1
+	VMOVUPS Z1, (DI)
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z2, K2
+	VMOVAPS Z10, Z9
+	VMOVUPS vk_one<>+0(SB), K2, Z9
+	VADDPS  vk_one<>+0(SB), Z10, Z8
+	VMULPS  Z9, Z2, Z2
+	VDIVPS  Z8, Z2, Z2
+	VMOVUPS Z2, 64(DI)
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z3, K2
+	VMOVAPS Z13, Z12
+	VMOVUPS vk_one<>+0(SB), K2, Z12
+	VADDPS  vk_one<>+0(SB), Z13, Z11
+	VMULPS  Z12, Z3, Z3
+	VDIVPS  Z11, Z3, Z3
+	VMOVUPS Z3, 128(DI)
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z4, K2
+	VMOVAPS Z16, Z15
+	VMOVUPS vk_one<>+0(SB), K2, Z15
+	VADDPS  vk_one<>+0(SB), Z16, Z14
+	VMULPS  Z15, Z4, Z4
+	VDIVPS  Z14, Z4, Z4
+	VMOVUPS Z4, 192(DI)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x04, CX
+	JMP     affineSiLUBlockedAVX512_blocks
+
+affineSiLUBlockedAVX512_one:
+	TESTQ CX, CX
+	JZ    affineSiLUBlockedAVX512_done
+
+	// x = a·x + b
+	VMOVUPS     (SI), Z1
+	VFMADD213PS Z18, Z17, Z1
+
+	// r = −|x|
+	VPORD vk_signmask<>+0(SB), Z1, Z5
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z5, Z0, Z5
+	VMULPS      vk_log2e<>+0(SB), Z5, Z6
+	VRNDSCALEPS $0x00, Z6, Z6
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z6, Z5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z6, Z5
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z7
+	VFMADD213PS vk_expc3<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc2<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc1<>+0(SB), Z5, Z7
+	VFMADD213PS vk_expc0<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+	VFMADD213PS vk_one<>+0(SB), Z5, Z7
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z6, Z7, Z7
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS  $0x1d, vk_zero<>+0(SB), Z1, K2
+	VMOVAPS Z7, Z6
+	VMOVUPS vk_one<>+0(SB), K2, Z6
+	VADDPS  vk_one<>+0(SB), Z7, Z5
+	VMULPS  Z6, Z1, Z1
+	VDIVPS  Z5, Z1, Z1
+	VMOVUPS Z1, (DI)
+	ADDQ    $0x40, SI
+	ADDQ    $0x40, DI
+	DECQ    CX
+	JMP     affineSiLUBlockedAVX512_one
+
+affineSiLUBlockedAVX512_done:
+	VZEROUPPER
+	RET
+
+// func momentsBlockedAVX2(n int, x *float32, shift *float32, s1 *float64, s2 *float64)
+// Requires: AVX, FMA3
+TEXT ·momentsBlockedAVX2(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ shift+16(FP), DX
+
+	// shift widened to float64; the partial sums = 0
+	VCVTPS2PD (DX), Y0
+	VCVTPS2PD 16(DX), Y1
+	VCVTPS2PD 32(DX), Y2
+	VCVTPS2PD 48(DX), Y3
+	VXORPD    Y4, Y4, Y4
+	VXORPD    Y8, Y8, Y8
+	VXORPD    Y5, Y5, Y5
+	VXORPD    Y9, Y9, Y9
+	VXORPD    Y6, Y6, Y6
+	VXORPD    Y10, Y10, Y10
+	VXORPD    Y7, Y7, Y7
+	VXORPD    Y11, Y11, Y11
+
+momentsBlockedAVX2_one:
+	TESTQ CX, CX
+	JZ    momentsBlockedAVX2_done
+
+	// 1 pixel(s): d = float64(x) − shift; acc += d; acc2 += d·d
+	VCVTPS2PD   (SI), Y12
+	VCVTPS2PD   16(SI), Y13
+	VCVTPS2PD   32(SI), Y14
+	VCVTPS2PD   48(SI), Y15
+	VSUBPD      Y0, Y12, Y12
+	VADDPD      Y12, Y4, Y4
+	VFMADD231PD Y12, Y12, Y8
+	VSUBPD      Y1, Y13, Y13
+	VADDPD      Y13, Y5, Y5
+	VFMADD231PD Y13, Y13, Y9
+	VSUBPD      Y2, Y14, Y14
+	VADDPD      Y14, Y6, Y6
+	VFMADD231PD Y14, Y14, Y10
+	VSUBPD      Y3, Y15, Y15
+	VADDPD      Y15, Y7, Y7
+	VFMADD231PD Y15, Y15, Y11
+	ADDQ        $0x40, SI
+	DECQ        CX
+	JMP         momentsBlockedAVX2_one
+
+momentsBlockedAVX2_done:
+	// add the slots pairwise, then s1 += acc, s2 += acc2
+	MOVQ    s1+24(FP), DI
+	MOVQ    s2+32(FP), DX
+	VADDPD  (DI), Y4, Y4
+	VMOVUPD Y4, (DI)
+	VADDPD  (DX), Y8, Y8
+	VMOVUPD Y8, (DX)
+	VADDPD  32(DI), Y5, Y5
+	VMOVUPD Y5, 32(DI)
+	VADDPD  32(DX), Y9, Y9
+	VMOVUPD Y9, 32(DX)
+	VADDPD  64(DI), Y6, Y6
+	VMOVUPD Y6, 64(DI)
+	VADDPD  64(DX), Y10, Y10
+	VMOVUPD Y10, 64(DX)
+	VADDPD  96(DI), Y7, Y7
+	VMOVUPD Y7, 96(DI)
+	VADDPD  96(DX), Y11, Y11
+	VMOVUPD Y11, 96(DX)
+	VZEROUPPER
+	RET
+
+// func affineBlockedAVX2(n int, a *float32, b *float32, x *float32, y *float32)
+// Requires: AVX, FMA3
+TEXT ·affineBlockedAVX2(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ x+24(FP), SI
+	MOVQ y+32(FP), DI
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), DX
+
+	// a and b, one value per lane
+	VMOVUPS (AX), Y9
+	VMOVUPS (DX), Y11
+	VMOVUPS 32(AX), Y10
+	VMOVUPS 32(DX), Y12
+
+affineBlockedAVX2_one:
+	TESTQ CX, CX
+	JZ    affineBlockedAVX2_done
+
+	// x = a·x + b
+	VMOVUPS     (SI), Y1
+	VFMADD213PS Y11, Y9, Y1
+	VMOVUPS     32(SI), Y2
+	VFMADD213PS Y12, Y10, Y2
+	VMOVUPS     Y1, (DI)
+	VMOVUPS     Y2, 32(DI)
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DI
+	DECQ        CX
+	JMP         affineBlockedAVX2_one
+
+affineBlockedAVX2_done:
+	VZEROUPPER
+	RET
+
+// func affineSiLUBlockedAVX2(n int, a *float32, b *float32, x *float32, y *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·affineSiLUBlockedAVX2(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ x+24(FP), SI
+	MOVQ y+32(FP), DI
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), DX
+
+	// a and b, one value per lane
+	VMOVUPS (AX), Y9
+	VMOVUPS (DX), Y11
+	VMOVUPS 32(AX), Y10
+	VMOVUPS 32(DX), Y12
+	VMOVUPS vk_explo<>+0(SB), Y0
+
+affineSiLUBlockedAVX2_one:
+	TESTQ CX, CX
+	JZ    affineSiLUBlockedAVX2_done
+
+	// x = a·x + b
+	VMOVUPS     (SI), Y1
+	VFMADD213PS Y11, Y9, Y1
+	VMOVUPS     32(SI), Y2
+	VFMADD213PS Y12, Y10, Y2
+
+	// r = −|x|
+	VORPS vk_signmask<>+0(SB), Y1, Y3
+	VORPS vk_signmask<>+0(SB), Y2, Y6
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y3, Y0, Y3
+	VMULPS   vk_log2e<>+0(SB), Y3, Y4
+	VROUNDPS $0x00, Y4, Y4
+	VMAXPS   Y6, Y0, Y6
+	VMULPS   vk_log2e<>+0(SB), Y6, Y7
+	VROUNDPS $0x00, Y7, Y7
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y4, Y3
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y7, Y6
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y4, Y3
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y7, Y6
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y5
+	VMOVUPS     vk_expc4<>+0(SB), Y8
+	VFMADD213PS vk_expc3<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc3<>+0(SB), Y6, Y8
+	VFMADD213PS vk_expc2<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc2<>+0(SB), Y6, Y8
+	VFMADD213PS vk_expc1<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc1<>+0(SB), Y6, Y8
+	VFMADD213PS vk_expc0<>+0(SB), Y3, Y5
+	VFMADD213PS vk_expc0<>+0(SB), Y6, Y8
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y6, Y8
+	VFMADD213PS vk_one<>+0(SB), Y3, Y5
+	VFMADD213PS vk_one<>+0(SB), Y6, Y8
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y4, Y4
+	VPSRAD    $0x01, Y4, Y3
+	VPSUBD    Y3, Y4, Y4
+	VPADDD    vk_bias127<>+0(SB), Y3, Y3
+	VPSLLD    $0x17, Y3, Y3
+	VPADDD    vk_bias127<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y3, Y5, Y5
+	VMULPS    Y4, Y5, Y5
+	VCVTPS2DQ Y7, Y7
+	VPSRAD    $0x01, Y7, Y6
+	VPSUBD    Y6, Y7, Y7
+	VPADDD    vk_bias127<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VPADDD    vk_bias127<>+0(SB), Y7, Y7
+	VPSLLD    $0x17, Y7, Y7
+	VMULPS    Y6, Y8, Y8
+	VMULPS    Y7, Y8, Y8
+
+	// n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r
+	VCMPPS    $0x1d, vk_zero<>+0(SB), Y1, Y3
+	VBLENDVPS Y3, vk_one<>+0(SB), Y5, Y4
+	VADDPS    vk_one<>+0(SB), Y5, Y3
+	VMULPS    Y4, Y1, Y1
+	VDIVPS    Y3, Y1, Y1
+	VMOVUPS   Y1, (DI)
+	VCMPPS    $0x1d, vk_zero<>+0(SB), Y2, Y6
+	VBLENDVPS Y6, vk_one<>+0(SB), Y8, Y7
+	VADDPS    vk_one<>+0(SB), Y8, Y6
+	VMULPS    Y7, Y2, Y2
+	VDIVPS    Y6, Y2, Y2
+	VMOVUPS   Y2, 32(DI)
+	ADDQ      $0x40, SI
+	ADDQ      $0x40, DI
+	DECQ      CX
+	JMP       affineSiLUBlockedAVX2_one
+
+affineSiLUBlockedAVX2_done:
+	VZEROUPPER
+	RET

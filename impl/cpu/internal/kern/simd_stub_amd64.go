@@ -539,3 +539,37 @@ func convBlocked4x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int,
 //
 //go:noescape
 func avgPool2x2BlockedRowAVX512(n int, r0 *float32, r1 *float32, out *float32)
+
+// momentsBlockedAVX512 adds to s1[l] and s2[l] the sums of d and d² over p < n, d = float64(x[16p+l]) − float64(shift[l]), l < 16,
+// in float64 over several partial sums.
+//
+//go:noescape
+func momentsBlockedAVX512(n int, x *float32, shift *float32, s1 *float64, s2 *float64)
+
+// affineBlockedAVX512 sets y[16p+l] = v for p < n, l < 16, v = a[l]·x[16p+l] + b[l] (one rounding); y may be x.
+//
+//go:noescape
+func affineBlockedAVX512(n int, a *float32, b *float32, x *float32, y *float32)
+
+// affineSiLUBlockedAVX512 sets y[16p+l] = v·sigmoid(v) for p < n, l < 16, v = a[l]·x[16p+l] + b[l] (one rounding),
+// the swish computed as affineSiLUAVX512 computes it, v·(v ≥ 0 ? 1 : e)/(1 + e) with e = exp(−|v|).
+//
+//go:noescape
+func affineSiLUBlockedAVX512(n int, a *float32, b *float32, x *float32, y *float32)
+
+// momentsBlockedAVX2 adds to s1[l] and s2[l] the sums of d and d² over p < n, d = float64(x[16p+l]) − float64(shift[l]), l < 16,
+// in float64 over several partial sums.
+//
+//go:noescape
+func momentsBlockedAVX2(n int, x *float32, shift *float32, s1 *float64, s2 *float64)
+
+// affineBlockedAVX2 sets y[16p+l] = v for p < n, l < 16, v = a[l]·x[16p+l] + b[l] (one rounding); y may be x.
+//
+//go:noescape
+func affineBlockedAVX2(n int, a *float32, b *float32, x *float32, y *float32)
+
+// affineSiLUBlockedAVX2 sets y[16p+l] = v·sigmoid(v) for p < n, l < 16, v = a[l]·x[16p+l] + b[l] (one rounding),
+// the swish computed as affineSiLUAVX2 computes it, v·(v ≥ 0 ? 1 : e)/(1 + e) with e = exp(−|v|).
+//
+//go:noescape
+func affineSiLUBlockedAVX2(n int, a *float32, b *float32, x *float32, y *float32)

@@ -45,7 +45,8 @@ func main() {
 	rowPanels(16)     // gen_copy.go: B panels from rows, AVX2
 	rowPanels(32)     // B panels from rows, AVX-512
 
-	convBlockedKernels(zmm) // gen_conv_blocked.go: NCHW16c convolution tiles and the 2×2 pool
+	convBlockedKernels(zmm)           // gen_conv_blocked.go: NCHW16c convolution tiles and the 2×2 pool
+	groupNormBlockedKernels(zmm, ymm) // gen_groupnorm_blocked.go: GroupNorm's moments and affine on NCHW16c planes
 	Generate()
 }
 

@@ -56,50 +56,67 @@ func (s vecISA) sigmoidGate(name, slope string, affine bool, doc ...string) {
 		s.bcast(xs[0], vb)
 	}
 	s.stream(name, []Register{RSI, RDI}, func(u int, tail bool, at func(p, j int) Mem) {
+		var load func(j int)
 		if affine {
 			Comment("x = a·x + b")
 			for j := 0; j < u; j++ {
 				s.ld(at(0, j), xs[j], tail)
 				VFMADD213PS(vb, va, xs[j])
 			}
-		}
-		if slope != "" {
-			Comment("r = −|1.702·x|")
 		} else {
-			Comment("r = −|x|")
+			load = func(j int) { s.ld(at(0, j), xs[j], tail) }
 		}
-		for j := 0; j < u; j++ {
-			if !affine {
-				s.ld(at(0, j), xs[j], tail)
-			}
-			src := xs[j]
-			if slope != "" {
-				VMULPS(k(slope), xs[j], rs[j].r)
-				src = rs[j].r
-			}
-			if s.avx512 {
-				VPORD(k("signmask"), src, rs[j].r)
-			} else {
-				VORPS(k("signmask"), src, rs[j].r)
-			}
-		}
-		s.exp(rs[:u], lo)
-		Comment("n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r")
-		for j := 0; j < u; j++ {
-			e := rs[j]
-			if s.avx512 {
-				VCMPPS(Imm(0x1d), k("zero"), xs[j], K2) // x ≥ 0, ordered
-				VMOVAPS(e.p, e.n)
-				VMOVUPS(k("one"), K2, e.n)
-			} else {
-				VCMPPS(Imm(0x1d), k("zero"), xs[j], e.r)
-				VBLENDVPS(e.r, k("one"), e.p, e.n)
-			}
-			VADDPS(k("one"), e.p, e.r)
-			VMULPS(e.n, xs[j], xs[j])
-			VDIVPS(e.r, xs[j], xs[j])
-			s.st(xs[j], at(1, j), tail)
-		}
+		s.gateVecs(slope, xs[:u], rs[:u], lo, load, func(j int) { s.st(xs[j], at(1, j), tail) })
 	})
 	s.end()
+}
+
+// gateVecs emits xs[j] = xs[j]·sigmoid(c·xs[j]) for every vector of xs,
+// with c the constant named slope (c = 1 when slope is ""), as
+//
+//	x·(x ≥ 0 ? 1 : e)/(1 + e),  e = exp(−|c·x|)
+//
+// the vectors interleaved: rs are their exp registers and lo holds −104
+// (explo) in every lane. load(j), when not nil, is emitted where vector j
+// is first read (loading xs[j]), store(j) as soon as xs[j] holds its
+// result. sigmoidGate and the NCHW16c affineBlocked kernels share it, so
+// that they give the same bits.
+func (s vecISA) gateVecs(slope string, xs []VecPhysical, rs []expRegs, lo VecPhysical, load, store func(j int)) {
+	if slope != "" {
+		Comment("r = −|1.702·x|")
+	} else {
+		Comment("r = −|x|")
+	}
+	for j := range xs {
+		if load != nil {
+			load(j)
+		}
+		src := xs[j]
+		if slope != "" {
+			VMULPS(k(slope), xs[j], rs[j].r)
+			src = rs[j].r
+		}
+		if s.avx512 {
+			VPORD(k("signmask"), src, rs[j].r)
+		} else {
+			VORPS(k("signmask"), src, rs[j].r)
+		}
+	}
+	s.exp(rs, lo)
+	Comment("n = x ≥ 0 ? 1 : e;  r = 1 + e;  y = x·n / r")
+	for j := range xs {
+		e := rs[j]
+		if s.avx512 {
+			VCMPPS(Imm(0x1d), k("zero"), xs[j], K2) // x ≥ 0, ordered
+			VMOVAPS(e.p, e.n)
+			VMOVUPS(k("one"), K2, e.n)
+		} else {
+			VCMPPS(Imm(0x1d), k("zero"), xs[j], e.r)
+			VBLENDVPS(e.r, k("one"), e.p, e.n)
+		}
+		VADDPS(k("one"), e.p, e.r)
+		VMULPS(e.n, xs[j], xs[j])
+		VDIVPS(e.r, xs[j], xs[j])
+		store(j)
+	}
 }
