@@ -182,6 +182,9 @@ func (b *Backend) positionSine(n ops.PositionSine, in, out []*tensor) error {
 	return nil
 }
 
+// flattenLevels writes each level's map [B, C, H, W] as tokens from its
+// start row on: out[img, start + p, c] = in[img, c, p] (a transpose, or,
+// for a blocked map, one run of 16 channels per pixel and block).
 func (b *Backend) flattenLevels(n ops.FlattenLevels, in, out []*tensor) error {
 	s := ops.MSDeformCore{Levels: n.Levels}.Values()
 	var want []bench.Shape
@@ -199,7 +202,19 @@ func (b *Backend) flattenLevels(n ops.FlattenLevels, in, out []*tensor) error {
 		for li, lv := range n.Levels {
 			hw := lv.H * lv.W
 			src := in[li].data[img*n.Chans*hw : (img+1)*n.Chans*hw]
-			kern.Transpose(n.Chans, hw, src, hw, y[(img*s+lv.Start)*n.Chans:], n.Chans)
+			dst := y[(img*s+lv.Start)*n.Chans:]
+			if !in[li].blocked {
+				kern.Transpose(n.Chans, hw, src, hw, dst, n.Chans)
+				continue
+			}
+			// A blocked level's pixels hold 16 channels side by side: each
+			// goes to its token as one run.
+			const l = kern.BlockLanes
+			for cb := 0; cb < n.Chans/l; cb++ {
+				for p := 0; p < hw; p++ {
+					copy(dst[p*n.Chans+cb*l:p*n.Chans+(cb+1)*l], src[(cb*hw+p)*l:(cb*hw+p+1)*l])
+				}
+			}
 		}
 	}
 	return nil

@@ -12,8 +12,9 @@ import (
 // channels side by side per pixel; see kern.ConvBlockedTile) instead of
 // NCHW: a tensor's blocked flag says which layout its data is in. Only
 // the nodes that read and write that layout (blocked convolutions, the
-// 2×2 average pool, GroupNorm, VQGAN's padding and upsampling,
-// readsBlocked) see a blocked tensor; Enqueue turns it
+// 2×2 average pool, GroupNorm, VQGAN's padding and upsampling, the
+// flattening of feature maps into tokens; readsBlocked) see a blocked
+// tensor; Enqueue turns it
 // back into NCHW in place before any other node reads it or writes over
 // it, and Download before it is copied out, so the layout never shows
 // outside the backend.
@@ -29,8 +30,8 @@ func (b *Backend) readsBlocked(node bench.Node, in []*tensor, i int) bool {
 		return i == 0 && in[0].blocked && blockedPoolable(n)
 	case ops.GroupNorm:
 		return i == 0 && b.useBlockedGroupNorm(n, in[0].blocked)
-	case ops.PadRightBottom, ops.UpsampleNearest2x:
-		return i == 0
+	case ops.PadRightBottom, ops.UpsampleNearest2x, ops.FlattenLevels:
+		return true
 	}
 	return false
 }

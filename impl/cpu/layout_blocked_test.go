@@ -110,3 +110,32 @@ func TestPadUpsampleBlocked(t *testing.T) {
 		}
 	})
 }
+
+// TestFlattenLevelsBlocked flattens two levels into tokens, one blocked
+// and one NCHW, then both blocked and a batch of two: the same tokens as
+// from NCHW maps, bit for bit.
+func TestFlattenLevelsBlocked(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(2, 8))
+		n := ops.FlattenLevels{Batch: 2, Chans: 32, Levels: ops.LevelsOf([2]int{5, 7}, [2]int{3, 2})}
+		shapes := []bench.Shape{{2, 32, 5, 7}, {2, 32, 3, 2}}
+		vals := [][]float32{randSlice(rng, int(shapes[0].Elems()), -1, 1), randSlice(rng, int(shapes[1].Elems()), -1, 1)}
+		out := bench.Shape{2, 41, 32}
+		ref := New(2)
+		ref.nchwOnly = true
+		_, want := runNode(t, ref, n, []bench.Tensor{ref.testTensor(t, shapes[0], vals[0]), ref.testTensor(t, shapes[1], vals[1])}, out)
+		for _, both := range []bool{false, true} {
+			be := New(2)
+			l0, l1 := identityConv(t, be, be.testTensor(t, shapes[0], vals[0])), be.testTensor(t, shapes[1], vals[1])
+			if both {
+				l1 = identityConv(t, be, l1)
+			}
+			_, got := runNode(t, be, n, []bench.Tensor{l0, l1}, out)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("both blocked %v: value %d = %v, want %v", both, i, got[i], want[i])
+				}
+			}
+		}
+	})
+}
