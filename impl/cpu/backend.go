@@ -30,6 +30,9 @@ type Backend struct {
 	arena []float32
 	// pairArena is the same for bf16 pairs (pairScratch).
 	pairArena []uint32
+	// winoArena holds the blocked Winograd convolution's planes, taken
+	// while scratch may hold its converted image.
+	winoArena []float32
 	// bf16 makes this the cpu-bf16 backend (bf16.go): matrix products
 	// with bf16 inputs, but for convolutions with few output channels,
 	// which it runs as the cpu backend's float32 direct convolutions (directOnBF16:

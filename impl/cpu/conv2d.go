@@ -73,7 +73,11 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 		return err
 	}
 	if b.useBlocked(c, in[0].blocked) {
-		fw := b.foldConv(c, in[1:], convBlocked)
+		mode := convBlocked
+		if useBlockedWinograd(c) {
+			mode = convBlockedWinograd
+		}
+		fw := b.foldConv(c, in[1:], mode)
 		b.conv2dBlockedTensors(c, fw.blocked, in[0], out[0], resT)
 		return nil
 	}
@@ -150,12 +154,13 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 type convPacking int
 
 const (
-	convWindows   convPacking = iota // kern.PackBT, for the implicit GEMM
-	convDirect                       // kern.PackA with the bias column, for the direct convolution
-	convWinograd                     // the Winograd transform (winogradWeight)
-	convPointwise                    // unpacked, read in place by the pointwise product (and kern.PackA for a narrow one)
-	convTapPairs                     // reordered tap-major (kern.TapMajor), then kern.PackBT, for kern.TapPairsA
-	convBlocked                      // grouped for kern.ConvBlockedTile (blockedConvWeight)
+	convWindows         convPacking = iota // kern.PackBT, for the implicit GEMM
+	convDirect                             // kern.PackA with the bias column, for the direct convolution
+	convWinograd                           // the Winograd transform (winogradWeight)
+	convPointwise                          // unpacked, read in place by the pointwise product (and kern.PackA for a narrow one)
+	convTapPairs                           // reordered tap-major (kern.TapMajor), then kern.PackBT, for kern.TapPairsA
+	convBlocked                            // grouped for kern.ConvBlockedTile (blockedConvWeight)
+	convBlockedWinograd                    // transformed, then grouped (blockedWinogradWeight)
 )
 
 // mode is the packing f holds.
@@ -163,6 +168,8 @@ func (f *foldedWeight) mode() convPacking {
 	switch {
 	case f.raw != nil:
 		return convPointwise
+	case f.blocked != nil && f.blocked.winograd:
+		return convBlockedWinograd
 	case f.blocked != nil:
 		return convBlocked
 	case f.pa != nil:
@@ -230,8 +237,12 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, mode convPacking) *folded
 		w.folded = f
 		b.account(f.bytes())
 		return f
-	case convBlocked:
-		f := &foldedWeight{versions: versions, blocked: blockedConvWeight(c, wf, bias), bias: bias}
+	case convBlocked, convBlockedWinograd:
+		bw := blockedConvWeight
+		if mode == convBlockedWinograd {
+			bw = blockedWinogradWeight
+		}
+		f := &foldedWeight{versions: versions, blocked: bw(c, wf, bias), bias: bias}
 		f.held = f.blocked.bytes()
 		w.folded = f
 		b.account(f.bytes())

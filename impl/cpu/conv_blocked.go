@@ -20,14 +20,16 @@ import (
 // with whole channel blocks in and out, when the convolution has a
 // BatchNorm (the ResNet backbones, whose convolutions follow one another)
 // or its image comes blocked; convPath "blocked" forces it where
-// possible, any other forced path keeps it off. Builds with mutations
+// possible (so do "blockedwino" and "noblockedwino", which choose the
+// 3×3 convolution's method, useBlockedWinograd), any other forced path
+// keeps it off. Builds with mutations
 // keep NCHW, which those rewrite, and so does a backend with nchwOnly.
 func (b *Backend) useBlocked(c ops.Conv2d, inBlocked bool) bool {
 	if !b.blockedLayout() || c.InChans%kern.BlockLanes != 0 || c.OutChans%kern.BlockLanes != 0 || c.KernelH*c.KernelW > 64 {
 		return false
 	}
 	switch {
-	case convForced("blocked"):
+	case convForced("blocked") || convForced("blockedwino") || convForced("noblockedwino"):
 		return true
 	case convPath != "":
 		return false
@@ -44,6 +46,9 @@ type blockedWeight struct {
 	starts []int // group g's weight is w[starts[g]:starts[g+1]]
 	bias   []float32
 	plan   *blockedPlan // the tiles of the geometry last run
+	// winograd says w holds the 16 transformed weights of a 3×3 window
+	// (blockedWinogradWeight) as the taps of a 4×4 one.
+	winograd bool
 }
 
 // blockedConvWeight packs the folded weight wf [O, C, KH, KW] for the
@@ -403,6 +408,10 @@ func (b *Backend) conv2dBlockedTensors(c ops.Conv2d, bw *blockedWeight, in, out,
 			b.toBlocked(n, ch, hw, res.data, r)
 		}
 	}
-	b.conv2dBlocked(c, bw, x, out.data, r)
+	if bw.winograd {
+		b.conv2dBlockedWinograd(c, bw, x, out.data, r)
+	} else {
+		b.conv2dBlocked(c, bw, x, out.data, r)
+	}
 	out.blocked = true
 }

@@ -218,3 +218,54 @@ func TestEvenTile(t *testing.T) {
 		}
 	}
 }
+
+// TestConvBlockedWinograd runs 3×3 convolutions through the blocked
+// Winograd path against the float64 loop: even and odd sizes (tiles past
+// the last row and column), maps of one to three pixels a side (every
+// window crossing the edge), a residual with and without ReLU, output
+// blocks in groups with one to three left over, batches of two and
+// three, each with the chunks as large as they come and with one tile
+// row per chunk (chunks crossing images).
+func TestConvBlockedWinograd(t *testing.T) {
+	cases := []blockedCase{
+		{1, 32, 64, 7, 7, 3, 1, 1, 1, true, true},
+		{2, 16, 80, 14, 13, 3, 1, 1, 1, false, true},
+		{1, 48, 48, 1, 1, 3, 1, 1, 1, false, false},
+		{3, 16, 32, 2, 3, 3, 1, 1, 1, true, false},
+		{1, 32, 16, 3, 2, 3, 1, 1, 1, true, true},
+		{2, 64, 96, 9, 11, 3, 1, 1, 1, true, true},
+		{1, 16, 16, 12, 12, 3, 1, 1, 1, false, true},
+	}
+	for _, mode := range []string{"blockedwino", "blockedwino,winochunk1"} {
+		t.Run(mode, func(t *testing.T) {
+			defer func(p string) { convPath = p }(convPath)
+			convPath = mode
+			forEachPath(t, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(5, 6))
+				for _, bc := range cases {
+					c := bc.conv()
+					be := New(2)
+					shapes, outShape := convShapes(c)
+					vals := make([][]float32, len(shapes))
+					ins := make([]bench.Tensor, len(shapes))
+					for i, s := range shapes {
+						lo, hi := float32(-1), float32(1)
+						if i == 5 { // the BN variance
+							lo, hi = 0.5, 2
+						}
+						vals[i] = randSlice(rng, int(s.Elems()), lo, hi)
+						ins[i] = be.testTensor(t, s, vals[i])
+					}
+					blocked, got := runNode(t, be, c, ins, outShape)
+					if blocked != be.useBlocked(c, false) {
+						t.Fatalf("%+v: output blocked %v", bc, blocked)
+					}
+					if f := ins[1].(*tensor).folded; blocked && (f == nil || f.mode() != convBlockedWinograd) {
+						t.Fatalf("%+v: not the blocked Winograd convolution", bc)
+					}
+					checkClose(t, fmt.Sprintf("%s %+v", mode, bc), got, blockedOracle(c, vals))
+				}
+			})
+		})
+	}
+}

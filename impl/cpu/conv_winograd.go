@@ -256,6 +256,22 @@ type winoWeight struct {
 // it in parts of g.partRows output channels.
 func winogradWeight(g winoGeom, wf, bias []float32) *winoWeight {
 	o, c := g.c.OutChans, g.c.InChans
+	u := winogradU(o, c, wf)
+	w := &winoWeight{geom: g, bias: bias, parts: make([][16]*kern.PackedA, g.parts)}
+	for p := range w.parts {
+		o0 := p * g.partRows
+		rows := min(g.partRows, o-o0)
+		for i := range 16 {
+			w.parts[p][i] = kern.PackA(rows, c, u[i][o0*c:], c)
+		}
+	}
+	return w
+}
+
+// winogradU returns the 16 transformed weights U = G g Gᵀ of the 3×3
+// weight wf [O, C, 3, 3], each [O, C]: u[4ξ+ν][o·C + c], computed in
+// float64 and rounded once.
+func winogradU(o, c int, wf []float32) [][]float32 {
 	u := make([][]float32, 16)
 	for i := range u {
 		u[i] = make([]float32, o*c)
@@ -275,15 +291,7 @@ func winogradWeight(g winoGeom, wf, bias []float32) *winoWeight {
 			}
 		}
 	}
-	w := &winoWeight{geom: g, bias: bias, parts: make([][16]*kern.PackedA, g.parts)}
-	for p := range w.parts {
-		o0 := p * g.partRows
-		rows := min(g.partRows, o-o0)
-		for i := range 16 {
-			w.parts[p][i] = kern.PackA(rows, c, u[i][o0*c:], c)
-		}
-	}
-	return w
+	return u
 }
 
 func (w *winoWeight) bytes() int64 {

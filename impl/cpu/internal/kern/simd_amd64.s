@@ -23073,3 +23073,1422 @@ affineSiLUBlockedAVX2_one:
 affineSiLUBlockedAVX2_done:
 	VZEROUPPER
 	RET
+
+// func winogradInputBlockedAVX512(n int, x *float32, rowStride int, v *float32, vStride int)
+// Requires: AVX, AVX512F
+TEXT ·winogradInputBlockedAVX512(SB), NOSPLIT, $0-40
+	MOVQ  n+0(FP), CX
+	MOVQ  x+8(FP), SI
+	MOVQ  rowStride+16(FP), R9
+	MOVQ  v+24(FP), DI
+	MOVQ  vStride+32(FP), BX
+	SHLQ  $0x02, R9
+	SHLQ  $0x02, BX
+	LEAQ  (R9)(R9*2), R10
+	LEAQ  (BX)(BX*1), R14
+	SHLQ  $0x01, R14
+	LEAQ  (R14)(R14*2), DX
+	TESTQ CX, CX
+	JLE   winogradInputBlockedAVX512_done
+
+	// columns 0 and 1 of the first tile
+	VMOVUPS (SI), Z0
+	VMOVUPS (SI)(R9*1), Z1
+	VMOVUPS (SI)(R9*2), Z2
+	VMOVUPS (SI)(R10*1), Z3
+	VMOVUPS 64(SI), Z4
+	VMOVUPS 64(SI)(R9*1), Z5
+	VMOVUPS 64(SI)(R9*2), Z6
+	VMOVUPS 64(SI)(R10*1), Z7
+
+winogradInputBlockedAVX512_pairs:
+	CMPQ CX, $0x02
+	JL   winogradInputBlockedAVX512_one
+
+	// tile k: columns 2k…2k+3 in A B C D
+	VMOVUPS 128(SI), Z8
+	VMOVUPS 128(SI)(R9*1), Z9
+	VMOVUPS 128(SI)(R9*2), Z10
+	VMOVUPS 128(SI)(R10*1), Z11
+	VMOVUPS 192(SI), Z12
+	VMOVUPS 192(SI)(R9*1), Z13
+	VMOVUPS 192(SI)(R9*2), Z14
+	VMOVUPS 192(SI)(R10*1), Z15
+	MOVQ    DI, R12
+
+	// X[a][ν] for the four rows a
+	VSUBPS Z8, Z0, Z16
+	VSUBPS Z9, Z1, Z17
+	VSUBPS Z10, Z2, Z18
+	VSUBPS Z11, Z3, Z19
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z18, Z16, Z20
+	VADDPS  Z18, Z17, Z21
+	VSUBPS  Z17, Z18, Z22
+	VSUBPS  Z19, Z17, Z23
+	VMOVUPS Z20, (R12)
+	VMOVUPS Z21, (R12)(R14*1)
+	VMOVUPS Z22, (R12)(R14*2)
+	VMOVUPS Z23, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VADDPS Z8, Z4, Z16
+	VADDPS Z9, Z5, Z17
+	VADDPS Z10, Z6, Z18
+	VADDPS Z11, Z7, Z19
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z18, Z16, Z20
+	VADDPS  Z18, Z17, Z21
+	VSUBPS  Z17, Z18, Z22
+	VSUBPS  Z19, Z17, Z23
+	VMOVUPS Z20, (R12)
+	VMOVUPS Z21, (R12)(R14*1)
+	VMOVUPS Z22, (R12)(R14*2)
+	VMOVUPS Z23, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VSUBPS Z4, Z8, Z16
+	VSUBPS Z5, Z9, Z17
+	VSUBPS Z6, Z10, Z18
+	VSUBPS Z7, Z11, Z19
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z18, Z16, Z20
+	VADDPS  Z18, Z17, Z21
+	VSUBPS  Z17, Z18, Z22
+	VSUBPS  Z19, Z17, Z23
+	VMOVUPS Z20, (R12)
+	VMOVUPS Z21, (R12)(R14*1)
+	VMOVUPS Z22, (R12)(R14*2)
+	VMOVUPS Z23, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VSUBPS Z12, Z4, Z16
+	VSUBPS Z13, Z5, Z17
+	VSUBPS Z14, Z6, Z18
+	VSUBPS Z15, Z7, Z19
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z18, Z16, Z20
+	VADDPS  Z18, Z17, Z21
+	VSUBPS  Z17, Z18, Z22
+	VSUBPS  Z19, Z17, Z23
+	VMOVUPS Z20, (R12)
+	VMOVUPS Z21, (R12)(R14*1)
+	VMOVUPS Z22, (R12)(R14*2)
+	VMOVUPS Z23, (R12)(DX*1)
+
+	// tile k+1: columns 2k+2…2k+5 in C D A B
+	VMOVUPS 256(SI), Z0
+	VMOVUPS 256(SI)(R9*1), Z1
+	VMOVUPS 256(SI)(R9*2), Z2
+	VMOVUPS 256(SI)(R10*1), Z3
+	VMOVUPS 320(SI), Z4
+	VMOVUPS 320(SI)(R9*1), Z5
+	VMOVUPS 320(SI)(R9*2), Z6
+	VMOVUPS 320(SI)(R10*1), Z7
+	MOVQ    DI, R12
+
+	// X[a][ν] for the four rows a
+	VSUBPS Z0, Z8, Z16
+	VSUBPS Z1, Z9, Z17
+	VSUBPS Z2, Z10, Z18
+	VSUBPS Z3, Z11, Z19
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z18, Z16, Z20
+	VADDPS  Z18, Z17, Z21
+	VSUBPS  Z17, Z18, Z22
+	VSUBPS  Z19, Z17, Z23
+	VMOVUPS Z20, 64(R12)
+	VMOVUPS Z21, 64(R12)(R14*1)
+	VMOVUPS Z22, 64(R12)(R14*2)
+	VMOVUPS Z23, 64(R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VADDPS Z0, Z12, Z16
+	VADDPS Z1, Z13, Z17
+	VADDPS Z2, Z14, Z18
+	VADDPS Z3, Z15, Z19
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z18, Z16, Z20
+	VADDPS  Z18, Z17, Z21
+	VSUBPS  Z17, Z18, Z22
+	VSUBPS  Z19, Z17, Z23
+	VMOVUPS Z20, 64(R12)
+	VMOVUPS Z21, 64(R12)(R14*1)
+	VMOVUPS Z22, 64(R12)(R14*2)
+	VMOVUPS Z23, 64(R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VSUBPS Z12, Z0, Z16
+	VSUBPS Z13, Z1, Z17
+	VSUBPS Z14, Z2, Z18
+	VSUBPS Z15, Z3, Z19
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z18, Z16, Z20
+	VADDPS  Z18, Z17, Z21
+	VSUBPS  Z17, Z18, Z22
+	VSUBPS  Z19, Z17, Z23
+	VMOVUPS Z20, 64(R12)
+	VMOVUPS Z21, 64(R12)(R14*1)
+	VMOVUPS Z22, 64(R12)(R14*2)
+	VMOVUPS Z23, 64(R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VSUBPS Z4, Z12, Z16
+	VSUBPS Z5, Z13, Z17
+	VSUBPS Z6, Z14, Z18
+	VSUBPS Z7, Z15, Z19
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z18, Z16, Z20
+	VADDPS  Z18, Z17, Z21
+	VSUBPS  Z17, Z18, Z22
+	VSUBPS  Z19, Z17, Z23
+	VMOVUPS Z20, 64(R12)
+	VMOVUPS Z21, 64(R12)(R14*1)
+	VMOVUPS Z22, 64(R12)(R14*2)
+	VMOVUPS Z23, 64(R12)(DX*1)
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x02, CX
+	JMP     winogradInputBlockedAVX512_pairs
+
+winogradInputBlockedAVX512_one:
+	TESTQ CX, CX
+	JZ    winogradInputBlockedAVX512_done
+
+	// the last tile, of an odd count
+	VMOVUPS 128(SI), Z8
+	VMOVUPS 128(SI)(R9*1), Z9
+	VMOVUPS 128(SI)(R9*2), Z10
+	VMOVUPS 128(SI)(R10*1), Z11
+	VMOVUPS 192(SI), Z12
+	VMOVUPS 192(SI)(R9*1), Z13
+	VMOVUPS 192(SI)(R9*2), Z14
+	VMOVUPS 192(SI)(R10*1), Z15
+	MOVQ    DI, R12
+
+	// X[a][ν] for the four rows a
+	VSUBPS Z8, Z0, Z16
+	VSUBPS Z9, Z1, Z17
+	VSUBPS Z10, Z2, Z18
+	VSUBPS Z11, Z3, Z19
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z18, Z16, Z20
+	VADDPS  Z18, Z17, Z21
+	VSUBPS  Z17, Z18, Z22
+	VSUBPS  Z19, Z17, Z23
+	VMOVUPS Z20, (R12)
+	VMOVUPS Z21, (R12)(R14*1)
+	VMOVUPS Z22, (R12)(R14*2)
+	VMOVUPS Z23, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VADDPS Z8, Z4, Z16
+	VADDPS Z9, Z5, Z17
+	VADDPS Z10, Z6, Z18
+	VADDPS Z11, Z7, Z19
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z18, Z16, Z20
+	VADDPS  Z18, Z17, Z21
+	VSUBPS  Z17, Z18, Z22
+	VSUBPS  Z19, Z17, Z23
+	VMOVUPS Z20, (R12)
+	VMOVUPS Z21, (R12)(R14*1)
+	VMOVUPS Z22, (R12)(R14*2)
+	VMOVUPS Z23, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VSUBPS Z4, Z8, Z16
+	VSUBPS Z5, Z9, Z17
+	VSUBPS Z6, Z10, Z18
+	VSUBPS Z7, Z11, Z19
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z18, Z16, Z20
+	VADDPS  Z18, Z17, Z21
+	VSUBPS  Z17, Z18, Z22
+	VSUBPS  Z19, Z17, Z23
+	VMOVUPS Z20, (R12)
+	VMOVUPS Z21, (R12)(R14*1)
+	VMOVUPS Z22, (R12)(R14*2)
+	VMOVUPS Z23, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VSUBPS Z12, Z4, Z16
+	VSUBPS Z13, Z5, Z17
+	VSUBPS Z14, Z6, Z18
+	VSUBPS Z15, Z7, Z19
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Z18, Z16, Z20
+	VADDPS  Z18, Z17, Z21
+	VSUBPS  Z17, Z18, Z22
+	VSUBPS  Z19, Z17, Z23
+	VMOVUPS Z20, (R12)
+	VMOVUPS Z21, (R12)(R14*1)
+	VMOVUPS Z22, (R12)(R14*2)
+	VMOVUPS Z23, (R12)(DX*1)
+
+winogradInputBlockedAVX512_done:
+	VZEROUPPER
+	RET
+
+// func winogradInputBlockedAVX2(n int, x *float32, rowStride int, v *float32, vStride int)
+// Requires: AVX
+TEXT ·winogradInputBlockedAVX2(SB), NOSPLIT, $0-40
+	MOVQ  n+0(FP), CX
+	MOVQ  x+8(FP), SI
+	MOVQ  rowStride+16(FP), R9
+	MOVQ  v+24(FP), DI
+	MOVQ  vStride+32(FP), BX
+	SHLQ  $0x02, R9
+	SHLQ  $0x02, BX
+	LEAQ  (R9)(R9*2), R10
+	LEAQ  (BX)(BX*1), R14
+	SHLQ  $0x01, R14
+	LEAQ  (R14)(R14*2), DX
+	TESTQ CX, CX
+	JLE   winogradInputBlockedAVX2_done
+
+winogradInputBlockedAVX2_loop:
+	MOVQ DI, R12
+
+	// X[a][ν] for the four rows a
+	VMOVUPS (SI), Y0
+	VSUBPS  128(SI), Y0, Y0
+	VMOVUPS (SI)(R9*1), Y1
+	VSUBPS  128(SI)(R9*1), Y1, Y1
+	VMOVUPS (SI)(R9*2), Y2
+	VSUBPS  128(SI)(R9*2), Y2, Y2
+	VMOVUPS (SI)(R10*1), Y3
+	VSUBPS  128(SI)(R10*1), Y3, Y3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Y2, Y0, Y4
+	VADDPS  Y2, Y1, Y5
+	VSUBPS  Y1, Y2, Y6
+	VSUBPS  Y3, Y1, Y7
+	VMOVUPS Y4, (R12)
+	VMOVUPS Y5, (R12)(R14*1)
+	VMOVUPS Y6, (R12)(R14*2)
+	VMOVUPS Y7, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VMOVUPS 64(SI), Y0
+	VADDPS  128(SI), Y0, Y0
+	VMOVUPS 64(SI)(R9*1), Y1
+	VADDPS  128(SI)(R9*1), Y1, Y1
+	VMOVUPS 64(SI)(R9*2), Y2
+	VADDPS  128(SI)(R9*2), Y2, Y2
+	VMOVUPS 64(SI)(R10*1), Y3
+	VADDPS  128(SI)(R10*1), Y3, Y3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Y2, Y0, Y4
+	VADDPS  Y2, Y1, Y5
+	VSUBPS  Y1, Y2, Y6
+	VSUBPS  Y3, Y1, Y7
+	VMOVUPS Y4, (R12)
+	VMOVUPS Y5, (R12)(R14*1)
+	VMOVUPS Y6, (R12)(R14*2)
+	VMOVUPS Y7, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VMOVUPS 128(SI), Y0
+	VSUBPS  64(SI), Y0, Y0
+	VMOVUPS 128(SI)(R9*1), Y1
+	VSUBPS  64(SI)(R9*1), Y1, Y1
+	VMOVUPS 128(SI)(R9*2), Y2
+	VSUBPS  64(SI)(R9*2), Y2, Y2
+	VMOVUPS 128(SI)(R10*1), Y3
+	VSUBPS  64(SI)(R10*1), Y3, Y3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Y2, Y0, Y4
+	VADDPS  Y2, Y1, Y5
+	VSUBPS  Y1, Y2, Y6
+	VSUBPS  Y3, Y1, Y7
+	VMOVUPS Y4, (R12)
+	VMOVUPS Y5, (R12)(R14*1)
+	VMOVUPS Y6, (R12)(R14*2)
+	VMOVUPS Y7, (R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VMOVUPS 64(SI), Y0
+	VSUBPS  192(SI), Y0, Y0
+	VMOVUPS 64(SI)(R9*1), Y1
+	VSUBPS  192(SI)(R9*1), Y1, Y1
+	VMOVUPS 64(SI)(R9*2), Y2
+	VSUBPS  192(SI)(R9*2), Y2, Y2
+	VMOVUPS 64(SI)(R10*1), Y3
+	VSUBPS  192(SI)(R10*1), Y3, Y3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Y2, Y0, Y4
+	VADDPS  Y2, Y1, Y5
+	VSUBPS  Y1, Y2, Y6
+	VSUBPS  Y3, Y1, Y7
+	VMOVUPS Y4, (R12)
+	VMOVUPS Y5, (R12)(R14*1)
+	VMOVUPS Y6, (R12)(R14*2)
+	VMOVUPS Y7, (R12)(DX*1)
+	MOVQ    DI, R12
+
+	// X[a][ν] for the four rows a
+	VMOVUPS 32(SI), Y0
+	VSUBPS  160(SI), Y0, Y0
+	VMOVUPS 32(SI)(R9*1), Y1
+	VSUBPS  160(SI)(R9*1), Y1, Y1
+	VMOVUPS 32(SI)(R9*2), Y2
+	VSUBPS  160(SI)(R9*2), Y2, Y2
+	VMOVUPS 32(SI)(R10*1), Y3
+	VSUBPS  160(SI)(R10*1), Y3, Y3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Y2, Y0, Y4
+	VADDPS  Y2, Y1, Y5
+	VSUBPS  Y1, Y2, Y6
+	VSUBPS  Y3, Y1, Y7
+	VMOVUPS Y4, 32(R12)
+	VMOVUPS Y5, 32(R12)(R14*1)
+	VMOVUPS Y6, 32(R12)(R14*2)
+	VMOVUPS Y7, 32(R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VMOVUPS 96(SI), Y0
+	VADDPS  160(SI), Y0, Y0
+	VMOVUPS 96(SI)(R9*1), Y1
+	VADDPS  160(SI)(R9*1), Y1, Y1
+	VMOVUPS 96(SI)(R9*2), Y2
+	VADDPS  160(SI)(R9*2), Y2, Y2
+	VMOVUPS 96(SI)(R10*1), Y3
+	VADDPS  160(SI)(R10*1), Y3, Y3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Y2, Y0, Y4
+	VADDPS  Y2, Y1, Y5
+	VSUBPS  Y1, Y2, Y6
+	VSUBPS  Y3, Y1, Y7
+	VMOVUPS Y4, 32(R12)
+	VMOVUPS Y5, 32(R12)(R14*1)
+	VMOVUPS Y6, 32(R12)(R14*2)
+	VMOVUPS Y7, 32(R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VMOVUPS 160(SI), Y0
+	VSUBPS  96(SI), Y0, Y0
+	VMOVUPS 160(SI)(R9*1), Y1
+	VSUBPS  96(SI)(R9*1), Y1, Y1
+	VMOVUPS 160(SI)(R9*2), Y2
+	VSUBPS  96(SI)(R9*2), Y2, Y2
+	VMOVUPS 160(SI)(R10*1), Y3
+	VSUBPS  96(SI)(R10*1), Y3, Y3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Y2, Y0, Y4
+	VADDPS  Y2, Y1, Y5
+	VSUBPS  Y1, Y2, Y6
+	VSUBPS  Y3, Y1, Y7
+	VMOVUPS Y4, 32(R12)
+	VMOVUPS Y5, 32(R12)(R14*1)
+	VMOVUPS Y6, 32(R12)(R14*2)
+	VMOVUPS Y7, 32(R12)(DX*1)
+	ADDQ    BX, R12
+
+	// X[a][ν] for the four rows a
+	VMOVUPS 96(SI), Y0
+	VSUBPS  224(SI), Y0, Y0
+	VMOVUPS 96(SI)(R9*1), Y1
+	VSUBPS  224(SI)(R9*1), Y1, Y1
+	VMOVUPS 96(SI)(R9*2), Y2
+	VSUBPS  224(SI)(R9*2), Y2, Y2
+	VMOVUPS 96(SI)(R10*1), Y3
+	VSUBPS  224(SI)(R10*1), Y3, Y3
+
+	// V[ξ][ν] for the four ξ
+	VSUBPS  Y2, Y0, Y4
+	VADDPS  Y2, Y1, Y5
+	VSUBPS  Y1, Y2, Y6
+	VSUBPS  Y3, Y1, Y7
+	VMOVUPS Y4, 32(R12)
+	VMOVUPS Y5, 32(R12)(R14*1)
+	VMOVUPS Y6, 32(R12)(R14*2)
+	VMOVUPS Y7, 32(R12)(DX*1)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000040, DI
+	DECQ    CX
+	JNZ     winogradInputBlockedAVX2_loop
+
+winogradInputBlockedAVX2_done:
+	VZEROUPPER
+	RET
+
+// func winogradOutputBlockedAVX512(n int, m *float32, mStride int, bias *float32, res *float32, y *float32, rowStride int, relu int)
+// Requires: AVX, AVX512F
+TEXT ·winogradOutputBlockedAVX512(SB), NOSPLIT, $0-64
+	MOVQ  n+0(FP), CX
+	MOVQ  m+8(FP), SI
+	MOVQ  mStride+16(FP), R9
+	MOVQ  bias+24(FP), R8
+	MOVQ  res+32(FP), DX
+	MOVQ  y+40(FP), DI
+	MOVQ  rowStride+48(FP), R10
+	MOVQ  relu+56(FP), AX
+	SHLQ  $0x02, R9
+	SHLQ  $0x02, R10
+	LEAQ  (R9)(R9*2), R11
+	LEAQ  (R9)(R9*1), R13
+	SHLQ  $0x01, R13
+	TESTQ CX, CX
+	JLE   winogradOutputBlockedAVX512_done
+
+	// the bias, and zero for the clamp
+	VMOVUPS (R8), Z12
+	VPXORD  Z13, Z13, Z13
+	TESTQ   DX, DX
+	JZ      winogradOutputBlockedAVX512_nores
+	TESTQ   AX, AX
+	JZ      winogradOutputBlockedAVX512_res
+	JMP     winogradOutputBlockedAVX512_res_relu
+
+winogradOutputBlockedAVX512_nores:
+	TESTQ AX, AX
+	JNZ   winogradOutputBlockedAVX512_relu
+
+winogradOutputBlockedAVX512_plain:
+	MOVQ SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z4
+	VADDPS  Z2, Z4, Z4
+	VSUBPS  Z2, Z1, Z5
+	VSUBPS  Z3, Z5, Z5
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z6
+	VADDPS  Z2, Z6, Z6
+	VSUBPS  Z2, Z1, Z7
+	VSUBPS  Z3, Z7, Z7
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z8
+	VADDPS  Z2, Z8, Z8
+	VSUBPS  Z2, Z1, Z9
+	VSUBPS  Z3, Z9, Z9
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z10
+	VADDPS  Z2, Z10, Z10
+	VSUBPS  Z2, Z1, Z11
+	VSUBPS  Z3, Z11, Z11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Z6, Z4, Z0
+	VADDPS Z8, Z0, Z0
+	VADDPS Z12, Z0, Z0
+	VSUBPS Z8, Z6, Z2
+	VSUBPS Z10, Z2, Z2
+	VADDPS Z12, Z2, Z2
+	VADDPS Z7, Z5, Z1
+	VADDPS Z9, Z1, Z1
+	VADDPS Z12, Z1, Z1
+	VSUBPS Z9, Z7, Z3
+	VSUBPS Z11, Z3, Z3
+	VADDPS Z12, Z3, Z3
+
+	// y = Y; row i at i·rowStride, column j at pixel 2k+j
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, (DI)(R10*1)
+	VMOVUPS Z3, 64(DI)(R10*1)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000080, DI
+	DECQ    CX
+	JNZ     winogradOutputBlockedAVX512_plain
+	JMP     winogradOutputBlockedAVX512_done
+
+winogradOutputBlockedAVX512_relu:
+	MOVQ SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z4
+	VADDPS  Z2, Z4, Z4
+	VSUBPS  Z2, Z1, Z5
+	VSUBPS  Z3, Z5, Z5
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z6
+	VADDPS  Z2, Z6, Z6
+	VSUBPS  Z2, Z1, Z7
+	VSUBPS  Z3, Z7, Z7
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z8
+	VADDPS  Z2, Z8, Z8
+	VSUBPS  Z2, Z1, Z9
+	VSUBPS  Z3, Z9, Z9
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z10
+	VADDPS  Z2, Z10, Z10
+	VSUBPS  Z2, Z1, Z11
+	VSUBPS  Z3, Z11, Z11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Z6, Z4, Z0
+	VADDPS Z8, Z0, Z0
+	VADDPS Z12, Z0, Z0
+	VSUBPS Z8, Z6, Z2
+	VSUBPS Z10, Z2, Z2
+	VADDPS Z12, Z2, Z2
+	VADDPS Z7, Z5, Z1
+	VADDPS Z9, Z1, Z1
+	VADDPS Z12, Z1, Z1
+	VSUBPS Z9, Z7, Z3
+	VSUBPS Z11, Z3, Z3
+	VADDPS Z12, Z3, Z3
+
+	// y = max(Y, 0), Y kept when NaN; row i at i·rowStride, column j at pixel 2k+j
+	VMAXPS  Z0, Z13, Z0
+	VMOVUPS Z0, (DI)
+	VMAXPS  Z1, Z13, Z1
+	VMOVUPS Z1, 64(DI)
+	VMAXPS  Z2, Z13, Z2
+	VMOVUPS Z2, (DI)(R10*1)
+	VMAXPS  Z3, Z13, Z3
+	VMOVUPS Z3, 64(DI)(R10*1)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000080, DI
+	DECQ    CX
+	JNZ     winogradOutputBlockedAVX512_relu
+	JMP     winogradOutputBlockedAVX512_done
+
+winogradOutputBlockedAVX512_res:
+	MOVQ SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z4
+	VADDPS  Z2, Z4, Z4
+	VSUBPS  Z2, Z1, Z5
+	VSUBPS  Z3, Z5, Z5
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z6
+	VADDPS  Z2, Z6, Z6
+	VSUBPS  Z2, Z1, Z7
+	VSUBPS  Z3, Z7, Z7
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z8
+	VADDPS  Z2, Z8, Z8
+	VSUBPS  Z2, Z1, Z9
+	VSUBPS  Z3, Z9, Z9
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z10
+	VADDPS  Z2, Z10, Z10
+	VSUBPS  Z2, Z1, Z11
+	VSUBPS  Z3, Z11, Z11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Z6, Z4, Z0
+	VADDPS Z8, Z0, Z0
+	VADDPS Z12, Z0, Z0
+	VSUBPS Z8, Z6, Z2
+	VSUBPS Z10, Z2, Z2
+	VADDPS Z12, Z2, Z2
+	VADDPS Z7, Z5, Z1
+	VADDPS Z9, Z1, Z1
+	VADDPS Z12, Z1, Z1
+	VSUBPS Z9, Z7, Z3
+	VSUBPS Z11, Z3, Z3
+	VADDPS Z12, Z3, Z3
+
+	// y = Y + res; row i at i·rowStride, column j at pixel 2k+j
+	VADDPS  (DX), Z0, Z0
+	VMOVUPS Z0, (DI)
+	VADDPS  64(DX), Z1, Z1
+	VMOVUPS Z1, 64(DI)
+	VADDPS  (DX)(R10*1), Z2, Z2
+	VMOVUPS Z2, (DI)(R10*1)
+	VADDPS  64(DX)(R10*1), Z3, Z3
+	VMOVUPS Z3, 64(DI)(R10*1)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000080, DI
+	ADDQ    $0x00000080, DX
+	DECQ    CX
+	JNZ     winogradOutputBlockedAVX512_res
+	JMP     winogradOutputBlockedAVX512_done
+
+winogradOutputBlockedAVX512_res_relu:
+	MOVQ SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z4
+	VADDPS  Z2, Z4, Z4
+	VSUBPS  Z2, Z1, Z5
+	VSUBPS  Z3, Z5, Z5
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z6
+	VADDPS  Z2, Z6, Z6
+	VSUBPS  Z2, Z1, Z7
+	VSUBPS  Z3, Z7, Z7
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z8
+	VADDPS  Z2, Z8, Z8
+	VSUBPS  Z2, Z1, Z9
+	VSUBPS  Z3, Z9, Z9
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Z0
+	VMOVUPS (R12)(R9*1), Z1
+	VMOVUPS (R12)(R9*2), Z2
+	VMOVUPS (R12)(R11*1), Z3
+	VADDPS  Z1, Z0, Z10
+	VADDPS  Z2, Z10, Z10
+	VSUBPS  Z2, Z1, Z11
+	VSUBPS  Z3, Z11, Z11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Z6, Z4, Z0
+	VADDPS Z8, Z0, Z0
+	VADDPS Z12, Z0, Z0
+	VSUBPS Z8, Z6, Z2
+	VSUBPS Z10, Z2, Z2
+	VADDPS Z12, Z2, Z2
+	VADDPS Z7, Z5, Z1
+	VADDPS Z9, Z1, Z1
+	VADDPS Z12, Z1, Z1
+	VSUBPS Z9, Z7, Z3
+	VSUBPS Z11, Z3, Z3
+	VADDPS Z12, Z3, Z3
+
+	// y = max(Y + res, 0), Y kept when NaN; row i at i·rowStride, column j at pixel 2k+j
+	VADDPS  (DX), Z0, Z0
+	VMAXPS  Z0, Z13, Z0
+	VMOVUPS Z0, (DI)
+	VADDPS  64(DX), Z1, Z1
+	VMAXPS  Z1, Z13, Z1
+	VMOVUPS Z1, 64(DI)
+	VADDPS  (DX)(R10*1), Z2, Z2
+	VMAXPS  Z2, Z13, Z2
+	VMOVUPS Z2, (DI)(R10*1)
+	VADDPS  64(DX)(R10*1), Z3, Z3
+	VMAXPS  Z3, Z13, Z3
+	VMOVUPS Z3, 64(DI)(R10*1)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000080, DI
+	ADDQ    $0x00000080, DX
+	DECQ    CX
+	JNZ     winogradOutputBlockedAVX512_res_relu
+
+winogradOutputBlockedAVX512_done:
+	VZEROUPPER
+	RET
+
+// func winogradOutputBlockedAVX2(n int, m *float32, mStride int, bias *float32, res *float32, y *float32, rowStride int, relu int)
+// Requires: AVX
+TEXT ·winogradOutputBlockedAVX2(SB), NOSPLIT, $0-64
+	MOVQ  n+0(FP), CX
+	MOVQ  m+8(FP), SI
+	MOVQ  mStride+16(FP), R9
+	MOVQ  bias+24(FP), R8
+	MOVQ  res+32(FP), DX
+	MOVQ  y+40(FP), DI
+	MOVQ  rowStride+48(FP), R10
+	MOVQ  relu+56(FP), AX
+	SHLQ  $0x02, R9
+	SHLQ  $0x02, R10
+	LEAQ  (R9)(R9*2), R11
+	LEAQ  (R9)(R9*1), R13
+	SHLQ  $0x01, R13
+	TESTQ CX, CX
+	JLE   winogradOutputBlockedAVX2_done
+
+	// the bias, and zero for the clamp
+	VMOVUPS (R8), Y12
+	VMOVUPS 32(R8), Y13
+	VXORPS  Y14, Y14, Y14
+	TESTQ   DX, DX
+	JZ      winogradOutputBlockedAVX2_nores
+	TESTQ   AX, AX
+	JZ      winogradOutputBlockedAVX2_res
+	JMP     winogradOutputBlockedAVX2_res_relu
+
+winogradOutputBlockedAVX2_nores:
+	TESTQ AX, AX
+	JNZ   winogradOutputBlockedAVX2_relu
+
+winogradOutputBlockedAVX2_plain:
+	MOVQ SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y4
+	VADDPS  Y2, Y4, Y4
+	VSUBPS  Y2, Y1, Y5
+	VSUBPS  Y3, Y5, Y5
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y6
+	VADDPS  Y2, Y6, Y6
+	VSUBPS  Y2, Y1, Y7
+	VSUBPS  Y3, Y7, Y7
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y8
+	VADDPS  Y2, Y8, Y8
+	VSUBPS  Y2, Y1, Y9
+	VSUBPS  Y3, Y9, Y9
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y10
+	VADDPS  Y2, Y10, Y10
+	VSUBPS  Y2, Y1, Y11
+	VSUBPS  Y3, Y11, Y11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Y6, Y4, Y0
+	VADDPS Y8, Y0, Y0
+	VADDPS Y12, Y0, Y0
+	VSUBPS Y8, Y6, Y2
+	VSUBPS Y10, Y2, Y2
+	VADDPS Y12, Y2, Y2
+	VADDPS Y7, Y5, Y1
+	VADDPS Y9, Y1, Y1
+	VADDPS Y12, Y1, Y1
+	VSUBPS Y9, Y7, Y3
+	VSUBPS Y11, Y3, Y3
+	VADDPS Y12, Y3, Y3
+
+	// y = Y; row i at i·rowStride, column j at pixel 2k+j
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 64(DI)
+	VMOVUPS Y2, (DI)(R10*1)
+	VMOVUPS Y3, 64(DI)(R10*1)
+	MOVQ    SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y4
+	VADDPS  Y2, Y4, Y4
+	VSUBPS  Y2, Y1, Y5
+	VSUBPS  Y3, Y5, Y5
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y6
+	VADDPS  Y2, Y6, Y6
+	VSUBPS  Y2, Y1, Y7
+	VSUBPS  Y3, Y7, Y7
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y8
+	VADDPS  Y2, Y8, Y8
+	VSUBPS  Y2, Y1, Y9
+	VSUBPS  Y3, Y9, Y9
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y10
+	VADDPS  Y2, Y10, Y10
+	VSUBPS  Y2, Y1, Y11
+	VSUBPS  Y3, Y11, Y11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Y6, Y4, Y0
+	VADDPS Y8, Y0, Y0
+	VADDPS Y13, Y0, Y0
+	VSUBPS Y8, Y6, Y2
+	VSUBPS Y10, Y2, Y2
+	VADDPS Y13, Y2, Y2
+	VADDPS Y7, Y5, Y1
+	VADDPS Y9, Y1, Y1
+	VADDPS Y13, Y1, Y1
+	VSUBPS Y9, Y7, Y3
+	VSUBPS Y11, Y3, Y3
+	VADDPS Y13, Y3, Y3
+
+	// y = Y; row i at i·rowStride, column j at pixel 2k+j
+	VMOVUPS Y0, 32(DI)
+	VMOVUPS Y1, 96(DI)
+	VMOVUPS Y2, 32(DI)(R10*1)
+	VMOVUPS Y3, 96(DI)(R10*1)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000080, DI
+	DECQ    CX
+	JNZ     winogradOutputBlockedAVX2_plain
+	JMP     winogradOutputBlockedAVX2_done
+
+winogradOutputBlockedAVX2_relu:
+	MOVQ SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y4
+	VADDPS  Y2, Y4, Y4
+	VSUBPS  Y2, Y1, Y5
+	VSUBPS  Y3, Y5, Y5
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y6
+	VADDPS  Y2, Y6, Y6
+	VSUBPS  Y2, Y1, Y7
+	VSUBPS  Y3, Y7, Y7
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y8
+	VADDPS  Y2, Y8, Y8
+	VSUBPS  Y2, Y1, Y9
+	VSUBPS  Y3, Y9, Y9
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y10
+	VADDPS  Y2, Y10, Y10
+	VSUBPS  Y2, Y1, Y11
+	VSUBPS  Y3, Y11, Y11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Y6, Y4, Y0
+	VADDPS Y8, Y0, Y0
+	VADDPS Y12, Y0, Y0
+	VSUBPS Y8, Y6, Y2
+	VSUBPS Y10, Y2, Y2
+	VADDPS Y12, Y2, Y2
+	VADDPS Y7, Y5, Y1
+	VADDPS Y9, Y1, Y1
+	VADDPS Y12, Y1, Y1
+	VSUBPS Y9, Y7, Y3
+	VSUBPS Y11, Y3, Y3
+	VADDPS Y12, Y3, Y3
+
+	// y = max(Y, 0), Y kept when NaN; row i at i·rowStride, column j at pixel 2k+j
+	VMAXPS  Y0, Y14, Y0
+	VMOVUPS Y0, (DI)
+	VMAXPS  Y1, Y14, Y1
+	VMOVUPS Y1, 64(DI)
+	VMAXPS  Y2, Y14, Y2
+	VMOVUPS Y2, (DI)(R10*1)
+	VMAXPS  Y3, Y14, Y3
+	VMOVUPS Y3, 64(DI)(R10*1)
+	MOVQ    SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y4
+	VADDPS  Y2, Y4, Y4
+	VSUBPS  Y2, Y1, Y5
+	VSUBPS  Y3, Y5, Y5
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y6
+	VADDPS  Y2, Y6, Y6
+	VSUBPS  Y2, Y1, Y7
+	VSUBPS  Y3, Y7, Y7
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y8
+	VADDPS  Y2, Y8, Y8
+	VSUBPS  Y2, Y1, Y9
+	VSUBPS  Y3, Y9, Y9
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y10
+	VADDPS  Y2, Y10, Y10
+	VSUBPS  Y2, Y1, Y11
+	VSUBPS  Y3, Y11, Y11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Y6, Y4, Y0
+	VADDPS Y8, Y0, Y0
+	VADDPS Y13, Y0, Y0
+	VSUBPS Y8, Y6, Y2
+	VSUBPS Y10, Y2, Y2
+	VADDPS Y13, Y2, Y2
+	VADDPS Y7, Y5, Y1
+	VADDPS Y9, Y1, Y1
+	VADDPS Y13, Y1, Y1
+	VSUBPS Y9, Y7, Y3
+	VSUBPS Y11, Y3, Y3
+	VADDPS Y13, Y3, Y3
+
+	// y = max(Y, 0), Y kept when NaN; row i at i·rowStride, column j at pixel 2k+j
+	VMAXPS  Y0, Y14, Y0
+	VMOVUPS Y0, 32(DI)
+	VMAXPS  Y1, Y14, Y1
+	VMOVUPS Y1, 96(DI)
+	VMAXPS  Y2, Y14, Y2
+	VMOVUPS Y2, 32(DI)(R10*1)
+	VMAXPS  Y3, Y14, Y3
+	VMOVUPS Y3, 96(DI)(R10*1)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000080, DI
+	DECQ    CX
+	JNZ     winogradOutputBlockedAVX2_relu
+	JMP     winogradOutputBlockedAVX2_done
+
+winogradOutputBlockedAVX2_res:
+	MOVQ SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y4
+	VADDPS  Y2, Y4, Y4
+	VSUBPS  Y2, Y1, Y5
+	VSUBPS  Y3, Y5, Y5
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y6
+	VADDPS  Y2, Y6, Y6
+	VSUBPS  Y2, Y1, Y7
+	VSUBPS  Y3, Y7, Y7
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y8
+	VADDPS  Y2, Y8, Y8
+	VSUBPS  Y2, Y1, Y9
+	VSUBPS  Y3, Y9, Y9
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y10
+	VADDPS  Y2, Y10, Y10
+	VSUBPS  Y2, Y1, Y11
+	VSUBPS  Y3, Y11, Y11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Y6, Y4, Y0
+	VADDPS Y8, Y0, Y0
+	VADDPS Y12, Y0, Y0
+	VSUBPS Y8, Y6, Y2
+	VSUBPS Y10, Y2, Y2
+	VADDPS Y12, Y2, Y2
+	VADDPS Y7, Y5, Y1
+	VADDPS Y9, Y1, Y1
+	VADDPS Y12, Y1, Y1
+	VSUBPS Y9, Y7, Y3
+	VSUBPS Y11, Y3, Y3
+	VADDPS Y12, Y3, Y3
+
+	// y = Y + res; row i at i·rowStride, column j at pixel 2k+j
+	VADDPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS  64(DX), Y1, Y1
+	VMOVUPS Y1, 64(DI)
+	VADDPS  (DX)(R10*1), Y2, Y2
+	VMOVUPS Y2, (DI)(R10*1)
+	VADDPS  64(DX)(R10*1), Y3, Y3
+	VMOVUPS Y3, 64(DI)(R10*1)
+	MOVQ    SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y4
+	VADDPS  Y2, Y4, Y4
+	VSUBPS  Y2, Y1, Y5
+	VSUBPS  Y3, Y5, Y5
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y6
+	VADDPS  Y2, Y6, Y6
+	VSUBPS  Y2, Y1, Y7
+	VSUBPS  Y3, Y7, Y7
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y8
+	VADDPS  Y2, Y8, Y8
+	VSUBPS  Y2, Y1, Y9
+	VSUBPS  Y3, Y9, Y9
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y10
+	VADDPS  Y2, Y10, Y10
+	VSUBPS  Y2, Y1, Y11
+	VSUBPS  Y3, Y11, Y11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Y6, Y4, Y0
+	VADDPS Y8, Y0, Y0
+	VADDPS Y13, Y0, Y0
+	VSUBPS Y8, Y6, Y2
+	VSUBPS Y10, Y2, Y2
+	VADDPS Y13, Y2, Y2
+	VADDPS Y7, Y5, Y1
+	VADDPS Y9, Y1, Y1
+	VADDPS Y13, Y1, Y1
+	VSUBPS Y9, Y7, Y3
+	VSUBPS Y11, Y3, Y3
+	VADDPS Y13, Y3, Y3
+
+	// y = Y + res; row i at i·rowStride, column j at pixel 2k+j
+	VADDPS  32(DX), Y0, Y0
+	VMOVUPS Y0, 32(DI)
+	VADDPS  96(DX), Y1, Y1
+	VMOVUPS Y1, 96(DI)
+	VADDPS  32(DX)(R10*1), Y2, Y2
+	VMOVUPS Y2, 32(DI)(R10*1)
+	VADDPS  96(DX)(R10*1), Y3, Y3
+	VMOVUPS Y3, 96(DI)(R10*1)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000080, DI
+	ADDQ    $0x00000080, DX
+	DECQ    CX
+	JNZ     winogradOutputBlockedAVX2_res
+	JMP     winogradOutputBlockedAVX2_done
+
+winogradOutputBlockedAVX2_res_relu:
+	MOVQ SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y4
+	VADDPS  Y2, Y4, Y4
+	VSUBPS  Y2, Y1, Y5
+	VSUBPS  Y3, Y5, Y5
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y6
+	VADDPS  Y2, Y6, Y6
+	VSUBPS  Y2, Y1, Y7
+	VSUBPS  Y3, Y7, Y7
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y8
+	VADDPS  Y2, Y8, Y8
+	VSUBPS  Y2, Y1, Y9
+	VSUBPS  Y3, Y9, Y9
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS (R12), Y0
+	VMOVUPS (R12)(R9*1), Y1
+	VMOVUPS (R12)(R9*2), Y2
+	VMOVUPS (R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y10
+	VADDPS  Y2, Y10, Y10
+	VSUBPS  Y2, Y1, Y11
+	VSUBPS  Y3, Y11, Y11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Y6, Y4, Y0
+	VADDPS Y8, Y0, Y0
+	VADDPS Y12, Y0, Y0
+	VSUBPS Y8, Y6, Y2
+	VSUBPS Y10, Y2, Y2
+	VADDPS Y12, Y2, Y2
+	VADDPS Y7, Y5, Y1
+	VADDPS Y9, Y1, Y1
+	VADDPS Y12, Y1, Y1
+	VSUBPS Y9, Y7, Y3
+	VSUBPS Y11, Y3, Y3
+	VADDPS Y12, Y3, Y3
+
+	// y = max(Y + res, 0), Y kept when NaN; row i at i·rowStride, column j at pixel 2k+j
+	VADDPS  (DX), Y0, Y0
+	VMAXPS  Y0, Y14, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS  64(DX), Y1, Y1
+	VMAXPS  Y1, Y14, Y1
+	VMOVUPS Y1, 64(DI)
+	VADDPS  (DX)(R10*1), Y2, Y2
+	VMAXPS  Y2, Y14, Y2
+	VMOVUPS Y2, (DI)(R10*1)
+	VADDPS  64(DX)(R10*1), Y3, Y3
+	VMAXPS  Y3, Y14, Y3
+	VMOVUPS Y3, 64(DI)(R10*1)
+	MOVQ    SI, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y4
+	VADDPS  Y2, Y4, Y4
+	VSUBPS  Y2, Y1, Y5
+	VSUBPS  Y3, Y5, Y5
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y6
+	VADDPS  Y2, Y6, Y6
+	VSUBPS  Y2, Y1, Y7
+	VSUBPS  Y3, Y7, Y7
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y8
+	VADDPS  Y2, Y8, Y8
+	VSUBPS  Y2, Y1, Y9
+	VSUBPS  Y3, Y9, Y9
+	ADDQ    R13, R12
+
+	// S[ξ] from M[ξ][0..3]
+	VMOVUPS 32(R12), Y0
+	VMOVUPS 32(R12)(R9*1), Y1
+	VMOVUPS 32(R12)(R9*2), Y2
+	VMOVUPS 32(R12)(R11*1), Y3
+	VADDPS  Y1, Y0, Y10
+	VADDPS  Y2, Y10, Y10
+	VSUBPS  Y2, Y1, Y11
+	VSUBPS  Y3, Y11, Y11
+
+	// Y[0][j] and Y[1][j], plus the bias
+	VADDPS Y6, Y4, Y0
+	VADDPS Y8, Y0, Y0
+	VADDPS Y13, Y0, Y0
+	VSUBPS Y8, Y6, Y2
+	VSUBPS Y10, Y2, Y2
+	VADDPS Y13, Y2, Y2
+	VADDPS Y7, Y5, Y1
+	VADDPS Y9, Y1, Y1
+	VADDPS Y13, Y1, Y1
+	VSUBPS Y9, Y7, Y3
+	VSUBPS Y11, Y3, Y3
+	VADDPS Y13, Y3, Y3
+
+	// y = max(Y + res, 0), Y kept when NaN; row i at i·rowStride, column j at pixel 2k+j
+	VADDPS  32(DX), Y0, Y0
+	VMAXPS  Y0, Y14, Y0
+	VMOVUPS Y0, 32(DI)
+	VADDPS  96(DX), Y1, Y1
+	VMAXPS  Y1, Y14, Y1
+	VMOVUPS Y1, 96(DI)
+	VADDPS  32(DX)(R10*1), Y2, Y2
+	VMAXPS  Y2, Y14, Y2
+	VMOVUPS Y2, 32(DI)(R10*1)
+	VADDPS  96(DX)(R10*1), Y3, Y3
+	VMAXPS  Y3, Y14, Y3
+	VMOVUPS Y3, 96(DI)(R10*1)
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000080, DI
+	ADDQ    $0x00000080, DX
+	DECQ    CX
+	JNZ     winogradOutputBlockedAVX2_res_relu
+
+winogradOutputBlockedAVX2_done:
+	VZEROUPPER
+	RET

@@ -573,3 +573,23 @@ func affineBlockedAVX2(n int, a *float32, b *float32, x *float32, y *float32)
 //
 //go:noescape
 func affineSiLUBlockedAVX2(n int, a *float32, b *float32, x *float32, y *float32)
+
+// winogradInputBlockedAVX512 writes the Winograd input transform of n tiles of one NCHW16c channel block: v[(4ξ+ν)·vStride + 16k + l] = (Bᵀ d B)[ξ][ν], d[a][b] = x[a·rowStride + (2k+b)·16 + l], l < 16.
+//
+//go:noescape
+func winogradInputBlockedAVX512(n int, x *float32, rowStride int, v *float32, vStride int)
+
+// winogradInputBlockedAVX2 writes the Winograd input transform of n tiles of one NCHW16c channel block: v[(4ξ+ν)·vStride + 16k + l] = (Bᵀ d B)[ξ][ν], d[a][b] = x[a·rowStride + (2k+b)·16 + l], l < 16.
+//
+//go:noescape
+func winogradInputBlockedAVX2(n int, x *float32, rowStride int, v *float32, vStride int)
+
+// winogradOutputBlockedAVX512 writes the Winograd output transform of n tiles of one NCHW16c channel block: at o = i·rowStride + (2k+j)·16 + l, y[o] = relu((Aᵀ M A)[i][j] + bias[l] + res[o]), M[ξ][ν] = m[(4ξ+ν)·mStride + 16k + l], l < 16; res when not nil, relu (max(v, 0), NaN kept) when relu != 0.
+//
+//go:noescape
+func winogradOutputBlockedAVX512(n int, m *float32, mStride int, bias *float32, res *float32, y *float32, rowStride int, relu int)
+
+// winogradOutputBlockedAVX2 writes the Winograd output transform of n tiles of one NCHW16c channel block: at o = i·rowStride + (2k+j)·16 + l, y[o] = relu((Aᵀ M A)[i][j] + bias[l] + res[o]), M[ξ][ν] = m[(4ξ+ν)·mStride + 16k + l], l < 16; res when not nil, relu (max(v, 0), NaN kept) when relu != 0.
+//
+//go:noescape
+func winogradOutputBlockedAVX2(n int, m *float32, mStride int, bias *float32, res *float32, y *float32, rowStride int, relu int)

@@ -47,6 +47,7 @@ func main() {
 
 	convBlockedKernels(zmm)           // gen_conv_blocked.go: NCHW16c convolution tiles and the 2×2 pool
 	groupNormBlockedKernels(zmm, ymm) // gen_groupnorm_blocked.go: GroupNorm's moments and affine on NCHW16c planes
+	winogradBlockedKernels(zmm, ymm)  // gen_winograd_blocked.go: the Winograd F(2×2,3×3) transforms on NCHW16c rows
 	Generate()
 }
 
