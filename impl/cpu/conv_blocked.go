@@ -6,14 +6,14 @@ import (
 )
 
 // A blocked convolution reads its image and residual and writes its
-// output in the channel-blocked layout (layout_blocked.go): for each
-// output row it walks the row's pixels in tiles of up to six, and for
-// each tile computes up to four blocks of 16 output channels at once
-// (kern.ConvBlockedTile), broadcasting one input channel of one pixel
-// against a weight vector of 16 output channels. The padding is never
-// materialized: a pixel whose window crosses the image's edge runs with
-// only the taps inside it, so the first and last columns and rows of a
-// padded convolution are tiles of their own.
+// output in the channel-blocked layout (layout_blocked.go): it walks the
+// output in tiles of up to six pixels and, for each tile, computes up to
+// four blocks of 16 output channels at once (kern.ConvBlockedTile),
+// broadcasting one input channel of one pixel against a weight vector of
+// 16 output channels. The padding is never materialized: a pixel whose
+// window crosses the image's edge runs with only the taps inside it, so
+// the edges of a padded convolution are tiles of their own
+// (blockedGeom.tiles).
 
 // useBlocked reports whether conv c runs blocked, given whether its
 // image is blocked already: on the AVX-512 path of the float32 backend,
@@ -22,10 +22,11 @@ import (
 // or its image comes blocked; convPath "blocked" forces it where
 // possible (so do "blockedwino" and "noblockedwino", which choose the
 // 3×3 convolution's method, useBlockedWinograd), any other forced path
-// keeps it off. Builds with mutations
-// keep NCHW, which those rewrite, and so does a backend with nchwOnly.
+// keeps it off. Builds with mutations keep NCHW, which those rewrite, and
+// so does a backend with nchwOnly.
 func (b *Backend) useBlocked(c ops.Conv2d, inBlocked bool) bool {
-	if !b.blockedLayout() || c.InChans%kern.BlockLanes != 0 || c.OutChans%kern.BlockLanes != 0 || c.KernelH*c.KernelW > 64 {
+	if !b.blockedLayout() || c.InChans%kern.BlockLanes != 0 || c.OutChans%kern.BlockLanes != 0 ||
+		c.KernelH > 64 || c.KernelW > 64 { // a span's taps are the bits of a uint64
 		return false
 	}
 	switch {
@@ -163,13 +164,11 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x, y, res []flo
 			}
 			for cb0 := 0; cb0 < cib; cb0 += batch {
 				nc := min(batch, cib-cb0)
-				fl := flags
+				fl := 0 // a later batch adds to the partial sums; the last finishes
 				if cb0 > 0 {
-					fl = kern.ConvAccumulate
+					fl |= kern.ConvAccumulate
 				}
-				if cb0+nc < cib {
-					fl &^= kern.ConvBias | kern.ConvResidual | kern.ConvReLU
-				} else {
+				if cb0+nc == cib {
 					fl |= flags
 				}
 				wb := wg[cb0*l*nb*l:]
