@@ -22477,7 +22477,7 @@ TEXT ·avgPool2x2BlockedRowAVX512(SB), NOSPLIT, $0-32
 
 avgPool2x2BlockedRowAVX512_blocks:
 	CMPQ    CX, $0x04
-	JL      avgPool2x2BlockedRowAVX512_one
+	JB      avgPool2x2BlockedRowAVX512_one
 	VMOVUPS (SI), Z0
 	VADDPS  64(SI), Z0, Z0
 	VMOVUPS 128(SI), Z1
@@ -22510,7 +22510,7 @@ avgPool2x2BlockedRowAVX512_blocks:
 
 avgPool2x2BlockedRowAVX512_one:
 	TESTQ   CX, CX
-	JLE     avgPool2x2BlockedRowAVX512_done
+	JZ      avgPool2x2BlockedRowAVX512_done
 	VMOVUPS (SI), Z0
 	VADDPS  64(SI), Z0, Z0
 	VADDPS  (DX), Z0, Z0

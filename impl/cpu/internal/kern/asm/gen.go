@@ -60,6 +60,28 @@ func addImm(x int) Constant {
 	return U32(x)
 }
 
+// pixelLoop emits the loop over the n pixels in CX: groups of ppi pixels
+// while that many remain (when ppi > 1), then one at a time; body(u)
+// emits the work on u pixels and advances the pointers past them. CX is
+// consumed; the loop ends at label_done.
+func pixelLoop(label string, ppi int, body func(u int)) {
+	if ppi > 1 {
+		Label(label + "_blocks")
+		CMPQ(RCX, U8(ppi))
+		JB(LabelRef(label + "_one"))
+		body(ppi)
+		SUBQ(U8(ppi), RCX)
+		JMP(LabelRef(label + "_blocks"))
+	}
+	Label(label + "_one")
+	TESTQ(RCX, RCX)
+	JZ(LabelRef(label + "_done"))
+	body(1)
+	DECQ(RCX)
+	JMP(LabelRef(label + "_one"))
+	Label(label + "_done")
+}
+
 // stepsPerIteration is how many steps of k a microkernel of vectors
 // width bytes wide takes per loop iteration (a remainder loop takes the
 // rest one at a time). The AVX2 kernels take four: on the AMD EPYC (Zen 3,

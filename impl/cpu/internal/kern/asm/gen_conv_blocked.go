@@ -242,8 +242,8 @@ func tileRows(nb, np int, base, stride, pix Register, f func(m Mem, j, p int)) {
 //	for j < n, l < 16:
 //	    out[j·16+l] = (((r0[2j·16+l] + r0[(2j+1)·16+l]) + r1[2j·16+l]) + r1[(2j+1)·16+l]) · 0.25
 //
-// four pixels per iteration, then one at a time (multiplying by 0.25 is
-// dividing by 4 exactly).
+// four pixels per iteration, then one at a time (pixelLoop; multiplying
+// by 0.25 is dividing by 4 exactly). n must be positive.
 func avgPool2x2Blocked() {
 	name := "avgPool2x2BlockedRowAVX512"
 	TEXT(name, NOSPLIT, "func(n int, r0, r1, out *float32)")
@@ -278,19 +278,7 @@ func avgPool2x2Blocked() {
 		ADDQ(U32(uint32(128*u)), RDX)
 		ADDQ(U32(uint32(64*u)), RDI)
 	}
-	Label(name + "_blocks")
-	CMPQ(RCX, U8(unroll))
-	JL(LabelRef(name + "_one"))
-	body(unroll)
-	SUBQ(U8(unroll), RCX)
-	JMP(LabelRef(name + "_blocks"))
-	Label(name + "_one")
-	TESTQ(RCX, RCX)
-	JLE(LabelRef(name + "_done"))
-	body(1)
-	DECQ(RCX)
-	JMP(LabelRef(name + "_one"))
-	Label(name + "_done")
+	pixelLoop(name, unroll, body)
 	VZEROUPPER()
 	RET()
 }

@@ -75,32 +75,8 @@ func (s vecISA) winogradInput() {
 	LEAQ(Mem{Base: R8, Index: R10, Scale: 1}, R11) // the patch's rows 2 and 3
 	MOVQ(RDI, R12)
 	for nu := 0; nu < 4; nu++ {
-		Comment("X[a][ν] for the four patch rows a")
-		for a := 0; a < 4; a++ {
-			switch nu {
-			case 0:
-				VMOVUPS(d(a, 0), x[a])
-				VSUBPS(d(a, 2), x[a], x[a])
-			case 1:
-				VMOVUPS(d(a, 1), x[a])
-				VADDPS(d(a, 2), x[a], x[a])
-			case 2:
-				VMOVUPS(d(a, 2), x[a])
-				VSUBPS(d(a, 1), x[a], x[a])
-			case 3:
-				VMOVUPS(d(a, 1), x[a])
-				VSUBPS(d(a, 3), x[a], x[a])
-			}
-		}
-		Comment("V[ξ][ν] for the four ξ")
-		VSUBPS(x[2], x[0], y[0])
-		VADDPS(x[2], x[1], y[1])
-		VSUBPS(x[1], x[2], y[2])
-		VSUBPS(x[3], x[1], y[3])
-		VMOVUPS(y[0], Mem{Base: R12})
-		VMOVUPS(y[1], Mem{Base: R12, Index: R14, Scale: 1})
-		VMOVUPS(y[2], Mem{Base: R12, Index: R14, Scale: 2})
-		VMOVUPS(y[3], Mem{Base: R12, Index: RDX, Scale: 1})
+		winogradX(nu, "patch rows", func(a, b int) Op { return d(a, b) }, x)
+		winogradStoreV(x, y, 0)
 		if nu < 3 {
 			ADDQ(RBX, R12)
 		}
@@ -149,29 +125,7 @@ func (s vecISA) winogradOutput() {
 	}
 	Label(name + "_loop")
 	MOVQ(RSI, R12)
-	for xi := 0; xi < 4; xi++ {
-		Comment("S[ξ] from M[ξ][0..3]")
-		VMOVUPS(Mem{Base: R12}, t[0])
-		VMOVUPS(Mem{Base: R12, Index: R9, Scale: 1}, t[1])
-		VMOVUPS(Mem{Base: R12, Index: R9, Scale: 2}, t[2])
-		VMOVUPS(Mem{Base: R12, Index: R11, Scale: 1}, t[3])
-		VADDPS(t[1], t[0], sv[xi][0])
-		VADDPS(t[2], sv[xi][0], sv[xi][0])
-		VSUBPS(t[2], t[1], sv[xi][1])
-		VSUBPS(t[3], sv[xi][1], sv[xi][1])
-		if xi < 3 {
-			ADDQ(R10, R12)
-		}
-	}
-	Comment("Y[0][j] and Y[1][j], plus the bias")
-	for j := 0; j < 2; j++ {
-		VADDPS(sv[1][j], sv[0][j], t[j])
-		VADDPS(sv[2][j], t[j], t[j])
-		VADDPS(bias, t[j], t[j])
-		VSUBPS(sv[2][j], sv[1][j], t[2+j])
-		VSUBPS(sv[3][j], t[2+j], t[2+j])
-		VADDPS(bias, t[2+j], t[2+j])
-	}
+	winogradY(t, sv, bias, R10, 0)
 	Comment("interleave Y[i][0] and Y[i][1] into row i")
 	for i, dst := range []Register{RDI, RDX} {
 		a, b := t[2*i], t[2*i+1]
@@ -329,4 +283,75 @@ func (s vecISA) maxNaN() {
 		}
 	})
 	s.end()
+}
+
+// winogradX emits X[a][ν] = (d[a][0]−d[a][2], d[a][1]+d[a][2],
+// d[a][2]−d[a][1], d[a][1]−d[a][3])[ν] into x[a] for the four rows a of
+// a tile (rows names them in the comment), in winogradInput's order. A
+// pixel d(a, b) in a register is used in place; one in memory is loaded
+// into x[a] first.
+func winogradX(nu int, rows string, d func(a, b int) Op, x []VecPhysical) {
+	Comment("X[a][ν] for the four " + rows + " a")
+	first, second := [4]int{0, 1, 2, 1}[nu], [4]int{2, 2, 1, 3}[nu]
+	op := VSUBPS
+	if nu == 1 {
+		op = VADDPS
+	}
+	for a := 0; a < 4; a++ {
+		if r, ok := d(a, first).(VecPhysical); ok {
+			op(d(a, second), r, x[a])
+			continue
+		}
+		VMOVUPS(d(a, first), x[a])
+		op(d(a, second), x[a], x[a])
+	}
+}
+
+// winogradStoreV emits the V[ξ][ν] of the four ξ from the X[a][ν] in x
+// (winogradInput's order) and stores them at R12 + disp, R12 + R14 +
+// disp, R12 + 2·R14 + disp and R12 + RDX + disp (R12 is v at plane ν, R14
+// four planes, RDX twelve).
+func winogradStoreV(x, y []VecPhysical, disp int) {
+	Comment("V[ξ][ν] for the four ξ")
+	VSUBPS(x[2], x[0], y[0])
+	VADDPS(x[2], x[1], y[1])
+	VSUBPS(x[1], x[2], y[2])
+	VSUBPS(x[3], x[1], y[3])
+	VMOVUPS(y[0], Mem{Base: R12, Disp: disp})
+	VMOVUPS(y[1], Mem{Base: R12, Index: R14, Scale: 1, Disp: disp})
+	VMOVUPS(y[2], Mem{Base: R12, Index: R14, Scale: 2, Disp: disp})
+	VMOVUPS(y[3], Mem{Base: R12, Index: RDX, Scale: 1, Disp: disp})
+}
+
+// winogradY emits winogradOutput's arithmetic: S[ξ] from the products
+// M[ξ][0..3] at R12 + disp, R12 + R9 + disp, R12 + 2·R9 + disp and R12 +
+// R11 + disp (R12 walking by next per ξ), then Y[0][j] into t[j] and
+// Y[1][j] into t[2+j], each plus bias:
+//
+//	S[ξ] = ((M[ξ][0]+M[ξ][1])+M[ξ][2], (M[ξ][1]−M[ξ][2])−M[ξ][3])
+//	Y[0][j] = ((S[0][j]+S[1][j])+S[2][j]) + bias,  Y[1][j] = ((S[1][j]−S[2][j])−S[3][j]) + bias
+func winogradY(t []VecPhysical, sv [4][2]VecPhysical, bias VecPhysical, next Register, disp int) {
+	for xi := 0; xi < 4; xi++ {
+		Comment("S[ξ] from M[ξ][0..3]")
+		VMOVUPS(Mem{Base: R12, Disp: disp}, t[0])
+		VMOVUPS(Mem{Base: R12, Index: R9, Scale: 1, Disp: disp}, t[1])
+		VMOVUPS(Mem{Base: R12, Index: R9, Scale: 2, Disp: disp}, t[2])
+		VMOVUPS(Mem{Base: R12, Index: R11, Scale: 1, Disp: disp}, t[3])
+		VADDPS(t[1], t[0], sv[xi][0])
+		VADDPS(t[2], sv[xi][0], sv[xi][0])
+		VSUBPS(t[2], t[1], sv[xi][1])
+		VSUBPS(t[3], sv[xi][1], sv[xi][1])
+		if xi < 3 {
+			ADDQ(next, R12)
+		}
+	}
+	Comment("Y[0][j] and Y[1][j], plus the bias")
+	for j := 0; j < 2; j++ {
+		VADDPS(sv[1][j], sv[0][j], t[j])
+		VADDPS(sv[2][j], t[j], t[j])
+		VADDPS(bias, t[j], t[j])
+		VSUBPS(sv[2][j], sv[1][j], t[2+j])
+		VSUBPS(sv[3][j], t[2+j], t[2+j])
+		VADDPS(bias, t[2+j], t[2+j])
+	}
 }

@@ -56,21 +56,6 @@ func winogradInputBlockedArgs() {
 	LEAQ(Mem{Base: R14, Index: R14, Scale: 2}, RDX) // 12·vStride
 }
 
-// winogradInputBlockedStore emits the V[ξ][ν] of the four ξ from the
-// X[a][ν] in x (winogradInput's order) and stores them at R12 + disp,
-// R12 + 4·vStride + disp, … (R12 is v at plane ν).
-func winogradInputBlockedStore(x, y []VecPhysical, disp int) {
-	Comment("V[ξ][ν] for the four ξ")
-	VSUBPS(x[2], x[0], y[0])
-	VADDPS(x[2], x[1], y[1])
-	VSUBPS(x[1], x[2], y[2])
-	VSUBPS(x[3], x[1], y[3])
-	VMOVUPS(y[0], Mem{Base: R12, Disp: disp})
-	VMOVUPS(y[1], Mem{Base: R12, Index: R14, Scale: 1, Disp: disp})
-	VMOVUPS(y[2], Mem{Base: R12, Index: R14, Scale: 2, Disp: disp})
-	VMOVUPS(y[3], Mem{Base: R12, Index: RDX, Scale: 1, Disp: disp})
-}
-
 // winogradInputBlockedAVX512 emits
 //
 //	func winogradInputBlockedAVX512(n int, x *float32, rowStride int, v *float32, vStride int)
@@ -110,20 +95,8 @@ func winogradInputBlockedAVX512(zmm []VecPhysical) {
 	tile := func(c [4][]VecPhysical, disp int) {
 		MOVQ(RDI, R12)
 		for nu := 0; nu < 4; nu++ {
-			Comment("X[a][ν] for the four rows a")
-			for a := 0; a < 4; a++ {
-				switch nu {
-				case 0:
-					VSUBPS(c[2][a], c[0][a], x[a]) // d0 − d2
-				case 1:
-					VADDPS(c[2][a], c[1][a], x[a]) // d1 + d2
-				case 2:
-					VSUBPS(c[1][a], c[2][a], x[a]) // d2 − d1
-				case 3:
-					VSUBPS(c[3][a], c[1][a], x[a]) // d1 − d3
-				}
-			}
-			winogradInputBlockedStore(x, y, disp)
+			winogradX(nu, "rows", func(a, b int) Op { return c[b][a] }, x)
+			winogradStoreV(x, y, disp)
 			if nu < 3 {
 				ADDQ(RBX, R12)
 			}
@@ -181,25 +154,8 @@ func (s vecISA) winogradInputBlockedHalves() {
 		disp := h * s.bytes
 		MOVQ(RDI, R12)
 		for nu := 0; nu < 4; nu++ {
-			Comment("X[a][ν] for the four rows a")
-			for a := 0; a < 4; a++ {
-				d := func(b int) Mem { return winogradBlockedRow(a, b, disp) }
-				switch nu {
-				case 0:
-					VMOVUPS(d(0), x[a])
-					VSUBPS(d(2), x[a], x[a])
-				case 1:
-					VMOVUPS(d(1), x[a])
-					VADDPS(d(2), x[a], x[a])
-				case 2:
-					VMOVUPS(d(2), x[a])
-					VSUBPS(d(1), x[a], x[a])
-				case 3:
-					VMOVUPS(d(1), x[a])
-					VSUBPS(d(3), x[a], x[a])
-				}
-			}
-			winogradInputBlockedStore(x, y, disp)
+			winogradX(nu, "rows", func(a, b int) Op { return winogradBlockedRow(a, b, disp) }, x)
+			winogradStoreV(x, y, disp)
 			if nu < 3 {
 				ADDQ(RBX, R12)
 			}
@@ -281,29 +237,7 @@ func (s vecISA) winogradOutputBlocked() {
 		for h := 0; h < parts; h++ {
 			disp := h * s.bytes
 			MOVQ(RSI, R12)
-			for xi := 0; xi < 4; xi++ {
-				Comment("S[ξ] from M[ξ][0..3]")
-				VMOVUPS(Mem{Base: R12, Disp: disp}, t[0])
-				VMOVUPS(Mem{Base: R12, Index: R9, Scale: 1, Disp: disp}, t[1])
-				VMOVUPS(Mem{Base: R12, Index: R9, Scale: 2, Disp: disp}, t[2])
-				VMOVUPS(Mem{Base: R12, Index: R11, Scale: 1, Disp: disp}, t[3])
-				VADDPS(t[1], t[0], sv[xi][0])
-				VADDPS(t[2], sv[xi][0], sv[xi][0])
-				VSUBPS(t[2], t[1], sv[xi][1])
-				VSUBPS(t[3], sv[xi][1], sv[xi][1])
-				if xi < 3 {
-					ADDQ(R13, R12)
-				}
-			}
-			Comment("Y[0][j] and Y[1][j], plus the bias")
-			for j := 0; j < 2; j++ {
-				VADDPS(sv[1][j], sv[0][j], t[j])
-				VADDPS(sv[2][j], t[j], t[j])
-				VADDPS(bias[h], t[j], t[j])
-				VSUBPS(sv[2][j], sv[1][j], t[2+j])
-				VSUBPS(sv[3][j], t[2+j], t[2+j])
-				VADDPS(bias[h], t[2+j], t[2+j])
-			}
+			winogradY(t, sv, bias[h], R13, disp)
 			switch {
 			case res && relu:
 				Comment("y = max(Y + res, 0), Y kept when NaN; row i at i·rowStride, column j at pixel 2k+j")
