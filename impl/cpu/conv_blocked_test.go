@@ -56,17 +56,7 @@ func TestConvBlockedMatchesOracle(t *testing.T) {
 		for _, bc := range blockedCases {
 			c := bc.conv()
 			be := New(2)
-			shapes, outShape := convShapes(c)
-			vals := make([][]float32, len(shapes))
-			ins := make([]bench.Tensor, len(shapes))
-			for i, s := range shapes {
-				lo, hi := float32(-1), float32(1)
-				if i == 5 { // the BN variance
-					lo, hi = 0.5, 2
-				}
-				vals[i] = randSlice(rng, int(s.Elems()), lo, hi)
-				ins[i] = be.testTensor(t, s, vals[i])
-			}
+			vals, ins, outShape := blockedInputs(t, be, rng, c)
 			wantOut := blockedOracle(c, vals)
 			out := be.testTensor(t, outShape, nil)
 			if err := be.Enqueue(c, ins, []bench.Tensor{out}); err != nil {
@@ -99,6 +89,25 @@ func TestConvBlockedMatchesOracle(t *testing.T) {
 			checkClose(t, fmt.Sprintf("%+v from blocked", bc), got, wantOut)
 		}
 	})
+}
+
+// blockedInputs returns random values for the inputs of conv c (the BN
+// variance in [0.5, 2], the rest in [−1, 1]), those values as tensors of
+// be in node order, and the output's shape.
+func blockedInputs(t *testing.T, be *Backend, rng *rand.Rand, c ops.Conv2d) ([][]float32, []bench.Tensor, bench.Shape) {
+	t.Helper()
+	shapes, outShape := convShapes(c)
+	vals := make([][]float32, len(shapes))
+	ins := make([]bench.Tensor, len(shapes))
+	for i, s := range shapes {
+		lo, hi := float32(-1), float32(1)
+		if i == 5 { // the BN variance
+			lo, hi = 0.5, 2
+		}
+		vals[i] = randSlice(rng, int(s.Elems()), lo, hi)
+		ins[i] = be.testTensor(t, s, vals[i])
+	}
+	return vals, ins, outShape
 }
 
 // identityConv returns x passed through a 1×1 convolution with BatchNorm
@@ -245,17 +254,7 @@ func TestConvBlockedWinograd(t *testing.T) {
 				for _, bc := range cases {
 					c := bc.conv()
 					be := New(2)
-					shapes, outShape := convShapes(c)
-					vals := make([][]float32, len(shapes))
-					ins := make([]bench.Tensor, len(shapes))
-					for i, s := range shapes {
-						lo, hi := float32(-1), float32(1)
-						if i == 5 { // the BN variance
-							lo, hi = 0.5, 2
-						}
-						vals[i] = randSlice(rng, int(s.Elems()), lo, hi)
-						ins[i] = be.testTensor(t, s, vals[i])
-					}
+					vals, ins, outShape := blockedInputs(t, be, rng, c)
 					blocked, got := runNode(t, be, c, ins, outShape)
 					if blocked != be.useBlocked(c, false) {
 						t.Fatalf("%+v: output blocked %v", bc, blocked)
