@@ -287,7 +287,8 @@ func TestGemmBF16TileTwin(t *testing.T) {
 
 // TestSgemmSourceBF16 runs the bf16 GEMM on convolution windows packed
 // straight from the image (WindowsA through SgemmSource: the source's
-// mr-row panels regrouped into rows of pairs) against dotBF16Ref on the
+// mr-row panels regrouped into rows of pairs, or rows of pairs written by
+// WindowsA.PackPairs for an even block of k) against dotBF16Ref on the
 // explicit unfolded matrix, bit for bit: odd and even k, k past one block,
 // padded and strided windows, a last row panel not full.
 func TestSgemmSourceBF16(t *testing.T) {
@@ -298,6 +299,8 @@ func TestSgemmSourceBF16(t *testing.T) {
 			{C: 5, H: 13, W: 17, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1},  // k = 45, unit stride
 			{C: 45, H: 11, W: 10, KH: 7, KW: 7, SH: 2, SW: 1, PH: 3, PW: 3, DH: 1, DW: 1}, // k = 2205: two blocks, the last odd
 			{C: 4, H: 16, W: 16, KH: 4, KW: 4, SH: 4, SW: 4, PH: 0, PW: 0, DH: 1, DW: 1},  // k = 64, patches
+			{C: 6, H: 9, W: 11, KH: 3, KW: 3, SH: 2, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1},   // k = 54: PackPairs, windows in the padding
+			{C: 3, H: 48, W: 40, KH: 16, KW: 16, SH: 16, SW: 16, DH: 1, DW: 1},            // k = 768, ViT's patches: PackPairs by runs
 		} {
 			g.OH = (g.H+2*g.PH-g.DH*(g.KH-1)-1)/g.SH + 1
 			g.OW = (g.W+2*g.PW-g.DW*(g.KW-1)-1)/g.SW + 1
