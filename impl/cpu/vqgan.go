@@ -89,17 +89,20 @@ func (b *Backend) vectorQuantize(n ops.VectorQuantize, in, out []*tensor) error 
 		return err
 	}
 	z, e, quant, indices := in[0].data, in[1].data, out[0].data, out[1].data
-	en := make([]float32, codes)
+	// Scratch (no garbage per call): the codebook's squared norms, one
+	// image's vectors transposed, and the dot products of all of them.
+	buf, release := b.scratch(codes + hw*c + hw*codes)
+	defer release()
+	en, zt, dots := buf[:codes], buf[codes:codes+hw*c], buf[codes+hw*c:]
 	for j := range en {
 		en[j] = sumSquares(e[j*c : (j+1)*c])
 	}
 	pb := kern.PackBT(codes, c, e, c)
 	for img := 0; img < n.Batch; img++ {
 		zi, qi := z[img*c*hw:(img+1)*c*hw], quant[img*c*hw:(img+1)*c*hw]
-		zt := make([]float32, hw*c)
 		kern.Transpose(c, hw, zi, hw, zt, c)
-		parallelFor(b.threads, hw, 16, func(lo, hi int) {
-			dot := make([]float32, (hi-lo)*codes)
+		parallelFor(b.threads, hw, 64, func(lo, hi int) {
+			dot := dots[lo*codes : hi*codes]
 			kern.SgemmPacked(hi-lo, zt[lo*c:], c, pb, dot, codes, nil, 0, codes)
 			for p := lo; p < hi; p++ {
 				row := zt[p*c : (p+1)*c]
