@@ -91,3 +91,57 @@ func BenchmarkBF16AB(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBF16GemmShare measures cpu-bf16's gemm/1024 (batch 1) as a
+// share of the bf16 dot-product peak in steady state, the way a GEMM
+// benchmark of another library is timed: per iteration, five runs back to
+// back on a warm program (weights packed, operands in cache, the workers
+// awake), then the peak probe on the same threads; it reports the median
+// over iterations of the median run's GFLOP/s over that probe's peak.
+// BenchmarkBF16AB's bf16-%peak times single runs between fp32 runs and
+// probes instead, which is colder. VITBENCH_AB_THREADS sets the threads
+// (default all):
+//
+//	go test ./impl/cpu -run '^$' -bench BF16GemmShare -benchtime 20x
+func BenchmarkBF16GemmShare(b *testing.B) {
+	if !kern.HasBF16() {
+		b.Skip("no AVX512_BF16")
+	}
+	c, ok := cases.Lookup("gemm/1024")
+	if !ok {
+		b.Fatal("no case gemm/1024")
+	}
+	s, err := c.Spec(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	threads, _ := strconv.Atoi(os.Getenv("VITBENCH_AB_THREADS"))
+	be := NewBF16(threads)
+	p, err := runner.Prepare(be, s, bench.Float32, runner.SynthData(s, 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	med := func(x []float64) float64 { s := slices.Sorted(slices.Values(x)); return s[len(s)/2] }
+	flops := 2 * float64(s.MACs())
+	var share, rate []float64
+	for b.Loop() {
+		var runs []float64
+		for range 5 {
+			t0 := time.Now()
+			if err := p.Run(); err != nil {
+				b.Fatal(err)
+			}
+			runs = append(runs, time.Since(t0).Seconds())
+		}
+		pk, err := MeasurePeak(PeakOptions{Threads: be.Threads(), Duration: 20 * time.Millisecond, Count: 1, BandwidthBytes: 3 << 20})
+		if err != nil {
+			b.Fatal(err)
+		}
+		g := flops / med(runs) / 1e9
+		rate = append(rate, g)
+		share = append(share, g/pk.BF16Total)
+	}
+	b.ReportMetric(100*med(share), "bf16-%peak")
+	b.ReportMetric(med(rate), "bf16-GFLOP/s")
+}
