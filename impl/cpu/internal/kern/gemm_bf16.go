@@ -454,7 +454,22 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 						}
 					}
 				} else {
-					for ir := 0; ir < mb; ir += mr {
+					ir := 0
+					if full := mb / mr; nw == nr && full > 0 {
+						// The full tiles in one call (bf16FullTiles), where
+						// the AVX-512 kernels run.
+						var bias, res []float32
+						if last && epi.Bias != nil {
+							bias = epi.Bias[jr:]
+						}
+						if last && epi.Residual != nil && epi.Act == ActNone {
+							res = epi.Residual[ic*epi.LdR+jr:]
+						}
+						if bf16FullTiles(full, kt, pa, lda, bp, c[ic*ldc+jr:], ldc, acc, bias, res, epi.LdR, pf) {
+							ir, pf = full*mr, nil
+						}
+					}
+					for ; ir < mb; ir += mr {
 						ap := pa[ir*lda:]
 						mh := min(mr, mb-ir)
 						cp := (ic+ir)*ldc + jr

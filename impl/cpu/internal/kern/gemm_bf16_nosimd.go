@@ -37,3 +37,9 @@ const (
 
 // AMXPeakBF16: no AMX in this build.
 func AMXPeakBF16(n int, a, b uint32, acc *[AMXPeakChains * AMXPeakLanes]float32) bool { return false }
+
+// bf16FullTiles runs nothing without the SIMD kernels: the driver takes
+// its tiles one by one through the twin.
+func bf16FullTiles(tiles, kp int, a []uint32, lda int, b []uint32, c []float32, ldc int, accumulate int, bias, res []float32, ldr int, pf []uint32) bool {
+	return false
+}
