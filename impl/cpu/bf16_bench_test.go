@@ -80,13 +80,12 @@ func BenchmarkBF16AB(b *testing.B) {
 					ofPeak = append(ofPeak, 2*float64(s.MACs())/d[1].Seconds()/1e9/pk.BF16Total)
 				}
 			}
-			med := func(x []float64) float64 { s := slices.Sorted(slices.Values(x)); return s[len(s)/2] }
-			b.ReportMetric(med(ratio), "x-speedup")
-			b.ReportMetric(med(fp32)*1e3, "fp32-ms")
-			b.ReportMetric(med(bf16)*1e3, "bf16-ms")
-			b.ReportMetric(2*float64(s.MACs())/med(bf16)/1e9, "bf16-GFLOP/s")
+			b.ReportMetric(median(ratio), "x-speedup")
+			b.ReportMetric(median(fp32)*1e3, "fp32-ms")
+			b.ReportMetric(median(bf16)*1e3, "bf16-ms")
+			b.ReportMetric(2*float64(s.MACs())/median(bf16)/1e9, "bf16-GFLOP/s")
 			if ofPeak != nil {
-				b.ReportMetric(100*med(ofPeak), "bf16-%peak")
+				b.ReportMetric(100*median(ofPeak), "bf16-%peak")
 			}
 		})
 	}
@@ -122,7 +121,6 @@ func BenchmarkBF16GemmShare(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	med := func(x []float64) float64 { s := slices.Sorted(slices.Values(x)); return s[len(s)/2] }
 	flops := 2 * float64(s.MACs())
 	var share, rate []float64
 	for b.Loop() {
@@ -138,10 +136,13 @@ func BenchmarkBF16GemmShare(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		g := flops / med(runs) / 1e9
+		g := flops / median(runs) / 1e9
 		rate = append(rate, g)
 		share = append(share, g/pk.BF16Total)
 	}
-	b.ReportMetric(100*med(share), "bf16-%peak")
-	b.ReportMetric(med(rate), "bf16-GFLOP/s")
+	b.ReportMetric(100*median(share), "bf16-%peak")
+	b.ReportMetric(median(rate), "bf16-GFLOP/s")
 }
+
+// median is the middle value of x (the upper one of an even count).
+func median(x []float64) float64 { s := slices.Sorted(slices.Values(x)); return s[len(s)/2] }

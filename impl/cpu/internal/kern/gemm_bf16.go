@@ -330,6 +330,23 @@ func bf16KernelRows(mh int) int {
 // microkernel reads do not share a few L1 sets.
 func bf16Stride(kp int) int { return (kp+15)/16*16 + 16 }
 
+// tileEpilogue returns what a bf16 microkernel adds to the tile whose top
+// left element of C is (row, col), on the last block of k only (last): the
+// bias from column col, and the residual from (row, col) when no
+// activation comes between them (the activation runs after the kernel).
+func tileEpilogue(epi Epilogue, last bool, row, col int) (bias, res []float32) {
+	if !last {
+		return nil, nil
+	}
+	if epi.Bias != nil {
+		bias = epi.Bias[col:]
+	}
+	if epi.Residual != nil && epi.Act == ActNone {
+		res = epi.Residual[row*epi.LdR+col:]
+	}
+	return bias, res
+}
+
 // sgemmPanelsBF16 computes columns [j0, j1) of C = A·op(B) with the
 // epilogue, A [m, pb.K] from src and op(B) packed in bf16 (pb.bf16): for
 // each block of k, the blocks of rows of A are rounded to pairs and
@@ -458,13 +475,7 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 					if full := mb / mr; nw == nr && full > 0 {
 						// The full tiles in one call (bf16FullTiles), where
 						// the AVX-512 kernels run.
-						var bias, res []float32
-						if last && epi.Bias != nil {
-							bias = epi.Bias[jr:]
-						}
-						if last && epi.Residual != nil && epi.Act == ActNone {
-							res = epi.Residual[ic*epi.LdR+jr:]
-						}
+						bias, res := tileEpilogue(epi, last, ic, jr)
 						if bf16FullTiles(full, kt, pa, lda, bp, c[ic*ldc+jr:], ldc, acc, bias, res, epi.LdR, pf) {
 							ir, pf = full*mr, nil
 						}
@@ -475,13 +486,7 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 						cp := (ic+ir)*ldc + jr
 						rows := bf16KernelRows(mh)
 						if nw == nr && rows == mh {
-							var bias, res []float32
-							if last && epi.Bias != nil {
-								bias = epi.Bias[jr:]
-							}
-							if last && epi.Residual != nil && epi.Act == ActNone {
-								res = epi.Residual[(ic+ir)*epi.LdR+jr:]
-							}
+							bias, res := tileEpilogue(epi, last, ic+ir, jr)
 							tileFn(mh, kt, ap, lda, bp, c[cp:], ldc, acc, bias, res, epi.LdR, pf)
 							pf = nil
 							continue

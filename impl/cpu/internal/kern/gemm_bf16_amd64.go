@@ -90,10 +90,7 @@ func bf16FullTiles(tiles, kp int, a []uint32, lda int, b []uint32, c []float32, 
 	_ = a[(rows-1)*lda+kp-1]
 	_ = b[kp*bf16NR-1]
 	_ = c[(rows-1)*ldc+bf16NR-1]
-	pbias, _ := epiPointers(rows, bias, nil, ldr)
-	if res != nil {
-		_ = res[(rows-1)*ldr+bf16NR-1]
-	}
+	pbias, _ := epiPointers(rows, bias, res, ldr) // checks res for all the rows
 	var ppf *uint32
 	if len(pf) >= kp*bf16NR {
 		ppf = &pf[0]

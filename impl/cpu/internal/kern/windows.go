@@ -49,6 +49,16 @@ func (w *WindowsA) origin(r int) (off, y0, x0 int, inside bool) {
 	return img*g.C*g.H*g.W + y0*g.W + x0, y0, x0, inside
 }
 
+// tapOrZero is column q of the window whose top-left tap is at offset off
+// (image row y0, column x0; see origin): its value, or zero in the padding.
+func (w *WindowsA) tapOrZero(off, y0, x0, q int) float32 {
+	y, x := y0+w.tapY[q], x0+w.tapX[q]
+	if y < 0 || y >= w.g.H || x < 0 || x >= w.g.W {
+		return 0
+	}
+	return w.x[off+w.taps[q]]
+}
+
 // PackA implements ASource.
 func (w *WindowsA) PackA(pa []float32, i0, mb, mr, pc, kb int) {
 	if full := mb / mr * mr; full > mr && w.packContiguous(pa, i0, full, mr, pc, kb) {
@@ -111,12 +121,7 @@ func (w *WindowsA) PackA(pa []float32, i0, mb, mr, pc, kb int) {
 			}
 			off, y0, x0, _ := w.origin(w.row0 + i0 + ir + r)
 			for p := 0; p < kb; p++ {
-				y, xx := y0+w.tapY[pc+p], x0+w.tapX[pc+p]
-				v := float32(0)
-				if y >= 0 && y < w.g.H && xx >= 0 && xx < w.g.W {
-					v = w.x[off+w.taps[pc+p]]
-				}
-				panel[p*mr+r] = v
+				panel[p*mr+r] = w.tapOrZero(off, y0, x0, pc+p)
 			}
 		}
 	}
@@ -191,12 +196,7 @@ func (w *WindowsA) PackPairs(dst []uint32, lda, i0, mb, pc, kb int) {
 			}
 		} else {
 			for p := range row {
-				y, xx := y0+w.tapY[pc+p], x0+w.tapX[pc+p]
-				v := float32(0)
-				if y >= 0 && y < w.g.H && xx >= 0 && xx < w.g.W {
-					v = w.x[off+taps[p]]
-				}
-				row[p] = v
+				row[p] = w.tapOrZero(off, y0, x0, pc+p)
 			}
 		}
 		packPairs(dst[r*lda:r*lda+kb/2], row)
