@@ -5,10 +5,12 @@ import "vitbench/impl/cpu/internal/kern"
 // gemmParallel computes C[m, n] = A[m, k]·op(B) with the epilogue, op(B)
 // prepacked in pb, on threads workers. With enough rows, each worker takes
 // an equal run of whole row tiles: it packs only its own rows of A and
-// shares the read-only packed B. The row tiles that do not divide evenly
-// (fewer than one per worker: 197 tokens are 16 tiles of 12 and one of 5)
-// are split by columns instead, so that no worker waits for another's
-// extra tile. With few rows (one token, a small batch), workers split the
+// shares the read-only packed B. When every worker's equal share of the
+// rows runs in tiles of nearly equal height (kern.PackedB.EvenTiles: 197
+// tokens as 98 and 99 rows, nine tiles each), the workers take those;
+// otherwise the row tiles that do not divide evenly (fewer than one per
+// worker: 197 tokens are 16 tiles of 12 and one of 5) are split by
+// columns, so that no worker waits for another's extra tile. With few rows (one token, a small batch), workers split the
 // column panels of everything. Small products stay on one worker.
 func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []float32, ldc int, epi kern.Epilogue) {
 	if int64(m)*int64(pb.N)*int64(pb.K) < 1<<18 {
@@ -26,6 +28,16 @@ func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []fl
 		// paths that do not read it in place.
 		parallelChunks(threads, panels, grain, func(_, lo, hi int) {
 			kern.SgemmPackedEpi(m, a, lda, pb, c, ldc, epi, lo*w, min(hi*w, pb.N))
+		})
+		return
+	}
+	if m%(mr*threads) != 0 && pb.EvenTiles(m/threads) && pb.EvenTiles((m+threads-1)/threads) {
+		// Every worker's share of the rows, within one of the others',
+		// goes in tiles of nearly equal height (197 tokens: 99 and 98
+		// rows in nine tiles each), without a remainder split by columns.
+		parallelChunks(threads, threads, 1, func(chunk, _, _ int) {
+			r0, r1 := chunk*m/threads, (chunk+1)*m/threads
+			kern.SgemmPackedEpi(r1-r0, a[r0*lda:], lda, pb, c[r0*ldc:], ldc, epi.Rows(r0), 0, pb.N)
 		})
 		return
 	}

@@ -4,7 +4,9 @@ package kern
 
 var (
 	gemmAVX512 = microKernel{mr: 12, nr: 32, fn: gemm12x32AVX512, direct: gemmDirect12x32AVX512,
-		tails: []rowsKernel[packedFn]{{4, gemm4x32AVX512}, {8, gemm8x32AVX512}}}
+		tails: []rowsKernel[packedFn]{{4, gemm4x32AVX512}, {8, gemm8x32AVX512}},
+		short: []shortKernel{{9, gemm9x32AVX512, gemmDirect9x32AVX512}, {10, gemm10x32AVX512, gemmDirect10x32AVX512},
+			{11, gemm11x32AVX512, gemmDirect11x32AVX512}}}
 	gemmAVX2 = microKernel{mr: 6, nr: 16, fn: gemm6x16AVX2, direct: gemmDirect6x16AVX2, directAll: true}
 )
 

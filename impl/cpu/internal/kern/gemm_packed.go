@@ -19,18 +19,79 @@ import "sync"
 // tails are kernels of the same packed panels (mr rows per step) that
 // compute only their first rows rows, by increasing rows: the last tile
 // of A, zero-padded to mr rows, needs no more.
+//
+// short are kernels of fewer rows than mr, packed (in mr-row panels) and
+// in place, that write exactly their rows: the tiles of a row block that
+// mr does not divide (balancedTiles).
 type microKernel struct {
 	mr, nr int
 	fn     packedFn
-	direct func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32, pfStep int)
+	direct directFn
 	// directAll makes direct read A in place at every width and depth,
 	// not only the narrow and shallow products (see directA).
 	directAll bool
 	tails     []rowsKernel[packedFn]
+	short     []shortKernel
 }
 
 // packedFn is the signature of a microkernel over packed panels.
 type packedFn = func(kc int, a, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32, pfStep int)
+
+// directFn is the signature of a microkernel that reads A in place.
+type directFn = func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32, pfStep int)
+
+// shortKernel is a microkernel pair of rows rows (fewer than the full
+// kernel's mr): fn over mr-row packed panels, direct reading A in place.
+type shortKernel struct {
+	rows   int
+	fn     packedFn
+	direct directFn
+}
+
+// shortFor returns mk's short kernels of mh rows, ok false if it has none.
+func (mk microKernel) shortFor(mh int) (shortKernel, bool) {
+	for _, s := range mk.short {
+		if s.rows == mh {
+			return s, true
+		}
+	}
+	return shortKernel{}, false
+}
+
+// balancedTiles reports whether a row block of mb rows goes in
+// ceil(mb/mr) tiles of nearly equal height (rowTile) rather than full
+// tiles and a last short one: when mr does not divide mb and mk has a
+// short kernel for every height that gives. Each tile then streams the
+// panel of B for as many rows as the others: 77 rows are seven tiles of
+// 11 instead of six of 12 and one of 5, which, on the 8-row tail kernel,
+// through the scratch tile, cost as much as a full tile.
+func (mk microKernel) balancedTiles(mb int) bool {
+	if !allowBalanced || mb%mk.mr == 0 || len(mk.short) == 0 {
+		return false
+	}
+	tiles := (mb + mk.mr - 1) / mk.mr
+	_, ok := mk.shortFor(mb / tiles)
+	return ok
+}
+
+// rowTile returns the first row and height of tile t of a row block of
+// mb rows: full tiles of mr and a last short one, or, balanced, tiles
+// whose heights differ by at most one, the taller first.
+func rowTile(mb, mr, t int, balanced bool) (start, rows int) {
+	if !balanced {
+		return t * mr, min(mr, mb-t*mr)
+	}
+	tiles := (mb + mr - 1) / mr
+	h, extra := mb/tiles, mb%tiles
+	return t*h + min(t, extra), h + btoi(t < extra)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // rowsKernel is a microkernel fn that computes only the first rows rows
 // of an mr-row panel.
@@ -351,22 +412,36 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 		beforeAct.Residual, beforeAct.LdR = epi.Residual, epi.LdR
 	}
 	// A row-major A is read in place by full tiles; only a last panel of
-	// fewer than mr rows is packed (zero-padded).
-	ma, direct := src.(matrixA)
-	direct = direct && mk.direct != nil && directA(mk, j1-j0, k)
-	// kernel runs the microkernel on the tile at rows ic+ir of A, with A
-	// packed at ap or, for a full tile when direct, in place. Each tile of
-	// a panel prefetches its slice of the next panel (pf, pfStep) into L2.
+	// fewer than mr rows is packed (zero-padded). In balanced row blocks
+	// (balancedTiles) every tile is read in place or packed by itself.
+	ma, isMatrix := src.(matrixA)
+	direct := isMatrix && mk.direct != nil && directA(mk, j1-j0, k)
+	// kernel runs the microkernel on the tile of mh rows at row row of A,
+	// with A packed at ap or, when direct and the tile is full or short
+	// (of a kernel in mk.short), in place; exact says the kernel writes
+	// exactly mh rows (else it writes mr, for the scratch tile). Each tile
+	// of a panel prefetches its slice of the next panel (pf, pfStep) into
+	// L2.
 	var pf *float32
 	var pfStep int
 	kernel := func(kb int, ap *float32, row, pc, mh int, bp, cp *float32, ldc, acc int, bias, res *float32, ldr int) {
-		if direct && mh == mr {
-			mk.direct(kb, &ma.a[row*ma.lda+pc], ma.lda, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
-		} else if mh < mr {
-			fewestRows(mk.tails, mk.fn, mh)(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
-		} else {
-			mk.fn(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
+		if mh == mr {
+			if direct {
+				mk.direct(kb, &ma.a[row*ma.lda+pc], ma.lda, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
+			} else {
+				mk.fn(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
+			}
+			return
 		}
+		if sk, ok := mk.shortFor(mh); ok {
+			if direct {
+				sk.direct(kb, &ma.a[row*ma.lda+pc], ma.lda, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
+			} else {
+				sk.fn(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
+			}
+			return
+		}
+		fewestRows(mk.tails, mk.fn, mh)(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
 	}
 
 	var spread prefetchSpread
@@ -387,29 +462,56 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 		last := pc+kcBlock >= k
 		for ic := 0; ic < m; ic += mc {
 			mb := min(mc, m-ic)
-			if !direct {
+			tiles := (mb + mr - 1) / mr
+			// Balanced tiles pack each tile by itself, which only a
+			// row-major A does without a slower path for short panels.
+			balanced := isMatrix && mk.balancedTiles(mb)
+			switch {
+			case balanced && !direct:
+				for t := 0; t < tiles; t++ {
+					r0, mh := rowTile(mb, mr, t, true)
+					if mh < mr {
+						packTail(pa[t*mr*kb:], ma.a, ma.lda, ic+r0, mh, mr, pc, kb)
+					} else {
+						packA(pa[t*mr*kb:], ma.a, ma.lda, ic+r0, mr, mr, pc, kb)
+					}
+				}
+			case balanced:
+				// Every tile reads A in place.
+			case !direct:
 				src.PackA(pa, ic, mb, mr, pc, kb)
-			} else if full := mb / mr * mr; full < mb {
-				packTail(pa[full*kb:], ma.a, ma.lda, ic+full, mb-full, mr, pc, kb)
+			default:
+				if full := mb / mr * mr; full < mb {
+					packTail(pa[full*kb:], ma.a, ma.lda, ic+full, mb-full, mr, pc, kb)
+				}
+			}
+			// A tile's kernel writes its rows of C in place, unless it is
+			// a tail kernel (which writes mr rows) or the panel is narrower
+			// than nr.
+			exact := func(mh int) bool {
+				if mh == mr {
+					return true
+				}
+				_, ok := mk.shortFor(mh)
+				return ok
 			}
 			actFrom := j0 // columns [actFrom, jr) of this row block await the activation
 			for jr := j0; jr < j1; jr += nr {
 				bp := &block[jr*kb]
 				nw := min(nr, j1-jr)
-				tiles := (mb + mr - 1) / mr
-				for ir := 0; ir < mb; ir += mr {
+				for t := 0; t < tiles; t++ {
+					r0, mh := rowTile(mb, mr, t, balanced)
 					pf, pfStep = nil, 0
 					if pfA != nil {
 						pf, pfStep = spread.next(kb)
 					} else if jr+nr < j1 {
-						pf, pfStep = prefetchSlice(block[(jr+nr)*kb:(jr+2*nr)*kb], nr, kb, ir/mr, tiles)
+						pf, pfStep = prefetchSlice(block[(jr+nr)*kb:(jr+2*nr)*kb], nr, kb, t, tiles)
 					}
-					ap := &pa[ir*kb]
-					mh := min(mr, mb-ir)
-					cp := (ic+ir)*ldc + jr
-					if mh == mr && nw == nr {
+					ap := &pa[t*mr*kb]
+					cp := (ic+r0)*ldc + jr
+					if nw == nr && exact(mh) {
 						if !last || !epi.active() {
-							kernel(kb, ap, ic+ir, pc, mh, bp, &c[cp], ldc, acc, nil, nil, 0)
+							kernel(kb, ap, ic+r0, pc, mh, bp, &c[cp], ldc, acc, nil, nil, 0)
 							continue
 						}
 						// The kernel adds the bias, and the residual
@@ -419,9 +521,9 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 							bias = &epi.Bias[jr]
 						}
 						if epi.Residual != nil && epi.Act == ActNone {
-							res = &epi.Residual[(ic+ir)*epi.LdR+jr]
+							res = &epi.Residual[(ic+r0)*epi.LdR+jr]
 						}
-						kernel(kb, ap, ic+ir, pc, mh, bp, &c[cp], ldc, acc, bias, res, epi.LdR)
+						kernel(kb, ap, ic+r0, pc, mh, bp, &c[cp], ldc, acc, bias, res, epi.LdR)
 						continue
 					}
 					// Edge tile: run the kernel on the scratch tile and
@@ -432,12 +534,12 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 							copy(tile[r*nr:r*nr+nw], c[cp+r*ldc:cp+r*ldc+nw])
 						}
 					}
-					kernel(kb, ap, ic+ir, pc, mh, bp, &tile[0], nr, acc, nil, nil, 0)
+					kernel(kb, ap, ic+r0, pc, mh, bp, &tile[0], nr, acc, nil, nil, 0)
 					for r := 0; r < mh; r++ {
 						row := c[cp+r*ldc : cp+r*ldc+nw]
 						copy(row, tile[r*nr:r*nr+nw])
 						if last {
-							beforeAct.apply(row, ic+ir+r, jr)
+							beforeAct.apply(row, ic+r0+r, jr)
 						}
 					}
 				}
@@ -495,6 +597,10 @@ const directMaxN = 256
 // allowDirect lets the tests run the packed path on shapes that would be
 // read in place.
 var allowDirect = true
+
+// allowBalanced lets the benchmarks run the unbalanced row tiles (full
+// tiles and a tail) for comparison.
+var allowBalanced = true
 
 // packA copies rows [ic, ic+mb) and columns [pc, pc+kb) of A into panels
 // of mr rows: pa[(ir/mr)·kb·mr + p·mr + r] = A[ic+ir+r, pc+p], zero past mb.
@@ -638,6 +744,25 @@ func (p *PackedB) RowTile() int {
 		return 4
 	}
 	return p.mk.mr
+}
+
+// EvenTiles reports whether m rows of A run through p's microkernel in
+// tiles of nearly equal height only: every row block of m rows (rowBlock)
+// is whole tiles or balanced (balancedTiles), so no tile is a tail kernel
+// that costs about as much as a full one. A worker's share of the rows is
+// best split this way.
+func (p *PackedB) EvenTiles(m int) bool {
+	if p.bf16 || p.mk.fn == nil || m < 1 {
+		return false
+	}
+	mr := p.mk.mr
+	mc := rowBlock(m, mr)
+	for ic := 0; ic < m; ic += mc {
+		if mb := min(mc, m-ic); mb%mr != 0 && !p.mk.balancedTiles(mb) {
+			return false
+		}
+	}
+	return true
 }
 
 // SgemmRowGroups computes C = A·B for A [m, k] (row stride lda) and B

@@ -19,7 +19,8 @@ func TestSgemmNTMatchesOracle(t *testing.T) {
 			shapes := [][3]int{{1, 1, 1}, {1, 5, 3}, {3, 7, 17}, {4, 4, 16}, {5, 9, 31}, {8, 8, 32}, {13, 37, 147},
 				{16, 33, 63}, {17, 19, 64}, {31, 5, 129}, {64, 48, 768}, {7, 96, 1}, {2, 3, 255},
 				{14, 40, kcBlock + 77}, {3, 33, 2*kcBlock + 1}, {101, 300, 70}, {30, 257, 12}, {23, 70, 40},
-				{9, 33, 65}, {22, 50, 90}, {50, 70, 300}, {77, 40, 64}} // every count of tail rows
+				{9, 33, 65}, {22, 50, 90}, {50, 70, 300}, {77, 40, 64}, // every count of tail rows
+				{10, 40, 50}, {11, 64, 100}, {32, 40, 64}, {43, 300, 80}} // balanced tiles whose last is 10, 11 or 9 rows
 			for _, s := range shapes {
 				for _, withBias := range []bool{false, true} {
 					m, n, k := s[0], s[1], s[2]
@@ -418,4 +419,61 @@ func TestPrefetchSpreadCoversRegion(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestShortKernelsWriteTheirRows runs each short kernel (microKernel.short),
+// packed and in place, on one tile whose A has finite rows past the
+// kernel's: it must compute its rows (bias and residual added) and leave
+// C's next rows as they were. Balanced tiles run the kernels straight on
+// C, where a row too many would overwrite the next tile's first row (or
+// run past C's end with the last tile).
+func TestShortKernelsWriteTheirRows(t *testing.T) {
+	forEachISA(t, func(t *testing.T) {
+		mk, ok := microKernelFor(active)
+		if !ok || len(mk.short) == 0 {
+			t.Skip("no short kernels on this path")
+		}
+		rng := rand.New(rand.NewPCG(21, 22))
+		mr, nr, kc := mk.mr, mk.nr, 37
+		lda, ldc, ldr := kc+5, nr+3, nr+7
+		a, _ := guarded(rng, mr*lda, true)
+		packed := make([]float32, mr*kc)
+		for r := 0; r < mr; r++ {
+			for p := 0; p < kc; p++ {
+				packed[p*mr+r] = a[r*lda+p]
+			}
+		}
+		b, _ := guarded(rng, kc*nr, true)
+		bias, _ := guarded(rng, nr, true)
+		res, _ := guarded(rng, mr*ldr, true)
+		const untouched = 7
+		for _, sk := range mk.short {
+			for _, inPlace := range []bool{false, true} {
+				c := make([]float32, mr*ldc)
+				for i := range c {
+					c[i] = untouched
+				}
+				if inPlace {
+					sk.direct(kc, &a[0], lda, &b[0], &c[0], ldc, 0, &bias[0], &res[0], ldr, nil, 0)
+				} else {
+					sk.fn(kc, &packed[0], &b[0], &c[0], ldc, 0, &bias[0], &res[0], ldr, nil, 0)
+				}
+				for r := 0; r < mr; r++ {
+					for j := 0; j < nr; j++ {
+						want := float32(untouched)
+						if r < sk.rows {
+							var sum float64
+							for p := 0; p < kc; p++ {
+								sum += float64(a[r*lda+p]) * float64(b[p*nr+j])
+							}
+							want = float32(sum) + bias[j] + res[r*ldr+j]
+						}
+						if got := c[r*ldc+j]; math.Abs(float64(got-want)) > 1e-4 {
+							t.Fatalf("%d-row kernel, in place %v: C[%d, %d] = %g, want %g", sk.rows, inPlace, r, j, got, want)
+						}
+					}
+				}
+			}
+		}
+	})
 }

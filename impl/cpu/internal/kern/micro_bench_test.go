@@ -4,7 +4,10 @@ package kern
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 )
 
 // BenchmarkMicroKernel times the register-blocked kernels alone on panels
@@ -49,4 +52,51 @@ func BenchmarkPack(b *testing.B) {
 			packA(pb, src, k, 0, 96, 12, 0, 256)
 		}
 	})
+}
+
+// BenchmarkBalancedTiles runs row counts that twelve does not divide (77
+// text tokens, 89 and 100 rows, 197 image tokens) in balanced tiles
+// (rowTile) and in full tiles and a tail, alternating call by call on
+// one thread, and reports the ratio of the medians (speedup > 1: balanced
+// faster). The products are ViT-B's and DeiT-Ti's MLP layers split
+// between two workers by columns, and a narrow one read in place.
+func BenchmarkBalancedTiles(b *testing.B) {
+	if active != ISAAVX512 {
+		b.Skip("short kernels are AVX-512 only")
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, nk := range [][2]int{{1536, 768}, {384, 3072}, {768, 192}, {64, 197}} {
+		n, k := nk[0], nk[1]
+		w := make([]float32, n*k)
+		for i := range w {
+			w[i] = rng.Float32()*2 - 1
+		}
+		pb := PackBT(n, k, w, k)
+		bias := make([]float32, n)
+		for _, m := range []int{77, 89, 100, 197} {
+			a, c := make([]float32, m*k), make([]float32, m*n)
+			for i := range a {
+				a[i] = rng.Float32()*2 - 1
+			}
+			b.Run(fmt.Sprintf("m=%d/n=%d/k=%d", m, n, k), func(b *testing.B) {
+				defer func() { allowBalanced = true }()
+				var times [2][]float64
+				for i := 0; b.Loop(); i++ {
+					allowBalanced = i%2 == 0
+					t0 := time.Now()
+					SgemmPackedEpi(m, a, k, pb, c, n, Epilogue{Bias: bias}, 0, n)
+					times[i%2] = append(times[i%2], time.Since(t0).Seconds())
+				}
+				if len(times[1]) > 0 {
+					b.ReportMetric(median(times[1])/median(times[0]), "speedup")
+				}
+			})
+		}
+	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

@@ -7,9 +7,10 @@
 // func gemm12x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·gemm12x32AVX512(SB), NOSPLIT, $0-88
-	MOVQ kc+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+16(FP), DX
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+16(FP), DX
 
 	// acc = 0
 	VPXORD Z0, Z0, Z0
@@ -308,9 +309,10 @@ gemm12x32AVX512_store:
 // func gemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 // Requires: AVX, FMA3, MMX+
 TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-88
-	MOVQ kc+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+16(FP), DX
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+16(FP), DX
 
 	// acc = 0
 	VXORPS Y0, Y0, Y0
@@ -717,9 +719,10 @@ gemm6x16AVX2_store:
 // func gemm4x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·gemm4x32AVX512(SB), NOSPLIT, $0-88
-	MOVQ kc+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+16(FP), DX
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+16(FP), DX
 
 	// acc = 0
 	VPXORD Z0, Z0, Z0
@@ -866,9 +869,10 @@ gemm4x32AVX512_store:
 // func gemm8x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·gemm8x32AVX512(SB), NOSPLIT, $0-88
-	MOVQ kc+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+16(FP), DX
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+16(FP), DX
 
 	// acc = 0
 	VPXORD Z0, Z0, Z0
@@ -1091,16 +1095,17 @@ gemm8x32AVX512_store:
 // func gemmDirect12x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·gemmDirect12x32AVX512(SB), NOSPLIT, $0-96
-	MOVQ kc+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+24(FP), DX
-	MOVQ lda+16(FP), BX
-	SHLQ $0x02, BX
-	LEAQ (BX)(BX*1), SI
-	LEAQ (SI)(BX*1), DI
-	LEAQ (CX)(DI*1), R8
-	LEAQ (R8)(DI*1), R9
-	LEAQ (R9)(DI*1), DI
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+24(FP), DX
+	MOVQ    lda+16(FP), BX
+	SHLQ    $0x02, BX
+	LEAQ    (BX)(BX*1), SI
+	LEAQ    (SI)(BX*1), DI
+	LEAQ    (CX)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
 
 	// acc = 0
 	VPXORD Z0, Z0, Z0
@@ -1405,14 +1410,15 @@ gemmDirect12x32AVX512_store:
 // func gemmDirect6x16AVX2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
 // Requires: AVX, FMA3, MMX+
 TEXT ·gemmDirect6x16AVX2(SB), NOSPLIT, $0-96
-	MOVQ kc+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+24(FP), DX
-	MOVQ lda+16(FP), BX
-	SHLQ $0x02, BX
-	LEAQ (BX)(BX*1), SI
-	LEAQ (SI)(BX*1), DI
-	LEAQ (CX)(DI*1), DI
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+24(FP), DX
+	MOVQ    lda+16(FP), BX
+	SHLQ    $0x02, BX
+	LEAQ    (BX)(BX*1), SI
+	LEAQ    (SI)(BX*1), DI
+	LEAQ    (CX)(DI*1), DI
 
 	// acc = 0
 	VXORPS Y0, Y0, Y0
@@ -1823,10 +1829,11 @@ gemmDirect6x16AVX2_store:
 // func gemmTaps12x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·gemmTaps12x32AVX512(SB), NOSPLIT, $0-64
-	MOVQ kc+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+16(FP), DX
-	MOVQ taps+24(FP), BX
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+16(FP), DX
+	MOVQ    taps+24(FP), BX
 
 	// acc = 0
 	VPXORD Z0, Z0, Z0
@@ -2048,10 +2055,11 @@ gemmTaps12x32AVX512_store:
 // func gemmTaps6x16AVX2(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
 // Requires: AVX, FMA3, MMX+
 TEXT ·gemmTaps6x16AVX2(SB), NOSPLIT, $0-64
-	MOVQ kc+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+16(FP), DX
-	MOVQ taps+24(FP), BX
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+16(FP), DX
+	MOVQ    taps+24(FP), BX
 
 	// acc = 0
 	VXORPS Y0, Y0, Y0
@@ -2415,10 +2423,11 @@ gemmTaps6x16AVX2_store:
 // func gemmTaps4x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·gemmTaps4x32AVX512(SB), NOSPLIT, $0-64
-	MOVQ kc+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+16(FP), DX
-	MOVQ taps+24(FP), BX
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+16(FP), DX
+	MOVQ    taps+24(FP), BX
 
 	// acc = 0
 	VPXORD Z0, Z0, Z0
@@ -2528,10 +2537,11 @@ gemmTaps4x32AVX512_store:
 // func gemmTaps8x32AVX512(kc int, a *float32, b *float32, taps *int, c *float32, ldc int, accumulate int, pf *float32)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·gemmTaps8x32AVX512(SB), NOSPLIT, $0-64
-	MOVQ kc+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+16(FP), DX
-	MOVQ taps+24(FP), BX
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+16(FP), DX
+	MOVQ    taps+24(FP), BX
 
 	// acc = 0
 	VPXORD Z0, Z0, Z0
@@ -2697,16 +2707,17 @@ gemmTaps8x32AVX512_store:
 // func gemmBF16x12AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *uint32)
 // Requires: AVX, AVX512F, AVX512_BF16, MMX+
 TEXT ·gemmBF16x12AVX512(SB), NOSPLIT, $0-88
-	MOVQ kc+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+24(FP), DX
-	MOVQ lda+16(FP), BX
-	SHLQ $0x02, BX
-	LEAQ (BX)(BX*1), SI
-	LEAQ (SI)(BX*1), DI
-	LEAQ (CX)(DI*1), R8
-	LEAQ (R8)(DI*1), R9
-	LEAQ (R9)(DI*1), DI
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+24(FP), DX
+	MOVQ    lda+16(FP), BX
+	SHLQ    $0x02, BX
+	LEAQ    (BX)(BX*1), SI
+	LEAQ    (SI)(BX*1), DI
+	LEAQ    (CX)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
 
 	// acc = 0
 	VPXORD Z0, Z0, Z0
@@ -3346,15 +3357,16 @@ gemmBF16x12AVX512_store:
 // func gemmBF16x8AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *uint32)
 // Requires: AVX, AVX512F, AVX512_BF16, MMX+
 TEXT ·gemmBF16x8AVX512(SB), NOSPLIT, $0-88
-	MOVQ kc+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+24(FP), DX
-	MOVQ lda+16(FP), BX
-	SHLQ $0x02, BX
-	LEAQ (BX)(BX*1), SI
-	LEAQ (SI)(BX*1), DI
-	LEAQ (CX)(DI*1), R8
-	LEAQ (R8)(DI*1), DI
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+24(FP), DX
+	MOVQ    lda+16(FP), BX
+	SHLQ    $0x02, BX
+	LEAQ    (BX)(BX*1), SI
+	LEAQ    (SI)(BX*1), DI
+	LEAQ    (CX)(DI*1), R8
+	LEAQ    (R8)(DI*1), DI
 
 	// acc = 0
 	VPXORD Z0, Z0, Z0
@@ -3804,14 +3816,15 @@ gemmBF16x8AVX512_store:
 // func gemmBF16x4AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *uint32)
 // Requires: AVX, AVX512F, AVX512_BF16, MMX+
 TEXT ·gemmBF16x4AVX512(SB), NOSPLIT, $0-88
-	MOVQ kc+0(FP), AX
-	MOVQ a+8(FP), CX
-	MOVQ b+24(FP), DX
-	MOVQ lda+16(FP), BX
-	SHLQ $0x02, BX
-	LEAQ (BX)(BX*1), SI
-	LEAQ (SI)(BX*1), DI
-	LEAQ (CX)(DI*1), DI
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+24(FP), DX
+	MOVQ    lda+16(FP), BX
+	SHLQ    $0x02, BX
+	LEAQ    (BX)(BX*1), SI
+	LEAQ    (SI)(BX*1), DI
+	LEAQ    (CX)(DI*1), DI
 
 	// acc = 0
 	VPXORD Z0, Z0, Z0
@@ -4071,9 +4084,10 @@ gemmBF16x4AVX512_store:
 // func cvtBF16AVX512(blocks int, src *float32, dst *uint32)
 // Requires: AVX, AVX512F, AVX512_BF16
 TEXT ·cvtBF16AVX512(SB), NOSPLIT, $0-24
-	MOVQ blocks+0(FP), AX
-	MOVQ src+8(FP), CX
-	MOVQ dst+16(FP), DX
+	PCALIGN $0x40
+	MOVQ    blocks+0(FP), AX
+	MOVQ    src+8(FP), CX
+	MOVQ    dst+16(FP), DX
 
 cvtBF16AVX512_loop:
 	VMOVUPS (CX), Z0
@@ -4097,6 +4111,7 @@ cvtBF16AVX512_loop:
 // func pairRowsBF16AVX512(steps int, src *float32, ld int, dst *uint32)
 // Requires: AVX, AVX512BW, AVX512F, AVX512_BF16
 TEXT ·pairRowsBF16AVX512(SB), NOSPLIT, $0-32
+	PCALIGN   $0x40
 	MOVQ      steps+0(FP), AX
 	MOVQ      src+8(FP), CX
 	MOVQ      ld+16(FP), DX
@@ -4157,6 +4172,7 @@ GLOBL vk_pairwords<>(SB), RODATA|NOPTR, $64
 // func dpbf16AVX512(acc *uint32, a *uint32, b *uint32)
 // Requires: AVX, AVX512F, AVX512_BF16
 TEXT ·dpbf16AVX512(SB), NOSPLIT, $0-24
+	PCALIGN $0x40
 	MOVQ    acc+0(FP), AX
 	MOVQ    a+8(FP), CX
 	MOVQ    b+16(FP), DX
@@ -4178,7 +4194,8 @@ TEXT ·dpbf16AVX512(SB), NOSPLIT, $0-24
 // func gemmBF16AMXRows(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, tiles int, half int, bias *float32, cfg *byte)
 // Requires: AMX-BF16
 TEXT ·gemmBF16AMXRows(SB), NOSPLIT, $0-88
-	MOVQ cfg+80(FP), AX
+	PCALIGN $0x40
+	MOVQ    cfg+80(FP), AX
 
 	// LDTILECFG [AX]
 	BYTE $0xc4
@@ -4490,7 +4507,8 @@ gemmBF16AMXRows_store:
 // func amxPeakBF16(n int, a *uint32, b *uint32, acc *float32, cfg *byte)
 // Requires: AMX-BF16
 TEXT ·amxPeakBF16(SB), NOSPLIT, $0-40
-	MOVQ cfg+32(FP), AX
+	PCALIGN $0x40
+	MOVQ    cfg+32(FP), AX
 
 	// LDTILECFG [AX]
 	BYTE $0xc4
@@ -5524,10 +5542,11 @@ GLOBL vk_odds<>(SB), RODATA|NOPTR, $64
 // func addAVX512(n int, x *float32, y *float32, out *float32)
 // Requires: AVX, AVX512F
 TEXT ·addAVX512(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DX
-	MOVQ out+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DX
+	MOVQ    out+24(FP), DI
 
 addAVX512_blocks:
 	CMPQ CX, $0x00000040
@@ -5594,10 +5613,11 @@ addAVX512_done:
 // func reluAVX512(n int, x *float32, out *float32)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·reluAVX512(SB), NOSPLIT, $0-24
-	MOVQ   n+0(FP), CX
-	MOVQ   x+8(FP), SI
-	MOVQ   out+16(FP), DI
-	VXORPS Z4, Z4, Z4
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    out+16(FP), DI
+	VXORPS  Z4, Z4, Z4
 
 reluAVX512_blocks:
 	CMPQ CX, $0x00000040
@@ -5656,9 +5676,10 @@ reluAVX512_done:
 // func biasAddAVX512(n int, b float32, x *float32, out *float32)
 // Requires: AVX, AVX512F
 TEXT ·biasAddAVX512(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ out+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    out+24(FP), DI
 
 	// b in every lane
 	VMOVSS       b+8(FP), X8
@@ -5721,9 +5742,10 @@ biasAddAVX512_done:
 // func biasAddReLUAVX512(n int, b float32, x *float32, out *float32)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·biasAddReLUAVX512(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ out+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    out+24(FP), DI
 
 	// b in every lane
 	VMOVSS       b+8(FP), X8
@@ -5793,10 +5815,11 @@ biasAddReLUAVX512_done:
 // func biasResidualAVX512(n int, b float32, x *float32, r *float32, out *float32)
 // Requires: AVX, AVX512F
 TEXT ·biasResidualAVX512(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ r+24(FP), DX
-	MOVQ out+32(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    r+24(FP), DX
+	MOVQ    out+32(FP), DI
 
 	// b in every lane
 	VMOVSS       b+8(FP), X8
@@ -5873,10 +5896,11 @@ biasResidualAVX512_done:
 // func biasResidualReLUAVX512(n int, b float32, x *float32, r *float32, out *float32)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·biasResidualReLUAVX512(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ r+24(FP), DX
-	MOVQ out+32(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    r+24(FP), DX
+	MOVQ    out+32(FP), DI
 
 	// b in every lane
 	VMOVSS       b+8(FP), X8
@@ -5960,9 +5984,10 @@ biasResidualReLUAVX512_done:
 // func scaleAVX512(n int, alpha float32, x *float32, out *float32)
 // Requires: AVX, AVX512F
 TEXT ·scaleAVX512(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ out+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    out+24(FP), DI
 
 	// alpha in every lane
 	VMOVSS       alpha+8(FP), X8
@@ -6025,10 +6050,11 @@ scaleAVX512_done:
 // func addScaledAVX512(n int, alpha float32, x *float32, y *float32, out *float32)
 // Requires: AVX, AVX512F
 TEXT ·addScaledAVX512(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ y+24(FP), DX
-	MOVQ out+32(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    y+24(FP), DX
+	MOVQ    out+32(FP), DI
 
 	// alpha in every lane
 	VMOVSS       alpha+8(FP), X8
@@ -6099,9 +6125,10 @@ addScaledAVX512_done:
 // func geluAVX512(n int, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·geluAVX512(SB), NOSPLIT, $0-24
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DI
 
 	// −MaxFloat32 in a register: max's NaN operand must be the other one
 	VMOVUPS vk_negmax<>+0(SB), Z0
@@ -6415,9 +6442,10 @@ geluAVX512_done:
 // func erfAVX512(n int, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·erfAVX512(SB), NOSPLIT, $0-24
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DI
 
 erfAVX512_blocks:
 	CMPQ    CX, $0x00000040
@@ -6686,6 +6714,7 @@ erfAVX512_done:
 // func expAVX512(n int, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·expAVX512(SB), NOSPLIT, $0-24
+	PCALIGN $0x40
 	MOVQ    n+0(FP), CX
 	MOVQ    x+8(FP), SI
 	MOVQ    y+16(FP), DI
@@ -6838,6 +6867,7 @@ expAVX512_done:
 // func quickGELUAVX512(n int, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·quickGELUAVX512(SB), NOSPLIT, $0-24
+	PCALIGN $0x40
 	MOVQ    n+0(FP), CX
 	MOVQ    x+8(FP), SI
 	MOVQ    y+16(FP), DI
@@ -7050,6 +7080,7 @@ quickGELUAVX512_done:
 // func siluAVX512(n int, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·siluAVX512(SB), NOSPLIT, $0-24
+	PCALIGN $0x40
 	MOVQ    n+0(FP), CX
 	MOVQ    x+8(FP), SI
 	MOVQ    y+16(FP), DI
@@ -7256,7 +7287,8 @@ siluAVX512_done:
 // func softmaxRowAVX512(n int, x *float32, y *float32, scale float32)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·softmaxRowAVX512(SB), NOSPLIT, $0-28
-	MOVQ n+0(FP), DX
+	PCALIGN $0x40
+	MOVQ    n+0(FP), DX
 
 	// scale in every lane
 	VMOVSS       scale+24(FP), X0
@@ -7566,7 +7598,8 @@ softmaxRowAVX512_norm_done:
 // func layerNormRowAVX512(n int, x *float32, gamma *float32, beta *float32, y *float32, eps float32)
 // Requires: AVX, AVX512DQ, AVX512F, FMA3
 TEXT ·layerNormRowAVX512(SB), NOSPLIT, $0-44
-	MOVQ n+0(FP), DX
+	PCALIGN $0x40
+	MOVQ    n+0(FP), DX
 
 	// fn = float32(n)
 	VXORPS     X2, X2, X2
@@ -7821,12 +7854,13 @@ layerNormRowAVX512_out_done:
 // func weightedRowsAVX512(n int, src *float32, offs *int32, w *float32, taps int, out *float32)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·weightedRowsAVX512(SB), NOSPLIT, $0-48
-	MOVQ n+0(FP), CX
-	MOVQ src+8(FP), SI
-	MOVQ offs+16(FP), BX
-	MOVQ w+24(FP), DX
-	MOVQ taps+32(FP), R8
-	MOVQ out+40(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    offs+16(FP), BX
+	MOVQ    w+24(FP), DX
+	MOVQ    taps+32(FP), R8
+	MOVQ    out+40(FP), DI
 
 weightedRowsAVX512_v4:
 	CMPQ CX, $0x00000040
@@ -7956,9 +7990,10 @@ weightedRowsAVX512_done:
 // func momentsAVX512(n int, x *float32, shift float32, sums *float64)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·momentsAVX512(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ sums+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    sums+24(FP), DI
 
 	// shift as float64 in every lane
 	VMOVSS       shift+16(FP), X0
@@ -8035,9 +8070,10 @@ momentsAVX512_done:
 // func affineAVX512(n int, a float32, b float32, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·affineAVX512(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ y+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    y+24(FP), DI
 
 	// a and b in every lane
 	VMOVSS       a+8(FP), X8
@@ -8096,6 +8132,7 @@ affineAVX512_done:
 // func affineSiLUAVX512(n int, a float32, b float32, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·affineSiLUAVX512(SB), NOSPLIT, $0-32
+	PCALIGN $0x40
 	MOVQ    n+0(FP), CX
 	MOVQ    x+16(FP), SI
 	MOVQ    y+24(FP), DI
@@ -8320,21 +8357,22 @@ affineSiLUAVX512_done:
 // func winogradInputAVX512(n int, q *float32, phase int, wq int, v *float32, vs int)
 // Requires: AVX, AVX512F
 TEXT ·winogradInputAVX512(SB), NOSPLIT, $0-48
-	MOVQ  n+0(FP), CX
-	MOVQ  q+8(FP), R8
-	MOVQ  phase+16(FP), R9
-	MOVQ  wq+24(FP), R10
-	MOVQ  v+32(FP), DI
-	MOVQ  vs+40(FP), BX
-	SHLQ  $0x02, R9
-	SHLQ  $0x02, R10
-	SHLQ  $0x02, BX
-	LEAQ  (R9)(R9*2), R13
-	LEAQ  (BX)(BX*1), R14
-	SHLQ  $0x01, R14
-	LEAQ  (R14)(R14*2), DX
-	TESTQ CX, CX
-	JLE   winogradInputAVX512_done
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    q+8(FP), R8
+	MOVQ    phase+16(FP), R9
+	MOVQ    wq+24(FP), R10
+	MOVQ    v+32(FP), DI
+	MOVQ    vs+40(FP), BX
+	SHLQ    $0x02, R9
+	SHLQ    $0x02, R10
+	SHLQ    $0x02, BX
+	LEAQ    (R9)(R9*2), R13
+	LEAQ    (BX)(BX*1), R14
+	SHLQ    $0x01, R14
+	LEAQ    (R14)(R14*2), DX
+	TESTQ   CX, CX
+	JLE     winogradInputAVX512_done
 
 winogradInputAVX512_loop:
 	LEAQ (R8)(R10*1), R11
@@ -8434,6 +8472,7 @@ winogradInputAVX512_done:
 // func winogradOutputAVX512(n int, m *float32, ms int, bias float32, w0 *float32, w1 *float32)
 // Requires: AVX, AVX512F
 TEXT ·winogradOutputAVX512(SB), NOSPLIT, $0-48
+	PCALIGN      $0x40
 	MOVQ         n+0(FP), CX
 	MOVQ         m+8(FP), SI
 	MOVQ         ms+16(FP), R9
@@ -8534,6 +8573,7 @@ winogradOutputAVX512_done:
 // func deinterleaveAVX512(n int, src *float32, even *float32, odd *float32)
 // Requires: AVX, AVX512F
 TEXT ·deinterleaveAVX512(SB), NOSPLIT, $0-32
+	PCALIGN $0x40
 	MOVQ    n+0(FP), CX
 	MOVQ    src+8(FP), SI
 	MOVQ    even+16(FP), DI
@@ -8564,6 +8604,7 @@ deinterleaveAVX512_done:
 // func interleaveAVX512(n int, even *float32, odd *float32, dst *float32)
 // Requires: AVX, AVX512F
 TEXT ·interleaveAVX512(SB), NOSPLIT, $0-32
+	PCALIGN $0x40
 	MOVQ    n+0(FP), CX
 	MOVQ    even+8(FP), SI
 	MOVQ    odd+16(FP), DX
@@ -8596,6 +8637,7 @@ interleaveAVX512_done:
 // func avgPool2x2RowAVX512(n int, r0 *float32, r1 *float32, out *float32)
 // Requires: AVX, AVX512F
 TEXT ·avgPool2x2RowAVX512(SB), NOSPLIT, $0-32
+	PCALIGN      $0x40
 	MOVQ         n+0(FP), CX
 	MOVQ         r0+8(FP), SI
 	MOVQ         r1+16(FP), DX
@@ -8637,10 +8679,11 @@ avgPool2x2RowAVX512_done:
 // func maxAVX512(n int, x *float32, y *float32, out *float32)
 // Requires: AVX, AVX512F
 TEXT ·maxAVX512(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DX
-	MOVQ out+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DX
+	MOVQ    out+24(FP), DI
 
 maxAVX512_blocks:
 	CMPQ CX, $0x00000040
@@ -8719,10 +8762,11 @@ maxAVX512_done:
 // func addAVX2(n int, x *float32, y *float32, out *float32)
 // Requires: AVX, AVX2
 TEXT ·addAVX2(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DX
-	MOVQ out+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DX
+	MOVQ    out+24(FP), DI
 
 addAVX2_blocks:
 	CMPQ CX, $0x00000010
@@ -8780,10 +8824,11 @@ addAVX2_done:
 // func reluAVX2(n int, x *float32, out *float32)
 // Requires: AVX, AVX2
 TEXT ·reluAVX2(SB), NOSPLIT, $0-24
-	MOVQ   n+0(FP), CX
-	MOVQ   x+8(FP), SI
-	MOVQ   out+16(FP), DI
-	VXORPS Y2, Y2, Y2
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    out+16(FP), DI
+	VXORPS  Y2, Y2, Y2
 
 reluAVX2_blocks:
 	CMPQ CX, $0x00000010
@@ -8835,9 +8880,10 @@ reluAVX2_done:
 // func biasAddAVX2(n int, b float32, x *float32, out *float32)
 // Requires: AVX, AVX2
 TEXT ·biasAddAVX2(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ out+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    out+24(FP), DI
 
 	// b in every lane
 	VMOVSS       b+8(FP), X4
@@ -8893,9 +8939,10 @@ biasAddAVX2_done:
 // func biasAddReLUAVX2(n int, b float32, x *float32, out *float32)
 // Requires: AVX, AVX2
 TEXT ·biasAddReLUAVX2(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ out+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    out+24(FP), DI
 
 	// b in every lane
 	VMOVSS       b+8(FP), X4
@@ -8956,10 +9003,11 @@ biasAddReLUAVX2_done:
 // func biasResidualAVX2(n int, b float32, x *float32, r *float32, out *float32)
 // Requires: AVX, AVX2
 TEXT ·biasResidualAVX2(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ r+24(FP), DX
-	MOVQ out+32(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    r+24(FP), DX
+	MOVQ    out+32(FP), DI
 
 	// b in every lane
 	VMOVSS       b+8(FP), X4
@@ -9025,10 +9073,11 @@ biasResidualAVX2_done:
 // func biasResidualReLUAVX2(n int, b float32, x *float32, r *float32, out *float32)
 // Requires: AVX, AVX2
 TEXT ·biasResidualReLUAVX2(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ r+24(FP), DX
-	MOVQ out+32(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    r+24(FP), DX
+	MOVQ    out+32(FP), DI
 
 	// b in every lane
 	VMOVSS       b+8(FP), X4
@@ -9099,9 +9148,10 @@ biasResidualReLUAVX2_done:
 // func scaleAVX2(n int, alpha float32, x *float32, out *float32)
 // Requires: AVX, AVX2
 TEXT ·scaleAVX2(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ out+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    out+24(FP), DI
 
 	// alpha in every lane
 	VMOVSS       alpha+8(FP), X4
@@ -9157,10 +9207,11 @@ scaleAVX2_done:
 // func addScaledAVX2(n int, alpha float32, x *float32, y *float32, out *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·addScaledAVX2(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ y+24(FP), DX
-	MOVQ out+32(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    y+24(FP), DX
+	MOVQ    out+32(FP), DI
 
 	// alpha in every lane
 	VMOVSS       alpha+8(FP), X4
@@ -9222,9 +9273,10 @@ addScaledAVX2_done:
 // func geluAVX2(n int, x *float32, y *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·geluAVX2(SB), NOSPLIT, $0-24
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DI
 
 	// −MaxFloat32 in a register: max's NaN operand must be the other one
 	VMOVUPS vk_negmax<>+0(SB), Y0
@@ -9459,9 +9511,10 @@ geluAVX2_done:
 // func erfAVX2(n int, x *float32, y *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·erfAVX2(SB), NOSPLIT, $0-24
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DI
 
 erfAVX2_blocks:
 	CMPQ    CX, $0x00000010
@@ -9661,6 +9714,7 @@ erfAVX2_done:
 // func expAVX2(n int, x *float32, y *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·expAVX2(SB), NOSPLIT, $0-24
+	PCALIGN $0x40
 	MOVQ    n+0(FP), CX
 	MOVQ    x+8(FP), SI
 	MOVQ    y+16(FP), DI
@@ -9814,6 +9868,7 @@ expAVX2_done:
 // func quickGELUAVX2(n int, x *float32, y *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·quickGELUAVX2(SB), NOSPLIT, $0-24
+	PCALIGN $0x40
 	MOVQ    n+0(FP), CX
 	MOVQ    x+8(FP), SI
 	MOVQ    y+16(FP), DI
@@ -10007,6 +10062,7 @@ quickGELUAVX2_done:
 // func siluAVX2(n int, x *float32, y *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·siluAVX2(SB), NOSPLIT, $0-24
+	PCALIGN $0x40
 	MOVQ    n+0(FP), CX
 	MOVQ    x+8(FP), SI
 	MOVQ    y+16(FP), DI
@@ -10196,7 +10252,8 @@ siluAVX2_done:
 // func softmaxRowAVX2(n int, x *float32, y *float32, scale float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·softmaxRowAVX2(SB), NOSPLIT, $0-28
-	MOVQ n+0(FP), DX
+	PCALIGN $0x40
+	MOVQ    n+0(FP), DX
 
 	// scale in every lane
 	VMOVSS       scale+24(FP), X0
@@ -10481,7 +10538,8 @@ softmaxRowAVX2_norm_done:
 // func layerNormRowAVX2(n int, x *float32, gamma *float32, beta *float32, y *float32, eps float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·layerNormRowAVX2(SB), NOSPLIT, $0-44
-	MOVQ n+0(FP), DX
+	PCALIGN $0x40
+	MOVQ    n+0(FP), DX
 
 	// fn = float32(n)
 	VXORPS     X2, X2, X2
@@ -10688,12 +10746,13 @@ layerNormRowAVX2_out_done:
 // func weightedRowsAVX2(n int, src *float32, offs *int32, w *float32, taps int, out *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·weightedRowsAVX2(SB), NOSPLIT, $0-48
-	MOVQ n+0(FP), CX
-	MOVQ src+8(FP), SI
-	MOVQ offs+16(FP), BX
-	MOVQ w+24(FP), DX
-	MOVQ taps+32(FP), R8
-	MOVQ out+40(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    offs+16(FP), BX
+	MOVQ    w+24(FP), DX
+	MOVQ    taps+32(FP), R8
+	MOVQ    out+40(FP), DI
 
 weightedRowsAVX2_v2:
 	CMPQ CX, $0x00000010
@@ -10786,9 +10845,10 @@ weightedRowsAVX2_done:
 // func momentsAVX2(n int, x *float32, shift float32, sums *float64)
 // Requires: AVX, AVX2, FMA3
 TEXT ·momentsAVX2(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ sums+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    sums+24(FP), DI
 
 	// shift as float64 in every lane
 	VMOVSS       shift+16(FP), X0
@@ -10861,9 +10921,10 @@ momentsAVX2_done:
 // func affineAVX2(n int, a float32, b float32, x *float32, y *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·affineAVX2(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+16(FP), SI
-	MOVQ y+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+16(FP), SI
+	MOVQ    y+24(FP), DI
 
 	// a and b in every lane
 	VMOVSS       a+8(FP), X4
@@ -10915,6 +10976,7 @@ affineAVX2_done:
 // func affineSiLUAVX2(n int, a float32, b float32, x *float32, y *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·affineSiLUAVX2(SB), NOSPLIT, $0-32
+	PCALIGN $0x40
 	MOVQ    n+0(FP), CX
 	MOVQ    x+16(FP), SI
 	MOVQ    y+24(FP), DI
@@ -11120,21 +11182,22 @@ affineSiLUAVX2_done:
 // func winogradInputAVX2(n int, q *float32, phase int, wq int, v *float32, vs int)
 // Requires: AVX
 TEXT ·winogradInputAVX2(SB), NOSPLIT, $0-48
-	MOVQ  n+0(FP), CX
-	MOVQ  q+8(FP), R8
-	MOVQ  phase+16(FP), R9
-	MOVQ  wq+24(FP), R10
-	MOVQ  v+32(FP), DI
-	MOVQ  vs+40(FP), BX
-	SHLQ  $0x02, R9
-	SHLQ  $0x02, R10
-	SHLQ  $0x02, BX
-	LEAQ  (R9)(R9*2), R13
-	LEAQ  (BX)(BX*1), R14
-	SHLQ  $0x01, R14
-	LEAQ  (R14)(R14*2), DX
-	TESTQ CX, CX
-	JLE   winogradInputAVX2_done
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    q+8(FP), R8
+	MOVQ    phase+16(FP), R9
+	MOVQ    wq+24(FP), R10
+	MOVQ    v+32(FP), DI
+	MOVQ    vs+40(FP), BX
+	SHLQ    $0x02, R9
+	SHLQ    $0x02, R10
+	SHLQ    $0x02, BX
+	LEAQ    (R9)(R9*2), R13
+	LEAQ    (BX)(BX*1), R14
+	SHLQ    $0x01, R14
+	LEAQ    (R14)(R14*2), DX
+	TESTQ   CX, CX
+	JLE     winogradInputAVX2_done
 
 winogradInputAVX2_loop:
 	LEAQ (R8)(R10*1), R11
@@ -11234,6 +11297,7 @@ winogradInputAVX2_done:
 // func winogradOutputAVX2(n int, m *float32, ms int, bias float32, w0 *float32, w1 *float32)
 // Requires: AVX, AVX2
 TEXT ·winogradOutputAVX2(SB), NOSPLIT, $0-48
+	PCALIGN      $0x40
 	MOVQ         n+0(FP), CX
 	MOVQ         m+8(FP), SI
 	MOVQ         ms+16(FP), R9
@@ -11334,12 +11398,13 @@ winogradOutputAVX2_done:
 // func deinterleaveAVX2(n int, src *float32, even *float32, odd *float32)
 // Requires: AVX, AVX2
 TEXT ·deinterleaveAVX2(SB), NOSPLIT, $0-32
-	MOVQ  n+0(FP), CX
-	MOVQ  src+8(FP), SI
-	MOVQ  even+16(FP), DI
-	MOVQ  odd+24(FP), DX
-	TESTQ CX, CX
-	JLE   deinterleaveAVX2_done
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    even+16(FP), DI
+	MOVQ    odd+24(FP), DX
+	TESTQ   CX, CX
+	JLE     deinterleaveAVX2_done
 
 deinterleaveAVX2_loop:
 	VMOVUPS (SI), Y0
@@ -11363,12 +11428,13 @@ deinterleaveAVX2_done:
 // func interleaveAVX2(n int, even *float32, odd *float32, dst *float32)
 // Requires: AVX
 TEXT ·interleaveAVX2(SB), NOSPLIT, $0-32
-	MOVQ  n+0(FP), CX
-	MOVQ  even+8(FP), SI
-	MOVQ  odd+16(FP), DX
-	MOVQ  dst+24(FP), DI
-	TESTQ CX, CX
-	JLE   interleaveAVX2_done
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    even+8(FP), SI
+	MOVQ    odd+16(FP), DX
+	MOVQ    dst+24(FP), DI
+	TESTQ   CX, CX
+	JLE     interleaveAVX2_done
 
 interleaveAVX2_loop:
 	VMOVUPS (SI), Y0
@@ -11394,6 +11460,7 @@ interleaveAVX2_done:
 // func avgPool2x2RowAVX2(n int, r0 *float32, r1 *float32, out *float32)
 // Requires: AVX, AVX2
 TEXT ·avgPool2x2RowAVX2(SB), NOSPLIT, $0-32
+	PCALIGN      $0x40
 	MOVQ         n+0(FP), CX
 	MOVQ         r0+8(FP), SI
 	MOVQ         r1+16(FP), DX
@@ -11435,10 +11502,11 @@ avgPool2x2RowAVX2_done:
 // func maxAVX2(n int, x *float32, y *float32, out *float32)
 // Requires: AVX, AVX2
 TEXT ·maxAVX2(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DX
-	MOVQ out+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DX
+	MOVQ    out+24(FP), DI
 
 maxAVX2_blocks:
 	CMPQ CX, $0x00000010
@@ -11504,8 +11572,9 @@ maxAVX2_done:
 // func flashMaxAVX512(n int, x *float32, scale float32) float32
 // Requires: AVX, AVX512F
 TEXT ·flashMaxAVX512(SB), NOSPLIT, $0-28
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
 
 	// scale in every lane
 	VMOVSS       scale+16(FP), X0
@@ -11577,8 +11646,9 @@ flashMaxAVX512_done:
 // func flashExpAVX512(n int, x *float32, scale float32, m float32) float32
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·flashExpAVX512(SB), NOSPLIT, $0-28
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
 
 	// scale and m in every lane
 	VMOVSS       scale+16(FP), X0
@@ -11766,8 +11836,9 @@ flashExpAVX512_done:
 // func flashMaxAVX2(n int, x *float32, scale float32) float32
 // Requires: AVX, AVX2
 TEXT ·flashMaxAVX2(SB), NOSPLIT, $0-28
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
 
 	// scale in every lane
 	VMOVSS       scale+16(FP), X0
@@ -11829,8 +11900,9 @@ flashMaxAVX2_done:
 // func flashExpAVX2(n int, x *float32, scale float32, m float32) float32
 // Requires: AVX, AVX2, FMA3
 TEXT ·flashExpAVX2(SB), NOSPLIT, $0-28
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
 
 	// scale and m in every lane
 	VMOVSS       scale+16(FP), X0
@@ -12010,13 +12082,14 @@ flashExpAVX2_done:
 // func transposeStripAVX2(blocks int, src *float32, lds int, dst *float32, ldd int)
 // Requires: AVX
 TEXT ·transposeStripAVX2(SB), NOSPLIT, $0-40
-	MOVQ blocks+0(FP), CX
-	MOVQ src+8(FP), SI
-	MOVQ lds+16(FP), AX
-	MOVQ dst+24(FP), DI
-	MOVQ ldd+32(FP), DX
-	SHLQ $0x02, AX
-	SHLQ $0x02, DX
+	PCALIGN $0x40
+	MOVQ    blocks+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    lds+16(FP), AX
+	MOVQ    dst+24(FP), DI
+	MOVQ    ldd+32(FP), DX
+	SHLQ    $0x02, AX
+	SHLQ    $0x02, DX
 
 transposeStripAVX2_loop:
 	TESTQ CX, CX
@@ -12100,10 +12173,11 @@ transposeStripAVX2_done:
 // func copyTaps12AVX2(n int, src *float32, taps *int, dst *float32)
 // Requires: AVX
 TEXT ·copyTaps12AVX2(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ src+8(FP), SI
-	MOVQ taps+16(FP), BX
-	MOVQ dst+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    taps+16(FP), BX
+	MOVQ    dst+24(FP), DI
 
 copyTaps12AVX2_loop:
 	TESTQ   CX, CX
@@ -12125,10 +12199,11 @@ copyTaps12AVX2_done:
 // func transposeRows12AVX2(n int, src *float32, offs *int, dst *float32)
 // Requires: AVX
 TEXT ·transposeRows12AVX2(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ src+8(FP), SI
-	MOVQ offs+16(FP), BX
-	MOVQ dst+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    offs+16(FP), BX
+	MOVQ    dst+24(FP), DI
 
 transposeRows12AVX2_loop:
 	TESTQ CX, CX
@@ -12235,10 +12310,11 @@ transposeRows12AVX2_done:
 // func transposeRows16AVX2(n int, src *float32, offs *int, dst *float32)
 // Requires: AVX
 TEXT ·transposeRows16AVX2(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ src+8(FP), SI
-	MOVQ offs+16(FP), BX
-	MOVQ dst+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    offs+16(FP), BX
+	MOVQ    dst+24(FP), DI
 
 transposeRows16AVX2_loop:
 	TESTQ CX, CX
@@ -12375,10 +12451,11 @@ transposeRows16AVX2_done:
 // func transposeRows32AVX2(n int, src *float32, offs *int, dst *float32)
 // Requires: AVX
 TEXT ·transposeRows32AVX2(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), CX
-	MOVQ src+8(FP), SI
-	MOVQ offs+16(FP), BX
-	MOVQ dst+24(FP), DI
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    offs+16(FP), BX
+	MOVQ    dst+24(FP), DI
 
 transposeRows32AVX2_loop:
 	TESTQ CX, CX
@@ -12635,16 +12712,17 @@ transposeRows32AVX2_done:
 // func rowPanels16AVX2(n int, src *float32, ld int, dst *float32, stride int)
 // Requires: AVX
 TEXT ·rowPanels16AVX2(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ src+8(FP), SI
-	MOVQ ld+16(FP), BX
-	MOVQ dst+24(FP), DI
-	MOVQ stride+32(FP), DX
-	SHLQ $0x02, DX
-	SHLQ $0x02, BX
-	LEAQ (SI)(BX*1), R8
-	LEAQ (R8)(BX*1), R9
-	LEAQ (R9)(BX*1), R10
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    ld+16(FP), BX
+	MOVQ    dst+24(FP), DI
+	MOVQ    stride+32(FP), DX
+	SHLQ    $0x02, DX
+	SHLQ    $0x02, BX
+	LEAQ    (SI)(BX*1), R8
+	LEAQ    (R8)(BX*1), R9
+	LEAQ    (R9)(BX*1), R10
 
 rowPanels16AVX2_loop:
 	TESTQ   CX, CX
@@ -12680,16 +12758,17 @@ rowPanels16AVX2_done:
 // func rowPanels32AVX2(n int, src *float32, ld int, dst *float32, stride int)
 // Requires: AVX
 TEXT ·rowPanels32AVX2(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ src+8(FP), SI
-	MOVQ ld+16(FP), BX
-	MOVQ dst+24(FP), DI
-	MOVQ stride+32(FP), DX
-	SHLQ $0x02, DX
-	SHLQ $0x02, BX
-	LEAQ (SI)(BX*1), R8
-	LEAQ (R8)(BX*1), R9
-	LEAQ (R9)(BX*1), R10
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    ld+16(FP), BX
+	MOVQ    dst+24(FP), DI
+	MOVQ    stride+32(FP), DX
+	SHLQ    $0x02, DX
+	SHLQ    $0x02, BX
+	LEAQ    (SI)(BX*1), R8
+	LEAQ    (R8)(BX*1), R9
+	LEAQ    (R9)(BX*1), R10
 
 rowPanels32AVX2_loop:
 	TESTQ   CX, CX
@@ -12741,6 +12820,8 @@ rowPanels32AVX2_done:
 // func convBlocked1x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F
 TEXT ·convBlocked1x1AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -12896,6 +12977,8 @@ convBlocked1x1AVX512_store:
 // func convBlocked1x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F
 TEXT ·convBlocked1x2AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -13089,6 +13172,8 @@ convBlocked1x2AVX512_store:
 // func convBlocked1x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F
 TEXT ·convBlocked1x3AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -13320,6 +13405,8 @@ convBlocked1x3AVX512_store:
 // func convBlocked1x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked1x4AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -13604,6 +13691,8 @@ convBlocked1x4AVX512_store:
 // func convBlocked1x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked1x5AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -13926,6 +14015,8 @@ convBlocked1x5AVX512_store:
 // func convBlocked1x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked1x6AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -14286,6 +14377,8 @@ convBlocked1x6AVX512_store:
 // func convBlocked2x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F
 TEXT ·convBlocked2x1AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -14483,6 +14576,8 @@ convBlocked2x1AVX512_store:
 // func convBlocked2x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F
 TEXT ·convBlocked2x2AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -14740,6 +14835,8 @@ convBlocked2x2AVX512_store:
 // func convBlocked2x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F
 TEXT ·convBlocked2x3AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -15057,6 +15154,8 @@ convBlocked2x3AVX512_store:
 // func convBlocked2x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked2x4AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -15452,6 +15551,8 @@ convBlocked2x4AVX512_store:
 // func convBlocked2x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked2x5AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -15907,6 +16008,8 @@ convBlocked2x5AVX512_store:
 // func convBlocked2x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked2x6AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -16422,6 +16525,8 @@ convBlocked2x6AVX512_store:
 // func convBlocked3x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F
 TEXT ·convBlocked3x1AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -16661,6 +16766,8 @@ convBlocked3x1AVX512_store:
 // func convBlocked3x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F
 TEXT ·convBlocked3x2AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -16982,6 +17089,8 @@ convBlocked3x2AVX512_store:
 // func convBlocked3x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F
 TEXT ·convBlocked3x3AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -17385,6 +17494,8 @@ convBlocked3x3AVX512_store:
 // func convBlocked3x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked3x4AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -17891,6 +18002,8 @@ convBlocked3x4AVX512_store:
 // func convBlocked3x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked3x5AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -18479,6 +18592,8 @@ convBlocked3x5AVX512_store:
 // func convBlocked3x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked3x6AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -19149,6 +19264,8 @@ convBlocked3x6AVX512_store:
 // func convBlocked4x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F
 TEXT ·convBlocked4x1AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -19430,6 +19547,8 @@ convBlocked4x1AVX512_store:
 // func convBlocked4x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F
 TEXT ·convBlocked4x2AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -19815,6 +19934,8 @@ convBlocked4x2AVX512_store:
 // func convBlocked4x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F
 TEXT ·convBlocked4x3AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -20304,6 +20425,8 @@ convBlocked4x3AVX512_store:
 // func convBlocked4x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked4x4AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -20921,6 +21044,8 @@ convBlocked4x4AVX512_store:
 // func convBlocked4x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked4x5AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -21642,6 +21767,8 @@ convBlocked4x5AVX512_store:
 // func convBlocked4x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·convBlocked4x6AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
 	// acc = out with ConvAccumulate, else 0
 	MOVQ   flags+96(FP), AX
 	TESTQ  $0x00000001, AX
@@ -22467,6 +22594,7 @@ convBlocked4x6AVX512_store:
 // func avgPool2x2BlockedRowAVX512(n int, r0 *float32, r1 *float32, out *float32)
 // Requires: AVX, AVX512F
 TEXT ·avgPool2x2BlockedRowAVX512(SB), NOSPLIT, $0-32
+	PCALIGN      $0x40
 	MOVQ         n+0(FP), CX
 	MOVQ         r0+8(FP), SI
 	MOVQ         r1+16(FP), DX
@@ -22530,9 +22658,10 @@ avgPool2x2BlockedRowAVX512_done:
 // func momentsBlockedAVX512(n int, x *float32, shift *float32, s1 *float64, s2 *float64)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·momentsBlockedAVX512(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ shift+16(FP), DX
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    shift+16(FP), DX
 
 	// shift widened to float64; the partial sums = 0
 	VCVTPS2PD (DX), Z0
@@ -22642,11 +22771,12 @@ momentsBlockedAVX512_done:
 // func affineBlockedAVX512(n int, a *float32, b *float32, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·affineBlockedAVX512(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ x+24(FP), SI
-	MOVQ y+32(FP), DI
-	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), DX
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+24(FP), SI
+	MOVQ    y+32(FP), DI
+	MOVQ    a+8(FP), AX
+	MOVQ    b+16(FP), DX
 
 	// a and b, one value per lane
 	VMOVUPS (AX), Z17
@@ -22694,11 +22824,12 @@ affineBlockedAVX512_done:
 // func affineSiLUBlockedAVX512(n int, a *float32, b *float32, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·affineSiLUBlockedAVX512(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ x+24(FP), SI
-	MOVQ y+32(FP), DI
-	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), DX
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+24(FP), SI
+	MOVQ    y+32(FP), DI
+	MOVQ    a+8(FP), AX
+	MOVQ    b+16(FP), DX
 
 	// a and b, one value per lane
 	VMOVUPS (AX), Z17
@@ -22871,9 +23002,10 @@ affineSiLUBlockedAVX512_done:
 // func momentsBlockedAVX2(n int, x *float32, shift *float32, s1 *float64, s2 *float64)
 // Requires: AVX, FMA3
 TEXT ·momentsBlockedAVX2(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ shift+16(FP), DX
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    shift+16(FP), DX
 
 	// shift widened to float64; the partial sums = 0
 	VCVTPS2PD (DX), Y0
@@ -22940,11 +23072,12 @@ momentsBlockedAVX2_done:
 // func affineBlockedAVX2(n int, a *float32, b *float32, x *float32, y *float32)
 // Requires: AVX, FMA3
 TEXT ·affineBlockedAVX2(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ x+24(FP), SI
-	MOVQ y+32(FP), DI
-	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), DX
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+24(FP), SI
+	MOVQ    y+32(FP), DI
+	MOVQ    a+8(FP), AX
+	MOVQ    b+16(FP), DX
 
 	// a and b, one value per lane
 	VMOVUPS (AX), Y9
@@ -22975,11 +23108,12 @@ affineBlockedAVX2_done:
 // func affineSiLUBlockedAVX2(n int, a *float32, b *float32, x *float32, y *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·affineSiLUBlockedAVX2(SB), NOSPLIT, $0-40
-	MOVQ n+0(FP), CX
-	MOVQ x+24(FP), SI
-	MOVQ y+32(FP), DI
-	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), DX
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+24(FP), SI
+	MOVQ    y+32(FP), DI
+	MOVQ    a+8(FP), AX
+	MOVQ    b+16(FP), DX
 
 	// a and b, one value per lane
 	VMOVUPS (AX), Y9
@@ -23077,19 +23211,20 @@ affineSiLUBlockedAVX2_done:
 // func winogradInputBlockedAVX512(n int, x *float32, rowStride int, v *float32, vStride int)
 // Requires: AVX, AVX512F
 TEXT ·winogradInputBlockedAVX512(SB), NOSPLIT, $0-40
-	MOVQ  n+0(FP), CX
-	MOVQ  x+8(FP), SI
-	MOVQ  rowStride+16(FP), R9
-	MOVQ  v+24(FP), DI
-	MOVQ  vStride+32(FP), BX
-	SHLQ  $0x02, R9
-	SHLQ  $0x02, BX
-	LEAQ  (R9)(R9*2), R10
-	LEAQ  (BX)(BX*1), R14
-	SHLQ  $0x01, R14
-	LEAQ  (R14)(R14*2), DX
-	TESTQ CX, CX
-	JLE   winogradInputBlockedAVX512_done
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    rowStride+16(FP), R9
+	MOVQ    v+24(FP), DI
+	MOVQ    vStride+32(FP), BX
+	SHLQ    $0x02, R9
+	SHLQ    $0x02, BX
+	LEAQ    (R9)(R9*2), R10
+	LEAQ    (BX)(BX*1), R14
+	SHLQ    $0x01, R14
+	LEAQ    (R14)(R14*2), DX
+	TESTQ   CX, CX
+	JLE     winogradInputBlockedAVX512_done
 
 	// columns 0 and 1 of the first tile
 	VMOVUPS (SI), Z0
@@ -23354,19 +23489,20 @@ winogradInputBlockedAVX512_done:
 // func winogradInputBlockedAVX2(n int, x *float32, rowStride int, v *float32, vStride int)
 // Requires: AVX
 TEXT ·winogradInputBlockedAVX2(SB), NOSPLIT, $0-40
-	MOVQ  n+0(FP), CX
-	MOVQ  x+8(FP), SI
-	MOVQ  rowStride+16(FP), R9
-	MOVQ  v+24(FP), DI
-	MOVQ  vStride+32(FP), BX
-	SHLQ  $0x02, R9
-	SHLQ  $0x02, BX
-	LEAQ  (R9)(R9*2), R10
-	LEAQ  (BX)(BX*1), R14
-	SHLQ  $0x01, R14
-	LEAQ  (R14)(R14*2), DX
-	TESTQ CX, CX
-	JLE   winogradInputBlockedAVX2_done
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    rowStride+16(FP), R9
+	MOVQ    v+24(FP), DI
+	MOVQ    vStride+32(FP), BX
+	SHLQ    $0x02, R9
+	SHLQ    $0x02, BX
+	LEAQ    (R9)(R9*2), R10
+	LEAQ    (BX)(BX*1), R14
+	SHLQ    $0x01, R14
+	LEAQ    (R14)(R14*2), DX
+	TESTQ   CX, CX
+	JLE     winogradInputBlockedAVX2_done
 
 winogradInputBlockedAVX2_loop:
 	MOVQ DI, R12
@@ -23549,21 +23685,22 @@ winogradInputBlockedAVX2_done:
 // func winogradOutputBlockedAVX512(n int, m *float32, mStride int, bias *float32, res *float32, y *float32, rowStride int, relu int)
 // Requires: AVX, AVX512F
 TEXT ·winogradOutputBlockedAVX512(SB), NOSPLIT, $0-64
-	MOVQ  n+0(FP), CX
-	MOVQ  m+8(FP), SI
-	MOVQ  mStride+16(FP), R9
-	MOVQ  bias+24(FP), R8
-	MOVQ  res+32(FP), DX
-	MOVQ  y+40(FP), DI
-	MOVQ  rowStride+48(FP), R10
-	MOVQ  relu+56(FP), AX
-	SHLQ  $0x02, R9
-	SHLQ  $0x02, R10
-	LEAQ  (R9)(R9*2), R11
-	LEAQ  (R9)(R9*1), R13
-	SHLQ  $0x01, R13
-	TESTQ CX, CX
-	JLE   winogradOutputBlockedAVX512_done
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    m+8(FP), SI
+	MOVQ    mStride+16(FP), R9
+	MOVQ    bias+24(FP), R8
+	MOVQ    res+32(FP), DX
+	MOVQ    y+40(FP), DI
+	MOVQ    rowStride+48(FP), R10
+	MOVQ    relu+56(FP), AX
+	SHLQ    $0x02, R9
+	SHLQ    $0x02, R10
+	LEAQ    (R9)(R9*2), R11
+	LEAQ    (R9)(R9*1), R13
+	SHLQ    $0x01, R13
+	TESTQ   CX, CX
+	JLE     winogradOutputBlockedAVX512_done
 
 	// the bias, and zero for the clamp
 	VMOVUPS (R8), Z12
@@ -23886,21 +24023,22 @@ winogradOutputBlockedAVX512_done:
 // func winogradOutputBlockedAVX2(n int, m *float32, mStride int, bias *float32, res *float32, y *float32, rowStride int, relu int)
 // Requires: AVX
 TEXT ·winogradOutputBlockedAVX2(SB), NOSPLIT, $0-64
-	MOVQ  n+0(FP), CX
-	MOVQ  m+8(FP), SI
-	MOVQ  mStride+16(FP), R9
-	MOVQ  bias+24(FP), R8
-	MOVQ  res+32(FP), DX
-	MOVQ  y+40(FP), DI
-	MOVQ  rowStride+48(FP), R10
-	MOVQ  relu+56(FP), AX
-	SHLQ  $0x02, R9
-	SHLQ  $0x02, R10
-	LEAQ  (R9)(R9*2), R11
-	LEAQ  (R9)(R9*1), R13
-	SHLQ  $0x01, R13
-	TESTQ CX, CX
-	JLE   winogradOutputBlockedAVX2_done
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    m+8(FP), SI
+	MOVQ    mStride+16(FP), R9
+	MOVQ    bias+24(FP), R8
+	MOVQ    res+32(FP), DX
+	MOVQ    y+40(FP), DI
+	MOVQ    rowStride+48(FP), R10
+	MOVQ    relu+56(FP), AX
+	SHLQ    $0x02, R9
+	SHLQ    $0x02, R10
+	LEAQ    (R9)(R9*2), R11
+	LEAQ    (R9)(R9*1), R13
+	SHLQ    $0x01, R13
+	TESTQ   CX, CX
+	JLE     winogradOutputBlockedAVX2_done
 
 	// the bias, and zero for the clamp
 	VMOVUPS (R8), Y12
@@ -24490,5 +24628,1625 @@ winogradOutputBlockedAVX2_res_relu:
 	JNZ     winogradOutputBlockedAVX2_res_relu
 
 winogradOutputBlockedAVX2_done:
+	VZEROUPPER
+	RET
+
+// func gemm9x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemm9x32AVX512(SB), NOSPLIT, $0-88
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+16(FP), DX
+
+	// acc = 0
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	MOVQ   pf+72(FP), BX
+	MOVQ   pfStep+80(FP), SI
+	TESTQ  BX, BX
+	JZ     gemm9x32AVX512_loop
+
+gemm9x32AVX512_pfloop_one:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z18
+	VMOVUPS 64(DX), Z19
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Z20
+	VFMADD231PS  Z18, Z20, Z0
+	VFMADD231PS  Z19, Z20, Z1
+	VBROADCASTSS 4(CX), Z20
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS 8(CX), Z20
+	VFMADD231PS  Z18, Z20, Z4
+	VFMADD231PS  Z19, Z20, Z5
+	VBROADCASTSS 12(CX), Z20
+	VFMADD231PS  Z18, Z20, Z6
+	VFMADD231PS  Z19, Z20, Z7
+	VBROADCASTSS 16(CX), Z20
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z9
+	VBROADCASTSS 20(CX), Z20
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z11
+	VBROADCASTSS 24(CX), Z20
+	VFMADD231PS  Z18, Z20, Z12
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 28(CX), Z20
+	VFMADD231PS  Z18, Z20, Z14
+	VFMADD231PS  Z19, Z20, Z15
+	VBROADCASTSS 32(CX), Z20
+	VFMADD231PS  Z18, Z20, Z16
+	VFMADD231PS  Z19, Z20, Z17
+	ADDQ         $0x30, CX
+	ADDQ         $0x80, DX
+
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
+	PREFETCHT1 (BX)
+	PREFETCHT1 64(BX)
+	ADDQ       SI, BX
+	DECQ       AX
+	JNZ        gemm9x32AVX512_pfloop_one
+	JMP        gemm9x32AVX512_done
+
+gemm9x32AVX512_loop:
+gemm9x32AVX512_loop_one:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z18
+	VMOVUPS 64(DX), Z19
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Z20
+	VFMADD231PS  Z18, Z20, Z0
+	VFMADD231PS  Z19, Z20, Z1
+	VBROADCASTSS 4(CX), Z20
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS 8(CX), Z20
+	VFMADD231PS  Z18, Z20, Z4
+	VFMADD231PS  Z19, Z20, Z5
+	VBROADCASTSS 12(CX), Z20
+	VFMADD231PS  Z18, Z20, Z6
+	VFMADD231PS  Z19, Z20, Z7
+	VBROADCASTSS 16(CX), Z20
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z9
+	VBROADCASTSS 20(CX), Z20
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z11
+	VBROADCASTSS 24(CX), Z20
+	VFMADD231PS  Z18, Z20, Z12
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 28(CX), Z20
+	VFMADD231PS  Z18, Z20, Z14
+	VFMADD231PS  Z19, Z20, Z15
+	VBROADCASTSS 32(CX), Z20
+	VFMADD231PS  Z18, Z20, Z16
+	VFMADD231PS  Z19, Z20, Z17
+	ADDQ         $0x30, CX
+	ADDQ         $0x80, DX
+	DECQ         AX
+	JNZ          gemm9x32AVX512_loop_one
+
+gemm9x32AVX512_done:
+	MOVQ  c+24(FP), AX
+	MOVQ  ldc+32(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+40(FP), DX
+	TESTQ DX, DX
+	JZ    gemm9x32AVX512_bias
+
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   CX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   CX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   CX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   CX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   CX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   CX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   CX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   CX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+
+gemm9x32AVX512_bias:
+	MOVQ  bias+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemm9x32AVX512_res
+
+	// acc[r][v] += bias[v·lanes : ...]
+	VMOVUPS (DX), Z18
+	VMOVUPS 64(DX), Z19
+	VADDPS  Z18, Z0, Z0
+	VADDPS  Z19, Z1, Z1
+	VADDPS  Z18, Z2, Z2
+	VADDPS  Z19, Z3, Z3
+	VADDPS  Z18, Z4, Z4
+	VADDPS  Z19, Z5, Z5
+	VADDPS  Z18, Z6, Z6
+	VADDPS  Z19, Z7, Z7
+	VADDPS  Z18, Z8, Z8
+	VADDPS  Z19, Z9, Z9
+	VADDPS  Z18, Z10, Z10
+	VADDPS  Z19, Z11, Z11
+	VADDPS  Z18, Z12, Z12
+	VADDPS  Z19, Z13, Z13
+	VADDPS  Z18, Z14, Z14
+	VADDPS  Z19, Z15, Z15
+	VADDPS  Z18, Z16, Z16
+	VADDPS  Z19, Z17, Z17
+
+gemm9x32AVX512_res:
+	MOVQ  res+56(FP), DX
+	TESTQ DX, DX
+	JZ    gemm9x32AVX512_store
+
+	// acc += res, row by row
+	MOVQ   ldr+64(FP), BX
+	SHLQ   $0x02, BX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   BX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   BX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   BX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   BX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   BX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   BX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   BX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   BX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+
+gemm9x32AVX512_store:
+	// c = acc, row by row
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z14, (AX)
+	VMOVUPS Z15, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	VZEROUPPER
+	RET
+
+// func gemmDirect9x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemmDirect9x32AVX512(SB), NOSPLIT, $0-96
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+24(FP), DX
+	MOVQ    lda+16(FP), BX
+	SHLQ    $0x02, BX
+	LEAQ    (BX)(BX*1), SI
+	LEAQ    (SI)(BX*1), DI
+	LEAQ    (CX)(DI*1), R8
+	LEAQ    (R8)(DI*1), DI
+
+	// acc = 0
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	MOVQ   pf+80(FP), R9
+	MOVQ   pfStep+88(FP), R10
+	TESTQ  R9, R9
+	JZ     gemmDirect9x32AVX512_loop
+
+gemmDirect9x32AVX512_pfloop_one:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z18
+	VMOVUPS 64(DX), Z19
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS (CX), Z20
+	VFMADD231PS  Z18, Z20, Z0
+	VFMADD231PS  Z19, Z20, Z1
+	VBROADCASTSS (CX)(BX*1), Z20
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS (CX)(SI*1), Z20
+	VFMADD231PS  Z18, Z20, Z4
+	VFMADD231PS  Z19, Z20, Z5
+	VBROADCASTSS (R8), Z20
+	VFMADD231PS  Z18, Z20, Z6
+	VFMADD231PS  Z19, Z20, Z7
+	VBROADCASTSS (R8)(BX*1), Z20
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z9
+	VBROADCASTSS (R8)(SI*1), Z20
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z11
+	VBROADCASTSS (DI), Z20
+	VFMADD231PS  Z18, Z20, Z12
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS (DI)(BX*1), Z20
+	VFMADD231PS  Z18, Z20, Z14
+	VFMADD231PS  Z19, Z20, Z15
+	VBROADCASTSS (DI)(SI*1), Z20
+	VFMADD231PS  Z18, Z20, Z16
+	VFMADD231PS  Z19, Z20, Z17
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, R8
+	ADDQ         $0x04, DI
+	ADDQ         $0x80, DX
+
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
+	PREFETCHT1 (R9)
+	PREFETCHT1 64(R9)
+	ADDQ       R10, R9
+	DECQ       AX
+	JNZ        gemmDirect9x32AVX512_pfloop_one
+	JMP        gemmDirect9x32AVX512_done
+
+gemmDirect9x32AVX512_loop:
+gemmDirect9x32AVX512_loop_one:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z18
+	VMOVUPS 64(DX), Z19
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS (CX), Z20
+	VFMADD231PS  Z18, Z20, Z0
+	VFMADD231PS  Z19, Z20, Z1
+	VBROADCASTSS (CX)(BX*1), Z20
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS (CX)(SI*1), Z20
+	VFMADD231PS  Z18, Z20, Z4
+	VFMADD231PS  Z19, Z20, Z5
+	VBROADCASTSS (R8), Z20
+	VFMADD231PS  Z18, Z20, Z6
+	VFMADD231PS  Z19, Z20, Z7
+	VBROADCASTSS (R8)(BX*1), Z20
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z9
+	VBROADCASTSS (R8)(SI*1), Z20
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z11
+	VBROADCASTSS (DI), Z20
+	VFMADD231PS  Z18, Z20, Z12
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS (DI)(BX*1), Z20
+	VFMADD231PS  Z18, Z20, Z14
+	VFMADD231PS  Z19, Z20, Z15
+	VBROADCASTSS (DI)(SI*1), Z20
+	VFMADD231PS  Z18, Z20, Z16
+	VFMADD231PS  Z19, Z20, Z17
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, R8
+	ADDQ         $0x04, DI
+	ADDQ         $0x80, DX
+	DECQ         AX
+	JNZ          gemmDirect9x32AVX512_loop_one
+
+gemmDirect9x32AVX512_done:
+	MOVQ  c+32(FP), AX
+	MOVQ  ldc+40(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect9x32AVX512_bias
+
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   CX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   CX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   CX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   CX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   CX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   CX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   CX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   CX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+
+gemmDirect9x32AVX512_bias:
+	MOVQ  bias+56(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect9x32AVX512_res
+
+	// acc[r][v] += bias[v·lanes : ...]
+	VMOVUPS (DX), Z18
+	VMOVUPS 64(DX), Z19
+	VADDPS  Z18, Z0, Z0
+	VADDPS  Z19, Z1, Z1
+	VADDPS  Z18, Z2, Z2
+	VADDPS  Z19, Z3, Z3
+	VADDPS  Z18, Z4, Z4
+	VADDPS  Z19, Z5, Z5
+	VADDPS  Z18, Z6, Z6
+	VADDPS  Z19, Z7, Z7
+	VADDPS  Z18, Z8, Z8
+	VADDPS  Z19, Z9, Z9
+	VADDPS  Z18, Z10, Z10
+	VADDPS  Z19, Z11, Z11
+	VADDPS  Z18, Z12, Z12
+	VADDPS  Z19, Z13, Z13
+	VADDPS  Z18, Z14, Z14
+	VADDPS  Z19, Z15, Z15
+	VADDPS  Z18, Z16, Z16
+	VADDPS  Z19, Z17, Z17
+
+gemmDirect9x32AVX512_res:
+	MOVQ  res+64(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect9x32AVX512_store
+
+	// acc += res, row by row
+	MOVQ   ldr+72(FP), BX
+	SHLQ   $0x02, BX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   BX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   BX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   BX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   BX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   BX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   BX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   BX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   BX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+
+gemmDirect9x32AVX512_store:
+	// c = acc, row by row
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z14, (AX)
+	VMOVUPS Z15, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	VZEROUPPER
+	RET
+
+// func gemm10x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemm10x32AVX512(SB), NOSPLIT, $0-88
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+16(FP), DX
+
+	// acc = 0
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	MOVQ   pf+72(FP), BX
+	MOVQ   pfStep+80(FP), SI
+	TESTQ  BX, BX
+	JZ     gemm10x32AVX512_loop
+
+gemm10x32AVX512_pfloop_one:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z20
+	VMOVUPS 64(DX), Z21
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Z22
+	VFMADD231PS  Z20, Z22, Z0
+	VFMADD231PS  Z21, Z22, Z1
+	VBROADCASTSS 4(CX), Z22
+	VFMADD231PS  Z20, Z22, Z2
+	VFMADD231PS  Z21, Z22, Z3
+	VBROADCASTSS 8(CX), Z22
+	VFMADD231PS  Z20, Z22, Z4
+	VFMADD231PS  Z21, Z22, Z5
+	VBROADCASTSS 12(CX), Z22
+	VFMADD231PS  Z20, Z22, Z6
+	VFMADD231PS  Z21, Z22, Z7
+	VBROADCASTSS 16(CX), Z22
+	VFMADD231PS  Z20, Z22, Z8
+	VFMADD231PS  Z21, Z22, Z9
+	VBROADCASTSS 20(CX), Z22
+	VFMADD231PS  Z20, Z22, Z10
+	VFMADD231PS  Z21, Z22, Z11
+	VBROADCASTSS 24(CX), Z22
+	VFMADD231PS  Z20, Z22, Z12
+	VFMADD231PS  Z21, Z22, Z13
+	VBROADCASTSS 28(CX), Z22
+	VFMADD231PS  Z20, Z22, Z14
+	VFMADD231PS  Z21, Z22, Z15
+	VBROADCASTSS 32(CX), Z22
+	VFMADD231PS  Z20, Z22, Z16
+	VFMADD231PS  Z21, Z22, Z17
+	VBROADCASTSS 36(CX), Z22
+	VFMADD231PS  Z20, Z22, Z18
+	VFMADD231PS  Z21, Z22, Z19
+	ADDQ         $0x30, CX
+	ADDQ         $0x80, DX
+
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
+	PREFETCHT1 (BX)
+	PREFETCHT1 64(BX)
+	ADDQ       SI, BX
+	DECQ       AX
+	JNZ        gemm10x32AVX512_pfloop_one
+	JMP        gemm10x32AVX512_done
+
+gemm10x32AVX512_loop:
+gemm10x32AVX512_loop_one:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z20
+	VMOVUPS 64(DX), Z21
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Z22
+	VFMADD231PS  Z20, Z22, Z0
+	VFMADD231PS  Z21, Z22, Z1
+	VBROADCASTSS 4(CX), Z22
+	VFMADD231PS  Z20, Z22, Z2
+	VFMADD231PS  Z21, Z22, Z3
+	VBROADCASTSS 8(CX), Z22
+	VFMADD231PS  Z20, Z22, Z4
+	VFMADD231PS  Z21, Z22, Z5
+	VBROADCASTSS 12(CX), Z22
+	VFMADD231PS  Z20, Z22, Z6
+	VFMADD231PS  Z21, Z22, Z7
+	VBROADCASTSS 16(CX), Z22
+	VFMADD231PS  Z20, Z22, Z8
+	VFMADD231PS  Z21, Z22, Z9
+	VBROADCASTSS 20(CX), Z22
+	VFMADD231PS  Z20, Z22, Z10
+	VFMADD231PS  Z21, Z22, Z11
+	VBROADCASTSS 24(CX), Z22
+	VFMADD231PS  Z20, Z22, Z12
+	VFMADD231PS  Z21, Z22, Z13
+	VBROADCASTSS 28(CX), Z22
+	VFMADD231PS  Z20, Z22, Z14
+	VFMADD231PS  Z21, Z22, Z15
+	VBROADCASTSS 32(CX), Z22
+	VFMADD231PS  Z20, Z22, Z16
+	VFMADD231PS  Z21, Z22, Z17
+	VBROADCASTSS 36(CX), Z22
+	VFMADD231PS  Z20, Z22, Z18
+	VFMADD231PS  Z21, Z22, Z19
+	ADDQ         $0x30, CX
+	ADDQ         $0x80, DX
+	DECQ         AX
+	JNZ          gemm10x32AVX512_loop_one
+
+gemm10x32AVX512_done:
+	MOVQ  c+24(FP), AX
+	MOVQ  ldc+32(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+40(FP), DX
+	TESTQ DX, DX
+	JZ    gemm10x32AVX512_bias
+
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   CX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   CX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   CX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   CX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   CX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   CX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   CX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   CX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   CX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+
+gemm10x32AVX512_bias:
+	MOVQ  bias+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemm10x32AVX512_res
+
+	// acc[r][v] += bias[v·lanes : ...]
+	VMOVUPS (DX), Z20
+	VMOVUPS 64(DX), Z21
+	VADDPS  Z20, Z0, Z0
+	VADDPS  Z21, Z1, Z1
+	VADDPS  Z20, Z2, Z2
+	VADDPS  Z21, Z3, Z3
+	VADDPS  Z20, Z4, Z4
+	VADDPS  Z21, Z5, Z5
+	VADDPS  Z20, Z6, Z6
+	VADDPS  Z21, Z7, Z7
+	VADDPS  Z20, Z8, Z8
+	VADDPS  Z21, Z9, Z9
+	VADDPS  Z20, Z10, Z10
+	VADDPS  Z21, Z11, Z11
+	VADDPS  Z20, Z12, Z12
+	VADDPS  Z21, Z13, Z13
+	VADDPS  Z20, Z14, Z14
+	VADDPS  Z21, Z15, Z15
+	VADDPS  Z20, Z16, Z16
+	VADDPS  Z21, Z17, Z17
+	VADDPS  Z20, Z18, Z18
+	VADDPS  Z21, Z19, Z19
+
+gemm10x32AVX512_res:
+	MOVQ  res+56(FP), DX
+	TESTQ DX, DX
+	JZ    gemm10x32AVX512_store
+
+	// acc += res, row by row
+	MOVQ   ldr+64(FP), BX
+	SHLQ   $0x02, BX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   BX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   BX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   BX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   BX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   BX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   BX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   BX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   BX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   BX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+
+gemm10x32AVX512_store:
+	// c = acc, row by row
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z14, (AX)
+	VMOVUPS Z15, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	VZEROUPPER
+	RET
+
+// func gemmDirect10x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemmDirect10x32AVX512(SB), NOSPLIT, $0-96
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+24(FP), DX
+	MOVQ    lda+16(FP), BX
+	SHLQ    $0x02, BX
+	LEAQ    (BX)(BX*1), SI
+	LEAQ    (SI)(BX*1), DI
+	LEAQ    (CX)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
+
+	// acc = 0
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	MOVQ   pf+80(FP), R10
+	MOVQ   pfStep+88(FP), R11
+	TESTQ  R10, R10
+	JZ     gemmDirect10x32AVX512_loop
+
+gemmDirect10x32AVX512_pfloop_one:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z20
+	VMOVUPS 64(DX), Z21
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS (CX), Z22
+	VFMADD231PS  Z20, Z22, Z0
+	VFMADD231PS  Z21, Z22, Z1
+	VBROADCASTSS (CX)(BX*1), Z22
+	VFMADD231PS  Z20, Z22, Z2
+	VFMADD231PS  Z21, Z22, Z3
+	VBROADCASTSS (CX)(SI*1), Z22
+	VFMADD231PS  Z20, Z22, Z4
+	VFMADD231PS  Z21, Z22, Z5
+	VBROADCASTSS (R8), Z22
+	VFMADD231PS  Z20, Z22, Z6
+	VFMADD231PS  Z21, Z22, Z7
+	VBROADCASTSS (R8)(BX*1), Z22
+	VFMADD231PS  Z20, Z22, Z8
+	VFMADD231PS  Z21, Z22, Z9
+	VBROADCASTSS (R8)(SI*1), Z22
+	VFMADD231PS  Z20, Z22, Z10
+	VFMADD231PS  Z21, Z22, Z11
+	VBROADCASTSS (R9), Z22
+	VFMADD231PS  Z20, Z22, Z12
+	VFMADD231PS  Z21, Z22, Z13
+	VBROADCASTSS (R9)(BX*1), Z22
+	VFMADD231PS  Z20, Z22, Z14
+	VFMADD231PS  Z21, Z22, Z15
+	VBROADCASTSS (R9)(SI*1), Z22
+	VFMADD231PS  Z20, Z22, Z16
+	VFMADD231PS  Z21, Z22, Z17
+	VBROADCASTSS (DI), Z22
+	VFMADD231PS  Z20, Z22, Z18
+	VFMADD231PS  Z21, Z22, Z19
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, R8
+	ADDQ         $0x04, R9
+	ADDQ         $0x04, DI
+	ADDQ         $0x80, DX
+
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
+	PREFETCHT1 (R10)
+	PREFETCHT1 64(R10)
+	ADDQ       R11, R10
+	DECQ       AX
+	JNZ        gemmDirect10x32AVX512_pfloop_one
+	JMP        gemmDirect10x32AVX512_done
+
+gemmDirect10x32AVX512_loop:
+gemmDirect10x32AVX512_loop_one:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z20
+	VMOVUPS 64(DX), Z21
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS (CX), Z22
+	VFMADD231PS  Z20, Z22, Z0
+	VFMADD231PS  Z21, Z22, Z1
+	VBROADCASTSS (CX)(BX*1), Z22
+	VFMADD231PS  Z20, Z22, Z2
+	VFMADD231PS  Z21, Z22, Z3
+	VBROADCASTSS (CX)(SI*1), Z22
+	VFMADD231PS  Z20, Z22, Z4
+	VFMADD231PS  Z21, Z22, Z5
+	VBROADCASTSS (R8), Z22
+	VFMADD231PS  Z20, Z22, Z6
+	VFMADD231PS  Z21, Z22, Z7
+	VBROADCASTSS (R8)(BX*1), Z22
+	VFMADD231PS  Z20, Z22, Z8
+	VFMADD231PS  Z21, Z22, Z9
+	VBROADCASTSS (R8)(SI*1), Z22
+	VFMADD231PS  Z20, Z22, Z10
+	VFMADD231PS  Z21, Z22, Z11
+	VBROADCASTSS (R9), Z22
+	VFMADD231PS  Z20, Z22, Z12
+	VFMADD231PS  Z21, Z22, Z13
+	VBROADCASTSS (R9)(BX*1), Z22
+	VFMADD231PS  Z20, Z22, Z14
+	VFMADD231PS  Z21, Z22, Z15
+	VBROADCASTSS (R9)(SI*1), Z22
+	VFMADD231PS  Z20, Z22, Z16
+	VFMADD231PS  Z21, Z22, Z17
+	VBROADCASTSS (DI), Z22
+	VFMADD231PS  Z20, Z22, Z18
+	VFMADD231PS  Z21, Z22, Z19
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, R8
+	ADDQ         $0x04, R9
+	ADDQ         $0x04, DI
+	ADDQ         $0x80, DX
+	DECQ         AX
+	JNZ          gemmDirect10x32AVX512_loop_one
+
+gemmDirect10x32AVX512_done:
+	MOVQ  c+32(FP), AX
+	MOVQ  ldc+40(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect10x32AVX512_bias
+
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   CX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   CX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   CX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   CX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   CX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   CX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   CX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   CX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   CX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+
+gemmDirect10x32AVX512_bias:
+	MOVQ  bias+56(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect10x32AVX512_res
+
+	// acc[r][v] += bias[v·lanes : ...]
+	VMOVUPS (DX), Z20
+	VMOVUPS 64(DX), Z21
+	VADDPS  Z20, Z0, Z0
+	VADDPS  Z21, Z1, Z1
+	VADDPS  Z20, Z2, Z2
+	VADDPS  Z21, Z3, Z3
+	VADDPS  Z20, Z4, Z4
+	VADDPS  Z21, Z5, Z5
+	VADDPS  Z20, Z6, Z6
+	VADDPS  Z21, Z7, Z7
+	VADDPS  Z20, Z8, Z8
+	VADDPS  Z21, Z9, Z9
+	VADDPS  Z20, Z10, Z10
+	VADDPS  Z21, Z11, Z11
+	VADDPS  Z20, Z12, Z12
+	VADDPS  Z21, Z13, Z13
+	VADDPS  Z20, Z14, Z14
+	VADDPS  Z21, Z15, Z15
+	VADDPS  Z20, Z16, Z16
+	VADDPS  Z21, Z17, Z17
+	VADDPS  Z20, Z18, Z18
+	VADDPS  Z21, Z19, Z19
+
+gemmDirect10x32AVX512_res:
+	MOVQ  res+64(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect10x32AVX512_store
+
+	// acc += res, row by row
+	MOVQ   ldr+72(FP), BX
+	SHLQ   $0x02, BX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   BX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   BX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   BX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   BX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   BX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   BX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   BX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   BX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   BX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+
+gemmDirect10x32AVX512_store:
+	// c = acc, row by row
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z14, (AX)
+	VMOVUPS Z15, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	VZEROUPPER
+	RET
+
+// func gemm11x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemm11x32AVX512(SB), NOSPLIT, $0-88
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+16(FP), DX
+
+	// acc = 0
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	MOVQ   pf+72(FP), BX
+	MOVQ   pfStep+80(FP), SI
+	TESTQ  BX, BX
+	JZ     gemm11x32AVX512_loop
+
+gemm11x32AVX512_pfloop_one:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z22
+	VMOVUPS 64(DX), Z23
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Z24
+	VFMADD231PS  Z22, Z24, Z0
+	VFMADD231PS  Z23, Z24, Z1
+	VBROADCASTSS 4(CX), Z24
+	VFMADD231PS  Z22, Z24, Z2
+	VFMADD231PS  Z23, Z24, Z3
+	VBROADCASTSS 8(CX), Z24
+	VFMADD231PS  Z22, Z24, Z4
+	VFMADD231PS  Z23, Z24, Z5
+	VBROADCASTSS 12(CX), Z24
+	VFMADD231PS  Z22, Z24, Z6
+	VFMADD231PS  Z23, Z24, Z7
+	VBROADCASTSS 16(CX), Z24
+	VFMADD231PS  Z22, Z24, Z8
+	VFMADD231PS  Z23, Z24, Z9
+	VBROADCASTSS 20(CX), Z24
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS 24(CX), Z24
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z13
+	VBROADCASTSS 28(CX), Z24
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 32(CX), Z24
+	VFMADD231PS  Z22, Z24, Z16
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 36(CX), Z24
+	VFMADD231PS  Z22, Z24, Z18
+	VFMADD231PS  Z23, Z24, Z19
+	VBROADCASTSS 40(CX), Z24
+	VFMADD231PS  Z22, Z24, Z20
+	VFMADD231PS  Z23, Z24, Z21
+	ADDQ         $0x30, CX
+	ADDQ         $0x80, DX
+
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
+	PREFETCHT1 (BX)
+	PREFETCHT1 64(BX)
+	ADDQ       SI, BX
+	DECQ       AX
+	JNZ        gemm11x32AVX512_pfloop_one
+	JMP        gemm11x32AVX512_done
+
+gemm11x32AVX512_loop:
+gemm11x32AVX512_loop_one:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z22
+	VMOVUPS 64(DX), Z23
+
+	// acc[r][v] += broadcast(a[p·panel + r]) · b_v
+	VBROADCASTSS (CX), Z24
+	VFMADD231PS  Z22, Z24, Z0
+	VFMADD231PS  Z23, Z24, Z1
+	VBROADCASTSS 4(CX), Z24
+	VFMADD231PS  Z22, Z24, Z2
+	VFMADD231PS  Z23, Z24, Z3
+	VBROADCASTSS 8(CX), Z24
+	VFMADD231PS  Z22, Z24, Z4
+	VFMADD231PS  Z23, Z24, Z5
+	VBROADCASTSS 12(CX), Z24
+	VFMADD231PS  Z22, Z24, Z6
+	VFMADD231PS  Z23, Z24, Z7
+	VBROADCASTSS 16(CX), Z24
+	VFMADD231PS  Z22, Z24, Z8
+	VFMADD231PS  Z23, Z24, Z9
+	VBROADCASTSS 20(CX), Z24
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS 24(CX), Z24
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z13
+	VBROADCASTSS 28(CX), Z24
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 32(CX), Z24
+	VFMADD231PS  Z22, Z24, Z16
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 36(CX), Z24
+	VFMADD231PS  Z22, Z24, Z18
+	VFMADD231PS  Z23, Z24, Z19
+	VBROADCASTSS 40(CX), Z24
+	VFMADD231PS  Z22, Z24, Z20
+	VFMADD231PS  Z23, Z24, Z21
+	ADDQ         $0x30, CX
+	ADDQ         $0x80, DX
+	DECQ         AX
+	JNZ          gemm11x32AVX512_loop_one
+
+gemm11x32AVX512_done:
+	MOVQ  c+24(FP), AX
+	MOVQ  ldc+32(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+40(FP), DX
+	TESTQ DX, DX
+	JZ    gemm11x32AVX512_bias
+
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   CX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   CX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   CX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   CX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   CX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   CX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   CX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   CX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   CX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+	ADDQ   CX, DX
+	VADDPS (DX), Z20, Z20
+	VADDPS 64(DX), Z21, Z21
+
+gemm11x32AVX512_bias:
+	MOVQ  bias+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemm11x32AVX512_res
+
+	// acc[r][v] += bias[v·lanes : ...]
+	VMOVUPS (DX), Z22
+	VMOVUPS 64(DX), Z23
+	VADDPS  Z22, Z0, Z0
+	VADDPS  Z23, Z1, Z1
+	VADDPS  Z22, Z2, Z2
+	VADDPS  Z23, Z3, Z3
+	VADDPS  Z22, Z4, Z4
+	VADDPS  Z23, Z5, Z5
+	VADDPS  Z22, Z6, Z6
+	VADDPS  Z23, Z7, Z7
+	VADDPS  Z22, Z8, Z8
+	VADDPS  Z23, Z9, Z9
+	VADDPS  Z22, Z10, Z10
+	VADDPS  Z23, Z11, Z11
+	VADDPS  Z22, Z12, Z12
+	VADDPS  Z23, Z13, Z13
+	VADDPS  Z22, Z14, Z14
+	VADDPS  Z23, Z15, Z15
+	VADDPS  Z22, Z16, Z16
+	VADDPS  Z23, Z17, Z17
+	VADDPS  Z22, Z18, Z18
+	VADDPS  Z23, Z19, Z19
+	VADDPS  Z22, Z20, Z20
+	VADDPS  Z23, Z21, Z21
+
+gemm11x32AVX512_res:
+	MOVQ  res+56(FP), DX
+	TESTQ DX, DX
+	JZ    gemm11x32AVX512_store
+
+	// acc += res, row by row
+	MOVQ   ldr+64(FP), BX
+	SHLQ   $0x02, BX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   BX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   BX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   BX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   BX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   BX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   BX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   BX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   BX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   BX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+	ADDQ   BX, DX
+	VADDPS (DX), Z20, Z20
+	VADDPS 64(DX), Z21, Z21
+
+gemm11x32AVX512_store:
+	// c = acc, row by row
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z14, (AX)
+	VMOVUPS Z15, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	VZEROUPPER
+	RET
+
+// func gemmDirect11x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemmDirect11x32AVX512(SB), NOSPLIT, $0-96
+	PCALIGN $0x40
+	MOVQ    kc+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+24(FP), DX
+	MOVQ    lda+16(FP), BX
+	SHLQ    $0x02, BX
+	LEAQ    (BX)(BX*1), SI
+	LEAQ    (SI)(BX*1), DI
+	LEAQ    (CX)(DI*1), R8
+	LEAQ    (R8)(DI*1), R9
+	LEAQ    (R9)(DI*1), DI
+
+	// acc = 0
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	MOVQ   pf+80(FP), R10
+	MOVQ   pfStep+88(FP), R11
+	TESTQ  R10, R10
+	JZ     gemmDirect11x32AVX512_loop
+
+gemmDirect11x32AVX512_pfloop_one:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z22
+	VMOVUPS 64(DX), Z23
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS (CX), Z24
+	VFMADD231PS  Z22, Z24, Z0
+	VFMADD231PS  Z23, Z24, Z1
+	VBROADCASTSS (CX)(BX*1), Z24
+	VFMADD231PS  Z22, Z24, Z2
+	VFMADD231PS  Z23, Z24, Z3
+	VBROADCASTSS (CX)(SI*1), Z24
+	VFMADD231PS  Z22, Z24, Z4
+	VFMADD231PS  Z23, Z24, Z5
+	VBROADCASTSS (R8), Z24
+	VFMADD231PS  Z22, Z24, Z6
+	VFMADD231PS  Z23, Z24, Z7
+	VBROADCASTSS (R8)(BX*1), Z24
+	VFMADD231PS  Z22, Z24, Z8
+	VFMADD231PS  Z23, Z24, Z9
+	VBROADCASTSS (R8)(SI*1), Z24
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS (R9), Z24
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z13
+	VBROADCASTSS (R9)(BX*1), Z24
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS (R9)(SI*1), Z24
+	VFMADD231PS  Z22, Z24, Z16
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS (DI), Z24
+	VFMADD231PS  Z22, Z24, Z18
+	VFMADD231PS  Z23, Z24, Z19
+	VBROADCASTSS (DI)(BX*1), Z24
+	VFMADD231PS  Z22, Z24, Z20
+	VFMADD231PS  Z23, Z24, Z21
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, R8
+	ADDQ         $0x04, R9
+	ADDQ         $0x04, DI
+	ADDQ         $0x80, DX
+
+	// prefetch a step's width of B at pf into L2, then move pf on by pfStep bytes
+	PREFETCHT1 (R10)
+	PREFETCHT1 64(R10)
+	ADDQ       R11, R10
+	DECQ       AX
+	JNZ        gemmDirect11x32AVX512_pfloop_one
+	JMP        gemmDirect11x32AVX512_done
+
+gemmDirect11x32AVX512_loop:
+gemmDirect11x32AVX512_loop_one:
+	// b_v = b[p·NR + v·lanes : ...]
+	VMOVUPS (DX), Z22
+	VMOVUPS 64(DX), Z23
+
+	// acc[r][v] += broadcast(a[r·lda + p]) · b_v
+	VBROADCASTSS (CX), Z24
+	VFMADD231PS  Z22, Z24, Z0
+	VFMADD231PS  Z23, Z24, Z1
+	VBROADCASTSS (CX)(BX*1), Z24
+	VFMADD231PS  Z22, Z24, Z2
+	VFMADD231PS  Z23, Z24, Z3
+	VBROADCASTSS (CX)(SI*1), Z24
+	VFMADD231PS  Z22, Z24, Z4
+	VFMADD231PS  Z23, Z24, Z5
+	VBROADCASTSS (R8), Z24
+	VFMADD231PS  Z22, Z24, Z6
+	VFMADD231PS  Z23, Z24, Z7
+	VBROADCASTSS (R8)(BX*1), Z24
+	VFMADD231PS  Z22, Z24, Z8
+	VFMADD231PS  Z23, Z24, Z9
+	VBROADCASTSS (R8)(SI*1), Z24
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS (R9), Z24
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z13
+	VBROADCASTSS (R9)(BX*1), Z24
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS (R9)(SI*1), Z24
+	VFMADD231PS  Z22, Z24, Z16
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS (DI), Z24
+	VFMADD231PS  Z22, Z24, Z18
+	VFMADD231PS  Z23, Z24, Z19
+	VBROADCASTSS (DI)(BX*1), Z24
+	VFMADD231PS  Z22, Z24, Z20
+	VFMADD231PS  Z23, Z24, Z21
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, R8
+	ADDQ         $0x04, R9
+	ADDQ         $0x04, DI
+	ADDQ         $0x80, DX
+	DECQ         AX
+	JNZ          gemmDirect11x32AVX512_loop_one
+
+gemmDirect11x32AVX512_done:
+	MOVQ  c+32(FP), AX
+	MOVQ  ldc+40(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  accumulate+48(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect11x32AVX512_bias
+
+	// acc += c, row by row
+	MOVQ   AX, DX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   CX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   CX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   CX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   CX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   CX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   CX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   CX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   CX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   CX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+	ADDQ   CX, DX
+	VADDPS (DX), Z20, Z20
+	VADDPS 64(DX), Z21, Z21
+
+gemmDirect11x32AVX512_bias:
+	MOVQ  bias+56(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect11x32AVX512_res
+
+	// acc[r][v] += bias[v·lanes : ...]
+	VMOVUPS (DX), Z22
+	VMOVUPS 64(DX), Z23
+	VADDPS  Z22, Z0, Z0
+	VADDPS  Z23, Z1, Z1
+	VADDPS  Z22, Z2, Z2
+	VADDPS  Z23, Z3, Z3
+	VADDPS  Z22, Z4, Z4
+	VADDPS  Z23, Z5, Z5
+	VADDPS  Z22, Z6, Z6
+	VADDPS  Z23, Z7, Z7
+	VADDPS  Z22, Z8, Z8
+	VADDPS  Z23, Z9, Z9
+	VADDPS  Z22, Z10, Z10
+	VADDPS  Z23, Z11, Z11
+	VADDPS  Z22, Z12, Z12
+	VADDPS  Z23, Z13, Z13
+	VADDPS  Z22, Z14, Z14
+	VADDPS  Z23, Z15, Z15
+	VADDPS  Z22, Z16, Z16
+	VADDPS  Z23, Z17, Z17
+	VADDPS  Z22, Z18, Z18
+	VADDPS  Z23, Z19, Z19
+	VADDPS  Z22, Z20, Z20
+	VADDPS  Z23, Z21, Z21
+
+gemmDirect11x32AVX512_res:
+	MOVQ  res+64(FP), DX
+	TESTQ DX, DX
+	JZ    gemmDirect11x32AVX512_store
+
+	// acc += res, row by row
+	MOVQ   ldr+72(FP), BX
+	SHLQ   $0x02, BX
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	ADDQ   BX, DX
+	VADDPS (DX), Z2, Z2
+	VADDPS 64(DX), Z3, Z3
+	ADDQ   BX, DX
+	VADDPS (DX), Z4, Z4
+	VADDPS 64(DX), Z5, Z5
+	ADDQ   BX, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	ADDQ   BX, DX
+	VADDPS (DX), Z8, Z8
+	VADDPS 64(DX), Z9, Z9
+	ADDQ   BX, DX
+	VADDPS (DX), Z10, Z10
+	VADDPS 64(DX), Z11, Z11
+	ADDQ   BX, DX
+	VADDPS (DX), Z12, Z12
+	VADDPS 64(DX), Z13, Z13
+	ADDQ   BX, DX
+	VADDPS (DX), Z14, Z14
+	VADDPS 64(DX), Z15, Z15
+	ADDQ   BX, DX
+	VADDPS (DX), Z16, Z16
+	VADDPS 64(DX), Z17, Z17
+	ADDQ   BX, DX
+	VADDPS (DX), Z18, Z18
+	VADDPS 64(DX), Z19, Z19
+	ADDQ   BX, DX
+	VADDPS (DX), Z20, Z20
+	VADDPS 64(DX), Z21, Z21
+
+gemmDirect11x32AVX512_store:
+	// c = acc, row by row
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z14, (AX)
+	VMOVUPS Z15, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
 	VZEROUPPER
 	RET

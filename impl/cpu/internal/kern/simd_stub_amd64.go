@@ -593,3 +593,33 @@ func winogradOutputBlockedAVX512(n int, m *float32, mStride int, bias *float32, 
 //
 //go:noescape
 func winogradOutputBlockedAVX2(n int, m *float32, mStride int, bias *float32, res *float32, y *float32, rowStride int, relu int)
+
+// gemm9x32AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·12+r]·b[p·32+j] + bias[j]) + res[r·ldr+j] for r < 9, j < 32 (packed panels); c's old value counts when accumulate != 0, bias and res when not nil.
+//
+//go:noescape
+func gemm9x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
+
+// gemmDirect9x32AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[r·lda+p]·b[p·32+j] + bias[j]) + res[r·ldr+j] for r < 9, j < 32 (a in place, b packed); c's old value counts when accumulate != 0, bias and res when not nil.
+//
+//go:noescape
+func gemmDirect9x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
+
+// gemm10x32AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·12+r]·b[p·32+j] + bias[j]) + res[r·ldr+j] for r < 10, j < 32 (packed panels); c's old value counts when accumulate != 0, bias and res when not nil.
+//
+//go:noescape
+func gemm10x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
+
+// gemmDirect10x32AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[r·lda+p]·b[p·32+j] + bias[j]) + res[r·ldr+j] for r < 10, j < 32 (a in place, b packed); c's old value counts when accumulate != 0, bias and res when not nil.
+//
+//go:noescape
+func gemmDirect10x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
+
+// gemm11x32AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[p·12+r]·b[p·32+j] + bias[j]) + res[r·ldr+j] for r < 11, j < 32 (packed panels); c's old value counts when accumulate != 0, bias and res when not nil.
+//
+//go:noescape
+func gemm11x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)
+
+// gemmDirect11x32AVX512 computes c[r·ldc+j] = ((c[r·ldc+j] +) Σ_{p<kc} a[r·lda+p]·b[p·32+j] + bias[j]) + res[r·ldr+j] for r < 11, j < 32 (a in place, b packed); c's old value counts when accumulate != 0, bias and res when not nil.
+//
+//go:noescape
+func gemmDirect11x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, accumulate int, bias *float32, res *float32, ldr int, pf *float32, pfStep int)

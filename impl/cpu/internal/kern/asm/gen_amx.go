@@ -37,7 +37,7 @@ func amxKernels() {
 // summed in pairs. n must be positive.
 func amxPeakLoop() {
 	const name = "amxPeakBF16"
-	TEXT(name, NOSPLIT, "func(n int, a, b *uint32, acc *float32, cfg *byte)")
+	text(name, NOSPLIT, "func(n int, a, b *uint32, acc *float32, cfg *byte)")
 	Pragma("noescape")
 	Doc(name + " runs n iterations of six independent TDPBF16PS (accumulator tiles 0-5 += tile 6 · tile 7, loaded from a and b) and stores the six accumulators to acc (6·256 floats); n must be positive; cfg is amxConfig.")
 	Load(Param("cfg"), RAX)
@@ -186,7 +186,7 @@ func tileRelease() {
 // 16 columns; it is loaded once and the tiles are released at the end.
 func amxRowsKernel() {
 	const name = "gemmBF16AMXRows"
-	TEXT(name, NOSPLIT, "func(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, tiles int, half int, bias *float32, cfg *byte)")
+	text(name, NOSPLIT, "func(kt int, a *uint32, lda int, b *uint32, c *float32, ldc int, accumulate int, tiles int, half int, bias *float32, cfg *byte)")
 	Pragma("noescape")
 	Doc(name + " computes c[(t·32+r)·ldc+j] = (c[(t·32+r)·ldc+j] if accumulate, else bias[j] if bias, else 0) + Σ_{p<16·kt} dot(a[(t·32+r)·lda+p], b[p·32+j]) for t < tiles, r < the rows cfg shapes (32, or at most 16 with half), j < 32 with AMX TDPBF16PS, summed into c in place; cfg is amxRowsConfigs'.")
 	Load(Param("cfg"), RAX)

@@ -31,7 +31,7 @@ func bf16Kernels(zmm []VecPhysical) {
 // acc[i] += a.hi·b.hi, then += a.lo·b.lo, where .lo and .hi are the bf16
 // halves of a[i] and b[i] (the instruction's rounding: dpbf16 in bf16.go).
 func dpbf16Probe() {
-	TEXT("dpbf16AVX512", NOSPLIT, "func(acc, a, b *uint32)")
+	text("dpbf16AVX512", NOSPLIT, "func(acc, a, b *uint32)")
 	Pragma("noescape")
 	Doc("dpbf16AVX512 sets acc[i] = dpbf16(acc[i], a[i], b[i]) for i < 16 with one VDPBF16PS: the instruction dpbf16 (bf16.go) is the Go twin of, for the tests.")
 	pacc := Load(Param("acc"), GP64())
@@ -110,7 +110,7 @@ func evexRR(op, pp int, dst, src1, src2 VecPhysical, accumulates bool) {
 // bf16(src[2p+1])<<16 for p < 16·blocks, 32 floats per VCVTNE2PS2BF16
 // (RoundBF16 is its Go twin). blocks must be positive.
 func cvtBF16Kernel() {
-	TEXT("cvtBF16AVX512", NOSPLIT, "func(blocks int, src *float32, dst *uint32)")
+	text("cvtBF16AVX512", NOSPLIT, "func(blocks int, src *float32, dst *uint32)")
 	Pragma("noescape")
 	Doc("cvtBF16AVX512 sets dst[p] = RoundBF16(src[2p]) | RoundBF16(src[2p+1])<<16 for p < 16·blocks, with VCVTNE2PS2BF16; blocks must be positive.")
 	n := Load(Param("blocks"), GP64())
@@ -143,7 +143,7 @@ func cvtBF16Kernel() {
 // low 16 words, row 2p+1 in the high ones) and one VPERMW interleaves the
 // words into the pairs. steps must be positive.
 func pairRowsBF16Kernel() {
-	TEXT("pairRowsBF16AVX512", NOSPLIT, "func(steps int, src *float32, ld int, dst *uint32)")
+	text("pairRowsBF16AVX512", NOSPLIT, "func(steps int, src *float32, ld int, dst *uint32)")
 	Pragma("noescape")
 	Doc("pairRowsBF16AVX512 sets dst[32p + j] = RoundBF16(src[2p·ld + j]) | RoundBF16(src[(2p+1)·ld + j])<<16 for p < steps, j < 32; steps must be positive.")
 	idx := GLOBL("vk_pairwords", RODATA|NOPTR)

@@ -64,7 +64,7 @@ func convBlockedKernels(zmm []VecPhysical) {
 // ahead ran the same, prefetching the residual and output did nothing).
 func convBlocked(nb, np int, zmm []VecPhysical) {
 	name := fmt.Sprintf("convBlocked%dx%dAVX512", nb, np)
-	TEXT(name, NOSPLIT, "func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int)")
+	text(name, NOSPLIT, "func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int)")
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s computes ConvBlockedTile's tile of %d blocks × %d pixels: for j < %d, p < %d, l < 16, "+
 		"acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·%d + j·16 + l] "+
@@ -246,7 +246,7 @@ func tileRows(nb, np int, base, stride, pix Register, f func(m Mem, j, p int)) {
 // by 0.25 is dividing by 4 exactly). n must be positive.
 func avgPool2x2Blocked() {
 	name := "avgPool2x2BlockedRowAVX512"
-	TEXT(name, NOSPLIT, "func(n int, r0, r1, out *float32)")
+	text(name, NOSPLIT, "func(n int, r0, r1, out *float32)")
 	Pragma("noescape")
 	Doc(name + " sets out[j·16+l] = (((r0[2j·16+l] + r0[(2j+1)·16+l]) + r1[2j·16+l]) + r1[(2j+1)·16+l]) · 0.25 for j < n, l < 16.")
 	Load(Param("n"), RCX)

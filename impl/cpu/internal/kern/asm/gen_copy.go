@@ -22,7 +22,7 @@ import (
 // so the AVX-512 path uses it too.
 func copyTaps12() {
 	name := "copyTaps12AVX2"
-	TEXT(name, NOSPLIT, "func(n int, src *float32, taps *int, dst *float32)")
+	text(name, NOSPLIT, "func(n int, src *float32, taps *int, dst *float32)")
 	Pragma("noescape")
 	Doc(name + " sets dst[p·12 + r] = src[taps[p] + r] for p < n, r < 12.")
 	Load(Param("n"), RCX)
@@ -62,7 +62,7 @@ func copyTaps12() {
 // columns 4-7. AVX2 encodings only, so the AVX-512 path uses it too.
 func transposeRows(rows int) {
 	name := fmt.Sprintf("transposeRows%dAVX2", rows)
-	TEXT(name, NOSPLIT, "func(n int, src *float32, offs *int, dst *float32)")
+	text(name, NOSPLIT, "func(n int, src *float32, offs *int, dst *float32)")
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s sets dst[p·%d + r] = src[offs[r] + p] for p < 8·n, r < %d.", name, rows, rows))
 	Load(Param("n"), RCX)
@@ -120,7 +120,7 @@ func transposeRows(rows int) {
 // AVX-512 path uses it too.
 func rowPanels(nr int) {
 	name := fmt.Sprintf("rowPanels%dAVX2", nr)
-	TEXT(name, NOSPLIT, "func(n int, src *float32, ld int, dst *float32, stride int)")
+	text(name, NOSPLIT, "func(n int, src *float32, ld int, dst *float32, stride int)")
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s sets dst[j·stride + r·%d + c] = src[r·ld + j·%d + c] for j < n, r < 4, c < %d.", name, nr, nr, nr))
 	Load(Param("n"), RCX)

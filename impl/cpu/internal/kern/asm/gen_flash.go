@@ -25,7 +25,7 @@ func flashKernels() {
 // pass 1).
 func (s vecISA) flashMax() {
 	name := "flashMax" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x *float32, scale float32) float32")
+	text(name, NOSPLIT, "func(n int, x *float32, scale float32) float32")
 	Pragma("noescape")
 	Doc(name+" returns max_i scale·x[i] (products rounded) over i < n; n must be positive.",
 		"A NaN in x may or may not be returned; flashExp then makes the sum NaN.")
@@ -46,7 +46,7 @@ func (s vecISA) flashMax() {
 // and returns their sum (softmaxRow's pass 2 with a given m).
 func (s vecISA) flashExp() {
 	name := "flashExp" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x *float32, scale, m float32) float32")
+	text(name, NOSPLIT, "func(n int, x *float32, scale, m float32) float32")
 	Pragma("noescape")
 	Doc(name+" sets x[i] = exp(scale·x[i] − m) for i < n (the product and difference rounded; arguments",
 		"must be ≤ 0) and returns Σ_i x[i], summed in float32 over several partial sums; n must be positive.")

@@ -18,7 +18,7 @@ import (
 // offset and weight is read once per block. taps may be 0 (out = 0).
 func (s vecISA) weightedRows() {
 	name := "weightedRows" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, src *float32, offs *int32, w *float32, taps int, out *float32)")
+	text(name, NOSPLIT, "func(n int, src *float32, offs *int32, w *float32, taps int, out *float32)")
 	Pragma("noescape")
 	Doc(name + " sets out[d] = Σ_{j<taps} w[j]·src[offs[j]+d] for d < n.")
 	Load(Param("n"), RCX)

@@ -42,7 +42,7 @@ func groupNormBlockedKernels(zmm, ymm []VecPhysical) {
 // the sums added to s1 and s2 (read, add, write back).
 func (s vecISA) momentsBlocked() {
 	name := "momentsBlocked" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x, shift *float32, s1, s2 *float64)")
+	text(name, NOSPLIT, "func(n int, x, shift *float32, s1, s2 *float64)")
 	Pragma("noescape")
 	Doc(name+" adds to s1[l] and s2[l] the sums of d and d² over p < n, d = float64(x[16p+l]) − float64(shift[l]), l < 16,",
 		"in float64 over several partial sums.")
@@ -116,7 +116,7 @@ func (s vecISA) affineBlocked(silu bool) {
 	if silu {
 		name, what = "affineSiLUBlocked"+s.suffix, "v·sigmoid(v)"
 	}
-	TEXT(name, NOSPLIT, "func(n int, a, b, x, y *float32)")
+	text(name, NOSPLIT, "func(n int, a, b, x, y *float32)")
 	Pragma("noescape")
 	doc := []string{fmt.Sprintf("%s sets y[16p+l] = %s for p < n, l < 16, v = a[l]·x[16p+l] + b[l] (one rounding),", name, what)}
 	if silu {

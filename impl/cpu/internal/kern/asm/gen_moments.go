@@ -21,7 +21,7 @@ import (
 // float64 as they are loaded (VCVTPS2PD).
 func (s vecISA) moments() {
 	name := "moments" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x *float32, shift float32, sums *float64)")
+	text(name, NOSPLIT, "func(n int, x *float32, shift float32, sums *float64)")
 	Pragma("noescape")
 	Doc(name+" sets sums[0] = Σ d and sums[1] = Σ d² over i < n, d = float64(x[i]) − float64(shift),",
 		"in float64 over several partial sums; n must be a multiple of 8.")
@@ -98,7 +98,7 @@ func (s vecISA) reduce64(acc []VecPhysical, tmp VecPhysical) {
 // GroupNorm's normalize, scale and shift of one channel.
 func (s vecISA) affine() {
 	name := "affine" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, a, b float32, x, y *float32)")
+	text(name, NOSPLIT, "func(n int, a, b float32, x, y *float32)")
 	Pragma("noescape")
 	Doc(name + " sets y[i] = a·x[i] + b for i < n, with one rounding (fused multiply-add).")
 	Load(Param("n"), RCX)

@@ -20,7 +20,7 @@ import (
 // odd columns as deinterleave does.
 func (s vecISA) avgPool2x2() {
 	name := "avgPool2x2Row" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, r0, r1, out *float32)")
+	text(name, NOSPLIT, "func(n int, r0, r1, out *float32)")
 	Pragma("noescape")
 	Doc(name + " sets out[j] = (((r0[2j] + r0[2j+1]) + r1[2j]) + r1[2j+1]) · 0.25 for j < n (a multiple of the vector width).")
 	Load(Param("n"), RCX)

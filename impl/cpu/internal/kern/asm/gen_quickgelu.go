@@ -34,9 +34,9 @@ func (s vecISA) silu() {
 // x' = a·x[i] + b (one fused multiply-add) instead of x[i].
 func (s vecISA) sigmoidGate(name, slope string, affine bool, doc ...string) {
 	if affine {
-		TEXT(name, NOSPLIT, "func(n int, a, b float32, x, y *float32)")
+		text(name, NOSPLIT, "func(n int, a, b float32, x, y *float32)")
 	} else {
-		TEXT(name, NOSPLIT, "func(n int, x, y *float32)")
+		text(name, NOSPLIT, "func(n int, x, y *float32)")
 	}
 	Pragma("noescape")
 	Doc(doc...)

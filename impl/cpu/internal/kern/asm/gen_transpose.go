@@ -20,7 +20,7 @@ import (
 // path uses it too.
 func transposeStrip() {
 	name := "transposeStripAVX2"
-	TEXT(name, NOSPLIT, "func(blocks int, src *float32, lds int, dst *float32, ldd int)")
+	text(name, NOSPLIT, "func(blocks int, src *float32, lds int, dst *float32, ldd int)")
 	Pragma("noescape")
 	Doc(name + " sets dst[j·ldd + r] = src[r·lds + j] for r < 8, j < 8·blocks.")
 	Load(Param("blocks"), RCX)

@@ -248,7 +248,7 @@ func (s vecISA) end() {
 // add emits out[i] = x[i] + y[i] for i < n.
 func (s vecISA) add() {
 	name := "add" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x, y, out *float32)")
+	text(name, NOSPLIT, "func(n int, x, y, out *float32)")
 	Pragma("noescape")
 	Doc(name + " sets out[i] = x[i] + y[i] for i < n.")
 	Load(Param("n"), RCX)
@@ -274,7 +274,7 @@ func (s vecISA) add() {
 // the operand VMAXPS returns when either is NaN).
 func (s vecISA) relu() {
 	name := "relu" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x, out *float32)")
+	text(name, NOSPLIT, "func(n int, x, out *float32)")
 	Pragma("noescape")
 	Doc(name + " sets out[i] = max(x[i], 0) for i < n (NaN stays NaN).")
 	Load(Param("n"), RCX)
@@ -308,7 +308,7 @@ func (s vecISA) biasResidual(residual, relu bool) {
 		name, what = name+"ReLU", "max("+what+", 0)"
 	}
 	name += s.suffix
-	TEXT(name, NOSPLIT, sig)
+	text(name, NOSPLIT, sig)
 	Pragma("noescape")
 	Doc(name + " sets out[i] = " + what + " for i < n (NaN stays NaN).")
 	Load(Param("n"), RCX)
@@ -353,7 +353,7 @@ func (s vecISA) biasResidual(residual, relu bool) {
 // scale emits out[i] = alpha·x[i] for i < n.
 func (s vecISA) scale() {
 	name := "scale" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, alpha float32, x, out *float32)")
+	text(name, NOSPLIT, "func(n int, alpha float32, x, out *float32)")
 	Pragma("noescape")
 	Doc(name + " sets out[i] = alpha·x[i] for i < n.")
 	Load(Param("n"), RCX)
@@ -380,7 +380,7 @@ func (s vecISA) scale() {
 // addScaled emits out[i] = x[i] + alpha·y[i] (one fused multiply-add).
 func (s vecISA) addScaled() {
 	name := "addScaled" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, alpha float32, x, y, out *float32)")
+	text(name, NOSPLIT, "func(n int, alpha float32, x, y, out *float32)")
 	Pragma("noescape")
 	Doc(name + " sets out[i] = x[i] + alpha·y[i] for i < n, with one rounding (fused multiply-add).")
 	Load(Param("n"), RCX)
@@ -488,7 +488,7 @@ func (s vecISA) erfRegSet(u int, first int) []erfRegs {
 // gelu emits y = (x·0.5)·(1 + erf(x·(1/√2))), PyTorch's exact GELU.
 func (s vecISA) gelu() {
 	name := "gelu" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x, y *float32)")
+	text(name, NOSPLIT, "func(n int, x, y *float32)")
 	Pragma("noescape")
 	Doc(name + " sets y[i] = (x[i]·0.5)·(1 + erf(x[i]·(1/√2))) for i < n, with gelu(−Inf) = 0 and −0 results as +0.")
 	Load(Param("n"), RCX)
@@ -521,7 +521,7 @@ func (s vecISA) gelu() {
 // erfKernel emits y = erf(x), the erf of gelu alone (for accuracy tests).
 func (s vecISA) erfKernel() {
 	name := "erf" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x, y *float32)")
+	text(name, NOSPLIT, "func(n int, x, y *float32)")
 	Pragma("noescape")
 	Doc(name + " sets y[i] = erf(x[i]) for i < n: the erf of gelu" + s.suffix + ", for the accuracy tests.")
 	Load(Param("n"), RCX)
@@ -616,7 +616,7 @@ func (s vecISA) expRegSet(u, first int) []expRegs {
 // accuracy tests).
 func (s vecISA) expKernel() {
 	name := "exp" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x, y *float32)")
+	text(name, NOSPLIT, "func(n int, x, y *float32)")
 	Pragma("noescape")
 	Doc(name + " sets y[i] = exp(x[i]) for i < n and x[i] ≤ 0: the exp of softmaxRow" + s.suffix + ", for the accuracy tests.")
 	Load(Param("n"), RCX)
@@ -706,7 +706,7 @@ func (s vecISA) expSumPass(label string, ptrs []Register, sc, lo, m VecPhysical,
 // softmaxRow emits the softmax of one row of scale·x in three passes.
 func (s vecISA) softmaxRow() {
 	name := "softmaxRow" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x, y *float32, scale float32)")
+	text(name, NOSPLIT, "func(n int, x, y *float32, scale float32)")
 	Pragma("noescape")
 	Doc(name+" sets y[i] = exp(v[i] − m)/Σ_j exp(v[j] − m) for i < n, where v = scale·x (rounded) and m = max v;",
 		"y is first written with the exponentials, then scaled by 1/Σ. n must be positive.")
@@ -756,7 +756,7 @@ func (s vecISA) softmaxRow() {
 // degrade with |μ|/σ.
 func (s vecISA) layerNormRow() {
 	name := "layerNormRow" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x, gamma, beta, y *float32, eps float32)")
+	text(name, NOSPLIT, "func(n int, x, gamma, beta, y *float32, eps float32)")
 	Pragma("noescape")
 	Doc(name+" sets y[i] = ((x[i] − μ) − δ)·r·gamma[i] + beta[i] for i < n, with μ = Σx/n, δ = Σ(x − μ)/n,",
 		"σ² = Σ(x − μ)²/n − δ² and r = 1/sqrt(σ² + eps), the sums in float32 over several partial sums. n must be positive.")

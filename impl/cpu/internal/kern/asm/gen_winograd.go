@@ -37,7 +37,7 @@ func declareWinogradConsts() {
 //	v[(4ξ+ν)·vs + t] = (X[0][ν]−X[2][ν], X[1][ν]+X[2][ν], X[2][ν]−X[1][ν], X[1][ν]−X[3][ν])[ξ]
 func (s vecISA) winogradInput() {
 	name := "winogradInput" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, q *float32, phase, wq int, v *float32, vs int)")
+	text(name, NOSPLIT, "func(n int, q *float32, phase, wq int, v *float32, vs int)")
 	Pragma("noescape")
 	Doc(name + " writes the Winograd input transform of n tiles (a multiple of the vector width): v[(4ξ+ν)·vs + t] = (Bᵀ d B)[ξ][ν], d[a][b] = q[((a&1)·2+(b&1))·phase + t + (a>>1)·wq + (b>>1)].")
 	Load(Param("n"), RCX)
@@ -99,7 +99,7 @@ func (s vecISA) winogradInput() {
 //	w1[2t+j] = ((S[1][j]−S[2][j])−S[3][j]) + bias
 func (s vecISA) winogradOutput() {
 	name := "winogradOutput" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, m *float32, ms int, bias float32, w0, w1 *float32)")
+	text(name, NOSPLIT, "func(n int, m *float32, ms int, bias float32, w0, w1 *float32)")
 	Pragma("noescape")
 	Doc(name + " writes the Winograd output transform of n tiles (a multiple of the vector width) plus bias, rows interleaved: w0[2t+j] = (Aᵀ M A)[0][j] + bias, w1[2t+j] = (Aᵀ M A)[1][j] + bias, M[ξ][ν] = m[(4ξ+ν)·ms + t].")
 	Load(Param("n"), RCX)
@@ -156,7 +156,7 @@ func (s vecISA) winogradOutput() {
 // deinterleave emits even[j] = src[2j], odd[j] = src[2j+1] for j < n.
 func (s vecISA) deinterleave() {
 	name := "deinterleave" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, src, even, odd *float32)")
+	text(name, NOSPLIT, "func(n int, src, even, odd *float32)")
 	Pragma("noescape")
 	Doc(name + " sets even[j] = src[2j] and odd[j] = src[2j+1] for j < n (a multiple of the vector width).")
 	Load(Param("n"), RCX)
@@ -208,7 +208,7 @@ func (s vecISA) evenOdd(a, b, e, o, evens, odds VecPhysical) VecPhysical {
 // inverse of deinterleave (a pixel shuffle's row for a factor of 2).
 func (s vecISA) interleave() {
 	name := "interleave" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, even, odd, dst *float32)")
+	text(name, NOSPLIT, "func(n int, even, odd, dst *float32)")
 	Pragma("noescape")
 	Doc(name + " sets dst[2j] = even[j] and dst[2j+1] = odd[j] for j < n (a multiple of the vector width).")
 	Load(Param("n"), RCX)
@@ -255,7 +255,7 @@ func (s vecISA) interleave() {
 // comparison, in the order the Go twin makes it).
 func (s vecISA) maxNaN() {
 	name := "max" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x, y, out *float32)")
+	text(name, NOSPLIT, "func(n int, x, y, out *float32)")
 	Pragma("noescape")
 	Doc(name + " sets out[i] = y[i] if y[i] > x[i] or y[i] is NaN, else x[i], for i < n.")
 	Load(Param("n"), RCX)

@@ -76,7 +76,7 @@ func winogradInputBlockedArgs() {
 // does). n must be positive.
 func winogradInputBlockedAVX512(zmm []VecPhysical) {
 	name := "winogradInputBlockedAVX512"
-	TEXT(name, NOSPLIT, "func(n int, x *float32, rowStride int, v *float32, vStride int)")
+	text(name, NOSPLIT, "func(n int, x *float32, rowStride int, v *float32, vStride int)")
 	Pragma("noescape")
 	Doc(name + " writes the Winograd input transform of n tiles of one NCHW16c channel block: v[(4ξ+ν)·vStride + 16k + l] = (Bᵀ d B)[ξ][ν], d[a][b] = x[a·rowStride + (2k+b)·16 + l], l < 16.")
 	winogradInputBlockedArgs()
@@ -142,7 +142,7 @@ func winogradInputBlockedAVX512(zmm []VecPhysical) {
 // it needs eight registers. n must be positive.
 func (s vecISA) winogradInputBlockedHalves() {
 	name := "winogradInputBlocked" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, x *float32, rowStride int, v *float32, vStride int)")
+	text(name, NOSPLIT, "func(n int, x *float32, rowStride int, v *float32, vStride int)")
 	Pragma("noescape")
 	Doc(name + " writes the Winograd input transform of n tiles of one NCHW16c channel block: v[(4ξ+ν)·vStride + 16k + l] = (Bᵀ d B)[ξ][ν], d[a][b] = x[a·rowStride + (2k+b)·16 + l], l < 16.")
 	winogradInputBlockedArgs()
@@ -188,7 +188,7 @@ func (s vecISA) winogradInputBlockedHalves() {
 // loop. n must be positive.
 func (s vecISA) winogradOutputBlocked() {
 	name := "winogradOutputBlocked" + s.suffix
-	TEXT(name, NOSPLIT, "func(n int, m *float32, mStride int, bias, res, y *float32, rowStride int, relu int)")
+	text(name, NOSPLIT, "func(n int, m *float32, mStride int, bias, res, y *float32, rowStride int, relu int)")
 	Pragma("noescape")
 	Doc(name + " writes the Winograd output transform of n tiles of one NCHW16c channel block: at o = i·rowStride + (2k+j)·16 + l, " +
 		"y[o] = relu((Aᵀ M A)[i][j] + bias[l] + res[o]), M[ξ][ν] = m[(4ξ+ν)·mStride + 16k + l], l < 16; res when not nil, relu (max(v, 0), NaN kept) when relu != 0.")
