@@ -86,29 +86,42 @@ func (v *vqNet) resnetBlock(g *bench.Graph, prefix, in, out string, cin, cout, h
 //
 //	h = norm(x);  q, k, v = 1×1 convs of h, read as tokens [HW, c] (position y·W + x)
 //	out = x + proj_out(softmax(q kᵀ · c^−½) v)      (softmax over keys)
+//
+// The three 1×1 convolutions on the same map are one product on its
+// tokens: h is read as tokens once, and q, k and v's weights and biases
+// are stacked (as minGPT's are), so qkv [B, HW, 3c] is AttentionCore's
+// input with one head of c channels.
 func (v *vqNet) attnBlock(g *bench.Graph, prefix, in, out string, c, h, w int) {
 	n := v.batch
 	hn := v.fmap(g, "at.h", c, h, w)
 	v.norm(g, prefix+"norm", in, hn, c, h, w, false)
-	tok := bench.Shape{n, h * w, c}
-	var toks []string
+	ht := fmt.Sprintf("vq.at.h.tok.%dx%d", c, h*w)
+	g.Temp(ht, bench.Shape{n, h * w, c})
+	var ws, bs []string
 	for _, p := range []string{"q", "k", "v"} {
-		m := v.fmap(g, "at."+p, c, h, w)
-		v.conv(g, prefix+p, hn, m, c, c, h, w, 1, 1, 0, "")
-		t := fmt.Sprintf("vq.at.%s.tok.%dx%d", p, c, h*w)
-		g.Temp(t, tok)
-		g.Steps = append(g.Steps, bench.Step{Node: FlattenLevels{Batch: n, Chans: c, Levels: LevelsOf([2]int{h, w})},
-			In: []string{m}, Out: []string{t}})
-		toks = append(toks, t)
+		v.add(bench.ArraySpec{Name: prefix + p + ".weight", Shape: bench.Shape{c, c, 1, 1}}, bench.ArraySpec{Name: prefix + p + ".bias", Shape: bench.Shape{c}})
+		ws, bs = append(ws, prefix+p+".weight"), append(bs, prefix+p+".bias")
 	}
-	core := MHACore{Batch: n, Queries: h * w, Keys: h * w, Heads: 1, HeadDim: c, Scale: 1 / sqrtInt(c), QLd: c, KLd: c, VLd: c}
+	wqkv, bqkv := fmt.Sprintf("vq.at.wqkv.%d", c), fmt.Sprintf("vq.at.bqkv.%d", c)
+	g.Temp(wqkv, bench.Shape{3 * c, c})
+	g.Temp(bqkv, bench.Shape{3 * c})
+	qkv := fmt.Sprintf("vq.at.qkv.%dx%d", c, h*w)
+	g.Temp(qkv, bench.Shape{n, h * w, 3 * c})
+	proj := Gemm{Batch: n, M: h * w, N: 3 * c, K: c, TransB: true, Bias: true}
+	core := AttentionCore{Batch: n, Tokens: h * w, Heads: 1, HeadDim: c, Scale: 1 / sqrtInt(c)}
 	if v.record {
+		v.macs += int64(n) * int64(h*w) * int64(3*c) * int64(c)
 		v.macs += core.MACs()
 	}
 	ctx := fmt.Sprintf("vq.at.ctx.%dx%d", c, h*w)
-	g.Temp(ctx, tok)
+	g.Temp(ctx, bench.Shape{n, h * w, c})
 	img := v.fmap(g, "at.ctx", c, h, w)
-	g.Steps = append(g.Steps, bench.Step{Node: core, In: toks, Out: []string{ctx}},
+	g.Steps = append(g.Steps,
+		bench.Step{Node: FlattenLevels{Batch: n, Chans: c, Levels: LevelsOf([2]int{h, w})}, In: []string{hn}, Out: []string{ht}},
+		bench.Step{Node: Concat{Parts: 3, Elems: c * c}, In: ws, Out: []string{wqkv}},
+		bench.Step{Node: Concat{Parts: 3, Elems: c}, In: bs, Out: []string{bqkv}},
+		bench.Step{Node: proj, In: []string{ht, wqkv, bqkv}, Out: []string{qkv}},
+		bench.Step{Node: core, In: []string{qkv}, Out: []string{ctx}},
 		bench.Step{Node: TokensToImage{Batch: n, Chans: c, Height: h, Width: w}, In: []string{ctx}, Out: []string{img}})
 	v.conv(g, prefix+"proj_out", img, out, c, c, h, w, 1, 1, 0, in)
 }
