@@ -10,8 +10,9 @@ import "vitbench/impl/cpu/internal/kern"
 // tokens as 98 and 99 rows, nine tiles each), the workers take those;
 // otherwise the row tiles that do not divide evenly (fewer than one per
 // worker: 197 tokens are 16 tiles of 12 and one of 5) are split by
-// columns, so that no worker waits for another's extra tile. With few rows (one token, a small batch), workers split the
-// column panels of everything. Small products stay on one worker.
+// columns, so that no worker waits for another's extra tile. With few
+// rows (one token, a small batch), workers split the column panels of
+// everything. Small products stay on one worker.
 func gemmParallel(threads, m int, a []float32, lda int, pb *kern.PackedB, c []float32, ldc int, epi kern.Epilogue) {
 	if int64(m)*int64(pb.N)*int64(pb.K) < 1<<18 {
 		threads = 1

@@ -40,16 +40,21 @@ type packedFn = func(kc int, a, b, c *float32, ldc int, accumulate int, bias, re
 // directFn is the signature of a microkernel that reads A in place.
 type directFn = func(kc int, a *float32, lda int, b, c *float32, ldc int, accumulate int, bias, res *float32, ldr int, pf *float32, pfStep int)
 
-// shortKernel is a microkernel pair of rows rows (fewer than the full
-// kernel's mr): fn over mr-row packed panels, direct reading A in place.
+// shortKernel is a microkernel pair of rows rows: fn over mr-row packed
+// panels, direct reading A in place.
 type shortKernel struct {
 	rows   int
 	fn     packedFn
 	direct directFn
 }
 
-// shortFor returns mk's short kernels of mh rows, ok false if it has none.
-func (mk microKernel) shortFor(mh int) (shortKernel, bool) {
+// exactFor returns mk's kernel pair that computes exactly mh rows (the
+// full kernels for mr, one of mk.short for fewer), ok false if it has
+// none: a tail kernel (fewestRows) then computes more rows than mh.
+func (mk microKernel) exactFor(mh int) (shortKernel, bool) {
+	if mh == mk.mr {
+		return shortKernel{mk.mr, mk.fn, mk.direct}, true
+	}
 	for _, s := range mk.short {
 		if s.rows == mh {
 			return s, true
@@ -70,7 +75,7 @@ func (mk microKernel) balancedTiles(mb int) bool {
 		return false
 	}
 	tiles := (mb + mk.mr - 1) / mk.mr
-	_, ok := mk.shortFor(mb / tiles)
+	_, ok := mk.exactFor(mb / tiles)
 	return ok
 }
 
@@ -416,28 +421,19 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 	// (balancedTiles) every tile is read in place or packed by itself.
 	ma, isMatrix := src.(matrixA)
 	direct := isMatrix && mk.direct != nil && directA(mk, j1-j0, k)
-	// kernel runs the microkernel on the tile of mh rows at row row of A,
-	// with A packed at ap or, when direct and the tile is full or short
-	// (of a kernel in mk.short), in place; exact says the kernel writes
-	// exactly mh rows (else it writes mr, for the scratch tile). Each tile
-	// of a panel prefetches its slice of the next panel (pf, pfStep) into
-	// L2.
+	// kernel runs the microkernel on the tile of mh rows at row row of A:
+	// one that computes exactly mh rows (exactFor) with A packed at ap or,
+	// when direct, in place; else a tail kernel on the packed panel, which
+	// writes mr rows (for the scratch tile). Each tile of a panel
+	// prefetches its slice of the next panel (pf, pfStep) into L2.
 	var pf *float32
 	var pfStep int
 	kernel := func(kb int, ap *float32, row, pc, mh int, bp, cp *float32, ldc, acc int, bias, res *float32, ldr int) {
-		if mh == mr {
+		if ek, ok := mk.exactFor(mh); ok {
 			if direct {
-				mk.direct(kb, &ma.a[row*ma.lda+pc], ma.lda, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
+				ek.direct(kb, &ma.a[row*ma.lda+pc], ma.lda, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
 			} else {
-				mk.fn(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
-			}
-			return
-		}
-		if sk, ok := mk.shortFor(mh); ok {
-			if direct {
-				sk.direct(kb, &ma.a[row*ma.lda+pc], ma.lda, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
-			} else {
-				sk.fn(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
+				ek.fn(kb, ap, bp, cp, ldc, acc, bias, res, ldr, pf, pfStep)
 			}
 			return
 		}
@@ -485,16 +481,6 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 					packTail(pa[full*kb:], ma.a, ma.lda, ic+full, mb-full, mr, pc, kb)
 				}
 			}
-			// A tile's kernel writes its rows of C in place, unless it is
-			// a tail kernel (which writes mr rows) or the panel is narrower
-			// than nr.
-			exact := func(mh int) bool {
-				if mh == mr {
-					return true
-				}
-				_, ok := mk.shortFor(mh)
-				return ok
-			}
 			actFrom := j0 // columns [actFrom, jr) of this row block await the activation
 			for jr := j0; jr < j1; jr += nr {
 				bp := &block[jr*kb]
@@ -509,7 +495,10 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 					}
 					ap := &pa[t*mr*kb]
 					cp := (ic+r0)*ldc + jr
-					if nw == nr && exact(mh) {
+					// A tile's kernel writes its rows of C in place, unless
+					// it is a tail kernel (which writes mr rows) or the
+					// panel is narrower than nr.
+					if _, exact := mk.exactFor(mh); exact && nw == nr {
 						if !last || !epi.active() {
 							kernel(kb, ap, ic+r0, pc, mh, bp, &c[cp], ldc, acc, nil, nil, 0)
 							continue

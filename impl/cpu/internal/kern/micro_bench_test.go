@@ -5,7 +5,6 @@ package kern
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 )
@@ -93,10 +92,4 @@ func BenchmarkBalancedTiles(b *testing.B) {
 			})
 		}
 	}
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
