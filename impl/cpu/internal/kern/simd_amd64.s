@@ -4791,59 +4791,41 @@ DATA vk_erfcut<>+56(SB)/4, $0x407ae148
 DATA vk_erfcut<>+60(SB)/4, $0x407ae148
 GLOBL vk_erfcut<>(SB), RODATA|NOPTR, $64
 
-DATA vk_c25<>+0(SB)/4, $0x40200000
-DATA vk_c25<>+4(SB)/4, $0x40200000
-DATA vk_c25<>+8(SB)/4, $0x40200000
-DATA vk_c25<>+12(SB)/4, $0x40200000
-DATA vk_c25<>+16(SB)/4, $0x40200000
-DATA vk_c25<>+20(SB)/4, $0x40200000
-DATA vk_c25<>+24(SB)/4, $0x40200000
-DATA vk_c25<>+28(SB)/4, $0x40200000
-DATA vk_c25<>+32(SB)/4, $0x40200000
-DATA vk_c25<>+36(SB)/4, $0x40200000
-DATA vk_c25<>+40(SB)/4, $0x40200000
-DATA vk_c25<>+44(SB)/4, $0x40200000
-DATA vk_c25<>+48(SB)/4, $0x40200000
-DATA vk_c25<>+52(SB)/4, $0x40200000
-DATA vk_c25<>+56(SB)/4, $0x40200000
-DATA vk_c25<>+60(SB)/4, $0x40200000
-GLOBL vk_c25<>(SB), RODATA|NOPTR, $64
+DATA vk_erfmagic2<>+0(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+4(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+8(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+12(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+16(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+20(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+24(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+28(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+32(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+36(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+40(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+44(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+48(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+52(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+56(SB)/4, $0x4b400000
+DATA vk_erfmagic2<>+60(SB)/4, $0x4b400000
+GLOBL vk_erfmagic2<>(SB), RODATA|NOPTR, $64
 
-DATA vk_erfc0hi<>+0(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+4(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+8(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+12(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+16(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+20(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+24(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+28(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+32(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+36(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+40(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+44(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+48(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+52(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+56(SB)/4, $0x3f906ebb
-DATA vk_erfc0hi<>+60(SB)/4, $0x3f906ebb
-GLOBL vk_erfc0hi<>(SB), RODATA|NOPTR, $64
-
-DATA vk_erfc0lo<>+0(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+4(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+8(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+12(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+16(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+20(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+24(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+28(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+32(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+36(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+40(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+44(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+48(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+52(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+56(SB)/4, $0xb37bd649
-DATA vk_erfc0lo<>+60(SB)/4, $0xb37bd649
-GLOBL vk_erfc0lo<>(SB), RODATA|NOPTR, $64
+DATA vk_erfmagic1<>+0(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+4(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+8(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+12(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+16(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+20(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+24(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+28(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+32(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+36(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+40(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+44(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+48(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+52(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+56(SB)/4, $0x4ac00000
+DATA vk_erfmagic1<>+60(SB)/4, $0x4ac00000
+GLOBL vk_erfmagic1<>(SB), RODATA|NOPTR, $64
 
 DATA vk_rsqrt2<>+0(SB)/4, $0x3f3504f3
 DATA vk_rsqrt2<>+4(SB)/4, $0x3f3504f3
@@ -5115,347 +5097,167 @@ DATA vk_expc4<>+56(SB)/4, $0x3ab51226
 DATA vk_expc4<>+60(SB)/4, $0x3ab51226
 GLOBL vk_expc4<>(SB), RODATA|NOPTR, $64
 
-DATA vk_erfs0<>+0(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+4(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+8(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+12(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+16(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+20(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+24(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+28(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+32(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+36(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+40(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+44(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+48(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+52(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+56(SB)/4, $0xbec093a0
-DATA vk_erfs0<>+60(SB)/4, $0xbec093a0
-GLOBL vk_erfs0<>(SB), RODATA|NOPTR, $64
+DATA vk_erft0<>+0(SB)/4, $0x00000000
+DATA vk_erft0<>+4(SB)/4, $0x3f053f7b
+DATA vk_erft0<>+8(SB)/4, $0x3f57bb3d
+DATA vk_erft0<>+12(SB)/4, $0x3f7752ab
+DATA vk_erft0<>+16(SB)/4, $0x3f7ecd71
+DATA vk_erft0<>+20(SB)/4, $0x3f7fe554
+DATA vk_erft0<>+24(SB)/4, $0x3f7ffe8d
+DATA vk_erft0<>+28(SB)/4, $0x3f7ffff4
+DATA vk_erft0<>+32(SB)/4, $0x00000000
+DATA vk_erft0<>+36(SB)/4, $0x3f053f7b
+DATA vk_erft0<>+40(SB)/4, $0x3f57bb3d
+DATA vk_erft0<>+44(SB)/4, $0x3f7752ab
+DATA vk_erft0<>+48(SB)/4, $0x3f7ecd71
+DATA vk_erft0<>+52(SB)/4, $0x3f7fe554
+DATA vk_erft0<>+56(SB)/4, $0x3f7ffe8d
+DATA vk_erft0<>+60(SB)/4, $0x3f7ffff4
+GLOBL vk_erft0<>(SB), RODATA|NOPTR, $64
 
-DATA vk_erfs1<>+0(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+4(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+8(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+12(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+16(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+20(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+24(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+28(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+32(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+36(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+40(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+44(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+48(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+52(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+56(SB)/4, $0x3de716a7
-DATA vk_erfs1<>+60(SB)/4, $0x3de716a7
-GLOBL vk_erfs1<>(SB), RODATA|NOPTR, $64
+DATA vk_erft1<>+0(SB)/4, $0xb356ffd2
+DATA vk_erft1<>+4(SB)/4, $0x3f60f7cc
+DATA vk_erft1<>+8(SB)/4, $0x3ed48950
+DATA vk_erft1<>+12(SB)/4, $0x3df39005
+DATA vk_erft1<>+16(SB)/4, $0x3ca944d2
+DATA vk_erft1<>+20(SB)/4, $0x3b0f1ea4
+DATA vk_erft1<>+24(SB)/4, $0x3916ad55
+DATA vk_erft1<>+28(SB)/4, $0xb2c1a5bf
+DATA vk_erft1<>+32(SB)/4, $0xb356ffd2
+DATA vk_erft1<>+36(SB)/4, $0x3f60f7cc
+DATA vk_erft1<>+40(SB)/4, $0x3ed48950
+DATA vk_erft1<>+44(SB)/4, $0x3df39005
+DATA vk_erft1<>+48(SB)/4, $0x3ca944d2
+DATA vk_erft1<>+52(SB)/4, $0x3b0f1ea4
+DATA vk_erft1<>+56(SB)/4, $0x3916ad55
+DATA vk_erft1<>+60(SB)/4, $0xb2c1a5bf
+GLOBL vk_erft1<>(SB), RODATA|NOPTR, $64
 
-DATA vk_erfs2<>+0(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+4(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+8(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+12(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+16(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+20(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+24(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+28(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+32(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+36(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+40(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+44(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+48(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+52(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+56(SB)/4, $0xbcdbfed7
-DATA vk_erfs2<>+60(SB)/4, $0xbcdbfed7
-GLOBL vk_erfs2<>(SB), RODATA|NOPTR, $64
+DATA vk_erft2<>+0(SB)/4, $0xb5d9de74
+DATA vk_erft2<>+4(SB)/4, $0xbee0f16e
+DATA vk_erft2<>+8(SB)/4, $0xbed493c3
+DATA vk_erft2<>+12(SB)/4, $0xbe369202
+DATA vk_erft2<>+16(SB)/4, $0xbd28be9b
+DATA vk_erft2<>+20(SB)/4, $0xbbb84157
+DATA vk_erft2<>+24(SB)/4, $0xba12baf2
+DATA vk_erft2<>+28(SB)/4, $0x3921e109
+DATA vk_erft2<>+32(SB)/4, $0xb5d9de74
+DATA vk_erft2<>+36(SB)/4, $0xbee0f16e
+DATA vk_erft2<>+40(SB)/4, $0xbed493c3
+DATA vk_erft2<>+44(SB)/4, $0xbe369202
+DATA vk_erft2<>+48(SB)/4, $0xbd28be9b
+DATA vk_erft2<>+52(SB)/4, $0xbbb84157
+DATA vk_erft2<>+56(SB)/4, $0xba12baf2
+DATA vk_erft2<>+60(SB)/4, $0x3921e109
+GLOBL vk_erft2<>(SB), RODATA|NOPTR, $64
 
-DATA vk_erfs3<>+0(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+4(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+8(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+12(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+16(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+20(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+24(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+28(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+32(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+36(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+40(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+44(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+48(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+52(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+56(SB)/4, $0x3baa123d
-DATA vk_erfs3<>+60(SB)/4, $0x3baa123d
-GLOBL vk_erfs3<>(SB), RODATA|NOPTR, $64
+DATA vk_erft3<>+0(SB)/4, $0xbec08d14
+DATA vk_erft3<>+4(SB)/4, $0xbe169679
+DATA vk_erft3<>+8(SB)/4, $0x3e0eacee
+DATA vk_erft3<>+12(SB)/4, $0x3e0ccd64
+DATA vk_erft3<>+16(SB)/4, $0x3d3ed6f2
+DATA vk_erft3<>+20(SB)/4, $0x3c2ba519
+DATA vk_erft3<>+24(SB)/4, $0x3b234331
+DATA vk_erft3<>+28(SB)/4, $0xbb056d1a
+DATA vk_erft3<>+32(SB)/4, $0xbec08d14
+DATA vk_erft3<>+36(SB)/4, $0xbe169679
+DATA vk_erft3<>+40(SB)/4, $0x3e0eacee
+DATA vk_erft3<>+44(SB)/4, $0x3e0ccd64
+DATA vk_erft3<>+48(SB)/4, $0x3d3ed6f2
+DATA vk_erft3<>+52(SB)/4, $0x3c2ba519
+DATA vk_erft3<>+56(SB)/4, $0x3b234331
+DATA vk_erft3<>+60(SB)/4, $0xbb056d1a
+GLOBL vk_erft3<>(SB), RODATA|NOPTR, $64
 
-DATA vk_erfs4<>+0(SB)/4, $0xba525da5
-DATA vk_erfs4<>+4(SB)/4, $0xba525da5
-DATA vk_erfs4<>+8(SB)/4, $0xba525da5
-DATA vk_erfs4<>+12(SB)/4, $0xba525da5
-DATA vk_erfs4<>+16(SB)/4, $0xba525da5
-DATA vk_erfs4<>+20(SB)/4, $0xba525da5
-DATA vk_erfs4<>+24(SB)/4, $0xba525da5
-DATA vk_erfs4<>+28(SB)/4, $0xba525da5
-DATA vk_erfs4<>+32(SB)/4, $0xba525da5
-DATA vk_erfs4<>+36(SB)/4, $0xba525da5
-DATA vk_erfs4<>+40(SB)/4, $0xba525da5
-DATA vk_erfs4<>+44(SB)/4, $0xba525da5
-DATA vk_erfs4<>+48(SB)/4, $0xba525da5
-DATA vk_erfs4<>+52(SB)/4, $0xba525da5
-DATA vk_erfs4<>+56(SB)/4, $0xba525da5
-DATA vk_erfs4<>+60(SB)/4, $0xba525da5
-GLOBL vk_erfs4<>(SB), RODATA|NOPTR, $64
+DATA vk_erft4<>+0(SB)/4, $0xba167d43
+DATA vk_erft4<>+4(SB)/4, $0x3e3edc4e
+DATA vk_erft4<>+8(SB)/4, $0x3d82eab8
+DATA vk_erft4<>+12(SB)/4, $0xbd1967dc
+DATA vk_erft4<>+16(SB)/4, $0xbcce4b1e
+DATA vk_erft4<>+20(SB)/4, $0xbcaa200e
+DATA vk_erft4<>+24(SB)/4, $0xbc3055f8
+DATA vk_erft4<>+28(SB)/4, $0x3c41686f
+DATA vk_erft4<>+32(SB)/4, $0xba167d43
+DATA vk_erft4<>+36(SB)/4, $0x3e3edc4e
+DATA vk_erft4<>+40(SB)/4, $0x3d82eab8
+DATA vk_erft4<>+44(SB)/4, $0xbd1967dc
+DATA vk_erft4<>+48(SB)/4, $0xbcce4b1e
+DATA vk_erft4<>+52(SB)/4, $0xbcaa200e
+DATA vk_erft4<>+56(SB)/4, $0xbc3055f8
+DATA vk_erft4<>+60(SB)/4, $0x3c41686f
+GLOBL vk_erft4<>(SB), RODATA|NOPTR, $64
 
-DATA vk_erfs5<>+0(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+4(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+8(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+12(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+16(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+20(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+24(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+28(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+32(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+36(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+40(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+44(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+48(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+52(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+56(SB)/4, $0x38a5a5cc
-DATA vk_erfs5<>+60(SB)/4, $0x38a5a5cc
-GLOBL vk_erfs5<>(SB), RODATA|NOPTR, $64
+DATA vk_erft5<>+0(SB)/4, $0x3ded64a4
+DATA vk_erft5<>+4(SB)/4, $0xbac99534
+DATA vk_erft5<>+8(SB)/4, $0xbd612b45
+DATA vk_erft5<>+12(SB)/4, $0xbd12f1d1
+DATA vk_erft5<>+16(SB)/4, $0xbc621a80
+DATA vk_erft5<>+20(SB)/4, $0x3d2af02d
+DATA vk_erft5<>+24(SB)/4, $0x3cf19ee0
+DATA vk_erft5<>+28(SB)/4, $0xbd0e4ba5
+DATA vk_erft5<>+32(SB)/4, $0x3ded64a4
+DATA vk_erft5<>+36(SB)/4, $0xbac99534
+DATA vk_erft5<>+40(SB)/4, $0xbd612b45
+DATA vk_erft5<>+44(SB)/4, $0xbd12f1d1
+DATA vk_erft5<>+48(SB)/4, $0xbc621a80
+DATA vk_erft5<>+52(SB)/4, $0x3d2af02d
+DATA vk_erft5<>+56(SB)/4, $0x3cf19ee0
+DATA vk_erft5<>+60(SB)/4, $0xbd0e4ba5
+GLOBL vk_erft5<>(SB), RODATA|NOPTR, $64
 
-DATA vk_erfl0<>+0(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+4(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+8(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+12(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+16(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+20(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+24(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+28(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+32(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+36(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+40(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+44(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+48(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+52(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+56(SB)/4, $0xb9d55970
-DATA vk_erfl0<>+60(SB)/4, $0xb9d55970
-GLOBL vk_erfl0<>(SB), RODATA|NOPTR, $64
+DATA vk_erft6<>+0(SB)/4, $0xbc043ef8
+DATA vk_erft6<>+4(SB)/4, $0xbd265225
+DATA vk_erft6<>+8(SB)/4, $0xbc4c4116
+DATA vk_erft6<>+12(SB)/4, $0x3d4d96f0
+DATA vk_erft6<>+16(SB)/4, $0x3d1ea554
+DATA vk_erft6<>+20(SB)/4, $0xbd5fb1b4
+DATA vk_erft6<>+24(SB)/4, $0xbd2c62dd
+DATA vk_erft6<>+28(SB)/4, $0x3d4f2a8d
+DATA vk_erft6<>+32(SB)/4, $0xbc043ef8
+DATA vk_erft6<>+36(SB)/4, $0xbd265225
+DATA vk_erft6<>+40(SB)/4, $0xbc4c4116
+DATA vk_erft6<>+44(SB)/4, $0x3d4d96f0
+DATA vk_erft6<>+48(SB)/4, $0x3d1ea554
+DATA vk_erft6<>+52(SB)/4, $0xbd5fb1b4
+DATA vk_erft6<>+56(SB)/4, $0xbd2c62dd
+DATA vk_erft6<>+60(SB)/4, $0x3d4f2a8d
+GLOBL vk_erft6<>(SB), RODATA|NOPTR, $64
 
-DATA vk_erfl1<>+0(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+4(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+8(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+12(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+16(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+20(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+24(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+28(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+32(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+36(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+40(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+44(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+48(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+52(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+56(SB)/4, $0x3b0ebe20
-DATA vk_erfl1<>+60(SB)/4, $0x3b0ebe20
-GLOBL vk_erfl1<>(SB), RODATA|NOPTR, $64
+DATA vk_erft7<>+0(SB)/4, $0xbc92e753
+DATA vk_erft7<>+4(SB)/4, $0x3c00e6c3
+DATA vk_erft7<>+8(SB)/4, $0x3c9af2e2
+DATA vk_erft7<>+12(SB)/4, $0xbcc0aef2
+DATA vk_erft7<>+16(SB)/4, $0xbcc2419e
+DATA vk_erft7<>+20(SB)/4, $0x3cf7d05c
+DATA vk_erft7<>+24(SB)/4, $0x3cc3b451
+DATA vk_erft7<>+28(SB)/4, $0xbcecd559
+DATA vk_erft7<>+32(SB)/4, $0xbc92e753
+DATA vk_erft7<>+36(SB)/4, $0x3c00e6c3
+DATA vk_erft7<>+40(SB)/4, $0x3c9af2e2
+DATA vk_erft7<>+44(SB)/4, $0xbcc0aef2
+DATA vk_erft7<>+48(SB)/4, $0xbcc2419e
+DATA vk_erft7<>+52(SB)/4, $0x3cf7d05c
+DATA vk_erft7<>+56(SB)/4, $0x3cc3b451
+DATA vk_erft7<>+60(SB)/4, $0xbcecd559
+GLOBL vk_erft7<>(SB), RODATA|NOPTR, $64
 
-DATA vk_erfl2<>+0(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+4(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+8(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+12(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+16(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+20(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+24(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+28(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+32(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+36(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+40(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+44(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+48(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+52(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+56(SB)/4, $0xbbb279d5
-DATA vk_erfl2<>+60(SB)/4, $0xbbb279d5
-GLOBL vk_erfl2<>(SB), RODATA|NOPTR, $64
-
-DATA vk_erfl3<>+0(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+4(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+8(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+12(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+16(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+20(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+24(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+28(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+32(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+36(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+40(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+44(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+48(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+52(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+56(SB)/4, $0x3c08dc03
-DATA vk_erfl3<>+60(SB)/4, $0x3c08dc03
-GLOBL vk_erfl3<>(SB), RODATA|NOPTR, $64
-
-DATA vk_erfl4<>+0(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+4(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+8(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+12(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+16(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+20(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+24(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+28(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+32(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+36(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+40(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+44(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+48(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+52(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+56(SB)/4, $0xbc0d2744
-DATA vk_erfl4<>+60(SB)/4, $0xbc0d2744
-GLOBL vk_erfl4<>(SB), RODATA|NOPTR, $64
-
-DATA vk_erfl5<>+0(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+4(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+8(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+12(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+16(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+20(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+24(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+28(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+32(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+36(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+40(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+44(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+48(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+52(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+56(SB)/4, $0x3bc7fdbd
-DATA vk_erfl5<>+60(SB)/4, $0x3bc7fdbd
-GLOBL vk_erfl5<>(SB), RODATA|NOPTR, $64
-
-DATA vk_erfl6<>+0(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+4(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+8(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+12(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+16(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+20(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+24(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+28(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+32(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+36(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+40(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+44(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+48(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+52(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+56(SB)/4, $0xbb38b11f
-DATA vk_erfl6<>+60(SB)/4, $0xbb38b11f
-GLOBL vk_erfl6<>(SB), RODATA|NOPTR, $64
-
-DATA vk_erfl7<>+0(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+4(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+8(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+12(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+16(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+20(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+24(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+28(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+32(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+36(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+40(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+44(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+48(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+52(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+56(SB)/4, $0x3a1584ec
-DATA vk_erfl7<>+60(SB)/4, $0x3a1584ec
-GLOBL vk_erfl7<>(SB), RODATA|NOPTR, $64
-
-DATA vk_erfl8<>+0(SB)/4, $0x39963646
-DATA vk_erfl8<>+4(SB)/4, $0x39963646
-DATA vk_erfl8<>+8(SB)/4, $0x39963646
-DATA vk_erfl8<>+12(SB)/4, $0x39963646
-DATA vk_erfl8<>+16(SB)/4, $0x39963646
-DATA vk_erfl8<>+20(SB)/4, $0x39963646
-DATA vk_erfl8<>+24(SB)/4, $0x39963646
-DATA vk_erfl8<>+28(SB)/4, $0x39963646
-DATA vk_erfl8<>+32(SB)/4, $0x39963646
-DATA vk_erfl8<>+36(SB)/4, $0x39963646
-DATA vk_erfl8<>+40(SB)/4, $0x39963646
-DATA vk_erfl8<>+44(SB)/4, $0x39963646
-DATA vk_erfl8<>+48(SB)/4, $0x39963646
-DATA vk_erfl8<>+52(SB)/4, $0x39963646
-DATA vk_erfl8<>+56(SB)/4, $0x39963646
-DATA vk_erfl8<>+60(SB)/4, $0x39963646
-GLOBL vk_erfl8<>(SB), RODATA|NOPTR, $64
-
-DATA vk_erfl9<>+0(SB)/4, $0xb9923961
-DATA vk_erfl9<>+4(SB)/4, $0xb9923961
-DATA vk_erfl9<>+8(SB)/4, $0xb9923961
-DATA vk_erfl9<>+12(SB)/4, $0xb9923961
-DATA vk_erfl9<>+16(SB)/4, $0xb9923961
-DATA vk_erfl9<>+20(SB)/4, $0xb9923961
-DATA vk_erfl9<>+24(SB)/4, $0xb9923961
-DATA vk_erfl9<>+28(SB)/4, $0xb9923961
-DATA vk_erfl9<>+32(SB)/4, $0xb9923961
-DATA vk_erfl9<>+36(SB)/4, $0xb9923961
-DATA vk_erfl9<>+40(SB)/4, $0xb9923961
-DATA vk_erfl9<>+44(SB)/4, $0xb9923961
-DATA vk_erfl9<>+48(SB)/4, $0xb9923961
-DATA vk_erfl9<>+52(SB)/4, $0xb9923961
-DATA vk_erfl9<>+56(SB)/4, $0xb9923961
-DATA vk_erfl9<>+60(SB)/4, $0xb9923961
-GLOBL vk_erfl9<>(SB), RODATA|NOPTR, $64
-
-DATA vk_erfl10<>+0(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+4(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+8(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+12(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+16(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+20(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+24(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+28(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+32(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+36(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+40(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+44(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+48(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+52(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+56(SB)/4, $0x3881c99f
-DATA vk_erfl10<>+60(SB)/4, $0x3881c99f
-GLOBL vk_erfl10<>(SB), RODATA|NOPTR, $64
-
-DATA vk_erfl11<>+0(SB)/4, $0x37b08062
-DATA vk_erfl11<>+4(SB)/4, $0x37b08062
-DATA vk_erfl11<>+8(SB)/4, $0x37b08062
-DATA vk_erfl11<>+12(SB)/4, $0x37b08062
-DATA vk_erfl11<>+16(SB)/4, $0x37b08062
-DATA vk_erfl11<>+20(SB)/4, $0x37b08062
-DATA vk_erfl11<>+24(SB)/4, $0x37b08062
-DATA vk_erfl11<>+28(SB)/4, $0x37b08062
-DATA vk_erfl11<>+32(SB)/4, $0x37b08062
-DATA vk_erfl11<>+36(SB)/4, $0x37b08062
-DATA vk_erfl11<>+40(SB)/4, $0x37b08062
-DATA vk_erfl11<>+44(SB)/4, $0x37b08062
-DATA vk_erfl11<>+48(SB)/4, $0x37b08062
-DATA vk_erfl11<>+52(SB)/4, $0x37b08062
-DATA vk_erfl11<>+56(SB)/4, $0x37b08062
-DATA vk_erfl11<>+60(SB)/4, $0x37b08062
-GLOBL vk_erfl11<>(SB), RODATA|NOPTR, $64
-
-DATA vk_erfl12<>+0(SB)/4, $0xb719161f
-DATA vk_erfl12<>+4(SB)/4, $0xb719161f
-DATA vk_erfl12<>+8(SB)/4, $0xb719161f
-DATA vk_erfl12<>+12(SB)/4, $0xb719161f
-DATA vk_erfl12<>+16(SB)/4, $0xb719161f
-DATA vk_erfl12<>+20(SB)/4, $0xb719161f
-DATA vk_erfl12<>+24(SB)/4, $0xb719161f
-DATA vk_erfl12<>+28(SB)/4, $0xb719161f
-DATA vk_erfl12<>+32(SB)/4, $0xb719161f
-DATA vk_erfl12<>+36(SB)/4, $0xb719161f
-DATA vk_erfl12<>+40(SB)/4, $0xb719161f
-DATA vk_erfl12<>+44(SB)/4, $0xb719161f
-DATA vk_erfl12<>+48(SB)/4, $0xb719161f
-DATA vk_erfl12<>+52(SB)/4, $0xb719161f
-DATA vk_erfl12<>+56(SB)/4, $0xb719161f
-DATA vk_erfl12<>+60(SB)/4, $0xb719161f
-GLOBL vk_erfl12<>(SB), RODATA|NOPTR, $64
+DATA vk_erfthead<>+0(SB)/4, $0x3f906ebb
+DATA vk_erfthead<>+4(SB)/4, $0x00000000
+DATA vk_erfthead<>+8(SB)/4, $0x00000000
+DATA vk_erfthead<>+12(SB)/4, $0x00000000
+DATA vk_erfthead<>+16(SB)/4, $0x00000000
+DATA vk_erfthead<>+20(SB)/4, $0x00000000
+DATA vk_erfthead<>+24(SB)/4, $0x00000000
+DATA vk_erfthead<>+28(SB)/4, $0x00000000
+DATA vk_erfthead<>+32(SB)/4, $0x3f906ebb
+DATA vk_erfthead<>+36(SB)/4, $0x00000000
+DATA vk_erfthead<>+40(SB)/4, $0x00000000
+DATA vk_erfthead<>+44(SB)/4, $0x00000000
+DATA vk_erfthead<>+48(SB)/4, $0x00000000
+DATA vk_erfthead<>+52(SB)/4, $0x00000000
+DATA vk_erfthead<>+56(SB)/4, $0x00000000
+DATA vk_erfthead<>+60(SB)/4, $0x00000000
+GLOBL vk_erfthead<>(SB), RODATA|NOPTR, $64
 
 DATA vk_iota<>+0(SB)/4, $0x00000000
 DATA vk_iota<>+4(SB)/4, $0x00000001
@@ -6137,175 +5939,145 @@ geluAVX512_blocks:
 	CMPQ CX, $0x00000040
 	JB   geluAVX512_vectors
 
-	// u = x·(1/√2)
+	// a = x·(1/√2)
 	VMOVUPS (SI), Z1
 	VMULPS  vk_rsqrt2<>+0(SB), Z1, Z5
 	VMOVUPS 64(SI), Z2
-	VMULPS  vk_rsqrt2<>+0(SB), Z2, Z10
+	VMULPS  vk_rsqrt2<>+0(SB), Z2, Z9
 	VMOVUPS 128(SI), Z3
-	VMULPS  vk_rsqrt2<>+0(SB), Z3, Z15
+	VMULPS  vk_rsqrt2<>+0(SB), Z3, Z13
 	VMOVUPS 192(SI), Z4
-	VMULPS  vk_rsqrt2<>+0(SB), Z4, Z20
+	VMULPS  vk_rsqrt2<>+0(SB), Z4, Z17
 
-	// a = |u|, z = a²
-	VPANDD vk_absmask<>+0(SB), Z5, Z6
-	VMULPS Z6, Z6, Z7
-	VPANDD vk_absmask<>+0(SB), Z10, Z11
-	VMULPS Z11, Z11, Z12
-	VPANDD vk_absmask<>+0(SB), Z15, Z16
-	VMULPS Z16, Z16, Z17
-	VPANDD vk_absmask<>+0(SB), Z20, Z21
-	VMULPS Z21, Z21, Z22
+	// a = |a|; the lanes a ≥ 3.92 (ordered: NaN is not)
+	VPANDD vk_absmask<>+0(SB), Z5, Z5
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Z5, K2
+	VPANDD vk_absmask<>+0(SB), Z9, Z9
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Z9, K3
+	VPANDD vk_absmask<>+0(SB), Z13, Z13
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Z13, K4
+	VPANDD vk_absmask<>+0(SB), Z17, Z17
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Z17, K5
 
-	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
-	VMOVUPS     vk_erfs5<>+0(SB), Z8
-	VMOVUPS     vk_erfs5<>+0(SB), Z13
-	VMOVUPS     vk_erfs5<>+0(SB), Z18
-	VMOVUPS     vk_erfs5<>+0(SB), Z23
-	VFMADD213PS vk_erfs4<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs4<>+0(SB), Z12, Z13
-	VFMADD213PS vk_erfs4<>+0(SB), Z17, Z18
-	VFMADD213PS vk_erfs4<>+0(SB), Z22, Z23
-	VFMADD213PS vk_erfs3<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs3<>+0(SB), Z12, Z13
-	VFMADD213PS vk_erfs3<>+0(SB), Z17, Z18
-	VFMADD213PS vk_erfs3<>+0(SB), Z22, Z23
-	VFMADD213PS vk_erfs2<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs2<>+0(SB), Z12, Z13
-	VFMADD213PS vk_erfs2<>+0(SB), Z17, Z18
-	VFMADD213PS vk_erfs2<>+0(SB), Z22, Z23
-	VFMADD213PS vk_erfs1<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs1<>+0(SB), Z12, Z13
-	VFMADD213PS vk_erfs1<>+0(SB), Z17, Z18
-	VFMADD213PS vk_erfs1<>+0(SB), Z22, Z23
-	VFMADD213PS vk_erfs0<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs0<>+0(SB), Z12, Z13
-	VFMADD213PS vk_erfs0<>+0(SB), Z17, Z18
-	VFMADD213PS vk_erfs0<>+0(SB), Z22, Z23
-	VFMADD213PS vk_erfc0lo<>+0(SB), Z7, Z8
-	VMULPS      Z6, Z8, Z8
-	VFMADD231PS vk_erfc0hi<>+0(SB), Z6, Z8
-	VFMADD213PS vk_erfc0lo<>+0(SB), Z12, Z13
-	VMULPS      Z11, Z13, Z13
-	VFMADD231PS vk_erfc0hi<>+0(SB), Z11, Z13
-	VFMADD213PS vk_erfc0lo<>+0(SB), Z17, Z18
-	VMULPS      Z16, Z18, Z18
-	VFMADD231PS vk_erfc0hi<>+0(SB), Z16, Z18
-	VFMADD213PS vk_erfc0lo<>+0(SB), Z22, Z23
-	VMULPS      Z21, Z23, Z23
-	VFMADD231PS vk_erfc0hi<>+0(SB), Z21, Z23
+	// i = the piece, t = a − i/2 (in a), i's index bits = i + magic
+	VRNDSCALEPS $0x19, Z5, Z6
+	VSUBPS      Z6, Z5, Z5
+	VADDPS      vk_erfmagic1<>+0(SB), Z6, Z6
+	VRNDSCALEPS $0x19, Z9, Z10
+	VSUBPS      Z10, Z9, Z9
+	VADDPS      vk_erfmagic1<>+0(SB), Z10, Z10
+	VRNDSCALEPS $0x19, Z13, Z14
+	VSUBPS      Z14, Z13, Z13
+	VADDPS      vk_erfmagic1<>+0(SB), Z14, Z14
+	VRNDSCALEPS $0x19, Z17, Z18
+	VSUBPS      Z18, Z17, Z17
+	VADDPS      vk_erfmagic1<>+0(SB), Z18, Z18
 
-	// z = a − 2.5; q = −Q(z)
-	VSUBPS      vk_c25<>+0(SB), Z6, Z7
-	VMOVUPS     vk_erfl12<>+0(SB), Z9
-	VSUBPS      vk_c25<>+0(SB), Z11, Z12
-	VMOVUPS     vk_erfl12<>+0(SB), Z14
-	VSUBPS      vk_c25<>+0(SB), Z16, Z17
-	VMOVUPS     vk_erfl12<>+0(SB), Z19
-	VSUBPS      vk_c25<>+0(SB), Z21, Z22
-	VMOVUPS     vk_erfl12<>+0(SB), Z24
-	VFMADD213PS vk_erfl11<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl11<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl11<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl11<>+0(SB), Z22, Z24
-	VFMADD213PS vk_erfl10<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl10<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl10<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl10<>+0(SB), Z22, Z24
-	VFMADD213PS vk_erfl9<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl9<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl9<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl9<>+0(SB), Z22, Z24
-	VFMADD213PS vk_erfl8<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl8<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl8<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl8<>+0(SB), Z22, Z24
-	VFMADD213PS vk_erfl7<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl7<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl7<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl7<>+0(SB), Z22, Z24
-	VFMADD213PS vk_erfl6<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl6<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl6<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl6<>+0(SB), Z22, Z24
-	VFMADD213PS vk_erfl5<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl5<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl5<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl5<>+0(SB), Z22, Z24
-	VFMADD213PS vk_erfl4<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl4<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl4<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl4<>+0(SB), Z22, Z24
-	VFMADD213PS vk_erfl3<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl3<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl3<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl3<>+0(SB), Z22, Z24
-	VFMADD213PS vk_erfl2<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl2<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl2<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl2<>+0(SB), Z22, Z24
-	VFMADD213PS vk_erfl1<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl1<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl1<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl1<>+0(SB), Z22, Z24
-	VFMADD213PS vk_erfl0<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl0<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl0<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl0<>+0(SB), Z22, Z24
+	// p = Horner over the piece's coefficients, t⁷ down to t⁰
+	VPERMPS     vk_erft7<>+0(SB), Z6, Z7
+	VPERMPS     vk_erft7<>+0(SB), Z10, Z11
+	VPERMPS     vk_erft7<>+0(SB), Z14, Z15
+	VPERMPS     vk_erft7<>+0(SB), Z18, Z19
+	VPERMPS     vk_erft6<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft6<>+0(SB), Z10, Z12
+	VFMADD213PS Z12, Z9, Z11
+	VPERMPS     vk_erft6<>+0(SB), Z14, Z16
+	VFMADD213PS Z16, Z13, Z15
+	VPERMPS     vk_erft6<>+0(SB), Z18, Z20
+	VFMADD213PS Z20, Z17, Z19
+	VPERMPS     vk_erft5<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft5<>+0(SB), Z10, Z12
+	VFMADD213PS Z12, Z9, Z11
+	VPERMPS     vk_erft5<>+0(SB), Z14, Z16
+	VFMADD213PS Z16, Z13, Z15
+	VPERMPS     vk_erft5<>+0(SB), Z18, Z20
+	VFMADD213PS Z20, Z17, Z19
+	VPERMPS     vk_erft4<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft4<>+0(SB), Z10, Z12
+	VFMADD213PS Z12, Z9, Z11
+	VPERMPS     vk_erft4<>+0(SB), Z14, Z16
+	VFMADD213PS Z16, Z13, Z15
+	VPERMPS     vk_erft4<>+0(SB), Z18, Z20
+	VFMADD213PS Z20, Z17, Z19
+	VPERMPS     vk_erft3<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft3<>+0(SB), Z10, Z12
+	VFMADD213PS Z12, Z9, Z11
+	VPERMPS     vk_erft3<>+0(SB), Z14, Z16
+	VFMADD213PS Z16, Z13, Z15
+	VPERMPS     vk_erft3<>+0(SB), Z18, Z20
+	VFMADD213PS Z20, Z17, Z19
+	VPERMPS     vk_erft2<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft2<>+0(SB), Z10, Z12
+	VFMADD213PS Z12, Z9, Z11
+	VPERMPS     vk_erft2<>+0(SB), Z14, Z16
+	VFMADD213PS Z16, Z13, Z15
+	VPERMPS     vk_erft2<>+0(SB), Z18, Z20
+	VFMADD213PS Z20, Z17, Z19
+	VPERMPS     vk_erft1<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft1<>+0(SB), Z10, Z12
+	VFMADD213PS Z12, Z9, Z11
+	VPERMPS     vk_erft1<>+0(SB), Z14, Z16
+	VFMADD213PS Z16, Z13, Z15
+	VPERMPS     vk_erft1<>+0(SB), Z18, Z20
+	VFMADD213PS Z20, Z17, Z19
+	VPERMPS     vk_erft0<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft0<>+0(SB), Z10, Z12
+	VFMADD213PS Z12, Z9, Z11
+	VPERMPS     vk_erft0<>+0(SB), Z14, Z16
+	VFMADD213PS Z16, Z13, Z15
+	VPERMPS     vk_erft0<>+0(SB), Z18, Z20
+	VFMADD213PS Z20, Z17, Z19
 
-	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
-	VADDPS  vk_one<>+0(SB), Z9, Z9
-	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z6, K2
-	VMOVUPS vk_one<>+0(SB), K2, Z9
-	VCMPPS  $0x11, vk_one<>+0(SB), Z6, K2
-	VMOVAPS Z8, K2, Z9
-	VADDPS  vk_one<>+0(SB), Z14, Z14
-	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z11, K2
-	VMOVUPS vk_one<>+0(SB), K2, Z14
-	VCMPPS  $0x11, vk_one<>+0(SB), Z11, K2
-	VMOVAPS Z13, K2, Z14
-	VADDPS  vk_one<>+0(SB), Z19, Z19
-	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z16, K2
-	VMOVUPS vk_one<>+0(SB), K2, Z19
-	VCMPPS  $0x11, vk_one<>+0(SB), Z16, K2
-	VMOVAPS Z18, K2, Z19
-	VADDPS  vk_one<>+0(SB), Z24, Z24
-	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z21, K2
-	VMOVUPS vk_one<>+0(SB), K2, Z24
-	VCMPPS  $0x11, vk_one<>+0(SB), Z21, K2
-	VMOVAPS Z23, K2, Z24
-
-	// q |= sign(u)
-	VPANDD vk_signmask<>+0(SB), Z5, Z7
-	VPORD  Z7, Z9, Z9
-	VPANDD vk_signmask<>+0(SB), Z10, Z12
-	VPORD  Z12, Z14, Z14
-	VPANDD vk_signmask<>+0(SB), Z15, Z17
-	VPORD  Z17, Z19, Z19
-	VPANDD vk_signmask<>+0(SB), Z20, Z22
-	VPORD  Z22, Z24, Z24
+	// p += head·t; p = 1 where a ≥ 3.92; p |= sign(sign)
+	VPERMPS     vk_erfthead<>+0(SB), Z6, Z8
+	VFMADD231PS Z8, Z5, Z7
+	VMOVUPS     vk_one<>+0(SB), K2, Z7
+	VPANDD      vk_signmask<>+0(SB), Z1, Z8
+	VPORD       Z8, Z7, Z7
+	VPERMPS     vk_erfthead<>+0(SB), Z10, Z12
+	VFMADD231PS Z12, Z9, Z11
+	VMOVUPS     vk_one<>+0(SB), K3, Z11
+	VPANDD      vk_signmask<>+0(SB), Z2, Z12
+	VPORD       Z12, Z11, Z11
+	VPERMPS     vk_erfthead<>+0(SB), Z14, Z16
+	VFMADD231PS Z16, Z13, Z15
+	VMOVUPS     vk_one<>+0(SB), K4, Z15
+	VPANDD      vk_signmask<>+0(SB), Z3, Z16
+	VPORD       Z16, Z15, Z15
+	VPERMPS     vk_erfthead<>+0(SB), Z18, Z20
+	VFMADD231PS Z20, Z17, Z19
+	VMOVUPS     vk_one<>+0(SB), K5, Z19
+	VPANDD      vk_signmask<>+0(SB), Z4, Z20
+	VPORD       Z20, Z19, Z19
 
 	// y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0
-	VADDPS      vk_one<>+0(SB), Z9, Z9
+	VADDPS      vk_one<>+0(SB), Z7, Z7
 	VMAXPS      Z1, Z0, Z1
 	VMULPS      vk_half<>+0(SB), Z1, Z1
-	VFMADD213PS vk_zero<>+0(SB), Z1, Z9
-	VMOVUPS     Z9, (DI)
-	VADDPS      vk_one<>+0(SB), Z14, Z14
+	VFMADD213PS vk_zero<>+0(SB), Z1, Z7
+	VMOVUPS     Z7, (DI)
+	VADDPS      vk_one<>+0(SB), Z11, Z11
 	VMAXPS      Z2, Z0, Z2
 	VMULPS      vk_half<>+0(SB), Z2, Z2
-	VFMADD213PS vk_zero<>+0(SB), Z2, Z14
-	VMOVUPS     Z14, 64(DI)
-	VADDPS      vk_one<>+0(SB), Z19, Z19
+	VFMADD213PS vk_zero<>+0(SB), Z2, Z11
+	VMOVUPS     Z11, 64(DI)
+	VADDPS      vk_one<>+0(SB), Z15, Z15
 	VMAXPS      Z3, Z0, Z3
 	VMULPS      vk_half<>+0(SB), Z3, Z3
-	VFMADD213PS vk_zero<>+0(SB), Z3, Z19
-	VMOVUPS     Z19, 128(DI)
-	VADDPS      vk_one<>+0(SB), Z24, Z24
+	VFMADD213PS vk_zero<>+0(SB), Z3, Z15
+	VMOVUPS     Z15, 128(DI)
+	VADDPS      vk_one<>+0(SB), Z19, Z19
 	VMAXPS      Z4, Z0, Z4
 	VMULPS      vk_half<>+0(SB), Z4, Z4
-	VFMADD213PS vk_zero<>+0(SB), Z4, Z24
-	VMOVUPS     Z24, 192(DI)
+	VFMADD213PS vk_zero<>+0(SB), Z4, Z19
+	VMOVUPS     Z19, 192(DI)
 	ADDQ        $0x00000100, SI
 	ADDQ        $0x00000100, DI
 	SUBQ        $0x00000040, CX
@@ -6315,58 +6087,49 @@ geluAVX512_vectors:
 	CMPQ CX, $0x00000010
 	JB   geluAVX512_tail
 
-	// u = x·(1/√2)
+	// a = x·(1/√2)
 	VMOVUPS (SI), Z1
 	VMULPS  vk_rsqrt2<>+0(SB), Z1, Z5
 
-	// a = |u|, z = a²
-	VPANDD vk_absmask<>+0(SB), Z5, Z6
-	VMULPS Z6, Z6, Z7
+	// a = |a|; the lanes a ≥ 3.92 (ordered: NaN is not)
+	VPANDD vk_absmask<>+0(SB), Z5, Z5
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Z5, K2
 
-	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
-	VMOVUPS     vk_erfs5<>+0(SB), Z8
-	VFMADD213PS vk_erfs4<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs3<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs2<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs1<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs0<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfc0lo<>+0(SB), Z7, Z8
-	VMULPS      Z6, Z8, Z8
-	VFMADD231PS vk_erfc0hi<>+0(SB), Z6, Z8
+	// i = the piece, t = a − i/2 (in a), i's index bits = i + magic
+	VRNDSCALEPS $0x19, Z5, Z6
+	VSUBPS      Z6, Z5, Z5
+	VADDPS      vk_erfmagic1<>+0(SB), Z6, Z6
 
-	// z = a − 2.5; q = −Q(z)
-	VSUBPS      vk_c25<>+0(SB), Z6, Z7
-	VMOVUPS     vk_erfl12<>+0(SB), Z9
-	VFMADD213PS vk_erfl11<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl10<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl9<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl8<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl7<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl6<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl5<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl4<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl3<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl2<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl1<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl0<>+0(SB), Z7, Z9
+	// p = Horner over the piece's coefficients, t⁷ down to t⁰
+	VPERMPS     vk_erft7<>+0(SB), Z6, Z7
+	VPERMPS     vk_erft6<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft5<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft4<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft3<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft2<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft1<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft0<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
 
-	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
-	VADDPS  vk_one<>+0(SB), Z9, Z9
-	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z6, K2
-	VMOVUPS vk_one<>+0(SB), K2, Z9
-	VCMPPS  $0x11, vk_one<>+0(SB), Z6, K2
-	VMOVAPS Z8, K2, Z9
-
-	// q |= sign(u)
-	VPANDD vk_signmask<>+0(SB), Z5, Z7
-	VPORD  Z7, Z9, Z9
+	// p += head·t; p = 1 where a ≥ 3.92; p |= sign(sign)
+	VPERMPS     vk_erfthead<>+0(SB), Z6, Z8
+	VFMADD231PS Z8, Z5, Z7
+	VMOVUPS     vk_one<>+0(SB), K2, Z7
+	VPANDD      vk_signmask<>+0(SB), Z1, Z8
+	VPORD       Z8, Z7, Z7
 
 	// y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0
-	VADDPS      vk_one<>+0(SB), Z9, Z9
+	VADDPS      vk_one<>+0(SB), Z7, Z7
 	VMAXPS      Z1, Z0, Z1
 	VMULPS      vk_half<>+0(SB), Z1, Z1
-	VFMADD213PS vk_zero<>+0(SB), Z1, Z9
-	VMOVUPS     Z9, (DI)
+	VFMADD213PS vk_zero<>+0(SB), Z1, Z7
+	VMOVUPS     Z7, (DI)
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x00000010, CX
@@ -6382,58 +6145,49 @@ geluAVX512_tail:
 	DECL  AX
 	KMOVW AX, K1
 
-	// u = x·(1/√2)
+	// a = x·(1/√2)
 	VMOVUPS.Z (SI), K1, Z1
 	VMULPS    vk_rsqrt2<>+0(SB), Z1, Z5
 
-	// a = |u|, z = a²
-	VPANDD vk_absmask<>+0(SB), Z5, Z6
-	VMULPS Z6, Z6, Z7
+	// a = |a|; the lanes a ≥ 3.92 (ordered: NaN is not)
+	VPANDD vk_absmask<>+0(SB), Z5, Z5
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Z5, K2
 
-	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
-	VMOVUPS     vk_erfs5<>+0(SB), Z8
-	VFMADD213PS vk_erfs4<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs3<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs2<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs1<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs0<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfc0lo<>+0(SB), Z7, Z8
-	VMULPS      Z6, Z8, Z8
-	VFMADD231PS vk_erfc0hi<>+0(SB), Z6, Z8
+	// i = the piece, t = a − i/2 (in a), i's index bits = i + magic
+	VRNDSCALEPS $0x19, Z5, Z6
+	VSUBPS      Z6, Z5, Z5
+	VADDPS      vk_erfmagic1<>+0(SB), Z6, Z6
 
-	// z = a − 2.5; q = −Q(z)
-	VSUBPS      vk_c25<>+0(SB), Z6, Z7
-	VMOVUPS     vk_erfl12<>+0(SB), Z9
-	VFMADD213PS vk_erfl11<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl10<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl9<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl8<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl7<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl6<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl5<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl4<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl3<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl2<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl1<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl0<>+0(SB), Z7, Z9
+	// p = Horner over the piece's coefficients, t⁷ down to t⁰
+	VPERMPS     vk_erft7<>+0(SB), Z6, Z7
+	VPERMPS     vk_erft6<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft5<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft4<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft3<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft2<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft1<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
+	VPERMPS     vk_erft0<>+0(SB), Z6, Z8
+	VFMADD213PS Z8, Z5, Z7
 
-	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
-	VADDPS  vk_one<>+0(SB), Z9, Z9
-	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z6, K2
-	VMOVUPS vk_one<>+0(SB), K2, Z9
-	VCMPPS  $0x11, vk_one<>+0(SB), Z6, K2
-	VMOVAPS Z8, K2, Z9
-
-	// q |= sign(u)
-	VPANDD vk_signmask<>+0(SB), Z5, Z7
-	VPORD  Z7, Z9, Z9
+	// p += head·t; p = 1 where a ≥ 3.92; p |= sign(sign)
+	VPERMPS     vk_erfthead<>+0(SB), Z6, Z8
+	VFMADD231PS Z8, Z5, Z7
+	VMOVUPS     vk_one<>+0(SB), K2, Z7
+	VPANDD      vk_signmask<>+0(SB), Z1, Z8
+	VPORD       Z8, Z7, Z7
 
 	// y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0
-	VADDPS      vk_one<>+0(SB), Z9, Z9
+	VADDPS      vk_one<>+0(SB), Z7, Z7
 	VMAXPS      Z1, Z0, Z1
 	VMULPS      vk_half<>+0(SB), Z1, Z1
-	VFMADD213PS vk_zero<>+0(SB), Z1, Z9
-	VMOVUPS     Z9, K1, (DI)
+	VFMADD213PS vk_zero<>+0(SB), Z1, Z7
+	VMOVUPS     Z7, K1, (DI)
 
 geluAVX512_done:
 	VZEROUPPER
@@ -6451,207 +6205,173 @@ erfAVX512_blocks:
 	CMPQ    CX, $0x00000040
 	JB      erfAVX512_vectors
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z5
-	VMOVUPS 128(SI), Z10
-	VMOVUPS 192(SI), Z15
+	VMOVAPS Z0, Z4
+	VMOVUPS 64(SI), Z1
+	VMOVAPS Z1, Z8
+	VMOVUPS 128(SI), Z2
+	VMOVAPS Z2, Z12
+	VMOVUPS 192(SI), Z3
+	VMOVAPS Z3, Z16
 
-	// a = |u|, z = a²
-	VPANDD vk_absmask<>+0(SB), Z0, Z1
-	VMULPS Z1, Z1, Z2
-	VPANDD vk_absmask<>+0(SB), Z5, Z6
-	VMULPS Z6, Z6, Z7
-	VPANDD vk_absmask<>+0(SB), Z10, Z11
-	VMULPS Z11, Z11, Z12
-	VPANDD vk_absmask<>+0(SB), Z15, Z16
-	VMULPS Z16, Z16, Z17
+	// a = |a|; the lanes a ≥ 3.92 (ordered: NaN is not)
+	VPANDD vk_absmask<>+0(SB), Z4, Z4
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Z4, K2
+	VPANDD vk_absmask<>+0(SB), Z8, Z8
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Z8, K3
+	VPANDD vk_absmask<>+0(SB), Z12, Z12
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Z12, K4
+	VPANDD vk_absmask<>+0(SB), Z16, Z16
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Z16, K5
 
-	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
-	VMOVUPS     vk_erfs5<>+0(SB), Z3
-	VMOVUPS     vk_erfs5<>+0(SB), Z8
-	VMOVUPS     vk_erfs5<>+0(SB), Z13
-	VMOVUPS     vk_erfs5<>+0(SB), Z18
-	VFMADD213PS vk_erfs4<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfs4<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs4<>+0(SB), Z12, Z13
-	VFMADD213PS vk_erfs4<>+0(SB), Z17, Z18
-	VFMADD213PS vk_erfs3<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfs3<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs3<>+0(SB), Z12, Z13
-	VFMADD213PS vk_erfs3<>+0(SB), Z17, Z18
-	VFMADD213PS vk_erfs2<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfs2<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs2<>+0(SB), Z12, Z13
-	VFMADD213PS vk_erfs2<>+0(SB), Z17, Z18
-	VFMADD213PS vk_erfs1<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfs1<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs1<>+0(SB), Z12, Z13
-	VFMADD213PS vk_erfs1<>+0(SB), Z17, Z18
-	VFMADD213PS vk_erfs0<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfs0<>+0(SB), Z7, Z8
-	VFMADD213PS vk_erfs0<>+0(SB), Z12, Z13
-	VFMADD213PS vk_erfs0<>+0(SB), Z17, Z18
-	VFMADD213PS vk_erfc0lo<>+0(SB), Z2, Z3
-	VMULPS      Z1, Z3, Z3
-	VFMADD231PS vk_erfc0hi<>+0(SB), Z1, Z3
-	VFMADD213PS vk_erfc0lo<>+0(SB), Z7, Z8
-	VMULPS      Z6, Z8, Z8
-	VFMADD231PS vk_erfc0hi<>+0(SB), Z6, Z8
-	VFMADD213PS vk_erfc0lo<>+0(SB), Z12, Z13
-	VMULPS      Z11, Z13, Z13
-	VFMADD231PS vk_erfc0hi<>+0(SB), Z11, Z13
-	VFMADD213PS vk_erfc0lo<>+0(SB), Z17, Z18
-	VMULPS      Z16, Z18, Z18
-	VFMADD231PS vk_erfc0hi<>+0(SB), Z16, Z18
+	// i = the piece, t = a − i/2 (in a), i's index bits = i + magic
+	VRNDSCALEPS $0x19, Z4, Z5
+	VSUBPS      Z5, Z4, Z4
+	VADDPS      vk_erfmagic1<>+0(SB), Z5, Z5
+	VRNDSCALEPS $0x19, Z8, Z9
+	VSUBPS      Z9, Z8, Z8
+	VADDPS      vk_erfmagic1<>+0(SB), Z9, Z9
+	VRNDSCALEPS $0x19, Z12, Z13
+	VSUBPS      Z13, Z12, Z12
+	VADDPS      vk_erfmagic1<>+0(SB), Z13, Z13
+	VRNDSCALEPS $0x19, Z16, Z17
+	VSUBPS      Z17, Z16, Z16
+	VADDPS      vk_erfmagic1<>+0(SB), Z17, Z17
 
-	// z = a − 2.5; q = −Q(z)
-	VSUBPS      vk_c25<>+0(SB), Z1, Z2
-	VMOVUPS     vk_erfl12<>+0(SB), Z4
-	VSUBPS      vk_c25<>+0(SB), Z6, Z7
-	VMOVUPS     vk_erfl12<>+0(SB), Z9
-	VSUBPS      vk_c25<>+0(SB), Z11, Z12
-	VMOVUPS     vk_erfl12<>+0(SB), Z14
-	VSUBPS      vk_c25<>+0(SB), Z16, Z17
-	VMOVUPS     vk_erfl12<>+0(SB), Z19
-	VFMADD213PS vk_erfl11<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl11<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl11<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl11<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl10<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl10<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl10<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl10<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl9<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl9<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl9<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl9<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl8<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl8<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl8<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl8<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl7<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl7<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl7<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl7<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl6<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl6<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl6<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl6<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl5<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl5<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl5<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl5<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl4<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl4<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl4<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl4<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl3<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl3<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl3<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl3<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl2<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl2<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl2<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl2<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl1<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl1<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl1<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl1<>+0(SB), Z17, Z19
-	VFMADD213PS vk_erfl0<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl0<>+0(SB), Z7, Z9
-	VFMADD213PS vk_erfl0<>+0(SB), Z12, Z14
-	VFMADD213PS vk_erfl0<>+0(SB), Z17, Z19
+	// p = Horner over the piece's coefficients, t⁷ down to t⁰
+	VPERMPS     vk_erft7<>+0(SB), Z5, Z6
+	VPERMPS     vk_erft7<>+0(SB), Z9, Z10
+	VPERMPS     vk_erft7<>+0(SB), Z13, Z14
+	VPERMPS     vk_erft7<>+0(SB), Z17, Z18
+	VPERMPS     vk_erft6<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft6<>+0(SB), Z9, Z11
+	VFMADD213PS Z11, Z8, Z10
+	VPERMPS     vk_erft6<>+0(SB), Z13, Z15
+	VFMADD213PS Z15, Z12, Z14
+	VPERMPS     vk_erft6<>+0(SB), Z17, Z19
+	VFMADD213PS Z19, Z16, Z18
+	VPERMPS     vk_erft5<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft5<>+0(SB), Z9, Z11
+	VFMADD213PS Z11, Z8, Z10
+	VPERMPS     vk_erft5<>+0(SB), Z13, Z15
+	VFMADD213PS Z15, Z12, Z14
+	VPERMPS     vk_erft5<>+0(SB), Z17, Z19
+	VFMADD213PS Z19, Z16, Z18
+	VPERMPS     vk_erft4<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft4<>+0(SB), Z9, Z11
+	VFMADD213PS Z11, Z8, Z10
+	VPERMPS     vk_erft4<>+0(SB), Z13, Z15
+	VFMADD213PS Z15, Z12, Z14
+	VPERMPS     vk_erft4<>+0(SB), Z17, Z19
+	VFMADD213PS Z19, Z16, Z18
+	VPERMPS     vk_erft3<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft3<>+0(SB), Z9, Z11
+	VFMADD213PS Z11, Z8, Z10
+	VPERMPS     vk_erft3<>+0(SB), Z13, Z15
+	VFMADD213PS Z15, Z12, Z14
+	VPERMPS     vk_erft3<>+0(SB), Z17, Z19
+	VFMADD213PS Z19, Z16, Z18
+	VPERMPS     vk_erft2<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft2<>+0(SB), Z9, Z11
+	VFMADD213PS Z11, Z8, Z10
+	VPERMPS     vk_erft2<>+0(SB), Z13, Z15
+	VFMADD213PS Z15, Z12, Z14
+	VPERMPS     vk_erft2<>+0(SB), Z17, Z19
+	VFMADD213PS Z19, Z16, Z18
+	VPERMPS     vk_erft1<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft1<>+0(SB), Z9, Z11
+	VFMADD213PS Z11, Z8, Z10
+	VPERMPS     vk_erft1<>+0(SB), Z13, Z15
+	VFMADD213PS Z15, Z12, Z14
+	VPERMPS     vk_erft1<>+0(SB), Z17, Z19
+	VFMADD213PS Z19, Z16, Z18
+	VPERMPS     vk_erft0<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft0<>+0(SB), Z9, Z11
+	VFMADD213PS Z11, Z8, Z10
+	VPERMPS     vk_erft0<>+0(SB), Z13, Z15
+	VFMADD213PS Z15, Z12, Z14
+	VPERMPS     vk_erft0<>+0(SB), Z17, Z19
+	VFMADD213PS Z19, Z16, Z18
 
-	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
-	VADDPS  vk_one<>+0(SB), Z4, Z4
-	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z1, K2
-	VMOVUPS vk_one<>+0(SB), K2, Z4
-	VCMPPS  $0x11, vk_one<>+0(SB), Z1, K2
-	VMOVAPS Z3, K2, Z4
-	VADDPS  vk_one<>+0(SB), Z9, Z9
-	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z6, K2
-	VMOVUPS vk_one<>+0(SB), K2, Z9
-	VCMPPS  $0x11, vk_one<>+0(SB), Z6, K2
-	VMOVAPS Z8, K2, Z9
-	VADDPS  vk_one<>+0(SB), Z14, Z14
-	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z11, K2
-	VMOVUPS vk_one<>+0(SB), K2, Z14
-	VCMPPS  $0x11, vk_one<>+0(SB), Z11, K2
-	VMOVAPS Z13, K2, Z14
-	VADDPS  vk_one<>+0(SB), Z19, Z19
-	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z16, K2
-	VMOVUPS vk_one<>+0(SB), K2, Z19
-	VCMPPS  $0x11, vk_one<>+0(SB), Z16, K2
-	VMOVAPS Z18, K2, Z19
-
-	// q |= sign(u)
-	VPANDD  vk_signmask<>+0(SB), Z0, Z2
-	VPORD   Z2, Z4, Z4
-	VPANDD  vk_signmask<>+0(SB), Z5, Z7
-	VPORD   Z7, Z9, Z9
-	VPANDD  vk_signmask<>+0(SB), Z10, Z12
-	VPORD   Z12, Z14, Z14
-	VPANDD  vk_signmask<>+0(SB), Z15, Z17
-	VPORD   Z17, Z19, Z19
-	VMOVUPS Z4, (DI)
-	VMOVUPS Z9, 64(DI)
-	VMOVUPS Z14, 128(DI)
-	VMOVUPS Z19, 192(DI)
-	ADDQ    $0x00000100, SI
-	ADDQ    $0x00000100, DI
-	SUBQ    $0x00000040, CX
-	JMP     erfAVX512_blocks
+	// p += head·t; p = 1 where a ≥ 3.92; p |= sign(sign)
+	VPERMPS     vk_erfthead<>+0(SB), Z5, Z7
+	VFMADD231PS Z7, Z4, Z6
+	VMOVUPS     vk_one<>+0(SB), K2, Z6
+	VPANDD      vk_signmask<>+0(SB), Z0, Z7
+	VPORD       Z7, Z6, Z6
+	VPERMPS     vk_erfthead<>+0(SB), Z9, Z11
+	VFMADD231PS Z11, Z8, Z10
+	VMOVUPS     vk_one<>+0(SB), K3, Z10
+	VPANDD      vk_signmask<>+0(SB), Z1, Z11
+	VPORD       Z11, Z10, Z10
+	VPERMPS     vk_erfthead<>+0(SB), Z13, Z15
+	VFMADD231PS Z15, Z12, Z14
+	VMOVUPS     vk_one<>+0(SB), K4, Z14
+	VPANDD      vk_signmask<>+0(SB), Z2, Z15
+	VPORD       Z15, Z14, Z14
+	VPERMPS     vk_erfthead<>+0(SB), Z17, Z19
+	VFMADD231PS Z19, Z16, Z18
+	VMOVUPS     vk_one<>+0(SB), K5, Z18
+	VPANDD      vk_signmask<>+0(SB), Z3, Z19
+	VPORD       Z19, Z18, Z18
+	VMOVUPS     Z6, (DI)
+	VMOVUPS     Z10, 64(DI)
+	VMOVUPS     Z14, 128(DI)
+	VMOVUPS     Z18, 192(DI)
+	ADDQ        $0x00000100, SI
+	ADDQ        $0x00000100, DI
+	SUBQ        $0x00000040, CX
+	JMP         erfAVX512_blocks
 
 erfAVX512_vectors:
 	CMPQ    CX, $0x00000010
 	JB      erfAVX512_tail
 	VMOVUPS (SI), Z0
+	VMOVAPS Z0, Z4
 
-	// a = |u|, z = a²
-	VPANDD vk_absmask<>+0(SB), Z0, Z1
-	VMULPS Z1, Z1, Z2
+	// a = |a|; the lanes a ≥ 3.92 (ordered: NaN is not)
+	VPANDD vk_absmask<>+0(SB), Z4, Z4
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Z4, K2
 
-	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
-	VMOVUPS     vk_erfs5<>+0(SB), Z3
-	VFMADD213PS vk_erfs4<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfs3<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfs2<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfs1<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfs0<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfc0lo<>+0(SB), Z2, Z3
-	VMULPS      Z1, Z3, Z3
-	VFMADD231PS vk_erfc0hi<>+0(SB), Z1, Z3
+	// i = the piece, t = a − i/2 (in a), i's index bits = i + magic
+	VRNDSCALEPS $0x19, Z4, Z5
+	VSUBPS      Z5, Z4, Z4
+	VADDPS      vk_erfmagic1<>+0(SB), Z5, Z5
 
-	// z = a − 2.5; q = −Q(z)
-	VSUBPS      vk_c25<>+0(SB), Z1, Z2
-	VMOVUPS     vk_erfl12<>+0(SB), Z4
-	VFMADD213PS vk_erfl11<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl10<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl9<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl8<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl7<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl6<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl5<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl4<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl3<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl2<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl1<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl0<>+0(SB), Z2, Z4
+	// p = Horner over the piece's coefficients, t⁷ down to t⁰
+	VPERMPS     vk_erft7<>+0(SB), Z5, Z6
+	VPERMPS     vk_erft6<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft5<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft4<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft3<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft2<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft1<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft0<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
 
-	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
-	VADDPS  vk_one<>+0(SB), Z4, Z4
-	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z1, K2
-	VMOVUPS vk_one<>+0(SB), K2, Z4
-	VCMPPS  $0x11, vk_one<>+0(SB), Z1, K2
-	VMOVAPS Z3, K2, Z4
-
-	// q |= sign(u)
-	VPANDD  vk_signmask<>+0(SB), Z0, Z2
-	VPORD   Z2, Z4, Z4
-	VMOVUPS Z4, (DI)
-	ADDQ    $0x00000040, SI
-	ADDQ    $0x00000040, DI
-	SUBQ    $0x00000010, CX
-	JMP     erfAVX512_vectors
+	// p += head·t; p = 1 where a ≥ 3.92; p |= sign(sign)
+	VPERMPS     vk_erfthead<>+0(SB), Z5, Z7
+	VFMADD231PS Z7, Z4, Z6
+	VMOVUPS     vk_one<>+0(SB), K2, Z6
+	VPANDD      vk_signmask<>+0(SB), Z0, Z7
+	VPORD       Z7, Z6, Z6
+	VMOVUPS     Z6, (DI)
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x00000010, CX
+	JMP         erfAVX512_vectors
 
 erfAVX512_tail:
 	TESTQ CX, CX
@@ -6663,49 +6383,41 @@ erfAVX512_tail:
 	DECL      AX
 	KMOVW     AX, K1
 	VMOVUPS.Z (SI), K1, Z0
+	VMOVAPS   Z0, Z4
 
-	// a = |u|, z = a²
-	VPANDD vk_absmask<>+0(SB), Z0, Z1
-	VMULPS Z1, Z1, Z2
+	// a = |a|; the lanes a ≥ 3.92 (ordered: NaN is not)
+	VPANDD vk_absmask<>+0(SB), Z4, Z4
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Z4, K2
 
-	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
-	VMOVUPS     vk_erfs5<>+0(SB), Z3
-	VFMADD213PS vk_erfs4<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfs3<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfs2<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfs1<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfs0<>+0(SB), Z2, Z3
-	VFMADD213PS vk_erfc0lo<>+0(SB), Z2, Z3
-	VMULPS      Z1, Z3, Z3
-	VFMADD231PS vk_erfc0hi<>+0(SB), Z1, Z3
+	// i = the piece, t = a − i/2 (in a), i's index bits = i + magic
+	VRNDSCALEPS $0x19, Z4, Z5
+	VSUBPS      Z5, Z4, Z4
+	VADDPS      vk_erfmagic1<>+0(SB), Z5, Z5
 
-	// z = a − 2.5; q = −Q(z)
-	VSUBPS      vk_c25<>+0(SB), Z1, Z2
-	VMOVUPS     vk_erfl12<>+0(SB), Z4
-	VFMADD213PS vk_erfl11<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl10<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl9<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl8<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl7<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl6<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl5<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl4<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl3<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl2<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl1<>+0(SB), Z2, Z4
-	VFMADD213PS vk_erfl0<>+0(SB), Z2, Z4
+	// p = Horner over the piece's coefficients, t⁷ down to t⁰
+	VPERMPS     vk_erft7<>+0(SB), Z5, Z6
+	VPERMPS     vk_erft6<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft5<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft4<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft3<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft2<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft1<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
+	VPERMPS     vk_erft0<>+0(SB), Z5, Z7
+	VFMADD213PS Z7, Z4, Z6
 
-	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
-	VADDPS  vk_one<>+0(SB), Z4, Z4
-	VCMPPS  $0x1d, vk_erfcut<>+0(SB), Z1, K2
-	VMOVUPS vk_one<>+0(SB), K2, Z4
-	VCMPPS  $0x11, vk_one<>+0(SB), Z1, K2
-	VMOVAPS Z3, K2, Z4
-
-	// q |= sign(u)
-	VPANDD  vk_signmask<>+0(SB), Z0, Z2
-	VPORD   Z2, Z4, Z4
-	VMOVUPS Z4, K1, (DI)
+	// p += head·t; p = 1 where a ≥ 3.92; p |= sign(sign)
+	VPERMPS     vk_erfthead<>+0(SB), Z5, Z7
+	VFMADD231PS Z7, Z4, Z6
+	VMOVUPS     vk_one<>+0(SB), K2, Z6
+	VPANDD      vk_signmask<>+0(SB), Z0, Z7
+	VPORD       Z7, Z6, Z6
+	VMOVUPS     Z6, K1, (DI)
 
 erfAVX512_done:
 	VZEROUPPER
@@ -9285,97 +8997,83 @@ geluAVX2_blocks:
 	CMPQ CX, $0x00000010
 	JB   geluAVX2_vectors
 
-	// u = x·(1/√2)
+	// a = x·(1/√2)
 	VMOVUPS (SI), Y1
 	VMULPS  vk_rsqrt2<>+0(SB), Y1, Y3
 	VMOVUPS 32(SI), Y2
 	VMULPS  vk_rsqrt2<>+0(SB), Y2, Y8
 
-	// a = |u|, z = a²
-	VANDPS vk_absmask<>+0(SB), Y3, Y4
-	VMULPS Y4, Y4, Y5
-	VANDPS vk_absmask<>+0(SB), Y8, Y9
-	VMULPS Y9, Y9, Y10
+	// a = |a|; the lanes a ≥ 3.92 (ordered: NaN is not)
+	VANDPS vk_absmask<>+0(SB), Y3, Y3
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Y3, Y7
+	VANDPS vk_absmask<>+0(SB), Y8, Y8
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Y8, Y12
 
-	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
-	VMOVUPS     vk_erfs5<>+0(SB), Y6
-	VMOVUPS     vk_erfs5<>+0(SB), Y11
-	VFMADD213PS vk_erfs4<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfs4<>+0(SB), Y10, Y11
-	VFMADD213PS vk_erfs3<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfs3<>+0(SB), Y10, Y11
-	VFMADD213PS vk_erfs2<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfs2<>+0(SB), Y10, Y11
-	VFMADD213PS vk_erfs1<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfs1<>+0(SB), Y10, Y11
-	VFMADD213PS vk_erfs0<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfs0<>+0(SB), Y10, Y11
-	VFMADD213PS vk_erfc0lo<>+0(SB), Y5, Y6
-	VMULPS      Y4, Y6, Y6
-	VFMADD231PS vk_erfc0hi<>+0(SB), Y4, Y6
-	VFMADD213PS vk_erfc0lo<>+0(SB), Y10, Y11
-	VMULPS      Y9, Y11, Y11
-	VFMADD231PS vk_erfc0hi<>+0(SB), Y9, Y11
+	// i = the piece, t = a − i/2 (in a), i's index bits = i + magic
+	VADDPS       Y3, Y3, Y4
+	VROUNDPS     $0x09, Y4, Y4
+	VFNMADD231PS vk_half<>+0(SB), Y4, Y3
+	VADDPS       vk_erfmagic2<>+0(SB), Y4, Y4
+	VADDPS       Y8, Y8, Y9
+	VROUNDPS     $0x09, Y9, Y9
+	VFNMADD231PS vk_half<>+0(SB), Y9, Y8
+	VADDPS       vk_erfmagic2<>+0(SB), Y9, Y9
 
-	// z = a − 2.5; q = −Q(z)
-	VSUBPS      vk_c25<>+0(SB), Y4, Y5
-	VMOVUPS     vk_erfl12<>+0(SB), Y7
-	VSUBPS      vk_c25<>+0(SB), Y9, Y10
-	VMOVUPS     vk_erfl12<>+0(SB), Y12
-	VFMADD213PS vk_erfl11<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl11<>+0(SB), Y10, Y12
-	VFMADD213PS vk_erfl10<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl10<>+0(SB), Y10, Y12
-	VFMADD213PS vk_erfl9<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl9<>+0(SB), Y10, Y12
-	VFMADD213PS vk_erfl8<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl8<>+0(SB), Y10, Y12
-	VFMADD213PS vk_erfl7<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl7<>+0(SB), Y10, Y12
-	VFMADD213PS vk_erfl6<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl6<>+0(SB), Y10, Y12
-	VFMADD213PS vk_erfl5<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl5<>+0(SB), Y10, Y12
-	VFMADD213PS vk_erfl4<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl4<>+0(SB), Y10, Y12
-	VFMADD213PS vk_erfl3<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl3<>+0(SB), Y10, Y12
-	VFMADD213PS vk_erfl2<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl2<>+0(SB), Y10, Y12
-	VFMADD213PS vk_erfl1<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl1<>+0(SB), Y10, Y12
-	VFMADD213PS vk_erfl0<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl0<>+0(SB), Y10, Y12
+	// p = Horner over the piece's coefficients, t⁷ down to t⁰
+	VPERMPS     vk_erft7<>+0(SB), Y4, Y5
+	VPERMPS     vk_erft7<>+0(SB), Y9, Y10
+	VPERMPS     vk_erft6<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft6<>+0(SB), Y9, Y11
+	VFMADD213PS Y11, Y8, Y10
+	VPERMPS     vk_erft5<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft5<>+0(SB), Y9, Y11
+	VFMADD213PS Y11, Y8, Y10
+	VPERMPS     vk_erft4<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft4<>+0(SB), Y9, Y11
+	VFMADD213PS Y11, Y8, Y10
+	VPERMPS     vk_erft3<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft3<>+0(SB), Y9, Y11
+	VFMADD213PS Y11, Y8, Y10
+	VPERMPS     vk_erft2<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft2<>+0(SB), Y9, Y11
+	VFMADD213PS Y11, Y8, Y10
+	VPERMPS     vk_erft1<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft1<>+0(SB), Y9, Y11
+	VFMADD213PS Y11, Y8, Y10
+	VPERMPS     vk_erft0<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft0<>+0(SB), Y9, Y11
+	VFMADD213PS Y11, Y8, Y10
 
-	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
-	VADDPS    vk_one<>+0(SB), Y7, Y7
-	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y4, Y5
-	VBLENDVPS Y5, vk_one<>+0(SB), Y7, Y7
-	VCMPPS    $0x11, vk_one<>+0(SB), Y4, Y5
-	VBLENDVPS Y5, Y6, Y7, Y7
-	VADDPS    vk_one<>+0(SB), Y12, Y12
-	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y9, Y10
-	VBLENDVPS Y10, vk_one<>+0(SB), Y12, Y12
-	VCMPPS    $0x11, vk_one<>+0(SB), Y9, Y10
-	VBLENDVPS Y10, Y11, Y12, Y12
-
-	// q |= sign(u)
-	VANDPS vk_signmask<>+0(SB), Y3, Y5
-	VORPS  Y5, Y7, Y7
-	VANDPS vk_signmask<>+0(SB), Y8, Y10
-	VORPS  Y10, Y12, Y12
+	// p += head·t; p = 1 where a ≥ 3.92; p |= sign(sign)
+	VPERMPS     vk_erfthead<>+0(SB), Y4, Y6
+	VFMADD231PS Y6, Y3, Y5
+	VBLENDVPS   Y7, vk_one<>+0(SB), Y5, Y5
+	VANDPS      vk_signmask<>+0(SB), Y1, Y6
+	VORPS       Y6, Y5, Y5
+	VPERMPS     vk_erfthead<>+0(SB), Y9, Y11
+	VFMADD231PS Y11, Y8, Y10
+	VBLENDVPS   Y12, vk_one<>+0(SB), Y10, Y10
+	VANDPS      vk_signmask<>+0(SB), Y2, Y11
+	VORPS       Y11, Y10, Y10
 
 	// y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0
-	VADDPS      vk_one<>+0(SB), Y7, Y7
+	VADDPS      vk_one<>+0(SB), Y5, Y5
 	VMAXPS      Y1, Y0, Y1
 	VMULPS      vk_half<>+0(SB), Y1, Y1
-	VFMADD213PS vk_zero<>+0(SB), Y1, Y7
-	VMOVUPS     Y7, (DI)
-	VADDPS      vk_one<>+0(SB), Y12, Y12
+	VFMADD213PS vk_zero<>+0(SB), Y1, Y5
+	VMOVUPS     Y5, (DI)
+	VADDPS      vk_one<>+0(SB), Y10, Y10
 	VMAXPS      Y2, Y0, Y2
 	VMULPS      vk_half<>+0(SB), Y2, Y2
-	VFMADD213PS vk_zero<>+0(SB), Y2, Y12
-	VMOVUPS     Y12, 32(DI)
+	VFMADD213PS vk_zero<>+0(SB), Y2, Y10
+	VMOVUPS     Y10, 32(DI)
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x00000010, CX
@@ -9385,58 +9083,50 @@ geluAVX2_vectors:
 	CMPQ CX, $0x00000008
 	JB   geluAVX2_tail
 
-	// u = x·(1/√2)
+	// a = x·(1/√2)
 	VMOVUPS (SI), Y1
 	VMULPS  vk_rsqrt2<>+0(SB), Y1, Y3
 
-	// a = |u|, z = a²
-	VANDPS vk_absmask<>+0(SB), Y3, Y4
-	VMULPS Y4, Y4, Y5
+	// a = |a|; the lanes a ≥ 3.92 (ordered: NaN is not)
+	VANDPS vk_absmask<>+0(SB), Y3, Y3
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Y3, Y7
 
-	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
-	VMOVUPS     vk_erfs5<>+0(SB), Y6
-	VFMADD213PS vk_erfs4<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfs3<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfs2<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfs1<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfs0<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfc0lo<>+0(SB), Y5, Y6
-	VMULPS      Y4, Y6, Y6
-	VFMADD231PS vk_erfc0hi<>+0(SB), Y4, Y6
+	// i = the piece, t = a − i/2 (in a), i's index bits = i + magic
+	VADDPS       Y3, Y3, Y4
+	VROUNDPS     $0x09, Y4, Y4
+	VFNMADD231PS vk_half<>+0(SB), Y4, Y3
+	VADDPS       vk_erfmagic2<>+0(SB), Y4, Y4
 
-	// z = a − 2.5; q = −Q(z)
-	VSUBPS      vk_c25<>+0(SB), Y4, Y5
-	VMOVUPS     vk_erfl12<>+0(SB), Y7
-	VFMADD213PS vk_erfl11<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl10<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl9<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl8<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl7<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl6<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl5<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl4<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl3<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl2<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl1<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl0<>+0(SB), Y5, Y7
+	// p = Horner over the piece's coefficients, t⁷ down to t⁰
+	VPERMPS     vk_erft7<>+0(SB), Y4, Y5
+	VPERMPS     vk_erft6<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft5<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft4<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft3<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft2<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft1<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft0<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
 
-	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
-	VADDPS    vk_one<>+0(SB), Y7, Y7
-	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y4, Y5
-	VBLENDVPS Y5, vk_one<>+0(SB), Y7, Y7
-	VCMPPS    $0x11, vk_one<>+0(SB), Y4, Y5
-	VBLENDVPS Y5, Y6, Y7, Y7
-
-	// q |= sign(u)
-	VANDPS vk_signmask<>+0(SB), Y3, Y5
-	VORPS  Y5, Y7, Y7
+	// p += head·t; p = 1 where a ≥ 3.92; p |= sign(sign)
+	VPERMPS     vk_erfthead<>+0(SB), Y4, Y6
+	VFMADD231PS Y6, Y3, Y5
+	VBLENDVPS   Y7, vk_one<>+0(SB), Y5, Y5
+	VANDPS      vk_signmask<>+0(SB), Y1, Y6
+	VORPS       Y6, Y5, Y5
 
 	// y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0
-	VADDPS      vk_one<>+0(SB), Y7, Y7
+	VADDPS      vk_one<>+0(SB), Y5, Y5
 	VMAXPS      Y1, Y0, Y1
 	VMULPS      vk_half<>+0(SB), Y1, Y1
-	VFMADD213PS vk_zero<>+0(SB), Y1, Y7
-	VMOVUPS     Y7, (DI)
+	VFMADD213PS vk_zero<>+0(SB), Y1, Y5
+	VMOVUPS     Y5, (DI)
 	ADDQ        $0x00000020, SI
 	ADDQ        $0x00000020, DI
 	SUBQ        $0x00000008, CX
@@ -9451,58 +9141,50 @@ geluAVX2_tail:
 	VPBROADCASTD X15, Y15
 	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
 
-	// u = x·(1/√2)
+	// a = x·(1/√2)
 	VMASKMOVPS (SI), Y15, Y1
 	VMULPS     vk_rsqrt2<>+0(SB), Y1, Y3
 
-	// a = |u|, z = a²
-	VANDPS vk_absmask<>+0(SB), Y3, Y4
-	VMULPS Y4, Y4, Y5
+	// a = |a|; the lanes a ≥ 3.92 (ordered: NaN is not)
+	VANDPS vk_absmask<>+0(SB), Y3, Y3
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Y3, Y7
 
-	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
-	VMOVUPS     vk_erfs5<>+0(SB), Y6
-	VFMADD213PS vk_erfs4<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfs3<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfs2<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfs1<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfs0<>+0(SB), Y5, Y6
-	VFMADD213PS vk_erfc0lo<>+0(SB), Y5, Y6
-	VMULPS      Y4, Y6, Y6
-	VFMADD231PS vk_erfc0hi<>+0(SB), Y4, Y6
+	// i = the piece, t = a − i/2 (in a), i's index bits = i + magic
+	VADDPS       Y3, Y3, Y4
+	VROUNDPS     $0x09, Y4, Y4
+	VFNMADD231PS vk_half<>+0(SB), Y4, Y3
+	VADDPS       vk_erfmagic2<>+0(SB), Y4, Y4
 
-	// z = a − 2.5; q = −Q(z)
-	VSUBPS      vk_c25<>+0(SB), Y4, Y5
-	VMOVUPS     vk_erfl12<>+0(SB), Y7
-	VFMADD213PS vk_erfl11<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl10<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl9<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl8<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl7<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl6<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl5<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl4<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl3<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl2<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl1<>+0(SB), Y5, Y7
-	VFMADD213PS vk_erfl0<>+0(SB), Y5, Y7
+	// p = Horner over the piece's coefficients, t⁷ down to t⁰
+	VPERMPS     vk_erft7<>+0(SB), Y4, Y5
+	VPERMPS     vk_erft6<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft5<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft4<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft3<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft2<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft1<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
+	VPERMPS     vk_erft0<>+0(SB), Y4, Y6
+	VFMADD213PS Y6, Y3, Y5
 
-	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
-	VADDPS    vk_one<>+0(SB), Y7, Y7
-	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y4, Y5
-	VBLENDVPS Y5, vk_one<>+0(SB), Y7, Y7
-	VCMPPS    $0x11, vk_one<>+0(SB), Y4, Y5
-	VBLENDVPS Y5, Y6, Y7, Y7
-
-	// q |= sign(u)
-	VANDPS vk_signmask<>+0(SB), Y3, Y5
-	VORPS  Y5, Y7, Y7
+	// p += head·t; p = 1 where a ≥ 3.92; p |= sign(sign)
+	VPERMPS     vk_erfthead<>+0(SB), Y4, Y6
+	VFMADD231PS Y6, Y3, Y5
+	VBLENDVPS   Y7, vk_one<>+0(SB), Y5, Y5
+	VANDPS      vk_signmask<>+0(SB), Y1, Y6
+	VORPS       Y6, Y5, Y5
 
 	// y = (max(x, −MaxFloat32)·0.5)·(1 + erf) + 0: finite at −Inf, and −0 becomes +0
-	VADDPS      vk_one<>+0(SB), Y7, Y7
+	VADDPS      vk_one<>+0(SB), Y5, Y5
 	VMAXPS      Y1, Y0, Y1
 	VMULPS      vk_half<>+0(SB), Y1, Y1
-	VFMADD213PS vk_zero<>+0(SB), Y1, Y7
-	VMASKMOVPS  Y7, Y15, (DI)
+	VFMADD213PS vk_zero<>+0(SB), Y1, Y5
+	VMASKMOVPS  Y5, Y15, (DI)
 
 geluAVX2_done:
 	VZEROUPPER
@@ -9520,139 +9202,120 @@ erfAVX2_blocks:
 	CMPQ    CX, $0x00000010
 	JB      erfAVX2_vectors
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y5
+	VMOVAPS Y0, Y2
+	VMOVUPS 32(SI), Y1
+	VMOVAPS Y1, Y7
 
-	// a = |u|, z = a²
-	VANDPS vk_absmask<>+0(SB), Y0, Y1
-	VMULPS Y1, Y1, Y2
-	VANDPS vk_absmask<>+0(SB), Y5, Y6
-	VMULPS Y6, Y6, Y7
+	// a = |a|; the lanes a ≥ 3.92 (ordered: NaN is not)
+	VANDPS vk_absmask<>+0(SB), Y2, Y2
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Y2, Y6
+	VANDPS vk_absmask<>+0(SB), Y7, Y7
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Y7, Y11
 
-	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
-	VMOVUPS     vk_erfs5<>+0(SB), Y3
-	VMOVUPS     vk_erfs5<>+0(SB), Y8
-	VFMADD213PS vk_erfs4<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfs4<>+0(SB), Y7, Y8
-	VFMADD213PS vk_erfs3<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfs3<>+0(SB), Y7, Y8
-	VFMADD213PS vk_erfs2<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfs2<>+0(SB), Y7, Y8
-	VFMADD213PS vk_erfs1<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfs1<>+0(SB), Y7, Y8
-	VFMADD213PS vk_erfs0<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfs0<>+0(SB), Y7, Y8
-	VFMADD213PS vk_erfc0lo<>+0(SB), Y2, Y3
-	VMULPS      Y1, Y3, Y3
-	VFMADD231PS vk_erfc0hi<>+0(SB), Y1, Y3
-	VFMADD213PS vk_erfc0lo<>+0(SB), Y7, Y8
-	VMULPS      Y6, Y8, Y8
-	VFMADD231PS vk_erfc0hi<>+0(SB), Y6, Y8
+	// i = the piece, t = a − i/2 (in a), i's index bits = i + magic
+	VADDPS       Y2, Y2, Y3
+	VROUNDPS     $0x09, Y3, Y3
+	VFNMADD231PS vk_half<>+0(SB), Y3, Y2
+	VADDPS       vk_erfmagic2<>+0(SB), Y3, Y3
+	VADDPS       Y7, Y7, Y8
+	VROUNDPS     $0x09, Y8, Y8
+	VFNMADD231PS vk_half<>+0(SB), Y8, Y7
+	VADDPS       vk_erfmagic2<>+0(SB), Y8, Y8
 
-	// z = a − 2.5; q = −Q(z)
-	VSUBPS      vk_c25<>+0(SB), Y1, Y2
-	VMOVUPS     vk_erfl12<>+0(SB), Y4
-	VSUBPS      vk_c25<>+0(SB), Y6, Y7
-	VMOVUPS     vk_erfl12<>+0(SB), Y9
-	VFMADD213PS vk_erfl11<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl11<>+0(SB), Y7, Y9
-	VFMADD213PS vk_erfl10<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl10<>+0(SB), Y7, Y9
-	VFMADD213PS vk_erfl9<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl9<>+0(SB), Y7, Y9
-	VFMADD213PS vk_erfl8<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl8<>+0(SB), Y7, Y9
-	VFMADD213PS vk_erfl7<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl7<>+0(SB), Y7, Y9
-	VFMADD213PS vk_erfl6<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl6<>+0(SB), Y7, Y9
-	VFMADD213PS vk_erfl5<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl5<>+0(SB), Y7, Y9
-	VFMADD213PS vk_erfl4<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl4<>+0(SB), Y7, Y9
-	VFMADD213PS vk_erfl3<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl3<>+0(SB), Y7, Y9
-	VFMADD213PS vk_erfl2<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl2<>+0(SB), Y7, Y9
-	VFMADD213PS vk_erfl1<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl1<>+0(SB), Y7, Y9
-	VFMADD213PS vk_erfl0<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl0<>+0(SB), Y7, Y9
+	// p = Horner over the piece's coefficients, t⁷ down to t⁰
+	VPERMPS     vk_erft7<>+0(SB), Y3, Y4
+	VPERMPS     vk_erft7<>+0(SB), Y8, Y9
+	VPERMPS     vk_erft6<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft6<>+0(SB), Y8, Y10
+	VFMADD213PS Y10, Y7, Y9
+	VPERMPS     vk_erft5<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft5<>+0(SB), Y8, Y10
+	VFMADD213PS Y10, Y7, Y9
+	VPERMPS     vk_erft4<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft4<>+0(SB), Y8, Y10
+	VFMADD213PS Y10, Y7, Y9
+	VPERMPS     vk_erft3<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft3<>+0(SB), Y8, Y10
+	VFMADD213PS Y10, Y7, Y9
+	VPERMPS     vk_erft2<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft2<>+0(SB), Y8, Y10
+	VFMADD213PS Y10, Y7, Y9
+	VPERMPS     vk_erft1<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft1<>+0(SB), Y8, Y10
+	VFMADD213PS Y10, Y7, Y9
+	VPERMPS     vk_erft0<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft0<>+0(SB), Y8, Y10
+	VFMADD213PS Y10, Y7, Y9
 
-	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
-	VADDPS    vk_one<>+0(SB), Y4, Y4
-	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y1, Y2
-	VBLENDVPS Y2, vk_one<>+0(SB), Y4, Y4
-	VCMPPS    $0x11, vk_one<>+0(SB), Y1, Y2
-	VBLENDVPS Y2, Y3, Y4, Y4
-	VADDPS    vk_one<>+0(SB), Y9, Y9
-	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y6, Y7
-	VBLENDVPS Y7, vk_one<>+0(SB), Y9, Y9
-	VCMPPS    $0x11, vk_one<>+0(SB), Y6, Y7
-	VBLENDVPS Y7, Y8, Y9, Y9
-
-	// q |= sign(u)
-	VANDPS  vk_signmask<>+0(SB), Y0, Y2
-	VORPS   Y2, Y4, Y4
-	VANDPS  vk_signmask<>+0(SB), Y5, Y7
-	VORPS   Y7, Y9, Y9
-	VMOVUPS Y4, (DI)
-	VMOVUPS Y9, 32(DI)
-	ADDQ    $0x00000040, SI
-	ADDQ    $0x00000040, DI
-	SUBQ    $0x00000010, CX
-	JMP     erfAVX2_blocks
+	// p += head·t; p = 1 where a ≥ 3.92; p |= sign(sign)
+	VPERMPS     vk_erfthead<>+0(SB), Y3, Y5
+	VFMADD231PS Y5, Y2, Y4
+	VBLENDVPS   Y6, vk_one<>+0(SB), Y4, Y4
+	VANDPS      vk_signmask<>+0(SB), Y0, Y5
+	VORPS       Y5, Y4, Y4
+	VPERMPS     vk_erfthead<>+0(SB), Y8, Y10
+	VFMADD231PS Y10, Y7, Y9
+	VBLENDVPS   Y11, vk_one<>+0(SB), Y9, Y9
+	VANDPS      vk_signmask<>+0(SB), Y1, Y10
+	VORPS       Y10, Y9, Y9
+	VMOVUPS     Y4, (DI)
+	VMOVUPS     Y9, 32(DI)
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x00000010, CX
+	JMP         erfAVX2_blocks
 
 erfAVX2_vectors:
 	CMPQ    CX, $0x00000008
 	JB      erfAVX2_tail
 	VMOVUPS (SI), Y0
+	VMOVAPS Y0, Y2
 
-	// a = |u|, z = a²
-	VANDPS vk_absmask<>+0(SB), Y0, Y1
-	VMULPS Y1, Y1, Y2
+	// a = |a|; the lanes a ≥ 3.92 (ordered: NaN is not)
+	VANDPS vk_absmask<>+0(SB), Y2, Y2
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Y2, Y6
 
-	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
-	VMOVUPS     vk_erfs5<>+0(SB), Y3
-	VFMADD213PS vk_erfs4<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfs3<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfs2<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfs1<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfs0<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfc0lo<>+0(SB), Y2, Y3
-	VMULPS      Y1, Y3, Y3
-	VFMADD231PS vk_erfc0hi<>+0(SB), Y1, Y3
+	// i = the piece, t = a − i/2 (in a), i's index bits = i + magic
+	VADDPS       Y2, Y2, Y3
+	VROUNDPS     $0x09, Y3, Y3
+	VFNMADD231PS vk_half<>+0(SB), Y3, Y2
+	VADDPS       vk_erfmagic2<>+0(SB), Y3, Y3
 
-	// z = a − 2.5; q = −Q(z)
-	VSUBPS      vk_c25<>+0(SB), Y1, Y2
-	VMOVUPS     vk_erfl12<>+0(SB), Y4
-	VFMADD213PS vk_erfl11<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl10<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl9<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl8<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl7<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl6<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl5<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl4<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl3<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl2<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl1<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl0<>+0(SB), Y2, Y4
+	// p = Horner over the piece's coefficients, t⁷ down to t⁰
+	VPERMPS     vk_erft7<>+0(SB), Y3, Y4
+	VPERMPS     vk_erft6<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft5<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft4<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft3<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft2<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft1<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft0<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
 
-	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
-	VADDPS    vk_one<>+0(SB), Y4, Y4
-	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y1, Y2
-	VBLENDVPS Y2, vk_one<>+0(SB), Y4, Y4
-	VCMPPS    $0x11, vk_one<>+0(SB), Y1, Y2
-	VBLENDVPS Y2, Y3, Y4, Y4
-
-	// q |= sign(u)
-	VANDPS  vk_signmask<>+0(SB), Y0, Y2
-	VORPS   Y2, Y4, Y4
-	VMOVUPS Y4, (DI)
-	ADDQ    $0x00000020, SI
-	ADDQ    $0x00000020, DI
-	SUBQ    $0x00000008, CX
-	JMP     erfAVX2_vectors
+	// p += head·t; p = 1 where a ≥ 3.92; p |= sign(sign)
+	VPERMPS     vk_erfthead<>+0(SB), Y3, Y5
+	VFMADD231PS Y5, Y2, Y4
+	VBLENDVPS   Y6, vk_one<>+0(SB), Y4, Y4
+	VANDPS      vk_signmask<>+0(SB), Y0, Y5
+	VORPS       Y5, Y4, Y4
+	VMOVUPS     Y4, (DI)
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000020, DI
+	SUBQ        $0x00000008, CX
+	JMP         erfAVX2_vectors
 
 erfAVX2_tail:
 	TESTQ CX, CX
@@ -9663,49 +9326,42 @@ erfAVX2_tail:
 	VPBROADCASTD X15, Y15
 	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
 	VMASKMOVPS   (SI), Y15, Y0
+	VMOVAPS      Y0, Y2
 
-	// a = |u|, z = a²
-	VANDPS vk_absmask<>+0(SB), Y0, Y1
-	VMULPS Y1, Y1, Y2
+	// a = |a|; the lanes a ≥ 3.92 (ordered: NaN is not)
+	VANDPS vk_absmask<>+0(SB), Y2, Y2
+	VCMPPS $0x1d, vk_erfcut<>+0(SB), Y2, Y6
 
-	// p = a·(c0lo + z·P(z)) + a·c0hi: erf on a < 1, 2/√π in two parts
-	VMOVUPS     vk_erfs5<>+0(SB), Y3
-	VFMADD213PS vk_erfs4<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfs3<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfs2<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfs1<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfs0<>+0(SB), Y2, Y3
-	VFMADD213PS vk_erfc0lo<>+0(SB), Y2, Y3
-	VMULPS      Y1, Y3, Y3
-	VFMADD231PS vk_erfc0hi<>+0(SB), Y1, Y3
+	// i = the piece, t = a − i/2 (in a), i's index bits = i + magic
+	VADDPS       Y2, Y2, Y3
+	VROUNDPS     $0x09, Y3, Y3
+	VFNMADD231PS vk_half<>+0(SB), Y3, Y2
+	VADDPS       vk_erfmagic2<>+0(SB), Y3, Y3
 
-	// z = a − 2.5; q = −Q(z)
-	VSUBPS      vk_c25<>+0(SB), Y1, Y2
-	VMOVUPS     vk_erfl12<>+0(SB), Y4
-	VFMADD213PS vk_erfl11<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl10<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl9<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl8<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl7<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl6<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl5<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl4<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl3<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl2<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl1<>+0(SB), Y2, Y4
-	VFMADD213PS vk_erfl0<>+0(SB), Y2, Y4
+	// p = Horner over the piece's coefficients, t⁷ down to t⁰
+	VPERMPS     vk_erft7<>+0(SB), Y3, Y4
+	VPERMPS     vk_erft6<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft5<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft4<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft3<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft2<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft1<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
+	VPERMPS     vk_erft0<>+0(SB), Y3, Y5
+	VFMADD213PS Y5, Y2, Y4
 
-	// q = 1 − Q: erf on a ≥ 1; q = 1 where a ≥ 3.92 (Inf too); q = p where a < 1 (NaN compares false)
-	VADDPS    vk_one<>+0(SB), Y4, Y4
-	VCMPPS    $0x1d, vk_erfcut<>+0(SB), Y1, Y2
-	VBLENDVPS Y2, vk_one<>+0(SB), Y4, Y4
-	VCMPPS    $0x11, vk_one<>+0(SB), Y1, Y2
-	VBLENDVPS Y2, Y3, Y4, Y4
-
-	// q |= sign(u)
-	VANDPS     vk_signmask<>+0(SB), Y0, Y2
-	VORPS      Y2, Y4, Y4
-	VMASKMOVPS Y4, Y15, (DI)
+	// p += head·t; p = 1 where a ≥ 3.92; p |= sign(sign)
+	VPERMPS     vk_erfthead<>+0(SB), Y3, Y5
+	VFMADD231PS Y5, Y2, Y4
+	VBLENDVPS   Y6, vk_one<>+0(SB), Y4, Y4
+	VANDPS      vk_signmask<>+0(SB), Y0, Y5
+	VORPS       Y5, Y4, Y4
+	VMASKMOVPS  Y4, Y15, (DI)
 
 erfAVX2_done:
 	VZEROUPPER
