@@ -203,22 +203,33 @@ func (b *Backend) flattenLevels(n ops.FlattenLevels, in, out []*tensor) error {
 			hw := lv.H * lv.W
 			src := in[li].data[img*n.Chans*hw : (img+1)*n.Chans*hw]
 			dst := y[(img*s+lv.Start)*n.Chans:]
-			if !in[li].blocked {
-				kern.Transpose(n.Chans, hw, src, hw, dst, n.Chans)
-				continue
-			}
-			// A blocked level's pixels hold 16 channels side by side: each
-			// goes to its token as one run.
-			const l = kern.BlockLanes
-			for cb := 0; cb < n.Chans/l; cb++ {
-				for p := 0; p < hw; p++ {
-					copy(dst[p*n.Chans+cb*l:p*n.Chans+(cb+1)*l], src[(cb*hw+p)*l:(cb*hw+p+1)*l])
+			blocked := in[li].blocked
+			// The level's tokens in runs, one per worker piece: each
+			// writes whole token rows.
+			parallelFor(b.threads, hw, flattenGrain(n.Chans), func(p0, p1 int) {
+				if !blocked {
+					kern.Transpose(n.Chans, p1-p0, src[p0:], hw, dst[p0*n.Chans:], n.Chans)
+					return
 				}
-			}
+				// A blocked level's pixels hold 16 channels side by side:
+				// each goes to its token as one run of 16.
+				const l = kern.BlockLanes
+				for p := p0; p < p1; p++ {
+					row := dst[p*n.Chans : (p+1)*n.Chans]
+					for cb := 0; cb < n.Chans/l; cb++ {
+						*(*[l]float32)(row[cb*l:]) = *(*[l]float32)(src[(cb*hw+p)*l:])
+					}
+				}
+			})
 		}
 	}
 	return nil
 }
+
+// flattenGrain is the fewest tokens of chans channels a worker piece of
+// flatten_levels or tokens_to_image moves: about 16 KiB, so that a small
+// level stays on one worker.
+func flattenGrain(chans int) int { return max(8, 4096/max(chans, 1)) }
 
 // inverseSigmoid is Deformable DETR's inverse_sigmoid with eps 1e-5.
 func inverseSigmoid(x float32) float32 {

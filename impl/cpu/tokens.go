@@ -85,15 +85,13 @@ func (b *Backend) tokensToImage(t ops.TokensToImage, in, out []*tensor) error {
 		return err
 	}
 	x, y := in[0].data, out[0].data
-	parallelFor(b.threads, t.Batch*t.Chans, 8, func(lo, hi int) {
-		for p := lo; p < hi; p++ {
-			img, c := p/t.Chans, p%t.Chans
-			src := x[img*hw*t.Chans+c:]
-			dst := y[p*hw : (p+1)*hw]
-			for i := range dst {
-				dst[i] = src[i*t.Chans]
-			}
-		}
-	})
+	for img := 0; img < t.Batch; img++ {
+		src, dst := x[img*hw*t.Chans:(img+1)*hw*t.Chans], y[img*t.Chans*hw:(img+1)*t.Chans*hw]
+		// Runs of tokens per worker piece, each transposed in 8×8 blocks
+		// into the channels' rows.
+		parallelFor(b.threads, hw, flattenGrain(t.Chans), func(p0, p1 int) {
+			kern.Transpose(p1-p0, t.Chans, src[p0*t.Chans:], t.Chans, dst[p0:], hw)
+		})
+	}
 	return nil
 }
