@@ -13,9 +13,16 @@ import (
 // TestAttentionCoreSplitsAgree: whatever the worker count, and so however
 // the (image, head) pairs are cut into blocks of query rows (DeiT-Ti's 3
 // heads on 2 workers, one head on 4, a batch of 2), the outputs equal one
-// worker's: bit for bit on the SIMD paths, to rounding on the Go path.
+// worker's: bit for bit on the SIMD paths, to rounding on the Go path;
+// cpu-bf16 (where its kernels run) is held to the same.
 func TestAttentionCoreSplitsAgree(t *testing.T) {
-	exact := kern.Active() != kern.ISAGo
+	t.Run("cpu", func(t *testing.T) { testAttentionSplits(t, New, kern.Active() != kern.ISAGo) })
+	if kern.HasBF16() {
+		t.Run("cpu-bf16", func(t *testing.T) { testAttentionSplits(t, NewBF16, true) })
+	}
+}
+
+func testAttentionSplits(t *testing.T, newBackend func(int) *Backend, exact bool) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	for _, a := range []ops.AttentionCore{
 		{Batch: 1, Tokens: 197, Heads: 3, HeadDim: 64, Scale: 0.125},
@@ -29,7 +36,7 @@ func TestAttentionCoreSplitsAgree(t *testing.T) {
 			qkv[i] = rng.Float32()*2 - 1
 		}
 		run := func(threads int) []float32 {
-			be := New(threads)
+			be := newBackend(threads)
 			in := []*tensor{be.testTensor(t, bench.Shape{a.Batch, a.Tokens, 3 * e}, qkv)}
 			out := []*tensor{be.testTensor(t, bench.Shape{a.Batch, a.Tokens, e}, nil)}
 			if err := be.attentionCore(a, in, out); err != nil {
