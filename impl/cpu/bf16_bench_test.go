@@ -20,8 +20,9 @@ import (
 // side's median time; for a gemm case also the median share of the bf16
 // dot-product peak (all threads) measured right after each pair.
 // VITBENCH_AB_CASES names the cases (comma-separated;
-// default gemm/1024, vit_s16, deit_ti at batch 1), VITBENCH_AB_THREADS
-// the threads of both backends and of the peak (default all):
+// default gemm/1024, vit_s16, deit_ti), VITBENCH_AB_BATCH the batch
+// (default 1), VITBENCH_AB_THREADS the threads of both backends and of
+// the peak (default all):
 //
 //	go test ./impl/cpu -run '^$' -bench BF16AB -benchtime 20x
 func BenchmarkBF16AB(b *testing.B) {
@@ -38,7 +39,8 @@ func BenchmarkBF16AB(b *testing.B) {
 			if !ok {
 				b.Fatalf("no case %s", name)
 			}
-			s, err := c.Spec(1)
+			batch, _ := strconv.Atoi(os.Getenv("VITBENCH_AB_BATCH"))
+			s, err := c.Spec(max(batch, 1))
 			if err != nil {
 				b.Fatal(err)
 			}
