@@ -35,23 +35,33 @@ func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 	}
 	tasks := pairs * blocks
 	threads := min(b.threads, tasks)
-	scores, release := b.scratch(threads * rows * n)
+	ld := scoreStride(n)
+	scores, release := b.scratch(threads * rows * ld)
 	defer release()
 	matmul := b.matmul()
 	forQueryBlocks(threads, a.Batch, a.Heads, n, blocks, rows, func(w, img, h, r0, r1 int) {
-		s := scores[w*rows*n : (w+1)*rows*n]
+		s := scores[w*rows*ld : (w+1)*rows*ld]
 		base := qkv[img*n*3*e:]
 		q, k, v := base[r0*3*e+h*a.HeadDim:], base[e+h*a.HeadDim:], base[2*e+h*a.HeadDim:]
 		m := r1 - r0
-		matmul(m, n, a.HeadDim, q, 3*e, k, 3*e, true, s, n)
+		matmul(m, n, a.HeadDim, q, 3*e, k, 3*e, true, s, ld)
 		if a.Causal {
-			maskAbove(s, m, n, r0)
+			maskAbove(s, m, n, ld, r0)
 		}
-		kern.Softmax(m, n, s, n, s, n, float32(a.Scale))
-		matmul(m, a.HeadDim, n, s, n, v, 3*e, false, ctx[(img*n+r0)*e+h*a.HeadDim:], e)
+		kern.Softmax(m, n, s, ld, s, ld, float32(a.Scale))
+		matmul(m, a.HeadDim, n, s, ld, v, 3*e, false, ctx[(img*n+r0)*e+h*a.HeadDim:], e)
 	})
 	return nil
 }
+
+// scoreStride is the row stride of a score buffer of n keys: n rounded up
+// to a whole number of 64-byte lines (16 floats), so that, the buffer
+// being line-aligned, every row starts on a line and no vector load or
+// store of the softmax or of the products straddles two. With 197 keys
+// (a stride of 788 bytes) nearly every one did: the softmax ran 1.5×
+// slower per value on such rows than on aligned ones (0.40 against 0.26
+// ns, one thread; 77 keys: 0.66 against 0.41).
+func scoreStride(n int) int { return (n + 15) &^ 15 }
 
 // querySplit cuts each of pairs (image, head) pairs of n queries into
 // blocks of rows queries until the tasks divide evenly between the
@@ -81,12 +91,12 @@ func forQueryBlocks(threads, batch, heads, n, blocks, rows int, body func(w, img
 	})
 }
 
-// maskAbove sets the scores of rows r0 … r0+m−1 (s [m, n], row i is
-// query r0+i) to −∞ at every key j > r0+i: the causal mask.
-func maskAbove(s []float32, m, n, r0 int) {
+// maskAbove sets the scores of rows r0 … r0+m−1 (s [m, n], row stride
+// ld, row i is query r0+i) to −∞ at every key j > r0+i: the causal mask.
+func maskAbove(s []float32, m, n, ld, r0 int) {
 	inf := float32(math.Inf(-1))
 	for i := 0; i < m; i++ {
-		row := s[i*n : (i+1)*n]
+		row := s[i*ld : i*ld+n]
 		for j := r0 + i + 1; j < n; j++ {
 			row[j] = inf
 		}

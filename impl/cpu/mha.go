@@ -48,33 +48,34 @@ func (b *Backend) mhaCore(a ops.MHACore, in, out []*tensor) error {
 	}
 	tasks := pairs * blocks
 	threads := min(b.threads, tasks)
-	scores, release := b.scratch(threads * rows * nk)
+	ld := scoreStride(nk)
+	scores, release := b.scratch(threads * rows * ld)
 	defer release()
 	matmul := b.matmul() // bf16 products on cpu-bf16
 	forQueryBlocks(threads, a.Batch, a.Heads, nq, blocks, rows, func(w, img, h, r0, r1 int) {
-		s := scores[w*rows*nk : (w+1)*rows*nk]
+		s := scores[w*rows*ld : (w+1)*rows*ld]
 		q := qd[(img*nq+r0)*a.QLd+a.QOff+h*a.HeadDim:]
 		k := kd[img*nk*a.KLd+a.KOff+h*a.HeadDim:]
 		v := vd[img*nk*a.VLd+a.VOff+h*a.HeadDim:]
 		m := r1 - r0
-		matmul(m, nk, a.HeadDim, q, a.QLd, k, a.KLd, true, s, nk)
+		matmul(m, nk, a.HeadDim, q, a.QLd, k, a.KLd, true, s, ld)
 		if a.Masked {
-			maskKeys(s, m, nk, in[3].data[img*nk:(img+1)*nk])
+			maskKeys(s, m, ld, in[3].data[img*nk:(img+1)*nk])
 		}
-		kern.Softmax(m, nk, s, nk, s, nk, float32(a.Scale))
-		matmul(m, a.HeadDim, nk, s, nk, v, a.VLd, false, ctx[(img*nq+r0)*e+h*a.HeadDim:], e)
+		kern.Softmax(m, nk, s, ld, s, ld, float32(a.Scale))
+		matmul(m, a.HeadDim, nk, s, ld, v, a.VLd, false, ctx[(img*nq+r0)*e+h*a.HeadDim:], e)
 	})
 	return nil
 }
 
-// maskKeys sets every score s[i, j] (s [m, n]) to −∞ where mask[j] ≠ 0:
-// nn.MultiheadAttention's key_padding_mask.
-func maskKeys(s []float32, m, n int, mask []float32) {
+// maskKeys sets every score s[i, j] (s [m, len(mask)], row stride ld) to
+// −∞ where mask[j] ≠ 0: nn.MultiheadAttention's key_padding_mask.
+func maskKeys(s []float32, m, ld int, mask []float32) {
 	inf := float32(math.Inf(-1))
 	for j, v := range mask {
 		if v != 0 {
 			for i := 0; i < m; i++ {
-				s[i*n+j] = inf
+				s[i*ld+j] = inf
 			}
 		}
 	}

@@ -93,7 +93,7 @@ func TestNodeProfile(t *testing.T) {
 		}
 		times := make([][]float64, len(steps))
 		wroteBlocked := make([]bool, len(steps)) // the node's output, as it left it
-		var wholeRuns []float64 // each run's time, steps and all
+		var wholeRuns []float64                  // each run's time, steps and all
 		for r := 0; r < runs+3; r++ {
 			run0 := clock()
 			for i, st := range steps {
