@@ -167,6 +167,12 @@ func siluAVX512(n int, x *float32, y *float32)
 //go:noescape
 func softmaxRowAVX512(n int, x *float32, y *float32, scale float32)
 
+// softmaxRows2AVX512 sets y0 to the softmax of scale·x0 and y1 to that of scale·x1, each as softmaxRowAVX512 does,
+// over n values each, the two rows' passes interleaved. n must be positive.
+//
+//go:noescape
+func softmaxRows2AVX512(n int, x0 *float32, y0 *float32, x1 *float32, y1 *float32, scale float32)
+
 // layerNormRowAVX512 sets y[i] = ((x[i] − μ) − δ)·r·gamma[i] + beta[i] for i < n, with μ = Σx/n, δ = Σ(x − μ)/n,
 // σ² = Σ(x − μ)²/n − δ² and r = 1/sqrt(σ² + eps), the sums in float32 over several partial sums. n must be positive.
 //
@@ -297,6 +303,12 @@ func siluAVX2(n int, x *float32, y *float32)
 //
 //go:noescape
 func softmaxRowAVX2(n int, x *float32, y *float32, scale float32)
+
+// softmaxRows2AVX2 sets y0 to the softmax of scale·x0 and y1 to that of scale·x1, each as softmaxRowAVX2 does,
+// over n values each, the two rows' passes interleaved. n must be positive.
+//
+//go:noescape
+func softmaxRows2AVX2(n int, x0 *float32, y0 *float32, x1 *float32, y1 *float32, scale float32)
 
 // layerNormRowAVX2 sets y[i] = ((x[i] − μ) − δ)·r·gamma[i] + beta[i] for i < n, with μ = Σx/n, δ = Σ(x − μ)/n,
 // σ² = Σ(x − μ)²/n − δ² and r = 1/sqrt(σ² + eps), the sums in float32 over several partial sums. n must be positive.

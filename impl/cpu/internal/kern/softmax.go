@@ -25,7 +25,15 @@ func Softmax(rows, n int, x []float32, ldx int, y []float32, ldy int, scale floa
 	_ = x[(rows-1)*ldx+n-1]
 	_ = y[(rows-1)*ldy+n-1]
 	k := softmaxFor(active)
-	for r := 0; r < rows; r++ {
+	r := 0
+	if k != nil {
+		// Two rows per call, their passes interleaved (the same arithmetic
+		// per row as one at a time).
+		for ; r+1 < rows; r += 2 {
+			k.rows2(n, &x[r*ldx], &y[r*ldy], &x[(r+1)*ldx], &y[(r+1)*ldy], scale)
+		}
+	}
+	for ; r < rows; r++ {
 		xr, yr := x[r*ldx:r*ldx+n], y[r*ldy:r*ldy+n]
 		if k != nil {
 			k.row(n, &xr[0], &yr[0], scale)
@@ -58,11 +66,12 @@ func expVec(n int, x, y []float32) {
 	}
 }
 
-// softmaxKernels are the SIMD softmax row kernel of one path and its exp
-// alone.
+// softmaxKernels are the SIMD softmax row kernels of one path (one row,
+// and two rows at once) and its exp alone.
 type softmaxKernels struct {
-	row func(n int, x, y *float32, scale float32)
-	exp func(n int, x, y *float32)
+	row   func(n int, x, y *float32, scale float32)
+	rows2 func(n int, x0, y0, x1, y1 *float32, scale float32)
+	exp   func(n int, x, y *float32)
 }
 
 var negInf32 = float32(math.Inf(-1))

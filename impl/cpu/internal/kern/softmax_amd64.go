@@ -3,8 +3,8 @@
 package kern
 
 var (
-	softmaxAVX512K = softmaxKernels{row: softmaxRowAVX512, exp: expAVX512}
-	softmaxAVX2K   = softmaxKernels{row: softmaxRowAVX2, exp: expAVX2}
+	softmaxAVX512K = softmaxKernels{row: softmaxRowAVX512, rows2: softmaxRows2AVX512, exp: expAVX512}
+	softmaxAVX2K   = softmaxKernels{row: softmaxRowAVX2, rows2: softmaxRows2AVX2, exp: expAVX2}
 )
 
 // softmaxFor returns the softmax kernels of path p, nil on the Go path.

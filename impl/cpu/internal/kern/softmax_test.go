@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // softmaxTol bounds the relative error of a softmax output: exp's (≤ 2
@@ -72,6 +73,45 @@ func TestSoftmaxMatchesOracle(t *testing.T) {
 								t.Fatalf("%s: write between rows at y[%d,%d]", name, r, j)
 							}
 						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestSoftmaxRowPairsMatchOneRow: Softmax runs rows two at a time
+// (softmaxRows2) and a last odd row alone; every row must come out bit for
+// bit as Softmax of that row alone gives it, for every row length, with
+// rows of different ranges side by side (so a row normalized by its
+// partner's maximum or sum shows) and rows that are NaN, +Inf or all −Inf
+// next to ordinary ones.
+func TestSoftmaxRowPairsMatchOneRow(t *testing.T) {
+	inf := float32(math.Inf(1))
+	forEachISA(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(11, 12))
+		const rows = 7
+		for _, n := range vecSizes {
+			ld := n + 2
+			x := make([]float32, rows*ld)
+			for r := 0; r < rows; r++ {
+				for j := 0; j < n; j++ {
+					x[r*ld+j] = (rng.Float32()*2 - 1) * float32(1+4*r)
+				}
+			}
+			x[1*ld+n/2] = float32(math.NaN()) // paired with row 0
+			x[2*ld+n-1] = inf                 // paired with row 3
+			for j := 0; j < n; j++ {          // row 5, paired with row 4
+				x[5*ld+j] = -inf
+			}
+			y := make([]float32, rows*ld)
+			Softmax(rows, n, x, ld, y, ld, 0.125)
+			for r := 0; r < rows; r++ {
+				one := make([]float32, n)
+				Softmax(1, n, x[r*ld:], n, one, n, 0.125)
+				for j := 0; j < n; j++ {
+					if !sameFloat(y[r*ld+j], one[j]) {
+						t.Fatalf("n=%d: row %d of %d, y[%d] = %g, alone %g", n, r, rows, j, y[r*ld+j], one[j])
 					}
 				}
 			}
@@ -194,4 +234,45 @@ func BenchmarkSoftmax(b *testing.B) {
 	x, _ := guarded(rng, n, true)
 	y := make([]float32, n)
 	benchVec(b, 8*n, func() { Softmax(benchRows, benchCols, x, benchCols, y, benchCols, 0.125) })
+}
+
+// BenchmarkSoftmaxRowPairs times Softmax (rows two at a time) against the
+// one-row kernel on every row, alternating call by call on one thread,
+// over a worker's block of 99 query rows of 50 to 577 keys (row stride a
+// multiple of 16, as attention's score blocks have), and reports the
+// median ratio (above 1: pairs faster). Not on the Go path.
+func BenchmarkSoftmaxRowPairs(b *testing.B) {
+	k := softmaxFor(active)
+	if k == nil {
+		b.Skip("no SIMD softmax on this path")
+	}
+	for _, n := range []int{50, 77, 197, 256, 577} {
+		ld, rows := (n+15)&^15, 99
+		rng := rand.New(rand.NewPCG(1, 2))
+		x := make([]float32, rows*ld)
+		for i := range x {
+			x[i] = rng.Float32() * 4
+		}
+		y := make([]float32, len(x))
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			var ratios []float64
+			for it := 0; b.Loop(); it++ {
+				var d [2]time.Duration
+				for j := range 2 {
+					i := (j + it) % 2 // which goes first alternates
+					t0 := time.Now()
+					if i == 0 {
+						for r := 0; r < rows; r++ {
+							k.row(n, &x[r*ld], &y[r*ld], 0.125)
+						}
+					} else {
+						Softmax(rows, n, x, ld, y, ld, 0.125)
+					}
+					d[i] = time.Since(t0)
+				}
+				ratios = append(ratios, d[0].Seconds()/d[1].Seconds())
+			}
+			b.ReportMetric(median(ratios), "pairs-speedup")
+		})
+	}
 }

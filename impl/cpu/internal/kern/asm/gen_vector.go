@@ -35,6 +35,7 @@ func vectorKernels() {
 		s.quickGELU() // gen_quickgelu.go
 		s.silu()
 		s.softmaxRow()
+		s.softmaxRows2()
 		s.layerNormRow()
 		s.weightedRows() // gen_gather.go
 		s.moments()      // gen_moments.go: GroupNorm
@@ -681,29 +682,44 @@ func (s vecISA) expKernel() {
 // values at RSI, with sc holding scale in every lane; lo, acc and t are
 // clobbered. softmaxRow's first pass and flashMax.
 func (s vecISA) maxPass(label string, sc, lo VecPhysical, acc, t []VecPhysical) {
+	s.maxPassRows(label, []Register{RSI}, sc, lo, [][]VecPhysical{acc}, t)
+}
+
+// maxPassRows is maxPass over several rows of the same length at once,
+// row r at ptrs[r] with its maximum in accs[r][0]: the rows' loads, maxima
+// and reductions interleave, so one row's latency hides behind the
+// other's work. Each row's maxima go through the same partial maxima, in
+// the same order, as maxPass's.
+func (s vecISA) maxPassRows(label string, ptrs []Register, sc, lo VecPhysical, accs [][]VecPhysical, t []VecPhysical) {
 	VMOVUPS(k("neginf"), lo)
-	for _, a := range acc {
-		VMOVUPS(lo, a)
-	}
-	s.stream(label, []Register{RSI}, func(u int, tail bool, at func(p, j int) Mem) {
-		for j := 0; j < u; j++ {
-			s.ld(at(0, j), t[j], tail)
-			VMULPS(sc, t[j], t[j])
+	for _, acc := range accs {
+		for _, a := range acc {
+			VMOVUPS(lo, a)
 		}
-		for j := 0; j < u; j++ {
-			switch {
-			case !tail:
-				VMAXPS(t[j], acc[j], acc[j])
-			case s.avx512:
-				VMAXPS(t[j], acc[j], K1, acc[j])
-			default:
-				Comment("lanes ≥ n become −Inf")
-				VBLENDVPS(s.mask(), t[j], lo, t[j])
-				VMAXPS(t[j], acc[j], acc[j])
+	}
+	s.stream(label, ptrs, func(u int, tail bool, at func(p, j int) Mem) {
+		for r, acc := range accs {
+			for j := 0; j < u; j++ {
+				s.ld(at(r, j), t[j], tail)
+				VMULPS(sc, t[j], t[j])
+			}
+			for j := 0; j < u; j++ {
+				switch {
+				case !tail:
+					VMAXPS(t[j], acc[j], acc[j])
+				case s.avx512:
+					VMAXPS(t[j], acc[j], K1, acc[j])
+				default:
+					Comment("lanes ≥ n become −Inf")
+					VBLENDVPS(s.mask(), t[j], lo, t[j])
+					VMAXPS(t[j], acc[j], acc[j])
+				}
 			}
 		}
 	})
-	s.reduce(VMAXPS, acc, t[0])
+	for r, acc := range accs {
+		s.reduce(VMAXPS, acc, t[r])
+	}
 }
 
 // expSumPass emits dst[i] = exp(scale·x[i] − m) over the RCX ≥ 1 values
@@ -713,34 +729,48 @@ func (s vecISA) maxPass(label string, sc, lo VecPhysical, acc, t []VecPhysical) 
 // (and the exp registers after acc) are clobbered. softmaxRow's second
 // pass and flashExp.
 func (s vecISA) expSumPass(label string, ptrs []Register, sc, lo, m VecPhysical, acc, t []VecPhysical) {
+	s.expSumPassRows(label, ptrs, [][2]int{{0, len(ptrs) - 1}}, sc, lo, []VecPhysical{m}, [][]VecPhysical{acc}, t, 3+s.unroll)
+}
+
+// expSumPassRows is expSumPass over several rows of the same length at
+// once: row r reads x at ptrs[io[r][0]], writes dst at ptrs[io[r][1]],
+// subtracts ms[r] and sums into accs[r][0], the rows' work interleaved
+// (the exp registers, from s.v[expFrom] on, serve each row in turn; t
+// from its second entry is clobbered by the reductions).
+func (s vecISA) expSumPassRows(label string, ptrs []Register, io [][2]int, sc, lo VecPhysical, ms []VecPhysical, accs [][]VecPhysical, t []VecPhysical, expFrom int) {
 	VMOVUPS(k("explo"), lo)
-	for _, a := range acc {
-		VXORPS(a, a, a)
-	}
-	rs := s.expRegSet(s.unroll, 3+s.unroll)
-	out := len(ptrs) - 1
-	s.stream(label, ptrs, func(u int, tail bool, at func(p, j int) Mem) {
-		for j := 0; j < u; j++ {
-			s.ld(at(0, j), rs[j].r, tail)
-			VMULPS(sc, rs[j].r, rs[j].r)
-			VSUBPS(m, rs[j].r, rs[j].r)
+	for _, acc := range accs {
+		for _, a := range acc {
+			VXORPS(a, a, a)
 		}
-		s.exp(rs[:u], lo)
-		for j := 0; j < u; j++ {
-			s.st(rs[j].p, at(out, j), tail)
-			switch {
-			case !tail:
-				VADDPS(rs[j].p, acc[j], acc[j])
-			case s.avx512:
-				VADDPS(rs[j].p, acc[j], K1, acc[j])
-			default:
-				Comment("lanes ≥ n add 0")
-				VANDPS(s.mask(), rs[j].p, rs[j].p)
-				VADDPS(rs[j].p, acc[j], acc[j])
+	}
+	rs := s.expRegSet(s.unroll, expFrom)
+	s.stream(label, ptrs, func(u int, tail bool, at func(p, j int) Mem) {
+		for r, acc := range accs {
+			for j := 0; j < u; j++ {
+				s.ld(at(io[r][0], j), rs[j].r, tail)
+				VMULPS(sc, rs[j].r, rs[j].r)
+				VSUBPS(ms[r], rs[j].r, rs[j].r)
+			}
+			s.exp(rs[:u], lo)
+			for j := 0; j < u; j++ {
+				s.st(rs[j].p, at(io[r][1], j), tail)
+				switch {
+				case !tail:
+					VADDPS(rs[j].p, acc[j], acc[j])
+				case s.avx512:
+					VADDPS(rs[j].p, acc[j], K1, acc[j])
+				default:
+					Comment("lanes ≥ n add 0")
+					VANDPS(s.mask(), rs[j].p, rs[j].p)
+					VADDPS(rs[j].p, acc[j], acc[j])
+				}
 			}
 		}
 	})
-	s.reduce(VADDPS, acc, t[0])
+	for r, acc := range accs {
+		s.reduce(VADDPS, acc, t[r])
+	}
 }
 
 // softmaxRow emits the softmax of one row of scale·x in three passes.
@@ -783,6 +813,69 @@ func (s vecISA) softmaxRow() {
 			s.ld(at(0, j), t[j], tail)
 			VMULPS(inv, t[j], t[j])
 			s.st(t[j], at(0, j), tail)
+		}
+	})
+	s.end()
+}
+
+// softmaxRows2 emits softmaxRow on two rows of the same length at once,
+// each pass over both rows before the next: the reductions, the division
+// and the latency of each pass's last vectors, which a row of a few
+// hundred values waits on three times, then overlap between the rows.
+// Every row's arithmetic is softmaxRow's, in the same order.
+func (s vecISA) softmaxRows2() {
+	name := "softmaxRows2" + s.suffix
+	text(name, NOSPLIT, "func(n int, x0, y0, x1, y1 *float32, scale float32)")
+	Pragma("noescape")
+	Doc(name+" sets y0 to the softmax of scale·x0 and y1 to that of scale·x1, each as softmaxRow"+s.suffix+" does,",
+		"over n values each, the two rows' passes interleaved. n must be positive.")
+	u := s.unroll
+	Load(Param("n"), RDX)
+	sc, lo, m0, m1 := s.v[0], s.v[1], s.v[2], s.v[3]
+	// The partial sums come first: the reductions' VEX forms reach only
+	// the low 16 registers.
+	acc0, acc1 := s.v[4:4+u], s.v[4+u:4+2*u]
+	t := s.v[4+2*u : 4+3*u]
+	Comment("scale in every lane")
+	loadFloat("scale", sc.AsX())
+	s.bcast(sc, sc)
+
+	Comment("pass 1: m0, m1 = the rows' max_i scale·x[i]")
+	MOVQ(RDX, RCX)
+	Load(Param("x0"), RSI)
+	Load(Param("x1"), R8)
+	s.maxPassRows(name+"_max", []Register{RSI, R8}, sc, lo, [][]VecPhysical{acc0, acc1}, t)
+	s.bcast(acc0[0], m0)
+	s.bcast(acc1[0], m1)
+
+	Comment("pass 2: y[i] = exp(scale·x[i] − m) for both rows, their sums in acc0, acc1")
+	MOVQ(RDX, RCX)
+	Load(Param("x0"), RSI)
+	Load(Param("y0"), RDI)
+	Load(Param("x1"), R8)
+	Load(Param("y1"), R9)
+	s.expSumPassRows(name+"_exp", []Register{RSI, RDI, R8, R9}, [][2]int{{0, 1}, {2, 3}}, sc, lo,
+		[]VecPhysical{m0, m1}, [][]VecPhysical{acc0, acc1}, t, 4+2*u)
+	Comment("inv0, inv1 = 1/Σ in every lane")
+	inv0, inv1 := m0, m1
+	VMOVSS(k("one"), inv0.AsX())
+	VDIVSS(acc0[0].AsX(), inv0.AsX(), inv0.AsX())
+	VMOVSS(k("one"), inv1.AsX())
+	VDIVSS(acc1[0].AsX(), inv1.AsX(), inv1.AsX())
+	s.bcast(inv0, inv0)
+	s.bcast(inv1, inv1)
+
+	Comment("pass 3: y[i] ·= inv for both rows")
+	MOVQ(RDX, RCX)
+	Load(Param("y0"), RDI)
+	Load(Param("y1"), R9)
+	s.stream(name+"_norm", []Register{RDI, R9}, func(v int, tail bool, at func(p, j int) Mem) {
+		for r, inv := range []VecPhysical{inv0, inv1} {
+			for j := 0; j < v; j++ {
+				s.ld(at(r, j), t[j], tail)
+				VMULPS(inv, t[j], t[j])
+				s.st(t[j], at(r, j), tail)
+			}
 		}
 	})
 	s.end()
