@@ -44,7 +44,8 @@ func groupNormRef(n ops.GroupNorm, x, gamma, beta []float32) []float64 {
 // without the swish, on shapes with one and several channels per group,
 // odd maps and two images, serial and split over workers, on data whose
 // mean is up to 100 times its spread, against the float64 oracle; the
-// Swish norms with whole channel blocks run blocked on AVX-512.
+// Swish norms with whole channel blocks run blocked on AVX-512 (groups
+// within a block and of whole blocks).
 func TestGroupNormMatchesFloat64(t *testing.T) {
 	defer SetISA(SupportedISAs()[0])
 	rng := rand.New(rand.NewPCG(51, 52))
@@ -58,6 +59,8 @@ func TestGroupNormMatchesFloat64(t *testing.T) {
 			{Batch: 2, Chans: 64, Groups: 32, Height: 9, Width: 11, Eps: 1e-6},
 			{Batch: 1, Chans: 12, Groups: 3, Height: 5, Width: 7, Eps: 1e-5},
 			{Batch: 1, Chans: 256, Groups: 32, Height: 16, Width: 16, Eps: 1e-5, Swish: true},
+			// Groups of two channel blocks (groupNormBlocked's wide groups).
+			{Batch: 2, Chans: 64, Groups: 2, Height: 20, Width: 20, Eps: 1e-6, Swish: true},
 		} {
 			name := fmt.Sprintf("%s/%+v", isa, n)
 			x := make([]float32, n.Batch*n.Chans*n.Height*n.Width)
