@@ -68,8 +68,9 @@ func (s vecISA) mask() VecPhysical { return s.v[len(s.v)-1] }
 // float64 (weighted minimax by Lawson's iteration on least squares over
 // Chebyshev nodes; Trefethen, Approximation Theory and Approximation
 // Practice, ch. 10 and 16) and are rounded to float32 here. The Go path
-// (softmax_generic.go, gelu_generic.go) holds the same values: keep them in
-// sync (the tests compare the paths).
+// (softmax_generic.go, gelu_generic.go) holds the same values:
+// TestGeneratedCoefficientsMatchGo compares them bit for bit with the
+// tables generated from these.
 var (
 	// exp(r) = 1 + r·(1 + r·(c0 + r·(c1 + … + r·c4))) on |r| ≤ ln2/2,
 	// max relative error 3.1e-9 before float32 rounding.
