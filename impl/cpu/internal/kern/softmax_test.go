@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
 )
 
 // softmaxTol bounds the relative error of a softmax output: exp's (≤ 2
@@ -255,24 +254,13 @@ func BenchmarkSoftmaxRowPairs(b *testing.B) {
 		}
 		y := make([]float32, len(x))
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			var ratios []float64
-			for it := 0; b.Loop(); it++ {
-				var d [2]time.Duration
-				for j := range 2 {
-					i := (j + it) % 2 // which goes first alternates
-					t0 := time.Now()
-					if i == 0 {
-						for r := 0; r < rows; r++ {
-							k.row(n, &x[r*ld], &y[r*ld], 0.125)
-						}
-					} else {
-						Softmax(rows, n, x, ld, y, ld, 0.125)
-					}
-					d[i] = time.Since(t0)
+			oneRow := func() {
+				for r := 0; r < rows; r++ {
+					k.row(n, &x[r*ld], &y[r*ld], 0.125)
 				}
-				ratios = append(ratios, d[0].Seconds()/d[1].Seconds())
 			}
-			b.ReportMetric(median(ratios), "pairs-speedup")
+			pairs := func() { Softmax(rows, n, x, ld, y, ld, 0.125) }
+			b.ReportMetric(pairedRatio(b, oneRow, pairs), "pairs-speedup")
 		})
 	}
 }
