@@ -7006,7 +7006,7 @@ TEXT ·softmaxRowAVX512(SB), NOSPLIT, $0-28
 	VMOVSS       scale+24(FP), X0
 	VBROADCASTSS X0, Z0
 
-	// pass 1: m = max_i scale·x[i]
+	// pass 1: m = max_i scale·x[i], per row
 	MOVQ    DX, CX
 	MOVQ    x+8(FP), SI
 	VMOVUPS vk_neginf<>+0(SB), Z1
@@ -7071,7 +7071,7 @@ softmaxRowAVX512_max_done:
 	VMAXPS        X7, X3, X3
 	VBROADCASTSS  X3, Z2
 
-	// pass 2: y[i] = exp(scale·x[i] − m), Σ in acc
+	// pass 2: y[i] = exp(scale·x[i] − m), Σ in acc, per row
 	MOVQ    DX, CX
 	MOVQ    x+8(FP), SI
 	MOVQ    y+16(FP), DI
@@ -7252,12 +7252,12 @@ softmaxRowAVX512_exp_done:
 	VMOVSHDUP     X3, X7
 	VADDPS        X7, X3, X3
 
-	// inv = 1/Σ in every lane
+	// inv = 1/Σ in every lane, per row (in m's register)
 	VMOVSS       vk_one<>+0(SB), X2
 	VDIVSS       X3, X2, X2
 	VBROADCASTSS X2, Z2
 
-	// pass 3: y[i] ·= inv
+	// pass 3: y[i] ·= inv, per row
 	MOVQ DX, CX
 	MOVQ y+16(FP), DI
 
@@ -7317,7 +7317,7 @@ TEXT ·softmaxRows2AVX512(SB), NOSPLIT, $0-44
 	VMOVSS       scale+40(FP), X0
 	VBROADCASTSS X0, Z0
 
-	// pass 1: m0, m1 = the rows' max_i scale·x[i]
+	// pass 1: m = max_i scale·x[i], per row
 	MOVQ    DX, CX
 	MOVQ    x0+8(FP), SI
 	MOVQ    x1+24(FP), R8
@@ -7419,7 +7419,7 @@ softmaxRows2AVX512_max_done:
 	VBROADCASTSS  X4, Z2
 	VBROADCASTSS  X8, Z3
 
-	// pass 2: y[i] = exp(scale·x[i] − m) for both rows, their sums in acc0, acc1
+	// pass 2: y[i] = exp(scale·x[i] − m), Σ in acc, per row
 	MOVQ    DX, CX
 	MOVQ    x0+8(FP), SI
 	MOVQ    y0+16(FP), DI
@@ -7753,7 +7753,7 @@ softmaxRows2AVX512_exp_done:
 	VMOVSHDUP     X8, X13
 	VADDPS        X13, X8, X8
 
-	// inv0, inv1 = 1/Σ in every lane
+	// inv = 1/Σ in every lane, per row (in m's register)
 	VMOVSS       vk_one<>+0(SB), X2
 	VDIVSS       X4, X2, X2
 	VMOVSS       vk_one<>+0(SB), X3
@@ -7761,7 +7761,7 @@ softmaxRows2AVX512_exp_done:
 	VBROADCASTSS X2, Z2
 	VBROADCASTSS X3, Z3
 
-	// pass 3: y[i] ·= inv for both rows
+	// pass 3: y[i] ·= inv, per row
 	MOVQ DX, CX
 	MOVQ y0+16(FP), DI
 	MOVQ y1+32(FP), R9
@@ -10440,7 +10440,7 @@ TEXT ·softmaxRowAVX2(SB), NOSPLIT, $0-28
 	VMOVSS       scale+24(FP), X0
 	VBROADCASTSS X0, Y0
 
-	// pass 1: m = max_i scale·x[i]
+	// pass 1: m = max_i scale·x[i], per row
 	MOVQ    DX, CX
 	MOVQ    x+8(FP), SI
 	VMOVUPS vk_neginf<>+0(SB), Y1
@@ -10495,7 +10495,7 @@ softmaxRowAVX2_max_done:
 	VMAXPS       X5, X3, X3
 	VBROADCASTSS X3, Y2
 
-	// pass 2: y[i] = exp(scale·x[i] − m), Σ in acc
+	// pass 2: y[i] = exp(scale·x[i] − m), Σ in acc, per row
 	MOVQ    DX, CX
 	MOVQ    x+8(FP), SI
 	MOVQ    y+16(FP), DI
@@ -10668,12 +10668,12 @@ softmaxRowAVX2_exp_done:
 	VMOVSHDUP    X3, X5
 	VADDPS       X5, X3, X3
 
-	// inv = 1/Σ in every lane
+	// inv = 1/Σ in every lane, per row (in m's register)
 	VMOVSS       vk_one<>+0(SB), X2
 	VDIVSS       X3, X2, X2
 	VBROADCASTSS X2, Y2
 
-	// pass 3: y[i] ·= inv
+	// pass 3: y[i] ·= inv, per row
 	MOVQ DX, CX
 	MOVQ y+16(FP), DI
 
@@ -10726,7 +10726,7 @@ TEXT ·softmaxRows2AVX2(SB), NOSPLIT, $0-44
 	VMOVSS       scale+40(FP), X0
 	VBROADCASTSS X0, Y0
 
-	// pass 1: m0, m1 = the rows' max_i scale·x[i]
+	// pass 1: m = max_i scale·x[i], per row
 	MOVQ    DX, CX
 	MOVQ    x0+8(FP), SI
 	MOVQ    x1+24(FP), R8
@@ -10809,7 +10809,7 @@ softmaxRows2AVX2_max_done:
 	VBROADCASTSS X4, Y2
 	VBROADCASTSS X6, Y3
 
-	// pass 2: y[i] = exp(scale·x[i] − m) for both rows, their sums in acc0, acc1
+	// pass 2: y[i] = exp(scale·x[i] − m), Σ in acc, per row
 	MOVQ    DX, CX
 	MOVQ    x0+8(FP), SI
 	MOVQ    y0+16(FP), DI
@@ -11128,7 +11128,7 @@ softmaxRows2AVX2_exp_done:
 	VMOVSHDUP    X6, X9
 	VADDPS       X9, X6, X6
 
-	// inv0, inv1 = 1/Σ in every lane
+	// inv = 1/Σ in every lane, per row (in m's register)
 	VMOVSS       vk_one<>+0(SB), X2
 	VDIVSS       X4, X2, X2
 	VMOVSS       vk_one<>+0(SB), X3
@@ -11136,7 +11136,7 @@ softmaxRows2AVX2_exp_done:
 	VBROADCASTSS X2, Y2
 	VBROADCASTSS X3, Y3
 
-	// pass 3: y[i] ·= inv for both rows
+	// pass 3: y[i] ·= inv, per row
 	MOVQ DX, CX
 	MOVQ y0+16(FP), DI
 	MOVQ y1+32(FP), R9

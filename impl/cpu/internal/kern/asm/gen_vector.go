@@ -776,47 +776,9 @@ func (s vecISA) expSumPassRows(label string, ptrs []Register, io [][2]int, sc, l
 
 // softmaxRow emits the softmax of one row of scale·x in three passes.
 func (s vecISA) softmaxRow() {
-	name := "softmaxRow" + s.suffix
-	text(name, NOSPLIT, "func(n int, x, y *float32, scale float32)")
-	Pragma("noescape")
-	Doc(name+" sets y[i] = exp(v[i] − m)/Σ_j exp(v[j] − m) for i < n, where v = scale·x (rounded) and m = max v;",
+	s.softmaxRows("softmaxRow"+s.suffix, 1,
+		"sets y[i] = exp(v[i] − m)/Σ_j exp(v[j] − m) for i < n, where v = scale·x (rounded) and m = max v;",
 		"y is first written with the exponentials, then scaled by 1/Σ. n must be positive.")
-	Load(Param("n"), RDX)
-	sc, lo, m := s.v[0], s.v[1], s.v[2]
-	acc := s.v[3 : 3+s.unroll]
-	t := s.v[3+s.unroll : 3+2*s.unroll]
-	Comment("scale in every lane")
-	loadFloat("scale", sc.AsX())
-	s.bcast(sc, sc)
-
-	Comment("pass 1: m = max_i scale·x[i]")
-	MOVQ(RDX, RCX)
-	Load(Param("x"), RSI)
-	s.maxPass(name+"_max", sc, lo, acc, t)
-	s.bcast(acc[0], m)
-
-	Comment("pass 2: y[i] = exp(scale·x[i] − m), Σ in acc")
-	MOVQ(RDX, RCX)
-	Load(Param("x"), RSI)
-	Load(Param("y"), RDI)
-	s.expSumPass(name+"_exp", []Register{RSI, RDI}, sc, lo, m, acc, t)
-	Comment("inv = 1/Σ in every lane")
-	inv := s.v[2]
-	VMOVSS(k("one"), inv.AsX())
-	VDIVSS(acc[0].AsX(), inv.AsX(), inv.AsX())
-	s.bcast(inv, inv)
-
-	Comment("pass 3: y[i] ·= inv")
-	MOVQ(RDX, RCX)
-	Load(Param("y"), RDI)
-	s.stream(name+"_norm", []Register{RDI}, func(u int, tail bool, at func(p, j int) Mem) {
-		for j := 0; j < u; j++ {
-			s.ld(at(0, j), t[j], tail)
-			VMULPS(inv, t[j], t[j])
-			s.st(t[j], at(0, j), tail)
-		}
-	})
-	s.end()
 }
 
 // softmaxRows2 emits softmaxRow on two rows of the same length at once,
@@ -825,56 +787,83 @@ func (s vecISA) softmaxRow() {
 // hundred values waits on three times, then overlap between the rows.
 // Every row's arithmetic is softmaxRow's, in the same order.
 func (s vecISA) softmaxRows2() {
-	name := "softmaxRows2" + s.suffix
-	text(name, NOSPLIT, "func(n int, x0, y0, x1, y1 *float32, scale float32)")
-	Pragma("noescape")
-	Doc(name+" sets y0 to the softmax of scale·x0 and y1 to that of scale·x1, each as softmaxRow"+s.suffix+" does,",
+	s.softmaxRows("softmaxRows2"+s.suffix, 2,
+		"sets y0 to the softmax of scale·x0 and y1 to that of scale·x1, each as softmaxRow"+s.suffix+" does,",
 		"over n values each, the two rows' passes interleaved. n must be positive.")
+}
+
+// softmaxRows emits the softmax kernel name of rows rows (1 or 2) of n
+// values each, x and y for one row, x0, y0, x1, y1 for two, in three
+// passes over all the rows: m = max scale·x, y = exp(scale·x − m) and its
+// sum Σ, y ·= 1/Σ.
+func (s vecISA) softmaxRows(name string, rows int, doc ...string) {
+	xs, ys := []string{"x"}, []string{"y"}
+	params := "x, y *float32"
+	if rows == 2 {
+		xs, ys = []string{"x0", "x1"}, []string{"y0", "y1"}
+		params = "x0, y0, x1, y1 *float32"
+	}
+	text(name, NOSPLIT, "func(n int, "+params+", scale float32)")
+	Pragma("noescape")
+	doc[0] = name + " " + doc[0]
+	Doc(doc...)
 	u := s.unroll
 	Load(Param("n"), RDX)
-	sc, lo, m0, m1 := s.v[0], s.v[1], s.v[2], s.v[3]
+	sc, lo := s.v[0], s.v[1]
+	ms := s.v[2 : 2+rows] // each row's maximum, then its 1/Σ
 	// The partial sums come first: the reductions' VEX forms reach only
 	// the low 16 registers.
-	acc0, acc1 := s.v[4:4+u], s.v[4+u:4+2*u]
-	t := s.v[4+2*u : 4+3*u]
+	accs := make([][]VecPhysical, rows)
+	for r := range accs {
+		accs[r] = s.v[2+rows+r*u : 2+rows+(r+1)*u]
+	}
+	t := s.v[2+rows+rows*u : 2+rows+(rows+1)*u]
+	xr, yr := []Register{RSI, R8}[:rows], []Register{RDI, R9}[:rows]
 	Comment("scale in every lane")
 	loadFloat("scale", sc.AsX())
 	s.bcast(sc, sc)
 
-	Comment("pass 1: m0, m1 = the rows' max_i scale·x[i]")
+	Comment("pass 1: m = max_i scale·x[i], per row")
 	MOVQ(RDX, RCX)
-	Load(Param("x0"), RSI)
-	Load(Param("x1"), R8)
-	s.maxPassRows(name+"_max", []Register{RSI, R8}, sc, lo, [][]VecPhysical{acc0, acc1}, t)
-	s.bcast(acc0[0], m0)
-	s.bcast(acc1[0], m1)
+	for r := range rows {
+		Load(Param(xs[r]), xr[r])
+	}
+	s.maxPassRows(name+"_max", xr, sc, lo, accs, t)
+	for r := range rows {
+		s.bcast(accs[r][0], ms[r])
+	}
 
-	Comment("pass 2: y[i] = exp(scale·x[i] − m) for both rows, their sums in acc0, acc1")
+	Comment("pass 2: y[i] = exp(scale·x[i] − m), Σ in acc, per row")
 	MOVQ(RDX, RCX)
-	Load(Param("x0"), RSI)
-	Load(Param("y0"), RDI)
-	Load(Param("x1"), R8)
-	Load(Param("y1"), R9)
-	s.expSumPassRows(name+"_exp", []Register{RSI, RDI, R8, R9}, [][2]int{{0, 1}, {2, 3}}, sc, lo,
-		[]VecPhysical{m0, m1}, [][]VecPhysical{acc0, acc1}, t, 4+2*u)
-	Comment("inv0, inv1 = 1/Σ in every lane")
-	inv0, inv1 := m0, m1
-	VMOVSS(k("one"), inv0.AsX())
-	VDIVSS(acc0[0].AsX(), inv0.AsX(), inv0.AsX())
-	VMOVSS(k("one"), inv1.AsX())
-	VDIVSS(acc1[0].AsX(), inv1.AsX(), inv1.AsX())
-	s.bcast(inv0, inv0)
-	s.bcast(inv1, inv1)
+	var ptrs []Register
+	var io [][2]int
+	for r := range rows {
+		Load(Param(xs[r]), xr[r])
+		Load(Param(ys[r]), yr[r])
+		ptrs = append(ptrs, xr[r], yr[r])
+		io = append(io, [2]int{2 * r, 2*r + 1})
+	}
+	s.expSumPassRows(name+"_exp", ptrs, io, sc, lo, ms, accs, t, 2+rows+rows*u)
+	Comment("inv = 1/Σ in every lane, per row (in m's register)")
+	inv := ms
+	for r := range rows {
+		VMOVSS(k("one"), inv[r].AsX())
+		VDIVSS(accs[r][0].AsX(), inv[r].AsX(), inv[r].AsX())
+	}
+	for r := range rows {
+		s.bcast(inv[r], inv[r])
+	}
 
-	Comment("pass 3: y[i] ·= inv for both rows")
+	Comment("pass 3: y[i] ·= inv, per row")
 	MOVQ(RDX, RCX)
-	Load(Param("y0"), RDI)
-	Load(Param("y1"), R9)
-	s.stream(name+"_norm", []Register{RDI, R9}, func(v int, tail bool, at func(p, j int) Mem) {
-		for r, inv := range []VecPhysical{inv0, inv1} {
+	for r := range rows {
+		Load(Param(ys[r]), yr[r])
+	}
+	s.stream(name+"_norm", yr, func(v int, tail bool, at func(p, j int) Mem) {
+		for r := range rows {
 			for j := 0; j < v; j++ {
 				s.ld(at(r, j), t[j], tail)
-				VMULPS(inv, t[j], t[j])
+				VMULPS(inv[r], t[j], t[j])
 				s.st(t[j], at(r, j), tail)
 			}
 		}
