@@ -447,7 +447,8 @@ type erfRegs struct {
 //	p = Pᵢ(t) = (…(c7ᵢ·t + c6ᵢ)·t + … + c1ᵢ)·t + c0ᵢ, then p += headᵢ·t
 //
 // each coefficient picked for its lane's piece from an 8-entry table by
-// VPERMPS (the index in the low bits of i + 1.5·2²³); p = 1 where
+// VPERMPS, whose index is the low bits of a float: i/2 + 1.5·2²² on
+// AVX-512 (VRNDSCALEPS gives ⌊2a⌋/2), i + 1.5·2²³ on AVX2; p = 1 where
 // a ≥ 3.92 (erf rounds to 1 there; ±Inf too), then the sign of sign is
 // copied onto p. NaN gives NaN. One table lookup per coefficient and a
 // Horner chain of 8 FMAs replace two polynomials of 6 and 13 terms both
