@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -112,7 +111,6 @@ func TestNodeProfile(t *testing.T) {
 				wholeRuns = append(wholeRuns, (clock() - run0).Seconds())
 			}
 		}
-		slices.Sort(wholeRuns)
 		type row struct {
 			key    string
 			n      int
@@ -122,8 +120,7 @@ func TestNodeProfile(t *testing.T) {
 		macs := map[string]float64{}
 		total := 0.0
 		for i, st := range steps {
-			slices.Sort(times[i])
-			m := times[i][len(times[i])/2]
+			m := median(times[i])
 			total += m
 			key := fmt.Sprintf("%s %+v", st.Node.OpName(), st.Node)
 			if c, ok := st.Node.(ops.Conv2d); ok {
@@ -153,7 +150,7 @@ func TestNodeProfile(t *testing.T) {
 			rows = append(rows, r)
 		}
 		sort.Slice(rows, func(i, j int) bool { return rows[i].median > rows[j].median })
-		fmt.Printf("%s: %d nodes, sum of medians %.3f ms, median run %.3f ms\n", name, len(steps), total*1e3, wholeRuns[len(wholeRuns)/2]*1e3)
+		fmt.Printf("%s: %d nodes, sum of medians %.3f ms, median run %.3f ms\n", name, len(steps), total*1e3, median(wholeRuns)*1e3)
 		for _, r := range rows {
 			gf := ""
 			if m := macs[r.key]; m > 0 {
@@ -211,10 +208,7 @@ func abNode(t *testing.T, be *Backend, node bench.Node, shapes []bench.Shape, ou
 			}
 		}
 	}
-	for i := range times {
-		slices.Sort(times[i])
-	}
-	return times[0][len(times[0])/2], times[1][len(times[1])/2]
+	return median(times[0]), median(times[1])
 }
 
 // TestConvPathAB prints, for VQGAN's small-map convolutions, the median
