@@ -15,7 +15,7 @@ import (
 // each head's queries are split too (T2T-ViT's one-head layers). Long
 // sequences go fused (attentionFused; fusedAttention says when); the
 // others through a score buffer for one block of rows per worker, with
-// GEMM, softmax and GEMM. With Causal, the scores of keys after each query
+// GEMM, softmax and GEMM (scoredAttention). With Causal, the scores of keys after each query
 // are −∞ before the softmax.
 func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 	e := a.Heads * a.HeadDim
@@ -33,25 +33,62 @@ func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 		b.attentionFused(a, qkv, ctx, blocks, rows)
 		return nil
 	}
-	tasks := pairs * blocks
-	threads := min(b.threads, tasks)
-	ld := scoreStride(n)
+	var mask func(s []float32, m, ld, img, r0 int)
+	if a.Causal {
+		mask = func(s []float32, m, ld, _, r0 int) { maskAbove(s, m, n, ld, r0) }
+	}
+	b.scoredAttention(a.Batch, a.Heads, n, n, a.HeadDim, float32(a.Scale), blocks, rows,
+		func(img, h, r0 int) scoreOperands {
+			base := qkv[img*n*3*e:]
+			return scoreOperands{
+				q: base[r0*3*e+h*a.HeadDim:], k: base[e+h*a.HeadDim:], v: base[2*e+h*a.HeadDim:],
+				ctx: ctx[(img*n+r0)*e+h*a.HeadDim:], qld: 3 * e, kld: 3 * e, vld: 3 * e, ctxld: e,
+			}
+		},
+		mask)
+	return nil
+}
+
+// scoreOperands is where one task of the unfused attention path reads
+// and writes: its first query row at q, head h's keys and values from
+// their first row at k and v, its first context row at ctx, each with its
+// row stride.
+type scoreOperands struct {
+	q, k, v, ctx         []float32
+	qld, kld, vld, ctxld int
+}
+
+// scoredAttention is the unfused attention path of attention_core and
+// mha_core: for every task (image, head, query rows r0 … r1−1) of
+// forQueryBlocks over batch·heads pairs of nq queries and nk keys, with
+// its operands from at,
+//
+//	S = Q·Kᵀ          (the task's m = r1−r0 rows, in the worker's score block)
+//	mask(S, m, ld, img, r0)
+//	S = softmax(scale·S) per row
+//	ctx = S·V
+//
+// Q [m, hd], K and V [nk, hd]; S has row stride ld = scoreStride(nk), one
+// block of rows·ld floats per worker; the products are the backend's
+// (bf16 on cpu-bf16). mask, unless nil, sets the masked scores to −∞.
+func (b *Backend) scoredAttention(batch, heads, nq, nk, hd int, scale float32, blocks, rows int,
+	at func(img, h, r0 int) scoreOperands, mask func(s []float32, m, ld, img, r0 int)) {
+	threads := min(b.threads, batch*heads*blocks)
+	ld := scoreStride(nk)
 	scores, release := b.scratch(threads * rows * ld)
 	defer release()
 	matmul := b.matmul()
-	forQueryBlocks(threads, a.Batch, a.Heads, n, blocks, rows, func(w, img, h, r0, r1 int) {
+	forQueryBlocks(threads, batch, heads, nq, blocks, rows, func(w, img, h, r0, r1 int) {
 		s := scores[w*rows*ld : (w+1)*rows*ld]
-		base := qkv[img*n*3*e:]
-		q, k, v := base[r0*3*e+h*a.HeadDim:], base[e+h*a.HeadDim:], base[2*e+h*a.HeadDim:]
+		o := at(img, h, r0)
 		m := r1 - r0
-		matmul(m, n, a.HeadDim, q, 3*e, k, 3*e, true, s, ld)
-		if a.Causal {
-			maskAbove(s, m, n, ld, r0)
+		matmul(m, nk, hd, o.q, o.qld, o.k, o.kld, true, s, ld)
+		if mask != nil {
+			mask(s, m, ld, img, r0)
 		}
-		kern.Softmax(m, n, s, ld, s, ld, float32(a.Scale))
-		matmul(m, a.HeadDim, n, s, ld, v, 3*e, false, ctx[(img*n+r0)*e+h*a.HeadDim:], e)
+		kern.Softmax(m, nk, s, ld, s, ld, scale)
+		matmul(m, hd, nk, s, ld, o.v, o.vld, false, o.ctx, o.ctxld)
 	})
-	return nil
 }
 
 // scoreStride is the row stride of a score buffer of n keys: n rounded up

@@ -6,18 +6,17 @@ import (
 
 	"vitbench/bench"
 	"vitbench/bench/ops"
-	"vitbench/impl/cpu/internal/kern"
 )
 
 // The nodes of DETR's transformer; see package ops for what each computes.
 
 // mhaCore computes softmax(scale·Q Kᵀ + mask)·V for every (image, head)
-// from column slices of the q, k and v tensors, with the strided GEMM and
-// softmax kernels attention_core uses. Work is split into tasks of
-// (image, head, block of query rows) as attention_core's (querySplit);
+// from column slices of the q, k and v tensors. Work is split into tasks
+// of (image, head, block of query rows) as attention_core's (querySplit);
 // long sequences go fused (mhaFused, under fusedAttention's rule), the
-// others through a score buffer for one block per worker. Masked keys get
-// a score of −∞ before the softmax.
+// others through attention_core's score path (scoredAttention), reading
+// q, k and v at their own strides and offsets. Masked keys get a score of
+// −∞ before the softmax.
 func (b *Backend) mhaCore(a ops.MHACore, in, out []*tensor) error {
 	e := a.Heads * a.HeadDim
 	nq, nk := a.Queries, a.Keys
@@ -46,25 +45,20 @@ func (b *Backend) mhaCore(a ops.MHACore, in, out []*tensor) error {
 		b.mhaFused(a, in, out[0].data, blocks, rows)
 		return nil
 	}
-	tasks := pairs * blocks
-	threads := min(b.threads, tasks)
-	ld := scoreStride(nk)
-	scores, release := b.scratch(threads * rows * ld)
-	defer release()
-	matmul := b.matmul() // bf16 products on cpu-bf16
-	forQueryBlocks(threads, a.Batch, a.Heads, nq, blocks, rows, func(w, img, h, r0, r1 int) {
-		s := scores[w*rows*ld : (w+1)*rows*ld]
-		q := qd[(img*nq+r0)*a.QLd+a.QOff+h*a.HeadDim:]
-		k := kd[img*nk*a.KLd+a.KOff+h*a.HeadDim:]
-		v := vd[img*nk*a.VLd+a.VOff+h*a.HeadDim:]
-		m := r1 - r0
-		matmul(m, nk, a.HeadDim, q, a.QLd, k, a.KLd, true, s, ld)
-		if a.Masked {
-			maskKeys(s, m, ld, in[3].data[img*nk:(img+1)*nk])
-		}
-		kern.Softmax(m, nk, s, ld, s, ld, float32(a.Scale))
-		matmul(m, a.HeadDim, nk, s, ld, v, a.VLd, false, ctx[(img*nq+r0)*e+h*a.HeadDim:], e)
-	})
+	var mask func(s []float32, m, ld, img, r0 int)
+	if a.Masked {
+		mask = func(s []float32, m, ld, img, _ int) { maskKeys(s, m, ld, in[3].data[img*nk:(img+1)*nk]) }
+	}
+	b.scoredAttention(a.Batch, a.Heads, nq, nk, a.HeadDim, float32(a.Scale), blocks, rows,
+		func(img, h, r0 int) scoreOperands {
+			return scoreOperands{
+				q:   qd[(img*nq+r0)*a.QLd+a.QOff+h*a.HeadDim:],
+				k:   kd[img*nk*a.KLd+a.KOff+h*a.HeadDim:],
+				v:   vd[img*nk*a.VLd+a.VOff+h*a.HeadDim:],
+				ctx: ctx[(img*nq+r0)*e+h*a.HeadDim:], qld: a.QLd, kld: a.KLd, vld: a.VLd, ctxld: e,
+			}
+		},
+		mask)
 	return nil
 }
 
