@@ -70,10 +70,26 @@ type scoreOperands struct {
 //
 // Q [m, hd], K and V [nk, hd]; S has row stride ld = scoreStride(nk), one
 // block of rows·ld floats per worker; the products are the backend's
-// (bf16 on cpu-bf16). mask, unless nil, sets the masked scores to −∞.
+// (bf16 on cpu-bf16). mask, unless nil, sets the masked scores to −∞ of
+// the m rows at s (row stride ld) whose first is query r0 of image img.
+// On cpu-bf16 a task runs kern.AttentionBF16 instead, which computes the
+// same bits a few query rows at a time.
 func (b *Backend) scoredAttention(batch, heads, nq, nk, hd int, scale float32, blocks, rows int,
 	at func(img, h, r0 int) scoreOperands, mask func(s []float32, m, ld, img, r0 int)) {
 	threads := min(b.threads, batch*heads*blocks)
+	if b.bf16 && bf16BlockedScores && kern.AttentionBF16Fits(nk, hd) {
+		// cpu-bf16: each task's scores a few rows at a time, in cache
+		// (kern.AttentionBF16, the same bits).
+		forQueryBlocks(threads, batch, heads, nq, blocks, rows, func(_, img, h, r0, r1 int) {
+			o := at(img, h, r0)
+			var taskMask func(s []float32, m, ld, i0 int)
+			if mask != nil {
+				taskMask = func(s []float32, m, ld, i0 int) { mask(s, m, ld, img, r0+i0) }
+			}
+			kern.AttentionBF16(r1-r0, nk, hd, o.q, o.qld, o.k, o.kld, o.v, o.vld, o.ctx, o.ctxld, scale, taskMask)
+		})
+		return
+	}
 	ld := scoreStride(nk)
 	scores, release := b.scratch(threads * rows * ld)
 	defer release()
@@ -90,6 +106,10 @@ func (b *Backend) scoredAttention(batch, heads, nq, nk, hd int, scale float32, b
 		matmul(m, hd, nk, s, ld, o.v, o.vld, false, o.ctx, o.ctxld)
 	})
 }
+
+// bf16BlockedScores turns kern.AttentionBF16 on for cpu-bf16's unfused
+// attention (the A/B benchmark alternates it).
+var bf16BlockedScores = true
 
 // scoreStride is the row stride of a score buffer of n keys: n rounded up
 // to a whole number of 64-byte lines (16 floats), so that, the buffer

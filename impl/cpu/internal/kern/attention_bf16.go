@@ -1,0 +1,124 @@
+package kern
+
+// AttentionBF16 is the attention of m queries over n keys of d values with
+// bf16 products, one block of query rows at a time so that the scores stay
+// in L1: it computes what
+//
+//	SgemmBF16(m, n, d, q, ldq, k, ldk, true, s, lds)      // s = Q·Kᵀ
+//	mask(s, m, lds, 0)                                    // unless nil
+//	Softmax(m, n, s, lds, s, lds, scale)
+//	SgemmBF16(m, d, n, s, lds, v, ldv, false, ctx, ldc)   // ctx = P·V
+//
+// computes, bit for bit (same roundings to bf16, same float32 sums in the
+// same order), without the m×n score matrix: K and V are rounded and
+// packed once, then each block of attentionBF16Rows query rows goes
+// through its scores, their softmax, their rounding to pairs and its rows
+// of P·V while the block (attentionBF16Rows × n floats) is in cache.
+// mask(s, rows, lds, i0) sets the masked scores of query rows i0 …
+// i0+rows−1 (row i0+r at s[r·lds:]) to −Inf. n and d must be at most
+// kcBlockBF16 (AttentionBF16Fits); ctx's rows are written, q, k and v
+// only read.
+func AttentionBF16(m, n, d int, q []float32, ldq int, k []float32, ldk int, v []float32, ldv int,
+	ctx []float32, ldc int, scale float32, mask func(s []float32, rows, lds, i0 int)) {
+	if m <= 0 || d <= 0 {
+		return
+	}
+	if !AttentionBF16Fits(n, d) {
+		panic("kern: AttentionBF16 past one block of k")
+	}
+	const nr = bf16NR
+	kpQ, kpP := (d+1)/2, (n+1)/2 // pairs of a score, of a row of P·V
+	panelsK, panelsV := (n+nr-1)/nr, (d+nr-1)/nr
+	kdK, kdV := panelPairsBF16(d), panelPairsBF16(n)
+	lds := panelsK * nr // the scores of whole panels: past n, zero keys
+	ldq2, ldp2 := bf16Stride(kpQ), bf16Stride(kpP)
+	br := attentionBF16Rows
+
+	pairs := pairsPool.Get().(*[]uint32)
+	defer pairsPool.Put(pairs)
+	lenK, lenV := packedLenBF16(n, d), packedLenBF16(d, n)
+	buf := growPairs(pairs, lenK+lenV+br*ldq2+br*ldp2)
+	kp, buf := buf[:lenK], buf[lenK:]
+	vp, buf := buf[:lenV], buf[lenV:]
+	qa, pa := buf[:br*ldq2], buf[br*ldq2:]
+	wsp := workspace.Get().(*[]float32)
+	defer workspace.Put(wsp)
+	ws := grow(wsp, br*lds+bf16MR*nr)
+	s, tile := ws[:br*lds], ws[br*lds:]
+
+	packBF16(kp, n, d, k, ldk, true)
+	packBF16(vp, d, n, v, ldv, false)
+	tileFn := bf16Tile()
+	for i0 := 0; i0 < m; i0 += br {
+		rows := min(br, m-i0)
+		// The rows the kernels read: the last tile's up to its kernel's
+		// height, zero.
+		padded := rows/bf16MR*bf16MR + bf16KernelRows(rows%bf16MR)
+		if rows%bf16MR == 0 {
+			padded = rows
+		}
+		for r := range rows {
+			packPairs(qa[r*ldq2:r*ldq2+kpQ], q[(i0+r)*ldq:(i0+r)*ldq+d])
+		}
+		for r := rows; r < padded; r++ {
+			clear(qa[r*ldq2 : r*ldq2+kpQ])
+		}
+		for p := range panelsK {
+			bf16PanelRows(tileFn, rows, kpQ, qa, ldq2, kp[p*nr*kdK:], s[p*nr:], lds, padded)
+		}
+		if mask != nil {
+			mask(s, rows, lds, i0)
+		}
+		Softmax(rows, n, s, lds, s, lds, scale)
+		for r := range rows {
+			packPairs(pa[r*ldp2:r*ldp2+kpP], s[r*lds:r*lds+n])
+		}
+		for r := rows; r < padded; r++ {
+			clear(pa[r*ldp2 : r*ldp2+kpP])
+		}
+		for p := range panelsV {
+			c0, nw := p*nr, min(nr, d-p*nr)
+			full := rows / bf16MR * bf16MR
+			if nw < nr {
+				full = 0
+			}
+			if full > 0 {
+				bf16PanelRows(tileFn, full, kpP, pa, ldp2, vp[p*nr*kdV:], ctx[i0*ldc+c0:], ldc, full)
+			}
+			// The rows past the full tiles, or a panel past d's last
+			// column: through the scratch tile, the valid part copied out.
+			for r0 := full; r0 < rows; r0 += bf16MR {
+				mh := min(bf16MR, rows-r0)
+				tileFn(bf16KernelRows(mh), kpP, pa[r0*ldp2:], ldp2, vp[p*nr*kdV:], tile, nr, 0, nil, nil, 0, nil)
+				for r := range mh {
+					copy(ctx[(i0+r0+r)*ldc+c0:(i0+r0+r)*ldc+c0+nw], tile[r*nr:r*nr+nw])
+				}
+			}
+		}
+	}
+}
+
+// bf16PanelRows computes the padded×bf16NR block c = a·b of one packed panel b
+// (kp pairs deep), padded rows of a (a multiple of 4 past the last full
+// 12-row tile, the rows past rows zero): the full tiles in one call where
+// the AVX-512 kernels run (bf16FullTiles), the rest tile by tile.
+func bf16PanelRows(tileFn bf16TileFn, rows, kp int, a []uint32, lda int, b []uint32, c []float32, ldc, padded int) {
+	r0 := 0
+	if full := rows / bf16MR; full > 0 && bf16FullTiles(full, kp, a, lda, b, c, ldc, 0, nil, nil, 0, nil) {
+		r0 = full * bf16MR
+	}
+	for ; r0 < padded; r0 += bf16MR {
+		tileFn(bf16KernelRows(min(bf16MR, padded-r0)), kp, a[r0*lda:], lda, b, c[r0*ldc:], ldc, 0, nil, nil, 0, nil)
+	}
+}
+
+// attentionBF16Rows is the query rows AttentionBF16 takes per block: a
+// multiple of bf16MR.
+var attentionBF16Rows = 4 * bf16MR
+
+// AttentionBF16Fits reports whether AttentionBF16 runs n keys of d values:
+// both products one block of k deep (n, d ≤ kcBlockBF16, so that its sums
+// are SgemmBF16's), and not on AMX, whose tiles it does not drive.
+func AttentionBF16Fits(n, d int) bool {
+	return n <= kcBlockBF16 && d <= kcBlockBF16 && !bf16UsesAMX()
+}
