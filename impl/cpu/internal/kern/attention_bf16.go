@@ -43,8 +43,8 @@ func AttentionBF16(m, n, d int, q []float32, ldq int, k []float32, ldk int, v []
 	qa, pa := buf[:br*ldq2], buf[br*ldq2:]
 	wsp := workspace.Get().(*[]float32)
 	defer workspace.Put(wsp)
-	ws := grow(wsp, br*lds+bf16MR*nr)
-	s, tile := ws[:br*lds], ws[br*lds:]
+	ws := grow(wsp, br*lds+bf16MR*nr+br)
+	s, tile, inv := ws[:br*lds], ws[br*lds:br*lds+bf16MR*nr], ws[br*lds+bf16MR*nr:]
 
 	packBF16(kp, n, d, k, ldk, true)
 	packBF16(vp, d, n, v, ldv, false)
@@ -69,9 +69,11 @@ func AttentionBF16(m, n, d int, q []float32, ldq int, k []float32, ldk int, v []
 		if mask != nil {
 			mask(s, rows, lds, i0)
 		}
-		Softmax(rows, n, s, lds, s, lds, scale)
+		// Softmax's rows scaled by 1/Σ as they are rounded to pairs: its
+		// bits, one pass fewer over the block.
+		softmaxExp(rows, n, s, lds, s, lds, scale, inv[:rows])
 		for r := range rows {
-			packPairs(pa[r*ldp2:r*ldp2+kpP], s[r*lds:r*lds+n])
+			packPairsScaled(pa[r*ldp2:r*ldp2+kpP], s[r*lds:r*lds+n], inv[r])
 		}
 		for r := rows; r < padded; r++ {
 			clear(pa[r*ldp2 : r*ldp2+kpP])

@@ -54,6 +54,22 @@ func packPairs(dst []uint32, src []float32) {
 	}
 }
 
+// packPairsScaled is packPairs of scale·src, each product rounded to
+// float32 before it is rounded to bf16:
+//
+//	for p < ⌈len(src)/2⌉: dst[p] = pairBF16(float32(scale·src[2p]), float32(scale·src[2p+1]))  (the missing last value zero)
+func packPairsScaled(dst []uint32, src []float32, scale float32) {
+	n := len(src) / 2
+	dst = dst[:(len(src)+1)/2]
+	src2 := src[:2*n]
+	for p := cvtScaledBlocks(dst, src2, scale) / 2; p < n; p++ {
+		dst[p] = uint32(RoundBF16(float32(scale*src2[2*p]))) | uint32(RoundBF16(float32(scale*src2[2*p+1])))<<16
+	}
+	if len(src)%2 != 0 {
+		dst[n] = uint32(RoundBF16(float32(scale * src[2*n])))
+	}
+}
+
 // minNormal32 is the smallest normal float32, 2⁻¹²⁶.
 const minNormal32 = 0x1p-126
 

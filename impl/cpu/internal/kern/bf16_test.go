@@ -334,3 +334,43 @@ func checkUnfoldedBF16(t *testing.T, what string, c, a, b []float32, m, n, k int
 		}
 	}
 }
+
+// TestPackPairsScaled: packPairsScaled(src, s) is packPairs of the
+// products s·src rounded to float32, bit for bit, on every path and
+// length (whole blocks of 32, a tail, an odd last value), with NaN, ±Inf,
+// subnormal products and ties to even among the values.
+func TestPackPairsScaled(t *testing.T) {
+	forEachISA(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(15, 16))
+		for _, n := range []int{1, 2, 7, 31, 32, 33, 64, 197, 200} {
+			src := make([]float32, n)
+			for i := range src {
+				switch i % 9 {
+				case 1:
+					src[i] = math.Float32frombits(rng.Uint32() & 0x807fffff) // subnormal
+				case 2:
+					src[i] = math.Float32frombits(rng.Uint32()&0xffff0000 | 0x8000) // a tie
+				case 3:
+					src[i] = math.Float32frombits(rng.Uint32() | 0x7f800000) // Inf or NaN
+				default:
+					src[i] = rng.Float32()*2 - 1
+				}
+			}
+			for _, scale := range []float32{1, 0.0051, 3e-39, 7} {
+				prod := make([]float32, n)
+				for i, v := range src {
+					prod[i] = scale * v
+				}
+				want := make([]uint32, (n+1)/2)
+				got := make([]uint32, (n+1)/2)
+				packPairs(want, prod)
+				packPairsScaled(got, src, scale)
+				for p := range want {
+					if got[p] != want[p] {
+						t.Fatalf("n=%d scale=%g: pair %d = %#08x, packPairs of the products %#08x", n, scale, p, got[p], want[p])
+					}
+				}
+			}
+		}
+	})
+}

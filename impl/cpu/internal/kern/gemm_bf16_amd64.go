@@ -22,6 +22,19 @@ func cvtBlocks(dst []uint32, src []float32) int {
 	return 32 * blocks
 }
 
+// cvtScaledBlocks is cvtBlocks of scale·src (packPairsScaled's fast
+// part): cvtScaledBF16AVX512 on the first 32·⌊len(src)/32⌋ values, on the
+// AVX-512 path of a CPU with AVX512_BF16; it returns how many it rounded.
+func cvtScaledBlocks(dst []uint32, src []float32, scale float32) int {
+	blocks := len(src) / 32
+	if blocks == 0 || active != ISAAVX512 || !HasBF16() {
+		return 0
+	}
+	_ = dst[16*blocks-1]
+	cvtScaledBF16AVX512(blocks, &src[0], &dst[0], scale)
+	return 32 * blocks
+}
+
 // pairRows packs steps steps of one full 32-column panel from a row-major
 // B (src at row 2p of the first step, rows ld floats apart) with
 // pairRowsBF16AVX512 on the AVX-512 path of a CPU with AVX512_BF16, and

@@ -9,6 +9,9 @@ func HasBF16() bool { return false }
 // cvtBlocks: this build rounds every value in Go (packPairs).
 func cvtBlocks(dst []uint32, src []float32) int { return 0 }
 
+// cvtScaledBlocks: this build rounds every value in Go (packPairsScaled).
+func cvtScaledBlocks(dst []uint32, src []float32, scale float32) int { return 0 }
+
 // pairRows: this build pairs every step in Go (packBF16).
 func pairRows(steps int, src []float32, ld int, dst []uint32) bool { return false }
 

@@ -4108,6 +4108,35 @@ cvtBF16AVX512_loop:
 	VZEROUPPER
 	RET
 
+// func cvtScaledBF16AVX512(blocks int, src *float32, dst *uint32, scale float32)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·cvtScaledBF16AVX512(SB), NOSPLIT, $0-28
+	PCALIGN      $0x40
+	MOVQ         blocks+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         dst+16(FP), DX
+	VMOVSS       scale+24(FP), X3
+	VBROADCASTSS X3, Z3
+
+cvtScaledBF16AVX512_loop:
+	VMULPS (CX), Z3, Z0
+	VMULPS 64(CX), Z3, Z1
+
+	// VCVTNE2PS2BF16 Z2, Z1, Z0 (Intel order: Z2 = bf16(Z1):bf16(Z0), high:low)
+	BYTE    $0x62
+	BYTE    $0xf2
+	BYTE    $0x77
+	BYTE    $0x48
+	BYTE    $0x72
+	BYTE    $0xd0
+	VMOVUPS Z2, (DX)
+	ADDQ    $0x80, CX
+	ADDQ    $0x40, DX
+	DECQ    AX
+	JNZ     cvtScaledBF16AVX512_loop
+	VZEROUPPER
+	RET
+
 // func pairRowsBF16AVX512(steps int, src *float32, ld int, dst *uint32)
 // Requires: AVX, AVX512BW, AVX512F, AVX512_BF16
 TEXT ·pairRowsBF16AVX512(SB), NOSPLIT, $0-32
@@ -7832,6 +7861,727 @@ softmaxRows2AVX512_norm_done:
 	VZEROUPPER
 	RET
 
+// func softmaxExpRowAVX512(n int, x *float32, y *float32, scale float32, inv *float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·softmaxExpRowAVX512(SB), NOSPLIT, $0-40
+	PCALIGN $0x40
+	MOVQ    n+0(FP), DX
+
+	// scale in every lane
+	VMOVSS       scale+24(FP), X0
+	VBROADCASTSS X0, Z0
+
+	// pass 1: m = max_i scale·x[i], per row
+	MOVQ    DX, CX
+	MOVQ    x+8(FP), SI
+	VMOVUPS vk_neginf<>+0(SB), Z1
+	VMOVUPS Z1, Z3
+	VMOVUPS Z1, Z4
+	VMOVUPS Z1, Z5
+	VMOVUPS Z1, Z6
+
+softmaxExpRowAVX512_max_blocks:
+	CMPQ    CX, $0x00000040
+	JB      softmaxExpRowAVX512_max_vectors
+	VMOVUPS (SI), Z7
+	VMULPS  Z0, Z7, Z7
+	VMOVUPS 64(SI), Z8
+	VMULPS  Z0, Z8, Z8
+	VMOVUPS 128(SI), Z9
+	VMULPS  Z0, Z9, Z9
+	VMOVUPS 192(SI), Z10
+	VMULPS  Z0, Z10, Z10
+	VMAXPS  Z7, Z3, Z3
+	VMAXPS  Z8, Z4, Z4
+	VMAXPS  Z9, Z5, Z5
+	VMAXPS  Z10, Z6, Z6
+	ADDQ    $0x00000100, SI
+	SUBQ    $0x00000040, CX
+	JMP     softmaxExpRowAVX512_max_blocks
+
+softmaxExpRowAVX512_max_vectors:
+	CMPQ    CX, $0x00000010
+	JB      softmaxExpRowAVX512_max_tail
+	VMOVUPS (SI), Z7
+	VMULPS  Z0, Z7, Z7
+	VMAXPS  Z7, Z3, Z3
+	ADDQ    $0x00000040, SI
+	SUBQ    $0x00000010, CX
+	JMP     softmaxExpRowAVX512_max_vectors
+
+softmaxExpRowAVX512_max_tail:
+	TESTQ CX, CX
+	JZ    softmaxExpRowAVX512_max_done
+
+	// K1 = lanes < n
+	MOVL      $0x00000001, AX
+	SHLL      CL, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z7
+	VMULPS    Z0, Z7, Z7
+	VMAXPS    Z7, Z3, K1, Z3
+
+softmaxExpRowAVX512_max_done:
+	VMAXPS        Z4, Z3, Z3
+	VMAXPS        Z6, Z5, Z5
+	VMAXPS        Z5, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y7
+	VMAXPS        Y7, Y3, Y3
+	VEXTRACTF128  $0x01, Y3, X7
+	VMAXPS        X7, X3, X3
+	VMOVHLPS      X3, X3, X7
+	VMAXPS        X7, X3, X3
+	VMOVSHDUP     X3, X7
+	VMAXPS        X7, X3, X3
+	VBROADCASTSS  X3, Z2
+
+	// pass 2: y[i] = exp(scale·x[i] − m), Σ in acc, per row
+	MOVQ    DX, CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DI
+	VMOVUPS vk_explo<>+0(SB), Z1
+	VXORPS  Z3, Z3, Z3
+	VXORPS  Z4, Z4, Z4
+	VXORPS  Z5, Z5, Z5
+	VXORPS  Z6, Z6, Z6
+
+softmaxExpRowAVX512_exp_blocks:
+	CMPQ    CX, $0x00000040
+	JB      softmaxExpRowAVX512_exp_vectors
+	VMOVUPS (SI), Z7
+	VMULPS  Z0, Z7, Z7
+	VSUBPS  Z2, Z7, Z7
+	VMOVUPS 64(SI), Z10
+	VMULPS  Z0, Z10, Z10
+	VSUBPS  Z2, Z10, Z10
+	VMOVUPS 128(SI), Z13
+	VMULPS  Z0, Z13, Z13
+	VSUBPS  Z2, Z13, Z13
+	VMOVUPS 192(SI), Z16
+	VMULPS  Z0, Z16, Z16
+	VSUBPS  Z2, Z16, Z16
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z7, Z1, Z7
+	VMULPS      vk_log2e<>+0(SB), Z7, Z8
+	VRNDSCALEPS $0x00, Z8, Z8
+	VMAXPS      Z10, Z1, Z10
+	VMULPS      vk_log2e<>+0(SB), Z10, Z11
+	VRNDSCALEPS $0x00, Z11, Z11
+	VMAXPS      Z13, Z1, Z13
+	VMULPS      vk_log2e<>+0(SB), Z13, Z14
+	VRNDSCALEPS $0x00, Z14, Z14
+	VMAXPS      Z16, Z1, Z16
+	VMULPS      vk_log2e<>+0(SB), Z16, Z17
+	VRNDSCALEPS $0x00, Z17, Z17
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z11, Z10
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z14, Z13
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z17, Z16
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z11, Z10
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z14, Z13
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z17, Z16
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z9
+	VMOVUPS     vk_expc4<>+0(SB), Z12
+	VMOVUPS     vk_expc4<>+0(SB), Z15
+	VMOVUPS     vk_expc4<>+0(SB), Z18
+	VFMADD213PS vk_expc3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc3<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc3<>+0(SB), Z13, Z15
+	VFMADD213PS vk_expc3<>+0(SB), Z16, Z18
+	VFMADD213PS vk_expc2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc2<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc2<>+0(SB), Z13, Z15
+	VFMADD213PS vk_expc2<>+0(SB), Z16, Z18
+	VFMADD213PS vk_expc1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc1<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc1<>+0(SB), Z13, Z15
+	VFMADD213PS vk_expc1<>+0(SB), Z16, Z18
+	VFMADD213PS vk_expc0<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc0<>+0(SB), Z10, Z12
+	VFMADD213PS vk_expc0<>+0(SB), Z13, Z15
+	VFMADD213PS vk_expc0<>+0(SB), Z16, Z18
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z10, Z12
+	VFMADD213PS vk_one<>+0(SB), Z13, Z15
+	VFMADD213PS vk_one<>+0(SB), Z16, Z18
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z10, Z12
+	VFMADD213PS vk_one<>+0(SB), Z13, Z15
+	VFMADD213PS vk_one<>+0(SB), Z16, Z18
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z8, Z9, Z9
+	VSCALEFPS Z11, Z12, Z12
+	VSCALEFPS Z14, Z15, Z15
+	VSCALEFPS Z17, Z18, Z18
+	VMOVUPS   Z9, (DI)
+	VADDPS    Z9, Z3, Z3
+	VMOVUPS   Z12, 64(DI)
+	VADDPS    Z12, Z4, Z4
+	VMOVUPS   Z15, 128(DI)
+	VADDPS    Z15, Z5, Z5
+	VMOVUPS   Z18, 192(DI)
+	VADDPS    Z18, Z6, Z6
+	ADDQ      $0x00000100, SI
+	ADDQ      $0x00000100, DI
+	SUBQ      $0x00000040, CX
+	JMP       softmaxExpRowAVX512_exp_blocks
+
+softmaxExpRowAVX512_exp_vectors:
+	CMPQ    CX, $0x00000010
+	JB      softmaxExpRowAVX512_exp_tail
+	VMOVUPS (SI), Z7
+	VMULPS  Z0, Z7, Z7
+	VSUBPS  Z2, Z7, Z7
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z7, Z1, Z7
+	VMULPS      vk_log2e<>+0(SB), Z7, Z8
+	VRNDSCALEPS $0x00, Z8, Z8
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z8, Z7
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z9
+	VFMADD213PS vk_expc3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc0<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z8, Z9, Z9
+	VMOVUPS   Z9, (DI)
+	VADDPS    Z9, Z3, Z3
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	SUBQ      $0x00000010, CX
+	JMP       softmaxExpRowAVX512_exp_vectors
+
+softmaxExpRowAVX512_exp_tail:
+	TESTQ CX, CX
+	JZ    softmaxExpRowAVX512_exp_done
+
+	// K1 = lanes < n
+	MOVL      $0x00000001, AX
+	SHLL      CL, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z7
+	VMULPS    Z0, Z7, Z7
+	VSUBPS    Z2, Z7, Z7
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z7, Z1, Z7
+	VMULPS      vk_log2e<>+0(SB), Z7, Z8
+	VRNDSCALEPS $0x00, Z8, Z8
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z8, Z7
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z8, Z7
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z9
+	VFMADD213PS vk_expc3<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc2<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc1<>+0(SB), Z7, Z9
+	VFMADD213PS vk_expc0<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+	VFMADD213PS vk_one<>+0(SB), Z7, Z9
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z8, Z9, Z9
+	VMOVUPS   Z9, K1, (DI)
+	VADDPS    Z9, Z3, K1, Z3
+
+softmaxExpRowAVX512_exp_done:
+	VADDPS        Z4, Z3, Z3
+	VADDPS        Z6, Z5, Z5
+	VADDPS        Z5, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y7
+	VADDPS        Y7, Y3, Y3
+	VEXTRACTF128  $0x01, Y3, X7
+	VADDPS        X7, X3, X3
+	VMOVHLPS      X3, X3, X7
+	VADDPS        X7, X3, X3
+	VMOVSHDUP     X3, X7
+	VADDPS        X7, X3, X3
+
+	// inv = 1/Σ in every lane, per row (in m's register)
+	VMOVSS vk_one<>+0(SB), X2
+	VDIVSS X3, X2, X2
+	MOVQ   inv+32(FP), AX
+	VMOVSS X2, (AX)
+	VZEROUPPER
+	RET
+
+// func softmaxExpRows2AVX512(n int, x0 *float32, y0 *float32, x1 *float32, y1 *float32, scale float32, inv *float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·softmaxExpRows2AVX512(SB), NOSPLIT, $0-56
+	PCALIGN $0x40
+	MOVQ    n+0(FP), DX
+
+	// scale in every lane
+	VMOVSS       scale+40(FP), X0
+	VBROADCASTSS X0, Z0
+
+	// pass 1: m = max_i scale·x[i], per row
+	MOVQ    DX, CX
+	MOVQ    x0+8(FP), SI
+	MOVQ    x1+24(FP), R8
+	VMOVUPS vk_neginf<>+0(SB), Z1
+	VMOVUPS Z1, Z4
+	VMOVUPS Z1, Z5
+	VMOVUPS Z1, Z6
+	VMOVUPS Z1, Z7
+	VMOVUPS Z1, Z8
+	VMOVUPS Z1, Z9
+	VMOVUPS Z1, Z10
+	VMOVUPS Z1, Z11
+
+softmaxExpRows2AVX512_max_blocks:
+	CMPQ    CX, $0x00000040
+	JB      softmaxExpRows2AVX512_max_vectors
+	VMOVUPS (SI), Z12
+	VMULPS  Z0, Z12, Z12
+	VMOVUPS 64(SI), Z13
+	VMULPS  Z0, Z13, Z13
+	VMOVUPS 128(SI), Z14
+	VMULPS  Z0, Z14, Z14
+	VMOVUPS 192(SI), Z15
+	VMULPS  Z0, Z15, Z15
+	VMAXPS  Z12, Z4, Z4
+	VMAXPS  Z13, Z5, Z5
+	VMAXPS  Z14, Z6, Z6
+	VMAXPS  Z15, Z7, Z7
+	VMOVUPS (R8), Z12
+	VMULPS  Z0, Z12, Z12
+	VMOVUPS 64(R8), Z13
+	VMULPS  Z0, Z13, Z13
+	VMOVUPS 128(R8), Z14
+	VMULPS  Z0, Z14, Z14
+	VMOVUPS 192(R8), Z15
+	VMULPS  Z0, Z15, Z15
+	VMAXPS  Z12, Z8, Z8
+	VMAXPS  Z13, Z9, Z9
+	VMAXPS  Z14, Z10, Z10
+	VMAXPS  Z15, Z11, Z11
+	ADDQ    $0x00000100, SI
+	ADDQ    $0x00000100, R8
+	SUBQ    $0x00000040, CX
+	JMP     softmaxExpRows2AVX512_max_blocks
+
+softmaxExpRows2AVX512_max_vectors:
+	CMPQ    CX, $0x00000010
+	JB      softmaxExpRows2AVX512_max_tail
+	VMOVUPS (SI), Z12
+	VMULPS  Z0, Z12, Z12
+	VMAXPS  Z12, Z4, Z4
+	VMOVUPS (R8), Z12
+	VMULPS  Z0, Z12, Z12
+	VMAXPS  Z12, Z8, Z8
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, R8
+	SUBQ    $0x00000010, CX
+	JMP     softmaxExpRows2AVX512_max_vectors
+
+softmaxExpRows2AVX512_max_tail:
+	TESTQ CX, CX
+	JZ    softmaxExpRows2AVX512_max_done
+
+	// K1 = lanes < n
+	MOVL      $0x00000001, AX
+	SHLL      CL, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z12
+	VMULPS    Z0, Z12, Z12
+	VMAXPS    Z12, Z4, K1, Z4
+	VMOVUPS.Z (R8), K1, Z12
+	VMULPS    Z0, Z12, Z12
+	VMAXPS    Z12, Z8, K1, Z8
+
+softmaxExpRows2AVX512_max_done:
+	VMAXPS        Z5, Z4, Z4
+	VMAXPS        Z7, Z6, Z6
+	VMAXPS        Z6, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y12
+	VMAXPS        Y12, Y4, Y4
+	VEXTRACTF128  $0x01, Y4, X12
+	VMAXPS        X12, X4, X4
+	VMOVHLPS      X4, X4, X12
+	VMAXPS        X12, X4, X4
+	VMOVSHDUP     X4, X12
+	VMAXPS        X12, X4, X4
+	VMAXPS        Z9, Z8, Z8
+	VMAXPS        Z11, Z10, Z10
+	VMAXPS        Z10, Z8, Z8
+	VEXTRACTF64X4 $0x01, Z8, Y13
+	VMAXPS        Y13, Y8, Y8
+	VEXTRACTF128  $0x01, Y8, X13
+	VMAXPS        X13, X8, X8
+	VMOVHLPS      X8, X8, X13
+	VMAXPS        X13, X8, X8
+	VMOVSHDUP     X8, X13
+	VMAXPS        X13, X8, X8
+	VBROADCASTSS  X4, Z2
+	VBROADCASTSS  X8, Z3
+
+	// pass 2: y[i] = exp(scale·x[i] − m), Σ in acc, per row
+	MOVQ    DX, CX
+	MOVQ    x0+8(FP), SI
+	MOVQ    y0+16(FP), DI
+	MOVQ    x1+24(FP), R8
+	MOVQ    y1+32(FP), R9
+	VMOVUPS vk_explo<>+0(SB), Z1
+	VXORPS  Z4, Z4, Z4
+	VXORPS  Z5, Z5, Z5
+	VXORPS  Z6, Z6, Z6
+	VXORPS  Z7, Z7, Z7
+	VXORPS  Z8, Z8, Z8
+	VXORPS  Z9, Z9, Z9
+	VXORPS  Z10, Z10, Z10
+	VXORPS  Z11, Z11, Z11
+
+softmaxExpRows2AVX512_exp_blocks:
+	CMPQ    CX, $0x00000040
+	JB      softmaxExpRows2AVX512_exp_vectors
+	VMOVUPS (SI), Z12
+	VMULPS  Z0, Z12, Z12
+	VSUBPS  Z2, Z12, Z12
+	VMOVUPS 64(SI), Z15
+	VMULPS  Z0, Z15, Z15
+	VSUBPS  Z2, Z15, Z15
+	VMOVUPS 128(SI), Z18
+	VMULPS  Z0, Z18, Z18
+	VSUBPS  Z2, Z18, Z18
+	VMOVUPS 192(SI), Z21
+	VMULPS  Z0, Z21, Z21
+	VSUBPS  Z2, Z21, Z21
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z12, Z1, Z12
+	VMULPS      vk_log2e<>+0(SB), Z12, Z13
+	VRNDSCALEPS $0x00, Z13, Z13
+	VMAXPS      Z15, Z1, Z15
+	VMULPS      vk_log2e<>+0(SB), Z15, Z16
+	VRNDSCALEPS $0x00, Z16, Z16
+	VMAXPS      Z18, Z1, Z18
+	VMULPS      vk_log2e<>+0(SB), Z18, Z19
+	VRNDSCALEPS $0x00, Z19, Z19
+	VMAXPS      Z21, Z1, Z21
+	VMULPS      vk_log2e<>+0(SB), Z21, Z22
+	VRNDSCALEPS $0x00, Z22, Z22
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z13, Z12
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z16, Z15
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z19, Z18
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z22, Z21
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z13, Z12
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z16, Z15
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z19, Z18
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z22, Z21
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z14
+	VMOVUPS     vk_expc4<>+0(SB), Z17
+	VMOVUPS     vk_expc4<>+0(SB), Z20
+	VMOVUPS     vk_expc4<>+0(SB), Z23
+	VFMADD213PS vk_expc3<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc3<>+0(SB), Z15, Z17
+	VFMADD213PS vk_expc3<>+0(SB), Z18, Z20
+	VFMADD213PS vk_expc3<>+0(SB), Z21, Z23
+	VFMADD213PS vk_expc2<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc2<>+0(SB), Z15, Z17
+	VFMADD213PS vk_expc2<>+0(SB), Z18, Z20
+	VFMADD213PS vk_expc2<>+0(SB), Z21, Z23
+	VFMADD213PS vk_expc1<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc1<>+0(SB), Z15, Z17
+	VFMADD213PS vk_expc1<>+0(SB), Z18, Z20
+	VFMADD213PS vk_expc1<>+0(SB), Z21, Z23
+	VFMADD213PS vk_expc0<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc0<>+0(SB), Z15, Z17
+	VFMADD213PS vk_expc0<>+0(SB), Z18, Z20
+	VFMADD213PS vk_expc0<>+0(SB), Z21, Z23
+	VFMADD213PS vk_one<>+0(SB), Z12, Z14
+	VFMADD213PS vk_one<>+0(SB), Z15, Z17
+	VFMADD213PS vk_one<>+0(SB), Z18, Z20
+	VFMADD213PS vk_one<>+0(SB), Z21, Z23
+	VFMADD213PS vk_one<>+0(SB), Z12, Z14
+	VFMADD213PS vk_one<>+0(SB), Z15, Z17
+	VFMADD213PS vk_one<>+0(SB), Z18, Z20
+	VFMADD213PS vk_one<>+0(SB), Z21, Z23
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z13, Z14, Z14
+	VSCALEFPS Z16, Z17, Z17
+	VSCALEFPS Z19, Z20, Z20
+	VSCALEFPS Z22, Z23, Z23
+	VMOVUPS   Z14, (DI)
+	VADDPS    Z14, Z4, Z4
+	VMOVUPS   Z17, 64(DI)
+	VADDPS    Z17, Z5, Z5
+	VMOVUPS   Z20, 128(DI)
+	VADDPS    Z20, Z6, Z6
+	VMOVUPS   Z23, 192(DI)
+	VADDPS    Z23, Z7, Z7
+	VMOVUPS   (R8), Z12
+	VMULPS    Z0, Z12, Z12
+	VSUBPS    Z3, Z12, Z12
+	VMOVUPS   64(R8), Z15
+	VMULPS    Z0, Z15, Z15
+	VSUBPS    Z3, Z15, Z15
+	VMOVUPS   128(R8), Z18
+	VMULPS    Z0, Z18, Z18
+	VSUBPS    Z3, Z18, Z18
+	VMOVUPS   192(R8), Z21
+	VMULPS    Z0, Z21, Z21
+	VSUBPS    Z3, Z21, Z21
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z12, Z1, Z12
+	VMULPS      vk_log2e<>+0(SB), Z12, Z13
+	VRNDSCALEPS $0x00, Z13, Z13
+	VMAXPS      Z15, Z1, Z15
+	VMULPS      vk_log2e<>+0(SB), Z15, Z16
+	VRNDSCALEPS $0x00, Z16, Z16
+	VMAXPS      Z18, Z1, Z18
+	VMULPS      vk_log2e<>+0(SB), Z18, Z19
+	VRNDSCALEPS $0x00, Z19, Z19
+	VMAXPS      Z21, Z1, Z21
+	VMULPS      vk_log2e<>+0(SB), Z21, Z22
+	VRNDSCALEPS $0x00, Z22, Z22
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z13, Z12
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z16, Z15
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z19, Z18
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z22, Z21
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z13, Z12
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z16, Z15
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z19, Z18
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z22, Z21
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z14
+	VMOVUPS     vk_expc4<>+0(SB), Z17
+	VMOVUPS     vk_expc4<>+0(SB), Z20
+	VMOVUPS     vk_expc4<>+0(SB), Z23
+	VFMADD213PS vk_expc3<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc3<>+0(SB), Z15, Z17
+	VFMADD213PS vk_expc3<>+0(SB), Z18, Z20
+	VFMADD213PS vk_expc3<>+0(SB), Z21, Z23
+	VFMADD213PS vk_expc2<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc2<>+0(SB), Z15, Z17
+	VFMADD213PS vk_expc2<>+0(SB), Z18, Z20
+	VFMADD213PS vk_expc2<>+0(SB), Z21, Z23
+	VFMADD213PS vk_expc1<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc1<>+0(SB), Z15, Z17
+	VFMADD213PS vk_expc1<>+0(SB), Z18, Z20
+	VFMADD213PS vk_expc1<>+0(SB), Z21, Z23
+	VFMADD213PS vk_expc0<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc0<>+0(SB), Z15, Z17
+	VFMADD213PS vk_expc0<>+0(SB), Z18, Z20
+	VFMADD213PS vk_expc0<>+0(SB), Z21, Z23
+	VFMADD213PS vk_one<>+0(SB), Z12, Z14
+	VFMADD213PS vk_one<>+0(SB), Z15, Z17
+	VFMADD213PS vk_one<>+0(SB), Z18, Z20
+	VFMADD213PS vk_one<>+0(SB), Z21, Z23
+	VFMADD213PS vk_one<>+0(SB), Z12, Z14
+	VFMADD213PS vk_one<>+0(SB), Z15, Z17
+	VFMADD213PS vk_one<>+0(SB), Z18, Z20
+	VFMADD213PS vk_one<>+0(SB), Z21, Z23
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z13, Z14, Z14
+	VSCALEFPS Z16, Z17, Z17
+	VSCALEFPS Z19, Z20, Z20
+	VSCALEFPS Z22, Z23, Z23
+	VMOVUPS   Z14, (R9)
+	VADDPS    Z14, Z8, Z8
+	VMOVUPS   Z17, 64(R9)
+	VADDPS    Z17, Z9, Z9
+	VMOVUPS   Z20, 128(R9)
+	VADDPS    Z20, Z10, Z10
+	VMOVUPS   Z23, 192(R9)
+	VADDPS    Z23, Z11, Z11
+	ADDQ      $0x00000100, SI
+	ADDQ      $0x00000100, DI
+	ADDQ      $0x00000100, R8
+	ADDQ      $0x00000100, R9
+	SUBQ      $0x00000040, CX
+	JMP       softmaxExpRows2AVX512_exp_blocks
+
+softmaxExpRows2AVX512_exp_vectors:
+	CMPQ    CX, $0x00000010
+	JB      softmaxExpRows2AVX512_exp_tail
+	VMOVUPS (SI), Z12
+	VMULPS  Z0, Z12, Z12
+	VSUBPS  Z2, Z12, Z12
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z12, Z1, Z12
+	VMULPS      vk_log2e<>+0(SB), Z12, Z13
+	VRNDSCALEPS $0x00, Z13, Z13
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z13, Z12
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z13, Z12
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z14
+	VFMADD213PS vk_expc3<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc2<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc1<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc0<>+0(SB), Z12, Z14
+	VFMADD213PS vk_one<>+0(SB), Z12, Z14
+	VFMADD213PS vk_one<>+0(SB), Z12, Z14
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z13, Z14, Z14
+	VMOVUPS   Z14, (DI)
+	VADDPS    Z14, Z4, Z4
+	VMOVUPS   (R8), Z12
+	VMULPS    Z0, Z12, Z12
+	VSUBPS    Z3, Z12, Z12
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z12, Z1, Z12
+	VMULPS      vk_log2e<>+0(SB), Z12, Z13
+	VRNDSCALEPS $0x00, Z13, Z13
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z13, Z12
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z13, Z12
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z14
+	VFMADD213PS vk_expc3<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc2<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc1<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc0<>+0(SB), Z12, Z14
+	VFMADD213PS vk_one<>+0(SB), Z12, Z14
+	VFMADD213PS vk_one<>+0(SB), Z12, Z14
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z13, Z14, Z14
+	VMOVUPS   Z14, (R9)
+	VADDPS    Z14, Z8, Z8
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	ADDQ      $0x00000040, R8
+	ADDQ      $0x00000040, R9
+	SUBQ      $0x00000010, CX
+	JMP       softmaxExpRows2AVX512_exp_vectors
+
+softmaxExpRows2AVX512_exp_tail:
+	TESTQ CX, CX
+	JZ    softmaxExpRows2AVX512_exp_done
+
+	// K1 = lanes < n
+	MOVL      $0x00000001, AX
+	SHLL      CL, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z12
+	VMULPS    Z0, Z12, Z12
+	VSUBPS    Z2, Z12, Z12
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z12, Z1, Z12
+	VMULPS      vk_log2e<>+0(SB), Z12, Z13
+	VRNDSCALEPS $0x00, Z13, Z13
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z13, Z12
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z13, Z12
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z14
+	VFMADD213PS vk_expc3<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc2<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc1<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc0<>+0(SB), Z12, Z14
+	VFMADD213PS vk_one<>+0(SB), Z12, Z14
+	VFMADD213PS vk_one<>+0(SB), Z12, Z14
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z13, Z14, Z14
+	VMOVUPS   Z14, K1, (DI)
+	VADDPS    Z14, Z4, K1, Z4
+	VMOVUPS.Z (R8), K1, Z12
+	VMULPS    Z0, Z12, Z12
+	VSUBPS    Z3, Z12, Z12
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS      Z12, Z1, Z12
+	VMULPS      vk_log2e<>+0(SB), Z12, Z13
+	VRNDSCALEPS $0x00, Z13, Z13
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Z13, Z12
+	VFNMADD231PS vk_ln2lo<>+0(SB), Z13, Z12
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Z14
+	VFMADD213PS vk_expc3<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc2<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc1<>+0(SB), Z12, Z14
+	VFMADD213PS vk_expc0<>+0(SB), Z12, Z14
+	VFMADD213PS vk_one<>+0(SB), Z12, Z14
+	VFMADD213PS vk_one<>+0(SB), Z12, Z14
+
+	// p ·= 2ⁿ
+	VSCALEFPS Z13, Z14, Z14
+	VMOVUPS   Z14, K1, (R9)
+	VADDPS    Z14, Z8, K1, Z8
+
+softmaxExpRows2AVX512_exp_done:
+	VADDPS        Z5, Z4, Z4
+	VADDPS        Z7, Z6, Z6
+	VADDPS        Z6, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y12
+	VADDPS        Y12, Y4, Y4
+	VEXTRACTF128  $0x01, Y4, X12
+	VADDPS        X12, X4, X4
+	VMOVHLPS      X4, X4, X12
+	VADDPS        X12, X4, X4
+	VMOVSHDUP     X4, X12
+	VADDPS        X12, X4, X4
+	VADDPS        Z9, Z8, Z8
+	VADDPS        Z11, Z10, Z10
+	VADDPS        Z10, Z8, Z8
+	VEXTRACTF64X4 $0x01, Z8, Y13
+	VADDPS        Y13, Y8, Y8
+	VEXTRACTF128  $0x01, Y8, X13
+	VADDPS        X13, X8, X8
+	VMOVHLPS      X8, X8, X13
+	VADDPS        X13, X8, X8
+	VMOVSHDUP     X8, X13
+	VADDPS        X13, X8, X8
+
+	// inv = 1/Σ in every lane, per row (in m's register)
+	VMOVSS vk_one<>+0(SB), X2
+	VDIVSS X4, X2, X2
+	VMOVSS vk_one<>+0(SB), X3
+	VDIVSS X8, X3, X3
+	MOVQ   inv+48(FP), AX
+	VMOVSS X2, (AX)
+	VMOVSS X3, 4(AX)
+	VZEROUPPER
+	RET
+
 // func layerNormRowAVX512(n int, x *float32, gamma *float32, beta *float32, y *float32, eps float32)
 // Requires: AVX, AVX512DQ, AVX512F, FMA3
 TEXT ·layerNormRowAVX512(SB), NOSPLIT, $0-44
@@ -11191,6 +11941,675 @@ softmaxRows2AVX2_norm_tail:
 	VMASKMOVPS   Y8, Y15, (R9)
 
 softmaxRows2AVX2_norm_done:
+	VZEROUPPER
+	RET
+
+// func softmaxExpRowAVX2(n int, x *float32, y *float32, scale float32, inv *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·softmaxExpRowAVX2(SB), NOSPLIT, $0-40
+	PCALIGN $0x40
+	MOVQ    n+0(FP), DX
+
+	// scale in every lane
+	VMOVSS       scale+24(FP), X0
+	VBROADCASTSS X0, Y0
+
+	// pass 1: m = max_i scale·x[i], per row
+	MOVQ    DX, CX
+	MOVQ    x+8(FP), SI
+	VMOVUPS vk_neginf<>+0(SB), Y1
+	VMOVUPS Y1, Y3
+	VMOVUPS Y1, Y4
+
+softmaxExpRowAVX2_max_blocks:
+	CMPQ    CX, $0x00000010
+	JB      softmaxExpRowAVX2_max_vectors
+	VMOVUPS (SI), Y5
+	VMULPS  Y0, Y5, Y5
+	VMOVUPS 32(SI), Y6
+	VMULPS  Y0, Y6, Y6
+	VMAXPS  Y5, Y3, Y3
+	VMAXPS  Y6, Y4, Y4
+	ADDQ    $0x00000040, SI
+	SUBQ    $0x00000010, CX
+	JMP     softmaxExpRowAVX2_max_blocks
+
+softmaxExpRowAVX2_max_vectors:
+	CMPQ    CX, $0x00000008
+	JB      softmaxExpRowAVX2_max_tail
+	VMOVUPS (SI), Y5
+	VMULPS  Y0, Y5, Y5
+	VMAXPS  Y5, Y3, Y3
+	ADDQ    $0x00000020, SI
+	SUBQ    $0x00000008, CX
+	JMP     softmaxExpRowAVX2_max_vectors
+
+softmaxExpRowAVX2_max_tail:
+	TESTQ CX, CX
+	JZ    softmaxExpRowAVX2_max_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y5
+	VMULPS       Y0, Y5, Y5
+
+	// lanes ≥ n become −Inf
+	VBLENDVPS Y15, Y5, Y1, Y5
+	VMAXPS    Y5, Y3, Y3
+
+softmaxExpRowAVX2_max_done:
+	VMAXPS       Y4, Y3, Y3
+	VEXTRACTF128 $0x01, Y3, X5
+	VMAXPS       X5, X3, X3
+	VMOVHLPS     X3, X3, X5
+	VMAXPS       X5, X3, X3
+	VMOVSHDUP    X3, X5
+	VMAXPS       X5, X3, X3
+	VBROADCASTSS X3, Y2
+
+	// pass 2: y[i] = exp(scale·x[i] − m), Σ in acc, per row
+	MOVQ    DX, CX
+	MOVQ    x+8(FP), SI
+	MOVQ    y+16(FP), DI
+	VMOVUPS vk_explo<>+0(SB), Y1
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+
+softmaxExpRowAVX2_exp_blocks:
+	CMPQ    CX, $0x00000010
+	JB      softmaxExpRowAVX2_exp_vectors
+	VMOVUPS (SI), Y5
+	VMULPS  Y0, Y5, Y5
+	VSUBPS  Y2, Y5, Y5
+	VMOVUPS 32(SI), Y8
+	VMULPS  Y0, Y8, Y8
+	VSUBPS  Y2, Y8, Y8
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y5, Y1, Y5
+	VMULPS   vk_log2e<>+0(SB), Y5, Y6
+	VROUNDPS $0x00, Y6, Y6
+	VMAXPS   Y8, Y1, Y8
+	VMULPS   vk_log2e<>+0(SB), Y8, Y9
+	VROUNDPS $0x00, Y9, Y9
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y6, Y5
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y9, Y8
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y6, Y5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y9, Y8
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y7
+	VMOVUPS     vk_expc4<>+0(SB), Y10
+	VFMADD213PS vk_expc3<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc3<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc2<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc2<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc1<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc1<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc0<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc0<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y6, Y6
+	VPSRAD    $0x01, Y6, Y5
+	VPSUBD    Y5, Y6, Y6
+	VPADDD    vk_bias127<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VPADDD    vk_bias127<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y5, Y7, Y7
+	VMULPS    Y6, Y7, Y7
+	VCVTPS2DQ Y9, Y9
+	VPSRAD    $0x01, Y9, Y8
+	VPSUBD    Y8, Y9, Y9
+	VPADDD    vk_bias127<>+0(SB), Y8, Y8
+	VPSLLD    $0x17, Y8, Y8
+	VPADDD    vk_bias127<>+0(SB), Y9, Y9
+	VPSLLD    $0x17, Y9, Y9
+	VMULPS    Y8, Y10, Y10
+	VMULPS    Y9, Y10, Y10
+	VMOVUPS   Y7, (DI)
+	VADDPS    Y7, Y3, Y3
+	VMOVUPS   Y10, 32(DI)
+	VADDPS    Y10, Y4, Y4
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	SUBQ      $0x00000010, CX
+	JMP       softmaxExpRowAVX2_exp_blocks
+
+softmaxExpRowAVX2_exp_vectors:
+	CMPQ    CX, $0x00000008
+	JB      softmaxExpRowAVX2_exp_tail
+	VMOVUPS (SI), Y5
+	VMULPS  Y0, Y5, Y5
+	VSUBPS  Y2, Y5, Y5
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y5, Y1, Y5
+	VMULPS   vk_log2e<>+0(SB), Y5, Y6
+	VROUNDPS $0x00, Y6, Y6
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y6, Y5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y6, Y5
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y7
+	VFMADD213PS vk_expc3<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc2<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc1<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc0<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y6, Y6
+	VPSRAD    $0x01, Y6, Y5
+	VPSUBD    Y5, Y6, Y6
+	VPADDD    vk_bias127<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VPADDD    vk_bias127<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y5, Y7, Y7
+	VMULPS    Y6, Y7, Y7
+	VMOVUPS   Y7, (DI)
+	VADDPS    Y7, Y3, Y3
+	ADDQ      $0x00000020, SI
+	ADDQ      $0x00000020, DI
+	SUBQ      $0x00000008, CX
+	JMP       softmaxExpRowAVX2_exp_vectors
+
+softmaxExpRowAVX2_exp_tail:
+	TESTQ CX, CX
+	JZ    softmaxExpRowAVX2_exp_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y5
+	VMULPS       Y0, Y5, Y5
+	VSUBPS       Y2, Y5, Y5
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y5, Y1, Y5
+	VMULPS   vk_log2e<>+0(SB), Y5, Y6
+	VROUNDPS $0x00, Y6, Y6
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y6, Y5
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y6, Y5
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y7
+	VFMADD213PS vk_expc3<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc2<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc1<>+0(SB), Y5, Y7
+	VFMADD213PS vk_expc0<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+	VFMADD213PS vk_one<>+0(SB), Y5, Y7
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ  Y6, Y6
+	VPSRAD     $0x01, Y6, Y5
+	VPSUBD     Y5, Y6, Y6
+	VPADDD     vk_bias127<>+0(SB), Y5, Y5
+	VPSLLD     $0x17, Y5, Y5
+	VPADDD     vk_bias127<>+0(SB), Y6, Y6
+	VPSLLD     $0x17, Y6, Y6
+	VMULPS     Y5, Y7, Y7
+	VMULPS     Y6, Y7, Y7
+	VMASKMOVPS Y7, Y15, (DI)
+
+	// lanes ≥ n add 0
+	VANDPS Y15, Y7, Y7
+	VADDPS Y7, Y3, Y3
+
+softmaxExpRowAVX2_exp_done:
+	VADDPS       Y4, Y3, Y3
+	VEXTRACTF128 $0x01, Y3, X5
+	VADDPS       X5, X3, X3
+	VMOVHLPS     X3, X3, X5
+	VADDPS       X5, X3, X3
+	VMOVSHDUP    X3, X5
+	VADDPS       X5, X3, X3
+
+	// inv = 1/Σ in every lane, per row (in m's register)
+	VMOVSS vk_one<>+0(SB), X2
+	VDIVSS X3, X2, X2
+	MOVQ   inv+32(FP), AX
+	VMOVSS X2, (AX)
+	VZEROUPPER
+	RET
+
+// func softmaxExpRows2AVX2(n int, x0 *float32, y0 *float32, x1 *float32, y1 *float32, scale float32, inv *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·softmaxExpRows2AVX2(SB), NOSPLIT, $0-56
+	PCALIGN $0x40
+	MOVQ    n+0(FP), DX
+
+	// scale in every lane
+	VMOVSS       scale+40(FP), X0
+	VBROADCASTSS X0, Y0
+
+	// pass 1: m = max_i scale·x[i], per row
+	MOVQ    DX, CX
+	MOVQ    x0+8(FP), SI
+	MOVQ    x1+24(FP), R8
+	VMOVUPS vk_neginf<>+0(SB), Y1
+	VMOVUPS Y1, Y4
+	VMOVUPS Y1, Y5
+	VMOVUPS Y1, Y6
+	VMOVUPS Y1, Y7
+
+softmaxExpRows2AVX2_max_blocks:
+	CMPQ    CX, $0x00000010
+	JB      softmaxExpRows2AVX2_max_vectors
+	VMOVUPS (SI), Y8
+	VMULPS  Y0, Y8, Y8
+	VMOVUPS 32(SI), Y9
+	VMULPS  Y0, Y9, Y9
+	VMAXPS  Y8, Y4, Y4
+	VMAXPS  Y9, Y5, Y5
+	VMOVUPS (R8), Y8
+	VMULPS  Y0, Y8, Y8
+	VMOVUPS 32(R8), Y9
+	VMULPS  Y0, Y9, Y9
+	VMAXPS  Y8, Y6, Y6
+	VMAXPS  Y9, Y7, Y7
+	ADDQ    $0x00000040, SI
+	ADDQ    $0x00000040, R8
+	SUBQ    $0x00000010, CX
+	JMP     softmaxExpRows2AVX2_max_blocks
+
+softmaxExpRows2AVX2_max_vectors:
+	CMPQ    CX, $0x00000008
+	JB      softmaxExpRows2AVX2_max_tail
+	VMOVUPS (SI), Y8
+	VMULPS  Y0, Y8, Y8
+	VMAXPS  Y8, Y4, Y4
+	VMOVUPS (R8), Y8
+	VMULPS  Y0, Y8, Y8
+	VMAXPS  Y8, Y6, Y6
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, R8
+	SUBQ    $0x00000008, CX
+	JMP     softmaxExpRows2AVX2_max_vectors
+
+softmaxExpRows2AVX2_max_tail:
+	TESTQ CX, CX
+	JZ    softmaxExpRows2AVX2_max_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y8
+	VMULPS       Y0, Y8, Y8
+
+	// lanes ≥ n become −Inf
+	VBLENDVPS  Y15, Y8, Y1, Y8
+	VMAXPS     Y8, Y4, Y4
+	VMASKMOVPS (R8), Y15, Y8
+	VMULPS     Y0, Y8, Y8
+
+	// lanes ≥ n become −Inf
+	VBLENDVPS Y15, Y8, Y1, Y8
+	VMAXPS    Y8, Y6, Y6
+
+softmaxExpRows2AVX2_max_done:
+	VMAXPS       Y5, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X8
+	VMAXPS       X8, X4, X4
+	VMOVHLPS     X4, X4, X8
+	VMAXPS       X8, X4, X4
+	VMOVSHDUP    X4, X8
+	VMAXPS       X8, X4, X4
+	VMAXPS       Y7, Y6, Y6
+	VEXTRACTF128 $0x01, Y6, X9
+	VMAXPS       X9, X6, X6
+	VMOVHLPS     X6, X6, X9
+	VMAXPS       X9, X6, X6
+	VMOVSHDUP    X6, X9
+	VMAXPS       X9, X6, X6
+	VBROADCASTSS X4, Y2
+	VBROADCASTSS X6, Y3
+
+	// pass 2: y[i] = exp(scale·x[i] − m), Σ in acc, per row
+	MOVQ    DX, CX
+	MOVQ    x0+8(FP), SI
+	MOVQ    y0+16(FP), DI
+	MOVQ    x1+24(FP), R8
+	MOVQ    y1+32(FP), R9
+	VMOVUPS vk_explo<>+0(SB), Y1
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+
+softmaxExpRows2AVX2_exp_blocks:
+	CMPQ    CX, $0x00000010
+	JB      softmaxExpRows2AVX2_exp_vectors
+	VMOVUPS (SI), Y8
+	VMULPS  Y0, Y8, Y8
+	VSUBPS  Y2, Y8, Y8
+	VMOVUPS 32(SI), Y11
+	VMULPS  Y0, Y11, Y11
+	VSUBPS  Y2, Y11, Y11
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y8, Y1, Y8
+	VMULPS   vk_log2e<>+0(SB), Y8, Y9
+	VROUNDPS $0x00, Y9, Y9
+	VMAXPS   Y11, Y1, Y11
+	VMULPS   vk_log2e<>+0(SB), Y11, Y12
+	VROUNDPS $0x00, Y12, Y12
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y9, Y8
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y12, Y11
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y9, Y8
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y12, Y11
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y10
+	VMOVUPS     vk_expc4<>+0(SB), Y13
+	VFMADD213PS vk_expc3<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc3<>+0(SB), Y11, Y13
+	VFMADD213PS vk_expc2<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc2<>+0(SB), Y11, Y13
+	VFMADD213PS vk_expc1<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc1<>+0(SB), Y11, Y13
+	VFMADD213PS vk_expc0<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc0<>+0(SB), Y11, Y13
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y11, Y13
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y11, Y13
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y9, Y9
+	VPSRAD    $0x01, Y9, Y8
+	VPSUBD    Y8, Y9, Y9
+	VPADDD    vk_bias127<>+0(SB), Y8, Y8
+	VPSLLD    $0x17, Y8, Y8
+	VPADDD    vk_bias127<>+0(SB), Y9, Y9
+	VPSLLD    $0x17, Y9, Y9
+	VMULPS    Y8, Y10, Y10
+	VMULPS    Y9, Y10, Y10
+	VCVTPS2DQ Y12, Y12
+	VPSRAD    $0x01, Y12, Y11
+	VPSUBD    Y11, Y12, Y12
+	VPADDD    vk_bias127<>+0(SB), Y11, Y11
+	VPSLLD    $0x17, Y11, Y11
+	VPADDD    vk_bias127<>+0(SB), Y12, Y12
+	VPSLLD    $0x17, Y12, Y12
+	VMULPS    Y11, Y13, Y13
+	VMULPS    Y12, Y13, Y13
+	VMOVUPS   Y10, (DI)
+	VADDPS    Y10, Y4, Y4
+	VMOVUPS   Y13, 32(DI)
+	VADDPS    Y13, Y5, Y5
+	VMOVUPS   (R8), Y8
+	VMULPS    Y0, Y8, Y8
+	VSUBPS    Y3, Y8, Y8
+	VMOVUPS   32(R8), Y11
+	VMULPS    Y0, Y11, Y11
+	VSUBPS    Y3, Y11, Y11
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y8, Y1, Y8
+	VMULPS   vk_log2e<>+0(SB), Y8, Y9
+	VROUNDPS $0x00, Y9, Y9
+	VMAXPS   Y11, Y1, Y11
+	VMULPS   vk_log2e<>+0(SB), Y11, Y12
+	VROUNDPS $0x00, Y12, Y12
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y9, Y8
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y12, Y11
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y9, Y8
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y12, Y11
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y10
+	VMOVUPS     vk_expc4<>+0(SB), Y13
+	VFMADD213PS vk_expc3<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc3<>+0(SB), Y11, Y13
+	VFMADD213PS vk_expc2<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc2<>+0(SB), Y11, Y13
+	VFMADD213PS vk_expc1<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc1<>+0(SB), Y11, Y13
+	VFMADD213PS vk_expc0<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc0<>+0(SB), Y11, Y13
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y11, Y13
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y11, Y13
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y9, Y9
+	VPSRAD    $0x01, Y9, Y8
+	VPSUBD    Y8, Y9, Y9
+	VPADDD    vk_bias127<>+0(SB), Y8, Y8
+	VPSLLD    $0x17, Y8, Y8
+	VPADDD    vk_bias127<>+0(SB), Y9, Y9
+	VPSLLD    $0x17, Y9, Y9
+	VMULPS    Y8, Y10, Y10
+	VMULPS    Y9, Y10, Y10
+	VCVTPS2DQ Y12, Y12
+	VPSRAD    $0x01, Y12, Y11
+	VPSUBD    Y11, Y12, Y12
+	VPADDD    vk_bias127<>+0(SB), Y11, Y11
+	VPSLLD    $0x17, Y11, Y11
+	VPADDD    vk_bias127<>+0(SB), Y12, Y12
+	VPSLLD    $0x17, Y12, Y12
+	VMULPS    Y11, Y13, Y13
+	VMULPS    Y12, Y13, Y13
+	VMOVUPS   Y10, (R9)
+	VADDPS    Y10, Y6, Y6
+	VMOVUPS   Y13, 32(R9)
+	VADDPS    Y13, Y7, Y7
+	ADDQ      $0x00000040, SI
+	ADDQ      $0x00000040, DI
+	ADDQ      $0x00000040, R8
+	ADDQ      $0x00000040, R9
+	SUBQ      $0x00000010, CX
+	JMP       softmaxExpRows2AVX2_exp_blocks
+
+softmaxExpRows2AVX2_exp_vectors:
+	CMPQ    CX, $0x00000008
+	JB      softmaxExpRows2AVX2_exp_tail
+	VMOVUPS (SI), Y8
+	VMULPS  Y0, Y8, Y8
+	VSUBPS  Y2, Y8, Y8
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y8, Y1, Y8
+	VMULPS   vk_log2e<>+0(SB), Y8, Y9
+	VROUNDPS $0x00, Y9, Y9
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y9, Y8
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y9, Y8
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y10
+	VFMADD213PS vk_expc3<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc2<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc1<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc0<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y9, Y9
+	VPSRAD    $0x01, Y9, Y8
+	VPSUBD    Y8, Y9, Y9
+	VPADDD    vk_bias127<>+0(SB), Y8, Y8
+	VPSLLD    $0x17, Y8, Y8
+	VPADDD    vk_bias127<>+0(SB), Y9, Y9
+	VPSLLD    $0x17, Y9, Y9
+	VMULPS    Y8, Y10, Y10
+	VMULPS    Y9, Y10, Y10
+	VMOVUPS   Y10, (DI)
+	VADDPS    Y10, Y4, Y4
+	VMOVUPS   (R8), Y8
+	VMULPS    Y0, Y8, Y8
+	VSUBPS    Y3, Y8, Y8
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y8, Y1, Y8
+	VMULPS   vk_log2e<>+0(SB), Y8, Y9
+	VROUNDPS $0x00, Y9, Y9
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y9, Y8
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y9, Y8
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y10
+	VFMADD213PS vk_expc3<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc2<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc1<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc0<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ Y9, Y9
+	VPSRAD    $0x01, Y9, Y8
+	VPSUBD    Y8, Y9, Y9
+	VPADDD    vk_bias127<>+0(SB), Y8, Y8
+	VPSLLD    $0x17, Y8, Y8
+	VPADDD    vk_bias127<>+0(SB), Y9, Y9
+	VPSLLD    $0x17, Y9, Y9
+	VMULPS    Y8, Y10, Y10
+	VMULPS    Y9, Y10, Y10
+	VMOVUPS   Y10, (R9)
+	VADDPS    Y10, Y6, Y6
+	ADDQ      $0x00000020, SI
+	ADDQ      $0x00000020, DI
+	ADDQ      $0x00000020, R8
+	ADDQ      $0x00000020, R9
+	SUBQ      $0x00000008, CX
+	JMP       softmaxExpRows2AVX2_exp_vectors
+
+softmaxExpRows2AVX2_exp_tail:
+	TESTQ CX, CX
+	JZ    softmaxExpRows2AVX2_exp_done
+
+	// mask = lanes < n: broadcast(n) > [0 1 … 7]
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     vk_iota<>+0(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y15, Y8
+	VMULPS       Y0, Y8, Y8
+	VSUBPS       Y2, Y8, Y8
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y8, Y1, Y8
+	VMULPS   vk_log2e<>+0(SB), Y8, Y9
+	VROUNDPS $0x00, Y9, Y9
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y9, Y8
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y9, Y8
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y10
+	VFMADD213PS vk_expc3<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc2<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc1<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc0<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ  Y9, Y9
+	VPSRAD     $0x01, Y9, Y8
+	VPSUBD     Y8, Y9, Y9
+	VPADDD     vk_bias127<>+0(SB), Y8, Y8
+	VPSLLD     $0x17, Y8, Y8
+	VPADDD     vk_bias127<>+0(SB), Y9, Y9
+	VPSLLD     $0x17, Y9, Y9
+	VMULPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMASKMOVPS Y10, Y15, (DI)
+
+	// lanes ≥ n add 0
+	VANDPS     Y15, Y10, Y10
+	VADDPS     Y10, Y4, Y4
+	VMASKMOVPS (R8), Y15, Y8
+	VMULPS     Y0, Y8, Y8
+	VSUBPS     Y3, Y8, Y8
+
+	// r = max(r, −104) (NaN stays NaN); n = round(r·log2e)
+	VMAXPS   Y8, Y1, Y8
+	VMULPS   vk_log2e<>+0(SB), Y8, Y9
+	VROUNDPS $0x00, Y9, Y9
+
+	// r −= n·ln2 (hi, then lo)
+	VFNMADD231PS vk_ln2hi<>+0(SB), Y9, Y8
+	VFNMADD231PS vk_ln2lo<>+0(SB), Y9, Y8
+
+	// p = 1 + r·(1 + r·(c0 + r·(c1 + …)))
+	VMOVUPS     vk_expc4<>+0(SB), Y10
+	VFMADD213PS vk_expc3<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc2<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc1<>+0(SB), Y8, Y10
+	VFMADD213PS vk_expc0<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+	VFMADD213PS vk_one<>+0(SB), Y8, Y10
+
+	// p ·= 2^h · 2^(n−h), h = n>>1, each as the bits (e+127)<<23
+	VCVTPS2DQ  Y9, Y9
+	VPSRAD     $0x01, Y9, Y8
+	VPSUBD     Y8, Y9, Y9
+	VPADDD     vk_bias127<>+0(SB), Y8, Y8
+	VPSLLD     $0x17, Y8, Y8
+	VPADDD     vk_bias127<>+0(SB), Y9, Y9
+	VPSLLD     $0x17, Y9, Y9
+	VMULPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMASKMOVPS Y10, Y15, (R9)
+
+	// lanes ≥ n add 0
+	VANDPS Y15, Y10, Y10
+	VADDPS Y10, Y6, Y6
+
+softmaxExpRows2AVX2_exp_done:
+	VADDPS       Y5, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X8
+	VADDPS       X8, X4, X4
+	VMOVHLPS     X4, X4, X8
+	VADDPS       X8, X4, X4
+	VMOVSHDUP    X4, X8
+	VADDPS       X8, X4, X4
+	VADDPS       Y7, Y6, Y6
+	VEXTRACTF128 $0x01, Y6, X9
+	VADDPS       X9, X6, X6
+	VMOVHLPS     X6, X6, X9
+	VADDPS       X9, X6, X6
+	VMOVSHDUP    X6, X9
+	VADDPS       X9, X6, X6
+
+	// inv = 1/Σ in every lane, per row (in m's register)
+	VMOVSS vk_one<>+0(SB), X2
+	VDIVSS X4, X2, X2
+	VMOVSS vk_one<>+0(SB), X3
+	VDIVSS X6, X3, X3
+	MOVQ   inv+48(FP), AX
+	VMOVSS X2, (AX)
+	VMOVSS X3, 4(AX)
 	VZEROUPPER
 	RET
 

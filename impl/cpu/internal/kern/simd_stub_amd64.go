@@ -74,6 +74,12 @@ func gemmBF16x4AVX512(kc int, a *uint32, lda int, b *uint32, c *float32, ldc int
 //go:noescape
 func cvtBF16AVX512(blocks int, src *float32, dst *uint32)
 
+// cvtScaledBF16AVX512 sets dst[p] = RoundBF16(scale·src[2p]) | RoundBF16(scale·src[2p+1])<<16 for p < 16·blocks,
+// each product rounded to float32 first; blocks must be positive.
+//
+//go:noescape
+func cvtScaledBF16AVX512(blocks int, src *float32, dst *uint32, scale float32)
+
 // pairRowsBF16AVX512 sets dst[32p + j] = RoundBF16(src[2p·ld + j]) | RoundBF16(src[(2p+1)·ld + j])<<16 for p < steps, j < 32; steps must be positive.
 //
 //go:noescape
@@ -172,6 +178,18 @@ func softmaxRowAVX512(n int, x *float32, y *float32, scale float32)
 //
 //go:noescape
 func softmaxRows2AVX512(n int, x0 *float32, y0 *float32, x1 *float32, y1 *float32, scale float32)
+
+// softmaxExpRowAVX512 sets y[i] = exp(v[i] − m) for i < n, where v = scale·x (rounded) and m = max v, and *inv = 1/Σ_i y[i]:
+// softmaxRowAVX512's first two passes, y[i]·*inv being its output bit for bit. n must be positive.
+//
+//go:noescape
+func softmaxExpRowAVX512(n int, x *float32, y *float32, scale float32, inv *float32)
+
+// softmaxExpRows2AVX512 does what softmaxExpRowAVX512 does on x0 into y0 and inv[0], and on x1 into y1 and inv[1],
+// the two rows' passes interleaved. n must be positive.
+//
+//go:noescape
+func softmaxExpRows2AVX512(n int, x0 *float32, y0 *float32, x1 *float32, y1 *float32, scale float32, inv *float32)
 
 // layerNormRowAVX512 sets y[i] = ((x[i] − μ) − δ)·r·gamma[i] + beta[i] for i < n, with μ = Σx/n, δ = Σ(x − μ)/n,
 // σ² = Σ(x − μ)²/n − δ² and r = 1/sqrt(σ² + eps), the sums in float32 over several partial sums. n must be positive.
@@ -309,6 +327,18 @@ func softmaxRowAVX2(n int, x *float32, y *float32, scale float32)
 //
 //go:noescape
 func softmaxRows2AVX2(n int, x0 *float32, y0 *float32, x1 *float32, y1 *float32, scale float32)
+
+// softmaxExpRowAVX2 sets y[i] = exp(v[i] − m) for i < n, where v = scale·x (rounded) and m = max v, and *inv = 1/Σ_i y[i]:
+// softmaxRowAVX2's first two passes, y[i]·*inv being its output bit for bit. n must be positive.
+//
+//go:noescape
+func softmaxExpRowAVX2(n int, x *float32, y *float32, scale float32, inv *float32)
+
+// softmaxExpRows2AVX2 does what softmaxExpRowAVX2 does on x0 into y0 and inv[0], and on x1 into y1 and inv[1],
+// the two rows' passes interleaved. n must be positive.
+//
+//go:noescape
+func softmaxExpRows2AVX2(n int, x0 *float32, y0 *float32, x1 *float32, y1 *float32, scale float32, inv *float32)
 
 // layerNormRowAVX2 sets y[i] = ((x[i] − μ) − δ)·r·gamma[i] + beta[i] for i < n, with μ = Σx/n, δ = Σ(x − μ)/n,
 // σ² = Σ(x − μ)²/n − δ² and r = 1/sqrt(σ² + eps), the sums in float32 over several partial sums. n must be positive.

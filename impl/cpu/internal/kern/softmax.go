@@ -43,6 +43,38 @@ func Softmax(rows, n int, x []float32, ldx int, y []float32, ldy int, scale floa
 	}
 }
 
+// softmaxExp is Softmax without its last multiplication: it sets each row
+// of y to the exponentials exp(v[j] − m) and inv[r] to that row's 1/s, so
+// that y[r·ldy+j]·inv[r], rounded to float32, is Softmax's output bit for
+// bit on every path. For a consumer that scales the row as it reads it
+// (AttentionBF16 rounds it to bf16 pairs), which saves Softmax's third
+// pass over the row.
+//
+//	for r < rows, j < n: y[r·ldy+j] = exp(v[j] − m);  inv[r] = 1/s   (v, m, s as Softmax's)
+func softmaxExp(rows, n int, x []float32, ldx int, y []float32, ldy int, scale float32, inv []float32) {
+	if rows == 0 || n == 0 {
+		return
+	}
+	_ = x[(rows-1)*ldx+n-1]
+	_ = y[(rows-1)*ldy+n-1]
+	_ = inv[rows-1]
+	k := softmaxFor(active)
+	r := 0
+	if k != nil {
+		for ; r+1 < rows; r += 2 {
+			k.expRows2(n, &x[r*ldx], &y[r*ldy], &x[(r+1)*ldx], &y[(r+1)*ldy], scale, &inv[r])
+		}
+	}
+	for ; r < rows; r++ {
+		xr, yr := x[r*ldx:r*ldx+n], y[r*ldy:r*ldy+n]
+		if k != nil {
+			k.expRow(n, &xr[0], &yr[0], scale, &inv[r])
+			continue
+		}
+		inv[r] = softmaxExpRowGo(xr, yr, scale)
+	}
+}
+
 // Exp sets y[i] = exp(x[i]) for i < n and x[i] ≤ 0 (in place allowed),
 // with the exp of the active path's softmax (≤ 1 ulp on every path; see
 // the accuracy tests). Arguments must not be positive.
@@ -67,11 +99,14 @@ func expVec(n int, x, y []float32) {
 }
 
 // softmaxKernels are the SIMD softmax row kernels of one path (one row,
-// and two rows at once) and its exp alone.
+// and two rows at once), the same without the last pass (softmaxExp),
+// and its exp alone.
 type softmaxKernels struct {
-	row   func(n int, x, y *float32, scale float32)
-	rows2 func(n int, x0, y0, x1, y1 *float32, scale float32)
-	exp   func(n int, x, y *float32)
+	row      func(n int, x, y *float32, scale float32)
+	rows2    func(n int, x0, y0, x1, y1 *float32, scale float32)
+	expRow   func(n int, x, y *float32, scale float32, inv *float32)
+	expRows2 func(n int, x0, y0, x1, y1 *float32, scale float32, inv *float32)
+	exp      func(n int, x, y *float32)
 }
 
 var negInf32 = float32(math.Inf(-1))

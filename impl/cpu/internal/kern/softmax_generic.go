@@ -5,6 +5,15 @@ import "math"
 // softmaxRowGo is the Go path of one Softmax row: the SIMD kernels' three
 // passes, with the sum in float64.
 func softmaxRowGo(x, y []float32, scale float32) {
+	inv := softmaxExpRowGo(x, y, scale)
+	for i := range y[:len(x)] {
+		y[i] *= inv
+	}
+}
+
+// softmaxExpRowGo is softmaxRowGo's first two passes, softmaxExp's Go
+// path: y = the exponentials, and 1/s returned.
+func softmaxExpRowGo(x, y []float32, scale float32) float32 {
 	y = y[:len(x)]
 	m := negInf32
 	for _, v := range x {
@@ -17,10 +26,7 @@ func softmaxRowGo(x, y []float32, scale float32) {
 		y[i] = e
 		s += float64(e)
 	}
-	inv := float32(1 / s)
-	for i := range y {
-		y[i] *= inv
-	}
+	return float32(1 / s)
 }
 
 // expGo returns exp(x) rounded to float32 for x ≤ 0 (NaN for NaN); the

@@ -264,3 +264,40 @@ func BenchmarkSoftmaxRowPairs(b *testing.B) {
 		})
 	}
 }
+
+// TestSoftmaxExpTimesInvIsSoftmax: softmaxExp's exponentials times its
+// 1/Σ are Softmax's output bit for bit on every path, with rows in pairs
+// and alone, and rows holding NaN, +Inf and only −Inf among them.
+func TestSoftmaxExpTimesInvIsSoftmax(t *testing.T) {
+	inf := float32(math.Inf(1))
+	forEachISA(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(13, 14))
+		const rows = 7
+		for _, n := range vecSizes {
+			ld := n + 3
+			x := make([]float32, rows*ld)
+			for r := 0; r < rows; r++ {
+				for j := 0; j < n; j++ {
+					x[r*ld+j] = (rng.Float32()*2 - 1) * float32(1+4*r)
+				}
+			}
+			x[1*ld+n/2] = float32(math.NaN())
+			x[2*ld+n-1] = inf
+			for j := 0; j < n; j++ {
+				x[5*ld+j] = -inf
+			}
+			want := make([]float32, rows*ld)
+			Softmax(rows, n, x, ld, want, ld, 0.3)
+			e := make([]float32, rows*ld)
+			inv := make([]float32, rows)
+			softmaxExp(rows, n, x, ld, e, ld, 0.3, inv)
+			for r := 0; r < rows; r++ {
+				for j := 0; j < n; j++ {
+					if got := e[r*ld+j] * inv[r]; !sameFloat(got, want[r*ld+j]) {
+						t.Fatalf("n=%d: row %d, exp·inv at %d = %g, Softmax gives %g", n, r, j, got, want[r*ld+j])
+					}
+				}
+			}
+		}
+	})
+}

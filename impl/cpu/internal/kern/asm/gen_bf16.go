@@ -19,6 +19,7 @@ func bf16Kernels(zmm []VecPhysical) {
 	gemmKernel("gemmBF16x8AVX512", 8, 12, 2, zmm, 64, aDirectBF16)
 	gemmKernel("gemmBF16x4AVX512", 4, 12, 2, zmm, 64, aDirectBF16)
 	cvtBF16Kernel()
+	cvtScaledBF16Kernel()
 	pairRowsBF16Kernel()
 	dpbf16Probe()
 }
@@ -125,6 +126,36 @@ func cvtBF16Kernel() {
 	ADDQ(Imm(64), pd)
 	DECQ(n)
 	JNZ(LabelRef("cvtBF16AVX512_loop"))
+	VZEROUPPER()
+	RET()
+}
+
+// cvtScaledBF16Kernel emits
+//
+//	func cvtScaledBF16AVX512(blocks int, src *float32, dst *uint32, scale float32)
+//
+// which is cvtBF16AVX512 of scale·src: each value multiplied by scale
+// (rounded to float32) before it is rounded to bf16, 32 floats per
+// VCVTNE2PS2BF16. blocks must be positive.
+func cvtScaledBF16Kernel() {
+	text("cvtScaledBF16AVX512", NOSPLIT, "func(blocks int, src *float32, dst *uint32, scale float32)")
+	Pragma("noescape")
+	Doc("cvtScaledBF16AVX512 sets dst[p] = RoundBF16(scale·src[2p]) | RoundBF16(scale·src[2p+1])<<16 for p < 16·blocks,",
+		"each product rounded to float32 first; blocks must be positive.")
+	n := Load(Param("blocks"), GP64())
+	ps := Load(Param("src"), GP64())
+	pd := Load(Param("dst"), GP64())
+	loadFloat("scale", X3)
+	VBROADCASTSS(X3, Z3)
+	Label("cvtScaledBF16AVX512_loop")
+	VMULPS(Mem{Base: ps}, Z3, Z0)
+	VMULPS(Mem{Base: ps, Disp: 64}, Z3, Z1)
+	vcvtne2ps2bf16(Z2, Z1, Z0)
+	VMOVUPS(Z2, Mem{Base: pd})
+	ADDQ(Imm(128), ps)
+	ADDQ(Imm(64), pd)
+	DECQ(n)
+	JNZ(LabelRef("cvtScaledBF16AVX512_loop"))
 	VZEROUPPER()
 	RET()
 }

@@ -36,6 +36,8 @@ func vectorKernels() {
 		s.silu()
 		s.softmaxRow()
 		s.softmaxRows2()
+		s.softmaxExpRow()
+		s.softmaxExpRows2()
 		s.layerNormRow()
 		s.weightedRows() // gen_gather.go
 		s.moments()      // gen_moments.go: GroupNorm
@@ -777,7 +779,7 @@ func (s vecISA) expSumPassRows(label string, ptrs []Register, io [][2]int, sc, l
 
 // softmaxRow emits the softmax of one row of scale·x in three passes.
 func (s vecISA) softmaxRow() {
-	s.softmaxRows("softmaxRow"+s.suffix, 1,
+	s.softmaxRows("softmaxRow"+s.suffix, 1, true,
 		"sets y[i] = exp(v[i] − m)/Σ_j exp(v[j] − m) for i < n, where v = scale·x (rounded) and m = max v;",
 		"y is first written with the exponentials, then scaled by 1/Σ. n must be positive.")
 }
@@ -788,23 +790,44 @@ func (s vecISA) softmaxRow() {
 // hundred values waits on three times, then overlap between the rows.
 // Every row's arithmetic is softmaxRow's, in the same order.
 func (s vecISA) softmaxRows2() {
-	s.softmaxRows("softmaxRows2"+s.suffix, 2,
+	s.softmaxRows("softmaxRows2"+s.suffix, 2, true,
 		"sets y0 to the softmax of scale·x0 and y1 to that of scale·x1, each as softmaxRow"+s.suffix+" does,",
 		"over n values each, the two rows' passes interleaved. n must be positive.")
+}
+
+// softmaxExpRow emits softmaxRow without its last pass: the
+// exponentials and, at inv, 1/Σ, whose product softmaxRow stores.
+func (s vecISA) softmaxExpRow() {
+	s.softmaxRows("softmaxExpRow"+s.suffix, 1, false,
+		"sets y[i] = exp(v[i] − m) for i < n, where v = scale·x (rounded) and m = max v, and *inv = 1/Σ_i y[i]:",
+		"softmaxRow"+s.suffix+"'s first two passes, y[i]·*inv being its output bit for bit. n must be positive.")
+}
+
+// softmaxExpRows2 emits softmaxExpRow on two rows at once, as
+// softmaxRows2 does softmaxRow.
+func (s vecISA) softmaxExpRows2() {
+	s.softmaxRows("softmaxExpRows2"+s.suffix, 2, false,
+		"does what softmaxExpRow"+s.suffix+" does on x0 into y0 and inv[0], and on x1 into y1 and inv[1],",
+		"the two rows' passes interleaved. n must be positive.")
 }
 
 // softmaxRows emits the softmax kernel name of rows rows (1 or 2) of n
 // values each, x and y for one row, x0, y0, x1, y1 for two, in three
 // passes over all the rows: m = max scale·x, y = exp(scale·x − m) and its
-// sum Σ, y ·= 1/Σ.
-func (s vecISA) softmaxRows(name string, rows int, doc ...string) {
+// sum Σ, y ·= 1/Σ. Without normalize it stops before the last pass and
+// stores each row's 1/Σ at inv[r] (a last argument, inv *float32).
+func (s vecISA) softmaxRows(name string, rows int, normalize bool, doc ...string) {
 	xs, ys := []string{"x"}, []string{"y"}
 	params := "x, y *float32"
 	if rows == 2 {
 		xs, ys = []string{"x0", "x1"}, []string{"y0", "y1"}
 		params = "x0, y0, x1, y1 *float32"
 	}
-	text(name, NOSPLIT, "func(n int, "+params+", scale float32)")
+	sig := "func(n int, " + params + ", scale float32)"
+	if !normalize {
+		sig = "func(n int, " + params + ", scale float32, inv *float32)"
+	}
+	text(name, NOSPLIT, sig)
 	Pragma("noescape")
 	doc[0] = name + " " + doc[0]
 	Doc(doc...)
@@ -850,6 +873,14 @@ func (s vecISA) softmaxRows(name string, rows int, doc ...string) {
 	for r := range rows {
 		VMOVSS(k("one"), inv[r].AsX())
 		VDIVSS(accs[r][0].AsX(), inv[r].AsX(), inv[r].AsX())
+	}
+	if !normalize {
+		Load(Param("inv"), RAX)
+		for r := range rows {
+			VMOVSS(inv[r].AsX(), Mem{Base: RAX, Disp: 4 * r})
+		}
+		s.end()
+		return
 	}
 	for r := range rows {
 		s.bcast(inv[r], inv[r])
