@@ -21,7 +21,10 @@ import (
 // VITBENCH_PROFILE_RUNS whole runs (default 30), grouped by node: a
 // per-layer profile for choosing what to speed up. VITBENCH_PROFILE_BATCH
 // sets the batch (default: the case's), VITBENCH_PROFILE_BF16=1 profiles
-// cpu-bf16 instead of cpu. Skipped unless the variable is set.
+// cpu-bf16 instead of cpu, and VITBENCH_PROFILE_PAIRED=1 profiles both,
+// one run of each back to back (which goes first alternating), and prints
+// each group's fp32 and bf16 medians and their ratio: where cpu-bf16
+// gains least, on one machine state. Skipped unless the variable is set.
 func TestNodeProfile(t *testing.T) {
 	names := os.Getenv("VITBENCH_PROFILE_CASES")
 	if names == "" {
@@ -30,12 +33,27 @@ func TestNodeProfile(t *testing.T) {
 	runs, batch := 30, 0
 	fmt.Sscan(os.Getenv("VITBENCH_PROFILE_RUNS"), &runs)
 	fmt.Sscan(os.Getenv("VITBENCH_PROFILE_BATCH"), &batch)
-	newBackend := New
-	if os.Getenv("VITBENCH_PROFILE_BF16") == "1" {
-		if !kern.HasBF16() {
-			t.Skip("cpu-bf16 needs AVX512_BF16")
-		}
-		newBackend = NewBF16
+	backends := []func(int) *Backend{New}
+	switch {
+	case os.Getenv("VITBENCH_PROFILE_PAIRED") == "1":
+		backends = append(backends, NewBF16)
+	case os.Getenv("VITBENCH_PROFILE_BF16") == "1":
+		backends = []func(int) *Backend{NewBF16}
+	}
+	if (len(backends) > 1 || os.Getenv("VITBENCH_PROFILE_BF16") == "1") && !kern.HasBF16() {
+		t.Skip("cpu-bf16 needs AVX512_BF16")
+	}
+	// With VITBENCH_PROFILE_CPU set the backends run on this goroutine
+	// alone, locked to its thread, and each node is timed by the
+	// thread's CPU time: a profile that other processes sharing the
+	// machine do not disturb (except through the caches).
+	cpuTime := os.Getenv("VITBENCH_PROFILE_CPU") != ""
+	clock := func() time.Duration { return time.Duration(time.Now().UnixNano()) }
+	threads := 0
+	if cpuTime {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		threads, clock = 1, threadCPUTime
 	}
 	for _, name := range strings.Split(names, ",") {
 		c, ok := cases.Lookup(name)
@@ -46,121 +64,186 @@ func TestNodeProfile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// With VITBENCH_PROFILE_CPU set the backend runs on this goroutine
-		// alone, locked to its thread, and each node is timed by the
-		// thread's CPU time: a profile that other processes sharing the
-		// machine do not disturb (except through the caches).
-		cpuTime := os.Getenv("VITBENCH_PROFILE_CPU") != ""
-		clock := func() time.Duration { return time.Duration(time.Now().UnixNano()) }
-		be := newBackend(0)
-		if cpuTime {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			be, clock = newBackend(1), threadCPUTime
+		progs := make([]*profiledProgram, len(backends))
+		for i, nb := range backends {
+			progs[i] = newProfiledProgram(t, nb(threads), s)
+			defer progs[i].free()
 		}
-		data := runner.SynthData(s, 1)
-		vals := map[string]bench.Tensor{}
-		alloc := func(group string, as []bench.ArraySpec) {
-			for _, a := range as {
-				x, err := be.Alloc(a.Shape, bench.Float32)
+		for r := 0; r < runs+3; r++ {
+			for j := range progs {
+				progs[(j+r)%len(progs)].run(t, clock, r >= 3)
+			}
+		}
+		if len(progs) == 1 {
+			progs[0].print(name)
+			continue
+		}
+		printPaired(name, progs[0], progs[1])
+	}
+}
+
+// profiledProgram is one backend's tensors for a case's graph, run node
+// by node with each node timed.
+type profiledProgram struct {
+	be           *Backend
+	steps        []bench.Step
+	ins, outs    [][]bench.Tensor
+	vals         map[string]bench.Tensor
+	times        [][]float64 // per node, one time per recorded run
+	wholeRuns    []float64   // each recorded run's time, steps and all
+	wroteBlocked []bool      // each node's output, as it left it
+}
+
+func newProfiledProgram(t *testing.T, be *Backend, s bench.Spec) *profiledProgram {
+	data := runner.SynthData(s, 1)
+	p := &profiledProgram{be: be, steps: s.Graph().Steps, vals: map[string]bench.Tensor{}}
+	alloc := func(group string, as []bench.ArraySpec) {
+		for _, a := range as {
+			x, err := be.Alloc(a.Shape, bench.Float32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.vals[a.Name] = x
+			if group != "" {
+				host, err := data(group, a.Name)
 				if err != nil {
 					t.Fatal(err)
 				}
-				vals[a.Name] = x
-				if group != "" {
-					host, err := data(group, a.Name)
-					if err != nil {
-						t.Fatal(err)
-					}
-					be.Upload(x, host)
-				}
+				be.Upload(x, host)
 			}
 		}
-		alloc("inputs", s.Inputs())
-		alloc("weights", s.Weights())
-		alloc("", s.Graph().Temps)
-		alloc("", s.Outputs())
-		steps := s.Graph().Steps
-		ins, outs := make([][]bench.Tensor, len(steps)), make([][]bench.Tensor, len(steps))
-		for i, st := range steps {
-			for _, v := range st.In {
-				ins[i] = append(ins[i], vals[v])
-			}
-			for _, v := range st.Out {
-				outs[i] = append(outs[i], vals[v])
-			}
+	}
+	alloc("inputs", s.Inputs())
+	alloc("weights", s.Weights())
+	alloc("", s.Graph().Temps)
+	alloc("", s.Outputs())
+	n := len(p.steps)
+	p.ins, p.outs = make([][]bench.Tensor, n), make([][]bench.Tensor, n)
+	for i, st := range p.steps {
+		for _, v := range st.In {
+			p.ins[i] = append(p.ins[i], p.vals[v])
 		}
-		times := make([][]float64, len(steps))
-		wroteBlocked := make([]bool, len(steps)) // the node's output, as it left it
-		var wholeRuns []float64                  // each run's time, steps and all
-		for r := 0; r < runs+3; r++ {
-			run0 := clock()
-			for i, st := range steps {
-				t0 := clock()
-				if err := be.Enqueue(st.Node, ins[i], outs[i]); err != nil {
-					t.Fatal(err)
-				}
-				if len(outs[i]) > 0 {
-					wroteBlocked[i] = outs[i][0].(*tensor).blocked
-				}
-				if r >= 3 {
-					times[i] = append(times[i], (clock() - t0).Seconds())
-				}
+		for _, v := range st.Out {
+			p.outs[i] = append(p.outs[i], p.vals[v])
+		}
+	}
+	p.times, p.wroteBlocked = make([][]float64, n), make([]bool, n)
+	return p
+}
+
+// run runs every node once, recording the times when record is set.
+func (p *profiledProgram) run(t *testing.T, clock func() time.Duration, record bool) {
+	run0 := clock()
+	for i, st := range p.steps {
+		t0 := clock()
+		if err := p.be.Enqueue(st.Node, p.ins[i], p.outs[i]); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.outs[i]) > 0 {
+			p.wroteBlocked[i] = p.outs[i][0].(*tensor).blocked
+		}
+		if record {
+			p.times[i] = append(p.times[i], (clock() - t0).Seconds())
+		}
+	}
+	if record {
+		p.wholeRuns = append(p.wholeRuns, (clock() - run0).Seconds())
+	}
+}
+
+func (p *profiledProgram) free() {
+	for _, x := range p.vals {
+		p.be.Free(x)
+	}
+}
+
+// profileGroup is the nodes of one kind and shape: their count, the sum
+// of their median times and their multiply-adds (convolutions only).
+type profileGroup struct {
+	key    string
+	n      int
+	median float64
+	macs   float64
+}
+
+// groups sums the node medians by kind and shape, largest first, and
+// returns them with their total and each node's group.
+func (p *profiledProgram) groups() ([]*profileGroup, []*profileGroup, float64) {
+	byKey := map[string]*profileGroup{}
+	of := make([]*profileGroup, len(p.steps))
+	total := 0.0
+	for i, st := range p.steps {
+		m := median(p.times[i])
+		total += m
+		key := fmt.Sprintf("%s %+v", st.Node.OpName(), st.Node)
+		var macs float64
+		if c, ok := st.Node.(ops.Conv2d); ok {
+			path := "windows"
+			switch {
+			case p.wroteBlocked[i]:
+				path = "blocked"
+			case useWinograd(c, false):
+				path = "winograd"
+			case usePointwise(c, false):
+				path = "pointwise"
+			case useDirect(c):
+				path = "direct"
 			}
-			if r >= 3 {
-				wholeRuns = append(wholeRuns, (clock() - run0).Seconds())
-			}
+			key = fmt.Sprintf("conv2d %d→%d %dx%d k%d s%d p%d res=%v %s", c.InChans, c.OutChans, c.Height, c.Width,
+				c.KernelH, c.StrideH, c.PadH, c.Residual, path)
+			macs = float64(c.OutH()*c.OutW()*c.OutChans*c.Cols()) * float64(c.Batch)
 		}
-		type row struct {
-			key    string
-			n      int
-			median float64
+		if byKey[key] == nil {
+			byKey[key] = &profileGroup{key: key}
 		}
-		groups := map[string]*row{}
-		macs := map[string]float64{}
-		total := 0.0
-		for i, st := range steps {
-			m := median(times[i])
-			total += m
-			key := fmt.Sprintf("%s %+v", st.Node.OpName(), st.Node)
-			if c, ok := st.Node.(ops.Conv2d); ok {
-				path := "windows"
-				switch {
-				case wroteBlocked[i]:
-					path = "blocked"
-				case useWinograd(c, false):
-					path = "winograd"
-				case usePointwise(c, false):
-					path = "pointwise"
-				case useDirect(c):
-					path = "direct"
-				}
-				key = fmt.Sprintf("conv2d %d→%d %dx%d k%d s%d p%d res=%v %s", c.InChans, c.OutChans, c.Height, c.Width,
-					c.KernelH, c.StrideH, c.PadH, c.Residual, path)
-				macs[key] += float64(c.OutH()*c.OutW()*c.OutChans*c.Cols()) * float64(c.Batch)
-			}
-			if groups[key] == nil {
-				groups[key] = &row{key: key}
-			}
-			groups[key].n++
-			groups[key].median += m
+		g := byKey[key]
+		g.n++
+		g.median += m
+		g.macs += macs
+		of[i] = g
+	}
+	var rows []*profileGroup
+	for _, g := range byKey {
+		rows = append(rows, g)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].median > rows[j].median })
+	return rows, of, total
+}
+
+func (p *profiledProgram) print(name string) {
+	rows, _, total := p.groups()
+	fmt.Printf("%s: %d nodes, sum of medians %.3f ms, median run %.3f ms\n", name, len(p.steps), total*1e3, median(p.wholeRuns)*1e3)
+	for _, r := range rows {
+		gf := ""
+		if r.macs > 0 {
+			gf = fmt.Sprintf(" %.0f GFLOP/s", 2*r.macs/r.median/1e9)
 		}
-		var rows []*row
-		for _, r := range groups {
-			rows = append(rows, r)
-		}
-		sort.Slice(rows, func(i, j int) bool { return rows[i].median > rows[j].median })
-		fmt.Printf("%s: %d nodes, sum of medians %.3f ms, median run %.3f ms\n", name, len(steps), total*1e3, median(wholeRuns)*1e3)
-		for _, r := range rows {
-			gf := ""
-			if m := macs[r.key]; m > 0 {
-				gf = fmt.Sprintf(" %.0f GFLOP/s", 2*m/r.median/1e9)
-			}
-			fmt.Printf("%8.3f ms %5.1f%% x%-2d %s%s\n", r.median*1e3, 100*r.median/total, r.n, r.key, gf)
-		}
-		for _, x := range vals {
-			be.Free(x)
-		}
+		fmt.Printf("%8.3f ms %5.1f%% x%-2d %s%s\n", r.median*1e3, 100*r.median/total, r.n, r.key, gf)
+	}
+}
+
+// printPaired prints the groups of the fp32 program with the bf16
+// program's time for the same nodes beside each, and their ratio (the
+// convolutions' paths named are fp32's). The whole-run line gives the
+// median of the runs' ratios.
+func printPaired(name string, fp32, bf16 *profiledProgram) {
+	rows, of, total := fp32.groups()
+	bf16Of := map[*profileGroup]float64{}
+	total16 := 0.0
+	for i := range bf16.steps {
+		m := median(bf16.times[i])
+		bf16Of[of[i]] += m
+		total16 += m
+	}
+	var ratios []float64
+	for i := range fp32.wholeRuns {
+		ratios = append(ratios, fp32.wholeRuns[i]/bf16.wholeRuns[i])
+	}
+	fmt.Printf("%s: %d nodes, fp32/bf16 paired: sums of medians %.3f / %.3f ms (%.2fx), median runs %.3f / %.3f ms, median run ratio %.2fx\n",
+		name, len(fp32.steps), total*1e3, total16*1e3, total/total16, median(fp32.wholeRuns)*1e3, median(bf16.wholeRuns)*1e3, median(ratios))
+	for _, r := range rows {
+		b := bf16Of[r]
+		fmt.Printf("%8.3f ms %8.3f ms %5.2fx %5.1f%% of bf16  x%-2d %s\n", r.median*1e3, b*1e3, r.median/b, 100*b/total16, r.n, r.key)
 	}
 }
 
