@@ -45,6 +45,32 @@ func (e *Epilogue) apply(row []float32, i, j0 int) {
 	}
 }
 
+// applyRows applies e to columns [j0, j1) of rows i0 … i0+rows−1 of C,
+// row i0 at c[0:] and the rows ldc apart: as apply on each row, in one
+// call over all of them when they lie end to end (j1 − j0 = ldc, and the
+// residual's rows too), the same values either way.
+func (e *Epilogue) applyRows(c []float32, ldc, i0, rows, j0, j1 int) {
+	if j1-j0 == ldc && e.Bias == nil && (e.Residual == nil || e.LdR == ldc) {
+		n := rows * ldc
+		block := c[j0 : j0+n]
+		switch e.Act {
+		case ActReLU:
+			ReLU(n, block, block)
+		case ActGELU:
+			GELU(n, block, block)
+		case ActQuickGELU:
+			QuickGELU(n, block, block)
+		}
+		if e.Residual != nil {
+			Add(n, block, e.Residual[i0*e.LdR+j0:i0*e.LdR+j0+n], block)
+		}
+		return
+	}
+	for r := range rows {
+		e.apply(c[r*ldc+j0:r*ldc+j1], i0+r, j0)
+	}
+}
+
 // Rows returns the epilogue of the rows from i0 on: the same bias and
 // activation, the residual starting at its row i0.
 func (e Epilogue) Rows(i0 int) Epilogue {

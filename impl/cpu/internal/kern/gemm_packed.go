@@ -536,9 +536,7 @@ func sgemmPanels(mk microKernel, m int, src ASource, pb *PackedB, c []float32, l
 				// actCols columns of the row block at a time, while they
 				// are still in L2: one call per row and not per tile row.
 				if end := jr + nw; last && epi.Act != ActNone && (end-actFrom >= actCols || end == j1) {
-					for i := ic; i < ic+mb; i++ {
-						afterAct.apply(c[i*ldc+actFrom:i*ldc+end], i, actFrom)
-					}
+					afterAct.applyRows(c[ic*ldc:], ldc, ic, mb, actFrom, end)
 					actFrom = end
 				}
 			}
