@@ -15,8 +15,8 @@ import (
 // each head's queries are split too (T2T-ViT's one-head layers). Long
 // sequences go fused (attentionFused; fusedAttention says when); the
 // others through a score buffer for one block of rows per worker, with
-// GEMM, softmax and GEMM (scoredAttention). With Causal, the scores of keys after each query
-// are −∞ before the softmax.
+// GEMM, softmax and GEMM (scoredAttention). With Causal, the scores of
+// keys after each query are −∞ before the softmax.
 func (b *Backend) attentionCore(a ops.AttentionCore, in, out []*tensor) error {
 	e := a.Heads * a.HeadDim
 	n := a.Tokens
@@ -108,7 +108,8 @@ func (b *Backend) scoredAttention(batch, heads, nq, nk, hd int, scale float32, b
 }
 
 // bf16BlockedScores turns kern.AttentionBF16 on for cpu-bf16's unfused
-// attention (the A/B benchmark alternates it).
+// attention; the test and the benchmark that compare it with the
+// unfused GEMMs turn it off.
 var bf16BlockedScores = true
 
 // scoreStride is the row stride of a score buffer of n keys: n rounded up

@@ -1,9 +1,11 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"vitbench/bench"
 	"vitbench/bench/ops"
@@ -78,4 +80,53 @@ func TestBF16BlockedScoresMatchUnfused(t *testing.T) {
 		outs[i] = out[0].data
 	}
 	same(t, "mha_core", outs[1], outs[0])
+}
+
+// BenchmarkBF16BlockedScores times cpu-bf16's attention_core through
+// kern.AttentionBF16 against the unfused GEMMs and softmax it replaced,
+// alternating call by call (which goes first alternating), on DeiT-Ti's,
+// ViT-S/16's and ViT-B/16's heads at 197 tokens and CLIP's causal 77, and
+// reports the median of the paired ratios, unfused over blocked:
+//
+//	go test ./impl/cpu -run '^$' -bench BF16BlockedScores -benchtime 3000x
+func BenchmarkBF16BlockedScores(b *testing.B) {
+	if !kern.HasBF16() || !kern.AttentionBF16Fits(1, 1) {
+		b.Skip("no VDPBF16PS kernels")
+	}
+	defer func() { bf16BlockedScores = true }()
+	for _, a := range []ops.AttentionCore{
+		{Batch: 1, Tokens: 197, Heads: 3, HeadDim: 64, Scale: 0.125},
+		{Batch: 1, Tokens: 197, Heads: 6, HeadDim: 64, Scale: 0.125},
+		{Batch: 1, Tokens: 197, Heads: 12, HeadDim: 64, Scale: 0.125},
+		{Batch: 1, Tokens: 77, Heads: 8, HeadDim: 64, Scale: 0.125, Causal: true},
+	} {
+		e := a.Heads * a.HeadDim
+		rng := rand.New(rand.NewPCG(1, 1))
+		qkv := make([]float32, a.Tokens*3*e)
+		for i := range qkv {
+			qkv[i] = rng.Float32()*2 - 1
+		}
+		be := NewBF16(0)
+		x, _ := be.Alloc(bench.Shape{1, a.Tokens, 3 * e}, bench.Float32)
+		be.Upload(x, qkv)
+		y, _ := be.Alloc(bench.Shape{1, a.Tokens, e}, bench.Float32)
+		in, out := []*tensor{x.(*tensor)}, []*tensor{y.(*tensor)}
+		b.Run(fmt.Sprintf("tokens=%d/heads=%d/causal=%v", a.Tokens, a.Heads, a.Causal), func(b *testing.B) {
+			var ratios []float64
+			for it := 0; b.Loop(); it++ {
+				var d [2]time.Duration // unfused, blocked
+				for j := range 2 {
+					v := (j + it) % 2
+					bf16BlockedScores = v == 1
+					t0 := time.Now()
+					if err := be.attentionCore(a, in, out); err != nil {
+						b.Fatal(err)
+					}
+					d[v] = time.Since(t0)
+				}
+				ratios = append(ratios, d[0].Seconds()/d[1].Seconds())
+			}
+			b.ReportMetric(median(ratios), "unfused/blocked")
+		})
+	}
 }
