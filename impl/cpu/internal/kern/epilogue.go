@@ -32,16 +32,21 @@ func (e *Epilogue) apply(row []float32, i, j0 int) {
 	if e.Bias != nil {
 		Add(n, row, e.Bias[j0:j0+n], row)
 	}
-	switch e.Act {
-	case ActReLU:
-		ReLU(n, row, row)
-	case ActGELU:
-		GELU(n, row, row)
-	case ActQuickGELU:
-		QuickGELU(n, row, row)
-	}
+	e.activate(row)
 	if e.Residual != nil {
 		Add(n, row, e.Residual[i*e.LdR+j0:i*e.LdR+j0+n], row)
+	}
+}
+
+// activate applies e's activation to x in place.
+func (e *Epilogue) activate(x []float32) {
+	switch e.Act {
+	case ActReLU:
+		ReLU(len(x), x, x)
+	case ActGELU:
+		GELU(len(x), x, x)
+	case ActQuickGELU:
+		QuickGELU(len(x), x, x)
 	}
 }
 
@@ -53,14 +58,7 @@ func (e *Epilogue) applyRows(c []float32, ldc, i0, rows, j0, j1 int) {
 	if j1-j0 == ldc && e.Bias == nil && (e.Residual == nil || e.LdR == ldc) {
 		n := rows * ldc
 		block := c[j0 : j0+n]
-		switch e.Act {
-		case ActReLU:
-			ReLU(n, block, block)
-		case ActGELU:
-			GELU(n, block, block)
-		case ActQuickGELU:
-			QuickGELU(n, block, block)
-		}
+		e.activate(block)
 		if e.Residual != nil {
 			Add(n, block, e.Residual[i0*e.LdR+j0:i0*e.LdR+j0+n], block)
 		}

@@ -86,23 +86,12 @@ func TestSoftmaxMatchesOracle(t *testing.T) {
 // partner's maximum or sum shows) and rows that are NaN, +Inf or all −Inf
 // next to ordinary ones.
 func TestSoftmaxRowPairsMatchOneRow(t *testing.T) {
-	inf := float32(math.Inf(1))
 	forEachISA(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(11, 12))
 		const rows = 7
 		for _, n := range vecSizes {
 			ld := n + 2
-			x := make([]float32, rows*ld)
-			for r := 0; r < rows; r++ {
-				for j := 0; j < n; j++ {
-					x[r*ld+j] = (rng.Float32()*2 - 1) * float32(1+4*r)
-				}
-			}
-			x[1*ld+n/2] = float32(math.NaN()) // paired with row 0
-			x[2*ld+n-1] = inf                 // paired with row 3
-			for j := 0; j < n; j++ {          // row 5, paired with row 4
-				x[5*ld+j] = -inf
-			}
+			x := softmaxTestRows(rng, rows, n, ld)
 			y := make([]float32, rows*ld)
 			Softmax(rows, n, x, ld, y, ld, 0.125)
 			for r := 0; r < rows; r++ {
@@ -269,23 +258,12 @@ func BenchmarkSoftmaxRowPairs(b *testing.B) {
 // 1/Σ are Softmax's output bit for bit on every path, with rows in pairs
 // and alone, and rows holding NaN, +Inf and only −Inf among them.
 func TestSoftmaxExpTimesInvIsSoftmax(t *testing.T) {
-	inf := float32(math.Inf(1))
 	forEachISA(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(13, 14))
 		const rows = 7
 		for _, n := range vecSizes {
 			ld := n + 3
-			x := make([]float32, rows*ld)
-			for r := 0; r < rows; r++ {
-				for j := 0; j < n; j++ {
-					x[r*ld+j] = (rng.Float32()*2 - 1) * float32(1+4*r)
-				}
-			}
-			x[1*ld+n/2] = float32(math.NaN())
-			x[2*ld+n-1] = inf
-			for j := 0; j < n; j++ {
-				x[5*ld+j] = -inf
-			}
+			x := softmaxTestRows(rng, rows, n, ld)
 			want := make([]float32, rows*ld)
 			Softmax(rows, n, x, ld, want, ld, 0.3)
 			e := make([]float32, rows*ld)
@@ -300,4 +278,24 @@ func TestSoftmaxExpTimesInvIsSoftmax(t *testing.T) {
 			}
 		}
 	})
+}
+
+// softmaxTestRows returns rows rows of n scores (row stride ld) of
+// growing magnitude, with the rows PyTorch makes NaN among them: a NaN in
+// row 1 (paired with row 0 by Softmax), +Inf in row 2 (paired with row
+// 3), and only −Inf in row 5 (paired with row 4). rows must be at least 6.
+func softmaxTestRows(rng *rand.Rand, rows, n, ld int) []float32 {
+	inf := float32(math.Inf(1))
+	x := make([]float32, rows*ld)
+	for r := 0; r < rows; r++ {
+		for j := 0; j < n; j++ {
+			x[r*ld+j] = (rng.Float32()*2 - 1) * float32(1+4*r)
+		}
+	}
+	x[1*ld+n/2] = float32(math.NaN())
+	x[2*ld+n-1] = inf
+	for j := 0; j < n; j++ {
+		x[5*ld+j] = -inf
+	}
+	return x
 }

@@ -18,8 +18,8 @@ func bf16Kernels(zmm []VecPhysical) {
 	gemmKernel("gemmBF16x12AVX512", 12, 12, 2, zmm, 64, aDirectBF16)
 	gemmKernel("gemmBF16x8AVX512", 8, 12, 2, zmm, 64, aDirectBF16)
 	gemmKernel("gemmBF16x4AVX512", 4, 12, 2, zmm, 64, aDirectBF16)
-	cvtBF16Kernel()
-	cvtScaledBF16Kernel()
+	cvtBF16Kernel(false)
+	cvtBF16Kernel(true)
 	pairRowsBF16Kernel()
 	dpbf16Probe()
 }
@@ -103,59 +103,52 @@ func evexRR(op, pp int, dst, src1, src2 VecPhysical, accumulates bool) {
 	}
 }
 
-// cvtBF16Kernel emits
+// cvtBF16Kernel emits, without scaled,
 //
 //	func cvtBF16AVX512(blocks int, src *float32, dst *uint32)
 //
 // which rounds 32·blocks floats to bf16 pairs, dst[p] = bf16(src[2p]) |
 // bf16(src[2p+1])<<16 for p < 16·blocks, 32 floats per VCVTNE2PS2BF16
-// (RoundBF16 is its Go twin). blocks must be positive.
-func cvtBF16Kernel() {
-	text("cvtBF16AVX512", NOSPLIT, "func(blocks int, src *float32, dst *uint32)")
-	Pragma("noescape")
-	Doc("cvtBF16AVX512 sets dst[p] = RoundBF16(src[2p]) | RoundBF16(src[2p+1])<<16 for p < 16·blocks, with VCVTNE2PS2BF16; blocks must be positive.")
-	n := Load(Param("blocks"), GP64())
-	ps := Load(Param("src"), GP64())
-	pd := Load(Param("dst"), GP64())
-	Label("cvtBF16AVX512_loop")
-	VMOVUPS(Mem{Base: ps}, Z0)
-	VMOVUPS(Mem{Base: ps, Disp: 64}, Z1)
-	vcvtne2ps2bf16(Z2, Z1, Z0)
-	VMOVUPS(Z2, Mem{Base: pd})
-	ADDQ(Imm(128), ps)
-	ADDQ(Imm(64), pd)
-	DECQ(n)
-	JNZ(LabelRef("cvtBF16AVX512_loop"))
-	VZEROUPPER()
-	RET()
-}
-
-// cvtScaledBF16Kernel emits
+// (RoundBF16 is its Go twin); and with scaled
 //
 //	func cvtScaledBF16AVX512(blocks int, src *float32, dst *uint32, scale float32)
 //
-// which is cvtBF16AVX512 of scale·src: each value multiplied by scale
-// (rounded to float32) before it is rounded to bf16, 32 floats per
-// VCVTNE2PS2BF16. blocks must be positive.
-func cvtScaledBF16Kernel() {
-	text("cvtScaledBF16AVX512", NOSPLIT, "func(blocks int, src *float32, dst *uint32, scale float32)")
-	Pragma("noescape")
-	Doc("cvtScaledBF16AVX512 sets dst[p] = RoundBF16(scale·src[2p]) | RoundBF16(scale·src[2p+1])<<16 for p < 16·blocks,",
-		"each product rounded to float32 first; blocks must be positive.")
+// the same of scale·src: each value multiplied by scale (rounded to
+// float32) before it is rounded to bf16. blocks must be positive.
+func cvtBF16Kernel(scaled bool) {
+	name := "cvtBF16AVX512"
+	if scaled {
+		name = "cvtScaledBF16AVX512"
+		text(name, NOSPLIT, "func(blocks int, src *float32, dst *uint32, scale float32)")
+		Pragma("noescape")
+		Doc(name+" sets dst[p] = RoundBF16(scale·src[2p]) | RoundBF16(scale·src[2p+1])<<16 for p < 16·blocks,",
+			"each product rounded to float32 first; blocks must be positive.")
+	} else {
+		text(name, NOSPLIT, "func(blocks int, src *float32, dst *uint32)")
+		Pragma("noescape")
+		Doc(name + " sets dst[p] = RoundBF16(src[2p]) | RoundBF16(src[2p+1])<<16 for p < 16·blocks, with VCVTNE2PS2BF16; blocks must be positive.")
+	}
 	n := Load(Param("blocks"), GP64())
 	ps := Load(Param("src"), GP64())
 	pd := Load(Param("dst"), GP64())
-	loadFloat("scale", X3)
-	VBROADCASTSS(X3, Z3)
-	Label("cvtScaledBF16AVX512_loop")
-	VMULPS(Mem{Base: ps}, Z3, Z0)
-	VMULPS(Mem{Base: ps, Disp: 64}, Z3, Z1)
+	if scaled {
+		loadFloat("scale", X3)
+		VBROADCASTSS(X3, Z3)
+	}
+	Label(name + "_loop")
+	for i, z := range []VecPhysical{Z0, Z1} {
+		if scaled {
+			VMULPS(Mem{Base: ps, Disp: 64 * i}, Z3, z)
+		} else {
+			VMOVUPS(Mem{Base: ps, Disp: 64 * i}, z)
+		}
+	}
 	vcvtne2ps2bf16(Z2, Z1, Z0)
 	VMOVUPS(Z2, Mem{Base: pd})
 	ADDQ(Imm(128), ps)
 	ADDQ(Imm(64), pd)
 	DECQ(n)
-	JNZ(LabelRef("cvtScaledBF16AVX512_loop"))
+	JNZ(LabelRef(name + "_loop"))
 	VZEROUPPER()
 	RET()
 }
