@@ -2,7 +2,7 @@ package kern
 
 // AttentionBF16 is the attention of m queries over n keys of d values with
 // bf16 products, one block of query rows at a time so that the scores stay
-// in L1: it computes what
+// in cache: it computes what
 //
 //	SgemmBF16(m, n, d, q, ldq, k, ldk, true, s, lds)      // s = Q·Kᵀ
 //	mask(s, m, lds, 0)                                    // unless nil
@@ -16,8 +16,8 @@ package kern
 // of P·V while the block (attentionBF16Rows × n floats) is in cache.
 // mask(s, rows, lds, i0) sets the masked scores of query rows i0 …
 // i0+rows−1 (row i0+r at s[r·lds:]) to −Inf. n and d must be at most
-// kcBlockBF16 (AttentionBF16Fits); ctx's rows are written, q, k and v
-// only read.
+// kcBlockBF16 (AttentionBF16Fits); ctx's rows are written (zero when n is
+// 0), q, k and v only read.
 func AttentionBF16(m, n, d int, q []float32, ldq int, k []float32, ldk int, v []float32, ldv int,
 	ctx []float32, ldc int, scale float32, mask func(s []float32, rows, lds, i0 int)) {
 	if m <= 0 || d <= 0 {
@@ -25,6 +25,12 @@ func AttentionBF16(m, n, d int, q []float32, ldq int, k []float32, ldk int, v []
 	}
 	if !AttentionBF16Fits(n, d) {
 		panic("kern: AttentionBF16 past one block of k")
+	}
+	if n <= 0 {
+		for i := range m {
+			clear(ctx[i*ldc : i*ldc+d])
+		}
+		return
 	}
 	const nr = bf16NR
 	kpQ, kpP := (d+1)/2, (n+1)/2 // pairs of a score, of a row of P·V
