@@ -67,7 +67,6 @@ func TestNodeProfile(t *testing.T) {
 		progs := make([]*profiledProgram, len(backends))
 		for i, nb := range backends {
 			progs[i] = newProfiledProgram(t, nb(threads), s)
-			defer progs[i].free()
 		}
 		for r := 0; r < runs+3; r++ {
 			for j := range progs {
@@ -76,9 +75,12 @@ func TestNodeProfile(t *testing.T) {
 		}
 		if len(progs) == 1 {
 			progs[0].print(name)
-			continue
+		} else {
+			printPaired(name, progs[0], progs[1])
 		}
-		printPaired(name, progs[0], progs[1])
+		for _, p := range progs {
+			p.free()
+		}
 	}
 }
 
