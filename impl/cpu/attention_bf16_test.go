@@ -107,10 +107,8 @@ func BenchmarkBF16BlockedScores(b *testing.B) {
 			qkv[i] = rng.Float32()*2 - 1
 		}
 		be := NewBF16(0)
-		x, _ := be.Alloc(bench.Shape{1, a.Tokens, 3 * e}, bench.Float32)
-		be.Upload(x, qkv)
-		y, _ := be.Alloc(bench.Shape{1, a.Tokens, e}, bench.Float32)
-		in, out := []*tensor{x.(*tensor)}, []*tensor{y.(*tensor)}
+		in := []*tensor{benchTensor(b, be, bench.Shape{1, a.Tokens, 3 * e}, qkv)}
+		out := []*tensor{benchTensor(b, be, bench.Shape{1, a.Tokens, e}, nil)}
 		b.Run(fmt.Sprintf("tokens=%d/heads=%d/causal=%v", a.Tokens, a.Heads, a.Causal), func(b *testing.B) {
 			var ratios []float64
 			for it := 0; b.Loop(); it++ {

@@ -19,28 +19,7 @@ import "math"
 // are NaN). x and y may be the same slice with ldx = ldy (in place);
 // otherwise they must not overlap.
 func Softmax(rows, n int, x []float32, ldx int, y []float32, ldy int, scale float32) {
-	if rows == 0 || n == 0 {
-		return
-	}
-	_ = x[(rows-1)*ldx+n-1]
-	_ = y[(rows-1)*ldy+n-1]
-	k := softmaxFor(active)
-	r := 0
-	if k != nil {
-		// Two rows per call, their passes interleaved (the same arithmetic
-		// per row as one at a time).
-		for ; r+1 < rows; r += 2 {
-			k.rows2(n, &x[r*ldx], &y[r*ldy], &x[(r+1)*ldx], &y[(r+1)*ldy], scale)
-		}
-	}
-	for ; r < rows; r++ {
-		xr, yr := x[r*ldx:r*ldx+n], y[r*ldy:r*ldy+n]
-		if k != nil {
-			k.row(n, &xr[0], &yr[0], scale)
-			continue
-		}
-		softmaxRowGo(xr, yr, scale)
-	}
+	softmaxRows(rows, n, x, ldx, y, ldy, scale, nil)
 }
 
 // softmaxExp is Softmax without its last multiplication: it sets each row
@@ -52,26 +31,45 @@ func Softmax(rows, n int, x []float32, ldx int, y []float32, ldy int, scale floa
 //
 //	for r < rows, j < n: y[r·ldy+j] = exp(v[j] − m);  inv[r] = 1/s   (v, m, s as Softmax's)
 func softmaxExp(rows, n int, x []float32, ldx int, y []float32, ldy int, scale float32, inv []float32) {
+	if rows > 0 {
+		_ = inv[rows-1]
+	}
+	softmaxRows(rows, n, x, ldx, y, ldy, scale, inv)
+}
+
+// softmaxRows is Softmax (inv nil) and softmaxExp (inv not nil): the
+// rows two at a time on the SIMD paths, their passes interleaved (the
+// same arithmetic per row as one at a time), an odd last row alone.
+func softmaxRows(rows, n int, x []float32, ldx int, y []float32, ldy int, scale float32, inv []float32) {
 	if rows == 0 || n == 0 {
 		return
 	}
 	_ = x[(rows-1)*ldx+n-1]
 	_ = y[(rows-1)*ldy+n-1]
-	_ = inv[rows-1]
 	k := softmaxFor(active)
 	r := 0
 	if k != nil {
 		for ; r+1 < rows; r += 2 {
-			k.expRows2(n, &x[r*ldx], &y[r*ldy], &x[(r+1)*ldx], &y[(r+1)*ldy], scale, &inv[r])
+			x0, y0, x1, y1 := &x[r*ldx], &y[r*ldy], &x[(r+1)*ldx], &y[(r+1)*ldy]
+			if inv == nil {
+				k.rows2(n, x0, y0, x1, y1, scale)
+			} else {
+				k.expRows2(n, x0, y0, x1, y1, scale, &inv[r])
+			}
 		}
 	}
 	for ; r < rows; r++ {
 		xr, yr := x[r*ldx:r*ldx+n], y[r*ldy:r*ldy+n]
-		if k != nil {
+		switch {
+		case k != nil && inv == nil:
+			k.row(n, &xr[0], &yr[0], scale)
+		case k != nil:
 			k.expRow(n, &xr[0], &yr[0], scale, &inv[r])
-			continue
+		case inv == nil:
+			softmaxRowGo(xr, yr, scale)
+		default:
+			inv[r] = softmaxExpRowGo(xr, yr, scale)
 		}
-		inv[r] = softmaxExpRowGo(xr, yr, scale)
 	}
 }
 
