@@ -143,3 +143,139 @@ func convBlockedGo(nb, np int, x []float32, taps []int, ntaps, cib, xBlock, pixS
 		}
 	}
 }
+
+// ConvBlockedTileBF16 is ConvBlockedTile with its image and weight
+// rounded to bf16: x holds the image's values as bf16 pairs of
+// neighbouring channels (the blocked image through packPairs, so a
+// block's pixel is 8 pairs) and w the weight's, channels 2q and 2q+1 of
+// one output lane paired (BlockedPairs). The offsets and strides are
+// those of the float32 layout, each even, and halved to index the pairs.
+// The plain loop, whose order and rounding the SIMD kernel (VDPBF16PS)
+// reproduces bit for bit:
+//
+//	for t < ntaps: for cb < cib: for q < 8:
+//	    for j < nb: for p < np: for l < 16:
+//	        acc[j][p][l] = dpbf16(acc[j][p][l], x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q],
+//	                              w[(taps[2t+1] + cb·16·nb·16)/2 + q·nb·16 + j·16 + l])
+//
+// then the epilogue of ConvBlockedTile. It runs on the AVX-512 path of a
+// CPU with AVX512_BF16, the Go twin elsewhere.
+func ConvBlockedTileBF16(nb, np int, x []uint32, taps []int, ntaps, cib, xBlock, pixStride int,
+	w []uint32, bias, res, out []float32, outStride, outPix, flags int) {
+	if nb < 1 || nb > ConvBlockedMaxBlocks || np < 1 || np > ConvBlockedMaxPixels {
+		panic("kern: ConvBlockedTileBF16 tile out of range")
+	}
+	if ntaps < 1 || cib < 1 || outPix < BlockLanes && np > 1 {
+		panic("kern: ConvBlockedTileBF16 with no taps or channels")
+	}
+	if xBlock%2 != 0 || pixStride%2 != 0 {
+		panic("kern: ConvBlockedTileBF16 with an odd stride")
+	}
+	const half = BlockLanes / 2
+	xMax, wMax := 0, 0
+	for t := 0; t < ntaps; t++ {
+		if taps[2*t] < 0 || taps[2*t+1] < 0 || taps[2*t]%2 != 0 || taps[2*t+1]%2 != 0 {
+			panic("kern: ConvBlockedTileBF16 negative or odd tap offset")
+		}
+		xMax = max(xMax, taps[2*t])
+		wMax = max(wMax, taps[2*t+1])
+	}
+	_ = x[(xMax+(cib-1)*xBlock+(np-1)*pixStride)/2+half-1]
+	_ = w[wMax/2+cib*half*nb*BlockLanes-1]
+	last := (nb-1)*outStride + (np-1)*outPix + BlockLanes - 1
+	_ = out[last]
+	if flags&ConvBias != 0 {
+		_ = bias[nb*BlockLanes-1]
+	}
+	if flags&ConvResidual != 0 {
+		_ = res[last]
+	}
+	if k := convBlockedBF16For(active); k != nil {
+		var r, bp *float32
+		if flags&ConvResidual != 0 {
+			r = &res[0]
+		}
+		if flags&ConvBias != 0 {
+			bp = &bias[0]
+		}
+		k[nb-1][np-1](&x[0], unsafe.SliceData(taps), ntaps, cib, xBlock*2, pixStride*2,
+			&w[0], bp, r, &out[0], outStride*4, outPix*4, flags)
+		return
+	}
+	convBlockedBF16Go(nb, np, x, taps, ntaps, cib, xBlock, pixStride, w, bias, res, out, outStride, outPix, flags)
+}
+
+// convBlockedBF16Go is ConvBlockedTileBF16's plain loop, its Go twin.
+func convBlockedBF16Go(nb, np int, x []uint32, taps []int, ntaps, cib, xBlock, pixStride int,
+	w []uint32, bias, res, out []float32, outStride, outPix, flags int) {
+	const half = BlockLanes / 2
+	var acc [ConvBlockedMaxBlocks][ConvBlockedMaxPixels][BlockLanes]float32
+	if flags&ConvAccumulate != 0 {
+		for j := 0; j < nb; j++ {
+			for p := 0; p < np; p++ {
+				copy(acc[j][p][:], out[j*outStride+p*outPix:])
+			}
+		}
+	}
+	for t := 0; t < ntaps; t++ {
+		xt, wt := taps[2*t]/2, taps[2*t+1]/2
+		for cb := 0; cb < cib; cb++ {
+			for q := 0; q < half; q++ {
+				wq := w[wt+(cb*half+q)*nb*BlockLanes:]
+				for j := 0; j < nb; j++ {
+					wv := wq[j*BlockLanes : (j+1)*BlockLanes]
+					for p := 0; p < np; p++ {
+						xv := x[xt+(cb*xBlock+p*pixStride)/2+q]
+						a := &acc[j][p]
+						for l, wl := range wv {
+							a[l] = dpbf16(a[l], xv, wl)
+						}
+					}
+				}
+			}
+		}
+	}
+	for j := 0; j < nb; j++ {
+		for p := 0; p < np; p++ {
+			o := out[j*outStride+p*outPix:][:BlockLanes]
+			for l := range o {
+				v := acc[j][p][l]
+				if flags&ConvBias != 0 {
+					v += bias[j*BlockLanes+l]
+				}
+				if flags&ConvResidual != 0 {
+					v += res[j*outStride+p*outPix+l]
+				}
+				if flags&ConvReLU != 0 {
+					v = max(v, 0)
+				}
+				o[l] = v
+			}
+		}
+	}
+}
+
+// BlockedPairs rounds a blocked convolution weight to bf16 pairs for
+// ConvBlockedTileBF16: w holds groups [starts[g], starts[g+1]) of rows of
+// 16·nb(g) values (one input channel's weights of the group's output
+// lanes; nb(g) = min(4, blocks − 4g) of blocks output blocks), and
+//
+//	out[s/2 + i·n + j] = bf16(w[s + 2i·n + j]) | bf16(w[s + (2i+1)·n + j])<<16
+//
+// for each group's start s, n = 16·nb(g), so a pair holds one lane's
+// weights of two neighbouring input channels. Every group's row count is
+// even (16 per input block), so the pairs keep the groups' offsets halved.
+func BlockedPairs(w []float32, starts []int, blocks int) []uint32 {
+	out := make([]uint32, len(w)/2)
+	for g := 0; g+1 < len(starts); g++ {
+		n := min(ConvBlockedMaxBlocks, blocks-g*ConvBlockedMaxBlocks) * BlockLanes
+		s, e := starts[g], starts[g+1]
+		for r := s; r < e; r += 2 * n {
+			dst := out[r/2:] // s/2 + (r−s)/2
+			for j := 0; j < n; j++ {
+				dst[j] = pairBF16(w[r+j], w[r+n+j])
+			}
+		}
+	}
+	return out
+}

@@ -23,3 +23,26 @@ func convBlockedFor(p ISA) *[ConvBlockedMaxBlocks][ConvBlockedMaxPixels]convBloc
 	}
 	return nil
 }
+
+// convBlockedBF16Kernel is the signature of the SIMD tiles of
+// ConvBlockedTileBF16 (strides in bytes of the pairs and of out).
+type convBlockedBF16Kernel func(x *uint32, taps *int, ntaps, cib, xBlock, pixStride int, w *uint32, bias, res, out *float32, outStride, outPix, flags int)
+
+// convBlockedBF16AVX512 holds the generated tiles of ConvBlockedTileBF16,
+// [nb-1][np-1] as convBlockedAVX512's.
+var convBlockedBF16AVX512 = [ConvBlockedMaxBlocks][ConvBlockedMaxPixels]convBlockedBF16Kernel{
+	{convBlockedBF161x1AVX512, convBlockedBF161x2AVX512, convBlockedBF161x3AVX512, convBlockedBF161x4AVX512, convBlockedBF161x5AVX512, convBlockedBF161x6AVX512},
+	{convBlockedBF162x1AVX512, convBlockedBF162x2AVX512, convBlockedBF162x3AVX512, convBlockedBF162x4AVX512, convBlockedBF162x5AVX512, convBlockedBF162x6AVX512},
+	{convBlockedBF163x1AVX512, convBlockedBF163x2AVX512, convBlockedBF163x3AVX512, convBlockedBF163x4AVX512, convBlockedBF163x5AVX512, convBlockedBF163x6AVX512},
+	{convBlockedBF164x1AVX512, convBlockedBF164x2AVX512, convBlockedBF164x3AVX512, convBlockedBF164x4AVX512, convBlockedBF164x5AVX512, convBlockedBF164x6AVX512},
+}
+
+// convBlockedBF16For returns the tiles of ConvBlockedTileBF16 on path p:
+// the AVX-512 kernels on a CPU with AVX512_BF16, nil (the Go twin)
+// elsewhere.
+func convBlockedBF16For(p ISA) *[ConvBlockedMaxBlocks][ConvBlockedMaxPixels]convBlockedBF16Kernel {
+	if p == ISAAVX512 && HasBF16() {
+		return &convBlockedBF16AVX512
+	}
+	return nil
+}

@@ -7,3 +7,11 @@ package kern
 type convBlockedKernel func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int)
 
 func convBlockedFor(ISA) *[ConvBlockedMaxBlocks][ConvBlockedMaxPixels]convBlockedKernel { return nil }
+
+// convBlockedBF16Kernel is the signature of the SIMD tiles of
+// ConvBlockedTileBF16 (strides in bytes of the pairs and of out).
+type convBlockedBF16Kernel func(x *uint32, taps *int, ntaps, cib, xBlock, pixStride int, w *uint32, bias, res, out *float32, outStride, outPix, flags int)
+
+func convBlockedBF16For(ISA) *[ConvBlockedMaxBlocks][ConvBlockedMaxPixels]convBlockedBF16Kernel {
+	return nil
+}

@@ -24669,6 +24669,18288 @@ convBlocked4x6AVX512_store:
 	VZEROUPPER
 	RET
 
+// func convBlockedBF161x1AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·convBlockedBF161x1AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF161x1AVX512_load
+	VPXORD Z0, Z0, Z0
+	JMP    convBlockedBF161x1AVX512_loops
+
+convBlockedBF161x1AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	VMOVUPS (AX), Z0
+
+convBlockedBF161x1AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlockedBF161x1AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), BX
+	SHLQ $0x01, BX
+	ADDQ x+0(FP), BX
+	MOVQ 8(AX), SI
+	SHLQ $0x01, SI
+	ADDQ w+48(FP), SI
+	MOVQ cib+24(FP), DI
+
+convBlockedBF161x1AVX512_cb:
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
+	VMOVUPS      (SI), Z1
+	VBROADCASTSS (BX), Z2
+
+	// VDPBF16PS Z0, Z1, Z2 (Intel order: Z0 += Z1·Z2 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x76
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
+	VMOVUPS      64(SI), Z1
+	VBROADCASTSS 4(BX), Z2
+
+	// VDPBF16PS Z0, Z1, Z2 (Intel order: Z0 += Z1·Z2 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x76
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
+	VMOVUPS      128(SI), Z1
+	VBROADCASTSS 8(BX), Z2
+
+	// VDPBF16PS Z0, Z1, Z2 (Intel order: Z0 += Z1·Z2 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x76
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
+	VMOVUPS      192(SI), Z1
+	VBROADCASTSS 12(BX), Z2
+
+	// VDPBF16PS Z0, Z1, Z2 (Intel order: Z0 += Z1·Z2 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x76
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
+	VMOVUPS      256(SI), Z1
+	VBROADCASTSS 16(BX), Z2
+
+	// VDPBF16PS Z0, Z1, Z2 (Intel order: Z0 += Z1·Z2 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x76
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
+	VMOVUPS      320(SI), Z1
+	VBROADCASTSS 20(BX), Z2
+
+	// VDPBF16PS Z0, Z1, Z2 (Intel order: Z0 += Z1·Z2 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x76
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
+	VMOVUPS      384(SI), Z1
+	VBROADCASTSS 24(BX), Z2
+
+	// VDPBF16PS Z0, Z1, Z2 (Intel order: Z0 += Z1·Z2 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x76
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
+	VMOVUPS      448(SI), Z1
+	VBROADCASTSS 28(BX), Z2
+
+	// VDPBF16PS Z0, Z1, Z2 (Intel order: Z0 += Z1·Z2 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xf2
+	BYTE  $0x76
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xc2
+	ADDQ  DX, BX
+	ADDQ  $0x00000200, SI
+	DECQ  DI
+	JNZ   convBlockedBF161x1AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF161x1AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF161x1AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z1
+	VADDPS  Z1, Z0, Z0
+
+convBlockedBF161x1AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF161x1AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), DX
+	VADDPS (CX), Z0, Z0
+
+convBlockedBF161x1AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF161x1AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z2, Z2, Z2
+	VMAXPS Z0, Z2, Z0
+
+convBlockedBF161x1AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	VMOVUPS Z0, (AX)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF161x2AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·convBlockedBF161x2AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF161x2AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	JMP    convBlockedBF161x2AVX512_loops
+
+convBlockedBF161x2AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(CX*1), Z1
+
+convBlockedBF161x2AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlockedBF161x2AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x01, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x01, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlockedBF161x2AVX512_cb:
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
+	VMOVUPS      (DI), Z2
+	VBROADCASTSS (SI), Z3
+
+	// VDPBF16PS Z0, Z2, Z3 (Intel order: Z0 += Z2·Z3 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x6e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc3
+	VBROADCASTSS (SI)(BX*1), Z3
+
+	// VDPBF16PS Z1, Z2, Z3 (Intel order: Z1 += Z2·Z3 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcb
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
+	VMOVUPS      64(DI), Z2
+	VBROADCASTSS 4(SI), Z3
+
+	// VDPBF16PS Z0, Z2, Z3 (Intel order: Z0 += Z2·Z3 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x6e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc3
+	VBROADCASTSS 4(SI)(BX*1), Z3
+
+	// VDPBF16PS Z1, Z2, Z3 (Intel order: Z1 += Z2·Z3 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcb
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
+	VMOVUPS      128(DI), Z2
+	VBROADCASTSS 8(SI), Z3
+
+	// VDPBF16PS Z0, Z2, Z3 (Intel order: Z0 += Z2·Z3 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x6e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc3
+	VBROADCASTSS 8(SI)(BX*1), Z3
+
+	// VDPBF16PS Z1, Z2, Z3 (Intel order: Z1 += Z2·Z3 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcb
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
+	VMOVUPS      192(DI), Z2
+	VBROADCASTSS 12(SI), Z3
+
+	// VDPBF16PS Z0, Z2, Z3 (Intel order: Z0 += Z2·Z3 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x6e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc3
+	VBROADCASTSS 12(SI)(BX*1), Z3
+
+	// VDPBF16PS Z1, Z2, Z3 (Intel order: Z1 += Z2·Z3 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcb
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
+	VMOVUPS      256(DI), Z2
+	VBROADCASTSS 16(SI), Z3
+
+	// VDPBF16PS Z0, Z2, Z3 (Intel order: Z0 += Z2·Z3 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x6e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc3
+	VBROADCASTSS 16(SI)(BX*1), Z3
+
+	// VDPBF16PS Z1, Z2, Z3 (Intel order: Z1 += Z2·Z3 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcb
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
+	VMOVUPS      320(DI), Z2
+	VBROADCASTSS 20(SI), Z3
+
+	// VDPBF16PS Z0, Z2, Z3 (Intel order: Z0 += Z2·Z3 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x6e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc3
+	VBROADCASTSS 20(SI)(BX*1), Z3
+
+	// VDPBF16PS Z1, Z2, Z3 (Intel order: Z1 += Z2·Z3 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcb
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
+	VMOVUPS      384(DI), Z2
+	VBROADCASTSS 24(SI), Z3
+
+	// VDPBF16PS Z0, Z2, Z3 (Intel order: Z0 += Z2·Z3 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x6e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc3
+	VBROADCASTSS 24(SI)(BX*1), Z3
+
+	// VDPBF16PS Z1, Z2, Z3 (Intel order: Z1 += Z2·Z3 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcb
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
+	VMOVUPS      448(DI), Z2
+	VBROADCASTSS 28(SI), Z3
+
+	// VDPBF16PS Z0, Z2, Z3 (Intel order: Z0 += Z2·Z3 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x6e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc3
+	VBROADCASTSS 28(SI)(BX*1), Z3
+
+	// VDPBF16PS Z1, Z2, Z3 (Intel order: Z1 += Z2·Z3 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xf2
+	BYTE  $0x6e
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xcb
+	ADDQ  DX, SI
+	ADDQ  $0x00000200, DI
+	DECQ  R8
+	JNZ   convBlockedBF161x2AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF161x2AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF161x2AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z2
+	VADDPS  Z2, Z0, Z0
+	VADDPS  Z2, Z1, Z1
+
+convBlockedBF161x2AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF161x2AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), DX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(DX*1), Z1, Z1
+
+convBlockedBF161x2AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF161x2AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z3, Z3, Z3
+	VMAXPS Z0, Z3, Z0
+	VMAXPS Z1, Z3, Z1
+
+convBlockedBF161x2AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(CX*1)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF161x3AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·convBlockedBF161x3AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF161x3AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	JMP    convBlockedBF161x3AVX512_loops
+
+convBlockedBF161x3AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(CX*1), Z1
+	VMOVUPS (AX)(CX*2), Z2
+
+convBlockedBF161x3AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlockedBF161x3AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x01, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x01, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlockedBF161x3AVX512_cb:
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
+	VMOVUPS      (DI), Z3
+	VBROADCASTSS (SI), Z4
+
+	// VDPBF16PS Z0, Z3, Z4 (Intel order: Z0 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS (SI)(BX*1), Z4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcc
+	VBROADCASTSS (SI)(BX*2), Z4
+
+	// VDPBF16PS Z2, Z3, Z4 (Intel order: Z2 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
+	VMOVUPS      64(DI), Z3
+	VBROADCASTSS 4(SI), Z4
+
+	// VDPBF16PS Z0, Z3, Z4 (Intel order: Z0 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 4(SI)(BX*1), Z4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcc
+	VBROADCASTSS 4(SI)(BX*2), Z4
+
+	// VDPBF16PS Z2, Z3, Z4 (Intel order: Z2 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
+	VMOVUPS      128(DI), Z3
+	VBROADCASTSS 8(SI), Z4
+
+	// VDPBF16PS Z0, Z3, Z4 (Intel order: Z0 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 8(SI)(BX*1), Z4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcc
+	VBROADCASTSS 8(SI)(BX*2), Z4
+
+	// VDPBF16PS Z2, Z3, Z4 (Intel order: Z2 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
+	VMOVUPS      192(DI), Z3
+	VBROADCASTSS 12(SI), Z4
+
+	// VDPBF16PS Z0, Z3, Z4 (Intel order: Z0 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 12(SI)(BX*1), Z4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcc
+	VBROADCASTSS 12(SI)(BX*2), Z4
+
+	// VDPBF16PS Z2, Z3, Z4 (Intel order: Z2 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
+	VMOVUPS      256(DI), Z3
+	VBROADCASTSS 16(SI), Z4
+
+	// VDPBF16PS Z0, Z3, Z4 (Intel order: Z0 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 16(SI)(BX*1), Z4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcc
+	VBROADCASTSS 16(SI)(BX*2), Z4
+
+	// VDPBF16PS Z2, Z3, Z4 (Intel order: Z2 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
+	VMOVUPS      320(DI), Z3
+	VBROADCASTSS 20(SI), Z4
+
+	// VDPBF16PS Z0, Z3, Z4 (Intel order: Z0 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 20(SI)(BX*1), Z4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcc
+	VBROADCASTSS 20(SI)(BX*2), Z4
+
+	// VDPBF16PS Z2, Z3, Z4 (Intel order: Z2 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
+	VMOVUPS      384(DI), Z3
+	VBROADCASTSS 24(SI), Z4
+
+	// VDPBF16PS Z0, Z3, Z4 (Intel order: Z0 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 24(SI)(BX*1), Z4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcc
+	VBROADCASTSS 24(SI)(BX*2), Z4
+
+	// VDPBF16PS Z2, Z3, Z4 (Intel order: Z2 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
+	VMOVUPS      448(DI), Z3
+	VBROADCASTSS 28(SI), Z4
+
+	// VDPBF16PS Z0, Z3, Z4 (Intel order: Z0 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 28(SI)(BX*1), Z4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x66
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcc
+	VBROADCASTSS 28(SI)(BX*2), Z4
+
+	// VDPBF16PS Z2, Z3, Z4 (Intel order: Z2 += Z3·Z4 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xf2
+	BYTE  $0x66
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xd4
+	ADDQ  DX, SI
+	ADDQ  $0x00000200, DI
+	DECQ  R8
+	JNZ   convBlockedBF161x3AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF161x3AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF161x3AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z3
+	VADDPS  Z3, Z0, Z0
+	VADDPS  Z3, Z1, Z1
+	VADDPS  Z3, Z2, Z2
+
+convBlockedBF161x3AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF161x3AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), DX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(DX*1), Z1, Z1
+	VADDPS (CX)(DX*2), Z2, Z2
+
+convBlockedBF161x3AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF161x3AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z4, Z4, Z4
+	VMAXPS Z0, Z4, Z0
+	VMAXPS Z1, Z4, Z1
+	VMAXPS Z2, Z4, Z2
+
+convBlockedBF161x3AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(CX*1)
+	VMOVUPS Z2, (AX)(CX*2)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF161x4AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
+TEXT ·convBlockedBF161x4AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF161x4AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	JMP    convBlockedBF161x4AVX512_loops
+
+convBlockedBF161x4AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	LEAQ    (CX)(CX*2), DX
+	LEAQ    (AX)(DX*1), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(CX*1), Z1
+	VMOVUPS (AX)(CX*2), Z2
+	VMOVUPS (DX), Z3
+
+convBlockedBF161x4AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlockedBF161x4AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x01, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x01, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlockedBF161x4AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
+	VMOVUPS      (R8), Z4
+	PREFETCHT0   (R10)(BX*1)
+	VBROADCASTSS (DI), Z5
+
+	// VDPBF16PS Z0, Z4, Z5 (Intel order: Z0 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS (DI)(BX*1), Z5
+
+	// VDPBF16PS Z1, Z4, Z5 (Intel order: Z1 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VBROADCASTSS (DI)(BX*2), Z5
+
+	// VDPBF16PS Z2, Z4, Z5 (Intel order: Z2 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd5
+	VBROADCASTSS (R10), Z5
+
+	// VDPBF16PS Z3, Z4, Z5 (Intel order: Z3 += Z4·Z5 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
+	VMOVUPS      64(R8), Z4
+	PREFETCHT0   64(R10)(BX*1)
+	VBROADCASTSS 4(DI), Z5
+
+	// VDPBF16PS Z0, Z4, Z5 (Intel order: Z0 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 4(DI)(BX*1), Z5
+
+	// VDPBF16PS Z1, Z4, Z5 (Intel order: Z1 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VBROADCASTSS 4(DI)(BX*2), Z5
+
+	// VDPBF16PS Z2, Z4, Z5 (Intel order: Z2 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd5
+	VBROADCASTSS 4(R10), Z5
+
+	// VDPBF16PS Z3, Z4, Z5 (Intel order: Z3 += Z4·Z5 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
+	VMOVUPS      128(R8), Z4
+	PREFETCHT0   128(R10)(BX*1)
+	VBROADCASTSS 8(DI), Z5
+
+	// VDPBF16PS Z0, Z4, Z5 (Intel order: Z0 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 8(DI)(BX*1), Z5
+
+	// VDPBF16PS Z1, Z4, Z5 (Intel order: Z1 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VBROADCASTSS 8(DI)(BX*2), Z5
+
+	// VDPBF16PS Z2, Z4, Z5 (Intel order: Z2 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd5
+	VBROADCASTSS 8(R10), Z5
+
+	// VDPBF16PS Z3, Z4, Z5 (Intel order: Z3 += Z4·Z5 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
+	VMOVUPS      192(R8), Z4
+	VBROADCASTSS 12(DI), Z5
+
+	// VDPBF16PS Z0, Z4, Z5 (Intel order: Z0 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 12(DI)(BX*1), Z5
+
+	// VDPBF16PS Z1, Z4, Z5 (Intel order: Z1 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VBROADCASTSS 12(DI)(BX*2), Z5
+
+	// VDPBF16PS Z2, Z4, Z5 (Intel order: Z2 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd5
+	VBROADCASTSS 12(R10), Z5
+
+	// VDPBF16PS Z3, Z4, Z5 (Intel order: Z3 += Z4·Z5 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
+	VMOVUPS      256(R8), Z4
+	VBROADCASTSS 16(DI), Z5
+
+	// VDPBF16PS Z0, Z4, Z5 (Intel order: Z0 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 16(DI)(BX*1), Z5
+
+	// VDPBF16PS Z1, Z4, Z5 (Intel order: Z1 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VBROADCASTSS 16(DI)(BX*2), Z5
+
+	// VDPBF16PS Z2, Z4, Z5 (Intel order: Z2 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd5
+	VBROADCASTSS 16(R10), Z5
+
+	// VDPBF16PS Z3, Z4, Z5 (Intel order: Z3 += Z4·Z5 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
+	VMOVUPS      320(R8), Z4
+	VBROADCASTSS 20(DI), Z5
+
+	// VDPBF16PS Z0, Z4, Z5 (Intel order: Z0 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 20(DI)(BX*1), Z5
+
+	// VDPBF16PS Z1, Z4, Z5 (Intel order: Z1 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VBROADCASTSS 20(DI)(BX*2), Z5
+
+	// VDPBF16PS Z2, Z4, Z5 (Intel order: Z2 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd5
+	VBROADCASTSS 20(R10), Z5
+
+	// VDPBF16PS Z3, Z4, Z5 (Intel order: Z3 += Z4·Z5 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
+	VMOVUPS      384(R8), Z4
+	VBROADCASTSS 24(DI), Z5
+
+	// VDPBF16PS Z0, Z4, Z5 (Intel order: Z0 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 24(DI)(BX*1), Z5
+
+	// VDPBF16PS Z1, Z4, Z5 (Intel order: Z1 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VBROADCASTSS 24(DI)(BX*2), Z5
+
+	// VDPBF16PS Z2, Z4, Z5 (Intel order: Z2 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd5
+	VBROADCASTSS 24(R10), Z5
+
+	// VDPBF16PS Z3, Z4, Z5 (Intel order: Z3 += Z4·Z5 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdd
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
+	VMOVUPS      448(R8), Z4
+	VBROADCASTSS 28(DI), Z5
+
+	// VDPBF16PS Z0, Z4, Z5 (Intel order: Z0 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 28(DI)(BX*1), Z5
+
+	// VDPBF16PS Z1, Z4, Z5 (Intel order: Z1 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcd
+	VBROADCASTSS 28(DI)(BX*2), Z5
+
+	// VDPBF16PS Z2, Z4, Z5 (Intel order: Z2 += Z4·Z5 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x5e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd5
+	VBROADCASTSS 28(R10), Z5
+
+	// VDPBF16PS Z3, Z4, Z5 (Intel order: Z3 += Z4·Z5 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xf2
+	BYTE  $0x5e
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xdd
+	ADDQ  DX, DI
+	ADDQ  $0x00000200, R8
+	DECQ  R9
+	JNZ   convBlockedBF161x4AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF161x4AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF161x4AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z4
+	VADDPS  Z4, Z0, Z0
+	VADDPS  Z4, Z1, Z1
+	VADDPS  Z4, Z2, Z2
+	VADDPS  Z4, Z3, Z3
+
+convBlockedBF161x4AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF161x4AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), DX
+	LEAQ   (DX)(DX*2), BX
+	LEAQ   (CX)(BX*1), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(DX*1), Z1, Z1
+	VADDPS (CX)(DX*2), Z2, Z2
+	VADDPS (BX), Z3, Z3
+
+convBlockedBF161x4AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF161x4AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z5, Z5, Z5
+	VMAXPS Z0, Z5, Z0
+	VMAXPS Z1, Z5, Z1
+	VMAXPS Z2, Z5, Z2
+	VMAXPS Z3, Z5, Z3
+
+convBlockedBF161x4AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	LEAQ    (CX)(CX*2), DX
+	LEAQ    (AX)(DX*1), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(CX*1)
+	VMOVUPS Z2, (AX)(CX*2)
+	VMOVUPS Z3, (DX)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF161x5AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
+TEXT ·convBlockedBF161x5AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF161x5AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	JMP    convBlockedBF161x5AVX512_loops
+
+convBlockedBF161x5AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	LEAQ    (CX)(CX*2), DX
+	LEAQ    (AX)(DX*1), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(CX*1), Z1
+	VMOVUPS (AX)(CX*2), Z2
+	VMOVUPS (DX), Z3
+	VMOVUPS (DX)(CX*1), Z4
+
+convBlockedBF161x5AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlockedBF161x5AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x01, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x01, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlockedBF161x5AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
+	VMOVUPS      (R8), Z5
+	PREFETCHT0   (R10)(BX*2)
+	VBROADCASTSS (DI), Z6
+
+	// VDPBF16PS Z0, Z5, Z6 (Intel order: Z0 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS (DI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z5, Z6 (Intel order: Z1 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS (DI)(BX*2), Z6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS (R10), Z6
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xde
+	VBROADCASTSS (R10)(BX*1), Z6
+
+	// VDPBF16PS Z4, Z5, Z6 (Intel order: Z4 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
+	VMOVUPS      64(R8), Z5
+	PREFETCHT0   64(R10)(BX*2)
+	VBROADCASTSS 4(DI), Z6
+
+	// VDPBF16PS Z0, Z5, Z6 (Intel order: Z0 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 4(DI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z5, Z6 (Intel order: Z1 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 4(DI)(BX*2), Z6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 4(R10), Z6
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xde
+	VBROADCASTSS 4(R10)(BX*1), Z6
+
+	// VDPBF16PS Z4, Z5, Z6 (Intel order: Z4 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
+	VMOVUPS      128(R8), Z5
+	PREFETCHT0   128(R10)(BX*2)
+	VBROADCASTSS 8(DI), Z6
+
+	// VDPBF16PS Z0, Z5, Z6 (Intel order: Z0 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 8(DI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z5, Z6 (Intel order: Z1 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 8(DI)(BX*2), Z6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 8(R10), Z6
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xde
+	VBROADCASTSS 8(R10)(BX*1), Z6
+
+	// VDPBF16PS Z4, Z5, Z6 (Intel order: Z4 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
+	VMOVUPS      192(R8), Z5
+	VBROADCASTSS 12(DI), Z6
+
+	// VDPBF16PS Z0, Z5, Z6 (Intel order: Z0 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 12(DI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z5, Z6 (Intel order: Z1 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 12(DI)(BX*2), Z6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 12(R10), Z6
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xde
+	VBROADCASTSS 12(R10)(BX*1), Z6
+
+	// VDPBF16PS Z4, Z5, Z6 (Intel order: Z4 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
+	VMOVUPS      256(R8), Z5
+	VBROADCASTSS 16(DI), Z6
+
+	// VDPBF16PS Z0, Z5, Z6 (Intel order: Z0 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 16(DI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z5, Z6 (Intel order: Z1 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 16(DI)(BX*2), Z6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 16(R10), Z6
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xde
+	VBROADCASTSS 16(R10)(BX*1), Z6
+
+	// VDPBF16PS Z4, Z5, Z6 (Intel order: Z4 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
+	VMOVUPS      320(R8), Z5
+	VBROADCASTSS 20(DI), Z6
+
+	// VDPBF16PS Z0, Z5, Z6 (Intel order: Z0 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 20(DI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z5, Z6 (Intel order: Z1 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 20(DI)(BX*2), Z6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 20(R10), Z6
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xde
+	VBROADCASTSS 20(R10)(BX*1), Z6
+
+	// VDPBF16PS Z4, Z5, Z6 (Intel order: Z4 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
+	VMOVUPS      384(R8), Z5
+	VBROADCASTSS 24(DI), Z6
+
+	// VDPBF16PS Z0, Z5, Z6 (Intel order: Z0 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 24(DI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z5, Z6 (Intel order: Z1 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 24(DI)(BX*2), Z6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 24(R10), Z6
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xde
+	VBROADCASTSS 24(R10)(BX*1), Z6
+
+	// VDPBF16PS Z4, Z5, Z6 (Intel order: Z4 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
+	VMOVUPS      448(R8), Z5
+	VBROADCASTSS 28(DI), Z6
+
+	// VDPBF16PS Z0, Z5, Z6 (Intel order: Z0 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 28(DI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z5, Z6 (Intel order: Z1 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 28(DI)(BX*2), Z6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 28(R10), Z6
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xde
+	VBROADCASTSS 28(R10)(BX*1), Z6
+
+	// VDPBF16PS Z4, Z5, Z6 (Intel order: Z4 += Z5·Z6 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xf2
+	BYTE  $0x56
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xe6
+	ADDQ  DX, DI
+	ADDQ  $0x00000200, R8
+	DECQ  R9
+	JNZ   convBlockedBF161x5AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF161x5AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF161x5AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z5
+	VADDPS  Z5, Z0, Z0
+	VADDPS  Z5, Z1, Z1
+	VADDPS  Z5, Z2, Z2
+	VADDPS  Z5, Z3, Z3
+	VADDPS  Z5, Z4, Z4
+
+convBlockedBF161x5AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF161x5AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), DX
+	LEAQ   (DX)(DX*2), BX
+	LEAQ   (CX)(BX*1), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(DX*1), Z1, Z1
+	VADDPS (CX)(DX*2), Z2, Z2
+	VADDPS (BX), Z3, Z3
+	VADDPS (BX)(DX*1), Z4, Z4
+
+convBlockedBF161x5AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF161x5AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z6, Z6, Z6
+	VMAXPS Z0, Z6, Z0
+	VMAXPS Z1, Z6, Z1
+	VMAXPS Z2, Z6, Z2
+	VMAXPS Z3, Z6, Z3
+	VMAXPS Z4, Z6, Z4
+
+convBlockedBF161x5AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	LEAQ    (CX)(CX*2), DX
+	LEAQ    (AX)(DX*1), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(CX*1)
+	VMOVUPS Z2, (AX)(CX*2)
+	VMOVUPS Z3, (DX)
+	VMOVUPS Z4, (DX)(CX*1)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF161x6AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
+TEXT ·convBlockedBF161x6AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF161x6AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	JMP    convBlockedBF161x6AVX512_loops
+
+convBlockedBF161x6AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	LEAQ    (CX)(CX*2), DX
+	LEAQ    (AX)(DX*1), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(CX*1), Z1
+	VMOVUPS (AX)(CX*2), Z2
+	VMOVUPS (DX), Z3
+	VMOVUPS (DX)(CX*1), Z4
+	VMOVUPS (DX)(CX*2), Z5
+
+convBlockedBF161x6AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlockedBF161x6AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x01, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x01, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlockedBF161x6AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
+	VMOVUPS      (R8), Z6
+	PREFETCHT0   (R10)(SI*1)
+	VBROADCASTSS (DI), Z7
+
+	// VDPBF16PS Z0, Z6, Z7 (Intel order: Z0 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS (DI)(BX*1), Z7
+
+	// VDPBF16PS Z1, Z6, Z7 (Intel order: Z1 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS (DI)(BX*2), Z7
+
+	// VDPBF16PS Z2, Z6, Z7 (Intel order: Z2 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS (R10), Z7
+
+	// VDPBF16PS Z3, Z6, Z7 (Intel order: Z3 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdf
+	VBROADCASTSS (R10)(BX*1), Z7
+
+	// VDPBF16PS Z4, Z6, Z7 (Intel order: Z4 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe7
+	VBROADCASTSS (R10)(BX*2), Z7
+
+	// VDPBF16PS Z5, Z6, Z7 (Intel order: Z5 += Z6·Z7 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
+	VMOVUPS      64(R8), Z6
+	PREFETCHT0   64(R10)(SI*1)
+	VBROADCASTSS 4(DI), Z7
+
+	// VDPBF16PS Z0, Z6, Z7 (Intel order: Z0 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 4(DI)(BX*1), Z7
+
+	// VDPBF16PS Z1, Z6, Z7 (Intel order: Z1 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 4(DI)(BX*2), Z7
+
+	// VDPBF16PS Z2, Z6, Z7 (Intel order: Z2 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 4(R10), Z7
+
+	// VDPBF16PS Z3, Z6, Z7 (Intel order: Z3 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdf
+	VBROADCASTSS 4(R10)(BX*1), Z7
+
+	// VDPBF16PS Z4, Z6, Z7 (Intel order: Z4 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe7
+	VBROADCASTSS 4(R10)(BX*2), Z7
+
+	// VDPBF16PS Z5, Z6, Z7 (Intel order: Z5 += Z6·Z7 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
+	VMOVUPS      128(R8), Z6
+	PREFETCHT0   128(R10)(SI*1)
+	VBROADCASTSS 8(DI), Z7
+
+	// VDPBF16PS Z0, Z6, Z7 (Intel order: Z0 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 8(DI)(BX*1), Z7
+
+	// VDPBF16PS Z1, Z6, Z7 (Intel order: Z1 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 8(DI)(BX*2), Z7
+
+	// VDPBF16PS Z2, Z6, Z7 (Intel order: Z2 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 8(R10), Z7
+
+	// VDPBF16PS Z3, Z6, Z7 (Intel order: Z3 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdf
+	VBROADCASTSS 8(R10)(BX*1), Z7
+
+	// VDPBF16PS Z4, Z6, Z7 (Intel order: Z4 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe7
+	VBROADCASTSS 8(R10)(BX*2), Z7
+
+	// VDPBF16PS Z5, Z6, Z7 (Intel order: Z5 += Z6·Z7 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
+	VMOVUPS      192(R8), Z6
+	VBROADCASTSS 12(DI), Z7
+
+	// VDPBF16PS Z0, Z6, Z7 (Intel order: Z0 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 12(DI)(BX*1), Z7
+
+	// VDPBF16PS Z1, Z6, Z7 (Intel order: Z1 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 12(DI)(BX*2), Z7
+
+	// VDPBF16PS Z2, Z6, Z7 (Intel order: Z2 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 12(R10), Z7
+
+	// VDPBF16PS Z3, Z6, Z7 (Intel order: Z3 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdf
+	VBROADCASTSS 12(R10)(BX*1), Z7
+
+	// VDPBF16PS Z4, Z6, Z7 (Intel order: Z4 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe7
+	VBROADCASTSS 12(R10)(BX*2), Z7
+
+	// VDPBF16PS Z5, Z6, Z7 (Intel order: Z5 += Z6·Z7 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
+	VMOVUPS      256(R8), Z6
+	VBROADCASTSS 16(DI), Z7
+
+	// VDPBF16PS Z0, Z6, Z7 (Intel order: Z0 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 16(DI)(BX*1), Z7
+
+	// VDPBF16PS Z1, Z6, Z7 (Intel order: Z1 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 16(DI)(BX*2), Z7
+
+	// VDPBF16PS Z2, Z6, Z7 (Intel order: Z2 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 16(R10), Z7
+
+	// VDPBF16PS Z3, Z6, Z7 (Intel order: Z3 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdf
+	VBROADCASTSS 16(R10)(BX*1), Z7
+
+	// VDPBF16PS Z4, Z6, Z7 (Intel order: Z4 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe7
+	VBROADCASTSS 16(R10)(BX*2), Z7
+
+	// VDPBF16PS Z5, Z6, Z7 (Intel order: Z5 += Z6·Z7 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
+	VMOVUPS      320(R8), Z6
+	VBROADCASTSS 20(DI), Z7
+
+	// VDPBF16PS Z0, Z6, Z7 (Intel order: Z0 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 20(DI)(BX*1), Z7
+
+	// VDPBF16PS Z1, Z6, Z7 (Intel order: Z1 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 20(DI)(BX*2), Z7
+
+	// VDPBF16PS Z2, Z6, Z7 (Intel order: Z2 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 20(R10), Z7
+
+	// VDPBF16PS Z3, Z6, Z7 (Intel order: Z3 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdf
+	VBROADCASTSS 20(R10)(BX*1), Z7
+
+	// VDPBF16PS Z4, Z6, Z7 (Intel order: Z4 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe7
+	VBROADCASTSS 20(R10)(BX*2), Z7
+
+	// VDPBF16PS Z5, Z6, Z7 (Intel order: Z5 += Z6·Z7 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
+	VMOVUPS      384(R8), Z6
+	VBROADCASTSS 24(DI), Z7
+
+	// VDPBF16PS Z0, Z6, Z7 (Intel order: Z0 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 24(DI)(BX*1), Z7
+
+	// VDPBF16PS Z1, Z6, Z7 (Intel order: Z1 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 24(DI)(BX*2), Z7
+
+	// VDPBF16PS Z2, Z6, Z7 (Intel order: Z2 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 24(R10), Z7
+
+	// VDPBF16PS Z3, Z6, Z7 (Intel order: Z3 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdf
+	VBROADCASTSS 24(R10)(BX*1), Z7
+
+	// VDPBF16PS Z4, Z6, Z7 (Intel order: Z4 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe7
+	VBROADCASTSS 24(R10)(BX*2), Z7
+
+	// VDPBF16PS Z5, Z6, Z7 (Intel order: Z5 += Z6·Z7 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
+	VMOVUPS      448(R8), Z6
+	VBROADCASTSS 28(DI), Z7
+
+	// VDPBF16PS Z0, Z6, Z7 (Intel order: Z0 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 28(DI)(BX*1), Z7
+
+	// VDPBF16PS Z1, Z6, Z7 (Intel order: Z1 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 28(DI)(BX*2), Z7
+
+	// VDPBF16PS Z2, Z6, Z7 (Intel order: Z2 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 28(R10), Z7
+
+	// VDPBF16PS Z3, Z6, Z7 (Intel order: Z3 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xdf
+	VBROADCASTSS 28(R10)(BX*1), Z7
+
+	// VDPBF16PS Z4, Z6, Z7 (Intel order: Z4 += Z6·Z7 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x4e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe7
+	VBROADCASTSS 28(R10)(BX*2), Z7
+
+	// VDPBF16PS Z5, Z6, Z7 (Intel order: Z5 += Z6·Z7 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xf2
+	BYTE  $0x4e
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xef
+	ADDQ  DX, DI
+	ADDQ  $0x00000200, R8
+	DECQ  R9
+	JNZ   convBlockedBF161x6AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF161x6AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF161x6AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z6
+	VADDPS  Z6, Z0, Z0
+	VADDPS  Z6, Z1, Z1
+	VADDPS  Z6, Z2, Z2
+	VADDPS  Z6, Z3, Z3
+	VADDPS  Z6, Z4, Z4
+	VADDPS  Z6, Z5, Z5
+
+convBlockedBF161x6AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF161x6AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), DX
+	LEAQ   (DX)(DX*2), BX
+	LEAQ   (CX)(BX*1), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(DX*1), Z1, Z1
+	VADDPS (CX)(DX*2), Z2, Z2
+	VADDPS (BX), Z3, Z3
+	VADDPS (BX)(DX*1), Z4, Z4
+	VADDPS (BX)(DX*2), Z5, Z5
+
+convBlockedBF161x6AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF161x6AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z7, Z7, Z7
+	VMAXPS Z0, Z7, Z0
+	VMAXPS Z1, Z7, Z1
+	VMAXPS Z2, Z7, Z2
+	VMAXPS Z3, Z7, Z3
+	VMAXPS Z4, Z7, Z4
+	VMAXPS Z5, Z7, Z5
+
+convBlockedBF161x6AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), CX
+	LEAQ    (CX)(CX*2), DX
+	LEAQ    (AX)(DX*1), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(CX*1)
+	VMOVUPS Z2, (AX)(CX*2)
+	VMOVUPS Z3, (DX)
+	VMOVUPS Z4, (DX)(CX*1)
+	VMOVUPS Z5, (DX)(CX*2)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF162x1AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·convBlockedBF162x1AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF162x1AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	JMP    convBlockedBF162x1AVX512_loops
+
+convBlockedBF162x1AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z1
+
+convBlockedBF162x1AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlockedBF162x1AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), BX
+	SHLQ $0x01, BX
+	ADDQ x+0(FP), BX
+	MOVQ 8(AX), SI
+	SHLQ $0x01, SI
+	ADDQ w+48(FP), SI
+	MOVQ cib+24(FP), DI
+
+convBlockedBF162x1AVX512_cb:
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
+	VMOVUPS      (SI), Z2
+	VMOVUPS      64(SI), Z3
+	VBROADCASTSS (BX), Z4
+
+	// VDPBF16PS Z0, Z2, Z4 (Intel order: Z0 += Z2·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
+	VMOVUPS      128(SI), Z2
+	VMOVUPS      192(SI), Z3
+	VBROADCASTSS 4(BX), Z4
+
+	// VDPBF16PS Z0, Z2, Z4 (Intel order: Z0 += Z2·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
+	VMOVUPS      256(SI), Z2
+	VMOVUPS      320(SI), Z3
+	VBROADCASTSS 8(BX), Z4
+
+	// VDPBF16PS Z0, Z2, Z4 (Intel order: Z0 += Z2·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
+	VMOVUPS      384(SI), Z2
+	VMOVUPS      448(SI), Z3
+	VBROADCASTSS 12(BX), Z4
+
+	// VDPBF16PS Z0, Z2, Z4 (Intel order: Z0 += Z2·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
+	VMOVUPS      512(SI), Z2
+	VMOVUPS      576(SI), Z3
+	VBROADCASTSS 16(BX), Z4
+
+	// VDPBF16PS Z0, Z2, Z4 (Intel order: Z0 += Z2·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
+	VMOVUPS      640(SI), Z2
+	VMOVUPS      704(SI), Z3
+	VBROADCASTSS 20(BX), Z4
+
+	// VDPBF16PS Z0, Z2, Z4 (Intel order: Z0 += Z2·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
+	VMOVUPS      768(SI), Z2
+	VMOVUPS      832(SI), Z3
+	VBROADCASTSS 24(BX), Z4
+
+	// VDPBF16PS Z0, Z2, Z4 (Intel order: Z0 += Z2·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
+	VMOVUPS      896(SI), Z2
+	VMOVUPS      960(SI), Z3
+	VBROADCASTSS 28(BX), Z4
+
+	// VDPBF16PS Z0, Z2, Z4 (Intel order: Z0 += Z2·Z4 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z1, Z3, Z4 (Intel order: Z1 += Z3·Z4 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xf2
+	BYTE  $0x66
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xcc
+	ADDQ  DX, BX
+	ADDQ  $0x00000400, SI
+	DECQ  DI
+	JNZ   convBlockedBF162x1AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF162x1AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF162x1AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z2
+	VMOVUPS 64(CX), Z3
+	VADDPS  Z2, Z0, Z0
+	VADDPS  Z3, Z1, Z1
+
+convBlockedBF162x1AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF162x1AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	ADDQ   DX, CX
+	VADDPS (CX), Z1, Z1
+
+convBlockedBF162x1AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF162x1AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z4, Z4, Z4
+	VMAXPS Z0, Z4, Z0
+	VMAXPS Z1, Z4, Z1
+
+convBlockedBF162x1AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, (AX)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF162x2AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·convBlockedBF162x2AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF162x2AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	JMP    convBlockedBF162x2AVX512_loops
+
+convBlockedBF162x2AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z2
+	VMOVUPS (AX)(DX*1), Z3
+
+convBlockedBF162x2AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlockedBF162x2AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x01, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x01, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlockedBF162x2AVX512_cb:
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
+	VMOVUPS      (DI), Z4
+	VMOVUPS      64(DI), Z5
+	VBROADCASTSS (SI), Z6
+
+	// VDPBF16PS Z0, Z4, Z6 (Intel order: Z0 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS (SI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
+	VMOVUPS      128(DI), Z4
+	VMOVUPS      192(DI), Z5
+	VBROADCASTSS 4(SI), Z6
+
+	// VDPBF16PS Z0, Z4, Z6 (Intel order: Z0 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 4(SI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
+	VMOVUPS      256(DI), Z4
+	VMOVUPS      320(DI), Z5
+	VBROADCASTSS 8(SI), Z6
+
+	// VDPBF16PS Z0, Z4, Z6 (Intel order: Z0 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 8(SI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
+	VMOVUPS      384(DI), Z4
+	VMOVUPS      448(DI), Z5
+	VBROADCASTSS 12(SI), Z6
+
+	// VDPBF16PS Z0, Z4, Z6 (Intel order: Z0 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 12(SI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
+	VMOVUPS      512(DI), Z4
+	VMOVUPS      576(DI), Z5
+	VBROADCASTSS 16(SI), Z6
+
+	// VDPBF16PS Z0, Z4, Z6 (Intel order: Z0 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 16(SI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
+	VMOVUPS      640(DI), Z4
+	VMOVUPS      704(DI), Z5
+	VBROADCASTSS 20(SI), Z6
+
+	// VDPBF16PS Z0, Z4, Z6 (Intel order: Z0 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 20(SI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
+	VMOVUPS      768(DI), Z4
+	VMOVUPS      832(DI), Z5
+	VBROADCASTSS 24(SI), Z6
+
+	// VDPBF16PS Z0, Z4, Z6 (Intel order: Z0 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 24(SI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
+	VMOVUPS      896(DI), Z4
+	VMOVUPS      960(DI), Z5
+	VBROADCASTSS 28(SI), Z6
+
+	// VDPBF16PS Z0, Z4, Z6 (Intel order: Z0 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xf2
+	BYTE         $0x56
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 28(SI)(BX*1), Z6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z3, Z5, Z6 (Intel order: Z3 += Z5·Z6 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xf2
+	BYTE  $0x56
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xde
+	ADDQ  DX, SI
+	ADDQ  $0x00000400, DI
+	DECQ  R8
+	JNZ   convBlockedBF162x2AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF162x2AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF162x2AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z4
+	VMOVUPS 64(CX), Z5
+	VADDPS  Z4, Z0, Z0
+	VADDPS  Z4, Z1, Z1
+	VADDPS  Z5, Z2, Z2
+	VADDPS  Z5, Z3, Z3
+
+convBlockedBF162x2AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF162x2AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	ADDQ   DX, CX
+	VADDPS (CX), Z2, Z2
+	VADDPS (CX)(BX*1), Z3, Z3
+
+convBlockedBF162x2AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF162x2AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z6, Z6, Z6
+	VMAXPS Z0, Z6, Z0
+	VMAXPS Z1, Z6, Z1
+	VMAXPS Z2, Z6, Z2
+	VMAXPS Z3, Z6, Z3
+
+convBlockedBF162x2AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, (AX)(DX*1)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF162x3AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·convBlockedBF162x3AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF162x3AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	JMP    convBlockedBF162x3AVX512_loops
+
+convBlockedBF162x3AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z3
+	VMOVUPS (AX)(DX*1), Z4
+	VMOVUPS (AX)(DX*2), Z5
+
+convBlockedBF162x3AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlockedBF162x3AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x01, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x01, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlockedBF162x3AVX512_cb:
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
+	VMOVUPS      (DI), Z6
+	VMOVUPS      64(DI), Z7
+	VBROADCASTSS (SI), Z8
+
+	// VDPBF16PS Z0, Z6, Z8 (Intel order: Z0 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd8
+	VBROADCASTSS (SI)(BX*1), Z8
+
+	// VDPBF16PS Z1, Z6, Z8 (Intel order: Z1 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z7, Z8 (Intel order: Z4 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe0
+	VBROADCASTSS (SI)(BX*2), Z8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z7, Z8 (Intel order: Z5 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
+	VMOVUPS      128(DI), Z6
+	VMOVUPS      192(DI), Z7
+	VBROADCASTSS 4(SI), Z8
+
+	// VDPBF16PS Z0, Z6, Z8 (Intel order: Z0 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd8
+	VBROADCASTSS 4(SI)(BX*1), Z8
+
+	// VDPBF16PS Z1, Z6, Z8 (Intel order: Z1 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z7, Z8 (Intel order: Z4 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe0
+	VBROADCASTSS 4(SI)(BX*2), Z8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z7, Z8 (Intel order: Z5 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
+	VMOVUPS      256(DI), Z6
+	VMOVUPS      320(DI), Z7
+	VBROADCASTSS 8(SI), Z8
+
+	// VDPBF16PS Z0, Z6, Z8 (Intel order: Z0 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd8
+	VBROADCASTSS 8(SI)(BX*1), Z8
+
+	// VDPBF16PS Z1, Z6, Z8 (Intel order: Z1 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z7, Z8 (Intel order: Z4 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe0
+	VBROADCASTSS 8(SI)(BX*2), Z8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z7, Z8 (Intel order: Z5 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
+	VMOVUPS      384(DI), Z6
+	VMOVUPS      448(DI), Z7
+	VBROADCASTSS 12(SI), Z8
+
+	// VDPBF16PS Z0, Z6, Z8 (Intel order: Z0 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd8
+	VBROADCASTSS 12(SI)(BX*1), Z8
+
+	// VDPBF16PS Z1, Z6, Z8 (Intel order: Z1 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z7, Z8 (Intel order: Z4 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe0
+	VBROADCASTSS 12(SI)(BX*2), Z8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z7, Z8 (Intel order: Z5 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
+	VMOVUPS      512(DI), Z6
+	VMOVUPS      576(DI), Z7
+	VBROADCASTSS 16(SI), Z8
+
+	// VDPBF16PS Z0, Z6, Z8 (Intel order: Z0 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd8
+	VBROADCASTSS 16(SI)(BX*1), Z8
+
+	// VDPBF16PS Z1, Z6, Z8 (Intel order: Z1 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z7, Z8 (Intel order: Z4 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe0
+	VBROADCASTSS 16(SI)(BX*2), Z8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z7, Z8 (Intel order: Z5 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
+	VMOVUPS      640(DI), Z6
+	VMOVUPS      704(DI), Z7
+	VBROADCASTSS 20(SI), Z8
+
+	// VDPBF16PS Z0, Z6, Z8 (Intel order: Z0 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd8
+	VBROADCASTSS 20(SI)(BX*1), Z8
+
+	// VDPBF16PS Z1, Z6, Z8 (Intel order: Z1 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z7, Z8 (Intel order: Z4 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe0
+	VBROADCASTSS 20(SI)(BX*2), Z8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z7, Z8 (Intel order: Z5 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
+	VMOVUPS      768(DI), Z6
+	VMOVUPS      832(DI), Z7
+	VBROADCASTSS 24(SI), Z8
+
+	// VDPBF16PS Z0, Z6, Z8 (Intel order: Z0 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd8
+	VBROADCASTSS 24(SI)(BX*1), Z8
+
+	// VDPBF16PS Z1, Z6, Z8 (Intel order: Z1 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z7, Z8 (Intel order: Z4 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe0
+	VBROADCASTSS 24(SI)(BX*2), Z8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z7, Z8 (Intel order: Z5 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
+	VMOVUPS      896(DI), Z6
+	VMOVUPS      960(DI), Z7
+	VBROADCASTSS 28(SI), Z8
+
+	// VDPBF16PS Z0, Z6, Z8 (Intel order: Z0 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd8
+	VBROADCASTSS 28(SI)(BX*1), Z8
+
+	// VDPBF16PS Z1, Z6, Z8 (Intel order: Z1 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z7, Z8 (Intel order: Z4 += Z7·Z8 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x46
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe0
+	VBROADCASTSS 28(SI)(BX*2), Z8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z7, Z8 (Intel order: Z5 += Z7·Z8 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xd2
+	BYTE  $0x46
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xe8
+	ADDQ  DX, SI
+	ADDQ  $0x00000400, DI
+	DECQ  R8
+	JNZ   convBlockedBF162x3AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF162x3AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF162x3AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z6
+	VMOVUPS 64(CX), Z7
+	VADDPS  Z6, Z0, Z0
+	VADDPS  Z6, Z1, Z1
+	VADDPS  Z6, Z2, Z2
+	VADDPS  Z7, Z3, Z3
+	VADDPS  Z7, Z4, Z4
+	VADDPS  Z7, Z5, Z5
+
+convBlockedBF162x3AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF162x3AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	ADDQ   DX, CX
+	VADDPS (CX), Z3, Z3
+	VADDPS (CX)(BX*1), Z4, Z4
+	VADDPS (CX)(BX*2), Z5, Z5
+
+convBlockedBF162x3AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF162x3AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z8, Z8, Z8
+	VMAXPS Z0, Z8, Z0
+	VMAXPS Z1, Z8, Z1
+	VMAXPS Z2, Z8, Z2
+	VMAXPS Z3, Z8, Z3
+	VMAXPS Z4, Z8, Z4
+	VMAXPS Z5, Z8, Z5
+
+convBlockedBF162x3AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, (AX)(DX*1)
+	VMOVUPS Z5, (AX)(DX*2)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF162x4AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
+TEXT ·convBlockedBF162x4AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF162x4AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	JMP    convBlockedBF162x4AVX512_loops
+
+convBlockedBF162x4AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z4
+	VMOVUPS (AX)(DX*1), Z5
+	VMOVUPS (AX)(DX*2), Z6
+	VMOVUPS (BX), Z7
+
+convBlockedBF162x4AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlockedBF162x4AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x01, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x01, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlockedBF162x4AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
+	VMOVUPS      (R8), Z8
+	VMOVUPS      64(R8), Z9
+	PREFETCHT0   (R10)(BX*1)
+	VBROADCASTSS (DI), Z10
+
+	// VDPBF16PS Z0, Z8, Z10 (Intel order: Z0 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z4, Z9, Z10 (Intel order: Z4 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS (DI)(BX*1), Z10
+
+	// VDPBF16PS Z1, Z8, Z10 (Intel order: Z1 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z5, Z9, Z10 (Intel order: Z5 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS (DI)(BX*2), Z10
+
+	// VDPBF16PS Z2, Z8, Z10 (Intel order: Z2 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z6, Z9, Z10 (Intel order: Z6 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf2
+	VBROADCASTSS (R10), Z10
+
+	// VDPBF16PS Z3, Z8, Z10 (Intel order: Z3 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z7, Z9, Z10 (Intel order: Z7 += Z9·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfa
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
+	VMOVUPS      128(R8), Z8
+	VMOVUPS      192(R8), Z9
+	PREFETCHT0   64(R10)(BX*1)
+	VBROADCASTSS 4(DI), Z10
+
+	// VDPBF16PS Z0, Z8, Z10 (Intel order: Z0 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z4, Z9, Z10 (Intel order: Z4 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 4(DI)(BX*1), Z10
+
+	// VDPBF16PS Z1, Z8, Z10 (Intel order: Z1 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z5, Z9, Z10 (Intel order: Z5 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 4(DI)(BX*2), Z10
+
+	// VDPBF16PS Z2, Z8, Z10 (Intel order: Z2 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z6, Z9, Z10 (Intel order: Z6 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf2
+	VBROADCASTSS 4(R10), Z10
+
+	// VDPBF16PS Z3, Z8, Z10 (Intel order: Z3 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z7, Z9, Z10 (Intel order: Z7 += Z9·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfa
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
+	VMOVUPS      256(R8), Z8
+	VMOVUPS      320(R8), Z9
+	PREFETCHT0   128(R10)(BX*1)
+	VBROADCASTSS 8(DI), Z10
+
+	// VDPBF16PS Z0, Z8, Z10 (Intel order: Z0 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z4, Z9, Z10 (Intel order: Z4 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 8(DI)(BX*1), Z10
+
+	// VDPBF16PS Z1, Z8, Z10 (Intel order: Z1 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z5, Z9, Z10 (Intel order: Z5 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 8(DI)(BX*2), Z10
+
+	// VDPBF16PS Z2, Z8, Z10 (Intel order: Z2 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z6, Z9, Z10 (Intel order: Z6 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf2
+	VBROADCASTSS 8(R10), Z10
+
+	// VDPBF16PS Z3, Z8, Z10 (Intel order: Z3 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z7, Z9, Z10 (Intel order: Z7 += Z9·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfa
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
+	VMOVUPS      384(R8), Z8
+	VMOVUPS      448(R8), Z9
+	VBROADCASTSS 12(DI), Z10
+
+	// VDPBF16PS Z0, Z8, Z10 (Intel order: Z0 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z4, Z9, Z10 (Intel order: Z4 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 12(DI)(BX*1), Z10
+
+	// VDPBF16PS Z1, Z8, Z10 (Intel order: Z1 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z5, Z9, Z10 (Intel order: Z5 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 12(DI)(BX*2), Z10
+
+	// VDPBF16PS Z2, Z8, Z10 (Intel order: Z2 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z6, Z9, Z10 (Intel order: Z6 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf2
+	VBROADCASTSS 12(R10), Z10
+
+	// VDPBF16PS Z3, Z8, Z10 (Intel order: Z3 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z7, Z9, Z10 (Intel order: Z7 += Z9·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfa
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
+	VMOVUPS      512(R8), Z8
+	VMOVUPS      576(R8), Z9
+	VBROADCASTSS 16(DI), Z10
+
+	// VDPBF16PS Z0, Z8, Z10 (Intel order: Z0 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z4, Z9, Z10 (Intel order: Z4 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 16(DI)(BX*1), Z10
+
+	// VDPBF16PS Z1, Z8, Z10 (Intel order: Z1 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z5, Z9, Z10 (Intel order: Z5 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 16(DI)(BX*2), Z10
+
+	// VDPBF16PS Z2, Z8, Z10 (Intel order: Z2 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z6, Z9, Z10 (Intel order: Z6 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf2
+	VBROADCASTSS 16(R10), Z10
+
+	// VDPBF16PS Z3, Z8, Z10 (Intel order: Z3 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z7, Z9, Z10 (Intel order: Z7 += Z9·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfa
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
+	VMOVUPS      640(R8), Z8
+	VMOVUPS      704(R8), Z9
+	VBROADCASTSS 20(DI), Z10
+
+	// VDPBF16PS Z0, Z8, Z10 (Intel order: Z0 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z4, Z9, Z10 (Intel order: Z4 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 20(DI)(BX*1), Z10
+
+	// VDPBF16PS Z1, Z8, Z10 (Intel order: Z1 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z5, Z9, Z10 (Intel order: Z5 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 20(DI)(BX*2), Z10
+
+	// VDPBF16PS Z2, Z8, Z10 (Intel order: Z2 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z6, Z9, Z10 (Intel order: Z6 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf2
+	VBROADCASTSS 20(R10), Z10
+
+	// VDPBF16PS Z3, Z8, Z10 (Intel order: Z3 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z7, Z9, Z10 (Intel order: Z7 += Z9·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfa
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
+	VMOVUPS      768(R8), Z8
+	VMOVUPS      832(R8), Z9
+	VBROADCASTSS 24(DI), Z10
+
+	// VDPBF16PS Z0, Z8, Z10 (Intel order: Z0 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z4, Z9, Z10 (Intel order: Z4 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 24(DI)(BX*1), Z10
+
+	// VDPBF16PS Z1, Z8, Z10 (Intel order: Z1 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z5, Z9, Z10 (Intel order: Z5 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 24(DI)(BX*2), Z10
+
+	// VDPBF16PS Z2, Z8, Z10 (Intel order: Z2 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z6, Z9, Z10 (Intel order: Z6 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf2
+	VBROADCASTSS 24(R10), Z10
+
+	// VDPBF16PS Z3, Z8, Z10 (Intel order: Z3 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z7, Z9, Z10 (Intel order: Z7 += Z9·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfa
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
+	VMOVUPS      896(R8), Z8
+	VMOVUPS      960(R8), Z9
+	VBROADCASTSS 28(DI), Z10
+
+	// VDPBF16PS Z0, Z8, Z10 (Intel order: Z0 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z4, Z9, Z10 (Intel order: Z4 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 28(DI)(BX*1), Z10
+
+	// VDPBF16PS Z1, Z8, Z10 (Intel order: Z1 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z5, Z9, Z10 (Intel order: Z5 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 28(DI)(BX*2), Z10
+
+	// VDPBF16PS Z2, Z8, Z10 (Intel order: Z2 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z6, Z9, Z10 (Intel order: Z6 += Z9·Z10 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x36
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf2
+	VBROADCASTSS 28(R10), Z10
+
+	// VDPBF16PS Z3, Z8, Z10 (Intel order: Z3 += Z8·Z10 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z7, Z9, Z10 (Intel order: Z7 += Z9·Z10 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xd2
+	BYTE  $0x36
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xfa
+	ADDQ  DX, DI
+	ADDQ  $0x00000400, R8
+	DECQ  R9
+	JNZ   convBlockedBF162x4AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF162x4AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF162x4AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z8
+	VMOVUPS 64(CX), Z9
+	VADDPS  Z8, Z0, Z0
+	VADDPS  Z8, Z1, Z1
+	VADDPS  Z8, Z2, Z2
+	VADDPS  Z8, Z3, Z3
+	VADDPS  Z9, Z4, Z4
+	VADDPS  Z9, Z5, Z5
+	VADDPS  Z9, Z6, Z6
+	VADDPS  Z9, Z7, Z7
+
+convBlockedBF162x4AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF162x4AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z4, Z4
+	VADDPS (CX)(BX*1), Z5, Z5
+	VADDPS (CX)(BX*2), Z6, Z6
+	VADDPS (SI), Z7, Z7
+
+convBlockedBF162x4AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF162x4AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z10, Z10, Z10
+	VMAXPS Z0, Z10, Z0
+	VMAXPS Z1, Z10, Z1
+	VMAXPS Z2, Z10, Z2
+	VMAXPS Z3, Z10, Z3
+	VMAXPS Z4, Z10, Z4
+	VMAXPS Z5, Z10, Z5
+	VMAXPS Z6, Z10, Z6
+	VMAXPS Z7, Z10, Z7
+
+convBlockedBF162x4AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, (AX)(DX*1)
+	VMOVUPS Z6, (AX)(DX*2)
+	VMOVUPS Z7, (BX)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF162x5AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
+TEXT ·convBlockedBF162x5AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF162x5AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	JMP    convBlockedBF162x5AVX512_loops
+
+convBlockedBF162x5AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	VMOVUPS (BX)(DX*1), Z4
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z5
+	VMOVUPS (AX)(DX*1), Z6
+	VMOVUPS (AX)(DX*2), Z7
+	VMOVUPS (BX), Z8
+	VMOVUPS (BX)(DX*1), Z9
+
+convBlockedBF162x5AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlockedBF162x5AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x01, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x01, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlockedBF162x5AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
+	VMOVUPS      (R8), Z10
+	VMOVUPS      64(R8), Z11
+	PREFETCHT0   (R10)(BX*2)
+	VBROADCASTSS (DI), Z12
+
+	// VDPBF16PS Z0, Z10, Z12 (Intel order: Z0 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z5, Z11, Z12 (Intel order: Z5 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS (DI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z10, Z12 (Intel order: Z1 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS (DI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z10, Z12 (Intel order: Z2 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS (R10), Z12
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS (R10)(BX*1), Z12
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z9, Z11, Z12 (Intel order: Z9 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
+	VMOVUPS      128(R8), Z10
+	VMOVUPS      192(R8), Z11
+	PREFETCHT0   64(R10)(BX*2)
+	VBROADCASTSS 4(DI), Z12
+
+	// VDPBF16PS Z0, Z10, Z12 (Intel order: Z0 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z5, Z11, Z12 (Intel order: Z5 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 4(DI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z10, Z12 (Intel order: Z1 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 4(DI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z10, Z12 (Intel order: Z2 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 4(R10), Z12
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 4(R10)(BX*1), Z12
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z9, Z11, Z12 (Intel order: Z9 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
+	VMOVUPS      256(R8), Z10
+	VMOVUPS      320(R8), Z11
+	PREFETCHT0   128(R10)(BX*2)
+	VBROADCASTSS 8(DI), Z12
+
+	// VDPBF16PS Z0, Z10, Z12 (Intel order: Z0 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z5, Z11, Z12 (Intel order: Z5 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 8(DI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z10, Z12 (Intel order: Z1 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 8(DI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z10, Z12 (Intel order: Z2 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 8(R10), Z12
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 8(R10)(BX*1), Z12
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z9, Z11, Z12 (Intel order: Z9 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
+	VMOVUPS      384(R8), Z10
+	VMOVUPS      448(R8), Z11
+	VBROADCASTSS 12(DI), Z12
+
+	// VDPBF16PS Z0, Z10, Z12 (Intel order: Z0 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z5, Z11, Z12 (Intel order: Z5 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 12(DI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z10, Z12 (Intel order: Z1 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 12(DI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z10, Z12 (Intel order: Z2 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 12(R10), Z12
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 12(R10)(BX*1), Z12
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z9, Z11, Z12 (Intel order: Z9 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
+	VMOVUPS      512(R8), Z10
+	VMOVUPS      576(R8), Z11
+	VBROADCASTSS 16(DI), Z12
+
+	// VDPBF16PS Z0, Z10, Z12 (Intel order: Z0 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z5, Z11, Z12 (Intel order: Z5 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 16(DI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z10, Z12 (Intel order: Z1 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 16(DI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z10, Z12 (Intel order: Z2 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 16(R10), Z12
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 16(R10)(BX*1), Z12
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z9, Z11, Z12 (Intel order: Z9 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
+	VMOVUPS      640(R8), Z10
+	VMOVUPS      704(R8), Z11
+	VBROADCASTSS 20(DI), Z12
+
+	// VDPBF16PS Z0, Z10, Z12 (Intel order: Z0 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z5, Z11, Z12 (Intel order: Z5 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 20(DI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z10, Z12 (Intel order: Z1 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 20(DI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z10, Z12 (Intel order: Z2 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 20(R10), Z12
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 20(R10)(BX*1), Z12
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z9, Z11, Z12 (Intel order: Z9 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
+	VMOVUPS      768(R8), Z10
+	VMOVUPS      832(R8), Z11
+	VBROADCASTSS 24(DI), Z12
+
+	// VDPBF16PS Z0, Z10, Z12 (Intel order: Z0 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z5, Z11, Z12 (Intel order: Z5 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 24(DI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z10, Z12 (Intel order: Z1 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 24(DI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z10, Z12 (Intel order: Z2 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 24(R10), Z12
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 24(R10)(BX*1), Z12
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z9, Z11, Z12 (Intel order: Z9 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
+	VMOVUPS      896(R8), Z10
+	VMOVUPS      960(R8), Z11
+	VBROADCASTSS 28(DI), Z12
+
+	// VDPBF16PS Z0, Z10, Z12 (Intel order: Z0 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z5, Z11, Z12 (Intel order: Z5 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 28(DI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z10, Z12 (Intel order: Z1 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 28(DI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z10, Z12 (Intel order: Z2 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 28(R10), Z12
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc4
+	VBROADCASTSS 28(R10)(BX*1), Z12
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z9, Z11, Z12 (Intel order: Z9 += Z11·Z12 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0x52
+	BYTE  $0x26
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xcc
+	ADDQ  DX, DI
+	ADDQ  $0x00000400, R8
+	DECQ  R9
+	JNZ   convBlockedBF162x5AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF162x5AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF162x5AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z10
+	VMOVUPS 64(CX), Z11
+	VADDPS  Z10, Z0, Z0
+	VADDPS  Z10, Z1, Z1
+	VADDPS  Z10, Z2, Z2
+	VADDPS  Z10, Z3, Z3
+	VADDPS  Z10, Z4, Z4
+	VADDPS  Z11, Z5, Z5
+	VADDPS  Z11, Z6, Z6
+	VADDPS  Z11, Z7, Z7
+	VADDPS  Z11, Z8, Z8
+	VADDPS  Z11, Z9, Z9
+
+convBlockedBF162x5AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF162x5AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	VADDPS (SI)(BX*1), Z4, Z4
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z5, Z5
+	VADDPS (CX)(BX*1), Z6, Z6
+	VADDPS (CX)(BX*2), Z7, Z7
+	VADDPS (SI), Z8, Z8
+	VADDPS (SI)(BX*1), Z9, Z9
+
+convBlockedBF162x5AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF162x5AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z0, Z12, Z0
+	VMAXPS Z1, Z12, Z1
+	VMAXPS Z2, Z12, Z2
+	VMAXPS Z3, Z12, Z3
+	VMAXPS Z4, Z12, Z4
+	VMAXPS Z5, Z12, Z5
+	VMAXPS Z6, Z12, Z6
+	VMAXPS Z7, Z12, Z7
+	VMAXPS Z8, Z12, Z8
+	VMAXPS Z9, Z12, Z9
+
+convBlockedBF162x5AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	VMOVUPS Z4, (BX)(DX*1)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, (AX)(DX*1)
+	VMOVUPS Z7, (AX)(DX*2)
+	VMOVUPS Z8, (BX)
+	VMOVUPS Z9, (BX)(DX*1)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF162x6AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
+TEXT ·convBlockedBF162x6AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF162x6AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	JMP    convBlockedBF162x6AVX512_loops
+
+convBlockedBF162x6AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	VMOVUPS (BX)(DX*1), Z4
+	VMOVUPS (BX)(DX*2), Z5
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z6
+	VMOVUPS (AX)(DX*1), Z7
+	VMOVUPS (AX)(DX*2), Z8
+	VMOVUPS (BX), Z9
+	VMOVUPS (BX)(DX*1), Z10
+	VMOVUPS (BX)(DX*2), Z11
+
+convBlockedBF162x6AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlockedBF162x6AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x01, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x01, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlockedBF162x6AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
+	VMOVUPS      (R8), Z12
+	VMOVUPS      64(R8), Z13
+	PREFETCHT0   (R10)(SI*1)
+	VBROADCASTSS (DI), Z14
+
+	// VDPBF16PS Z0, Z12, Z14 (Intel order: Z0 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z6, Z13, Z14 (Intel order: Z6 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf6
+	VBROADCASTSS (DI)(BX*1), Z14
+
+	// VDPBF16PS Z1, Z12, Z14 (Intel order: Z1 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z7, Z13, Z14 (Intel order: Z7 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfe
+	VBROADCASTSS (DI)(BX*2), Z14
+
+	// VDPBF16PS Z2, Z12, Z14 (Intel order: Z2 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// VDPBF16PS Z8, Z13, Z14 (Intel order: Z8 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS (R10), Z14
+
+	// VDPBF16PS Z3, Z12, Z14 (Intel order: Z3 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// VDPBF16PS Z9, Z13, Z14 (Intel order: Z9 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS (R10)(BX*1), Z14
+
+	// VDPBF16PS Z4, Z12, Z14 (Intel order: Z4 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// VDPBF16PS Z10, Z13, Z14 (Intel order: Z10 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS (R10)(BX*2), Z14
+
+	// VDPBF16PS Z5, Z12, Z14 (Intel order: Z5 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xee
+
+	// VDPBF16PS Z11, Z13, Z14 (Intel order: Z11 += Z13·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
+	VMOVUPS      128(R8), Z12
+	VMOVUPS      192(R8), Z13
+	PREFETCHT0   64(R10)(SI*1)
+	VBROADCASTSS 4(DI), Z14
+
+	// VDPBF16PS Z0, Z12, Z14 (Intel order: Z0 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z6, Z13, Z14 (Intel order: Z6 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf6
+	VBROADCASTSS 4(DI)(BX*1), Z14
+
+	// VDPBF16PS Z1, Z12, Z14 (Intel order: Z1 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z7, Z13, Z14 (Intel order: Z7 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfe
+	VBROADCASTSS 4(DI)(BX*2), Z14
+
+	// VDPBF16PS Z2, Z12, Z14 (Intel order: Z2 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// VDPBF16PS Z8, Z13, Z14 (Intel order: Z8 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 4(R10), Z14
+
+	// VDPBF16PS Z3, Z12, Z14 (Intel order: Z3 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// VDPBF16PS Z9, Z13, Z14 (Intel order: Z9 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 4(R10)(BX*1), Z14
+
+	// VDPBF16PS Z4, Z12, Z14 (Intel order: Z4 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// VDPBF16PS Z10, Z13, Z14 (Intel order: Z10 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 4(R10)(BX*2), Z14
+
+	// VDPBF16PS Z5, Z12, Z14 (Intel order: Z5 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xee
+
+	// VDPBF16PS Z11, Z13, Z14 (Intel order: Z11 += Z13·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
+	VMOVUPS      256(R8), Z12
+	VMOVUPS      320(R8), Z13
+	PREFETCHT0   128(R10)(SI*1)
+	VBROADCASTSS 8(DI), Z14
+
+	// VDPBF16PS Z0, Z12, Z14 (Intel order: Z0 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z6, Z13, Z14 (Intel order: Z6 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf6
+	VBROADCASTSS 8(DI)(BX*1), Z14
+
+	// VDPBF16PS Z1, Z12, Z14 (Intel order: Z1 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z7, Z13, Z14 (Intel order: Z7 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfe
+	VBROADCASTSS 8(DI)(BX*2), Z14
+
+	// VDPBF16PS Z2, Z12, Z14 (Intel order: Z2 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// VDPBF16PS Z8, Z13, Z14 (Intel order: Z8 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 8(R10), Z14
+
+	// VDPBF16PS Z3, Z12, Z14 (Intel order: Z3 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// VDPBF16PS Z9, Z13, Z14 (Intel order: Z9 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 8(R10)(BX*1), Z14
+
+	// VDPBF16PS Z4, Z12, Z14 (Intel order: Z4 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// VDPBF16PS Z10, Z13, Z14 (Intel order: Z10 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 8(R10)(BX*2), Z14
+
+	// VDPBF16PS Z5, Z12, Z14 (Intel order: Z5 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xee
+
+	// VDPBF16PS Z11, Z13, Z14 (Intel order: Z11 += Z13·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
+	VMOVUPS      384(R8), Z12
+	VMOVUPS      448(R8), Z13
+	VBROADCASTSS 12(DI), Z14
+
+	// VDPBF16PS Z0, Z12, Z14 (Intel order: Z0 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z6, Z13, Z14 (Intel order: Z6 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf6
+	VBROADCASTSS 12(DI)(BX*1), Z14
+
+	// VDPBF16PS Z1, Z12, Z14 (Intel order: Z1 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z7, Z13, Z14 (Intel order: Z7 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfe
+	VBROADCASTSS 12(DI)(BX*2), Z14
+
+	// VDPBF16PS Z2, Z12, Z14 (Intel order: Z2 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// VDPBF16PS Z8, Z13, Z14 (Intel order: Z8 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 12(R10), Z14
+
+	// VDPBF16PS Z3, Z12, Z14 (Intel order: Z3 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// VDPBF16PS Z9, Z13, Z14 (Intel order: Z9 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 12(R10)(BX*1), Z14
+
+	// VDPBF16PS Z4, Z12, Z14 (Intel order: Z4 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// VDPBF16PS Z10, Z13, Z14 (Intel order: Z10 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 12(R10)(BX*2), Z14
+
+	// VDPBF16PS Z5, Z12, Z14 (Intel order: Z5 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xee
+
+	// VDPBF16PS Z11, Z13, Z14 (Intel order: Z11 += Z13·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
+	VMOVUPS      512(R8), Z12
+	VMOVUPS      576(R8), Z13
+	VBROADCASTSS 16(DI), Z14
+
+	// VDPBF16PS Z0, Z12, Z14 (Intel order: Z0 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z6, Z13, Z14 (Intel order: Z6 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf6
+	VBROADCASTSS 16(DI)(BX*1), Z14
+
+	// VDPBF16PS Z1, Z12, Z14 (Intel order: Z1 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z7, Z13, Z14 (Intel order: Z7 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfe
+	VBROADCASTSS 16(DI)(BX*2), Z14
+
+	// VDPBF16PS Z2, Z12, Z14 (Intel order: Z2 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// VDPBF16PS Z8, Z13, Z14 (Intel order: Z8 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 16(R10), Z14
+
+	// VDPBF16PS Z3, Z12, Z14 (Intel order: Z3 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// VDPBF16PS Z9, Z13, Z14 (Intel order: Z9 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 16(R10)(BX*1), Z14
+
+	// VDPBF16PS Z4, Z12, Z14 (Intel order: Z4 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// VDPBF16PS Z10, Z13, Z14 (Intel order: Z10 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 16(R10)(BX*2), Z14
+
+	// VDPBF16PS Z5, Z12, Z14 (Intel order: Z5 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xee
+
+	// VDPBF16PS Z11, Z13, Z14 (Intel order: Z11 += Z13·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
+	VMOVUPS      640(R8), Z12
+	VMOVUPS      704(R8), Z13
+	VBROADCASTSS 20(DI), Z14
+
+	// VDPBF16PS Z0, Z12, Z14 (Intel order: Z0 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z6, Z13, Z14 (Intel order: Z6 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf6
+	VBROADCASTSS 20(DI)(BX*1), Z14
+
+	// VDPBF16PS Z1, Z12, Z14 (Intel order: Z1 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z7, Z13, Z14 (Intel order: Z7 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfe
+	VBROADCASTSS 20(DI)(BX*2), Z14
+
+	// VDPBF16PS Z2, Z12, Z14 (Intel order: Z2 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// VDPBF16PS Z8, Z13, Z14 (Intel order: Z8 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 20(R10), Z14
+
+	// VDPBF16PS Z3, Z12, Z14 (Intel order: Z3 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// VDPBF16PS Z9, Z13, Z14 (Intel order: Z9 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 20(R10)(BX*1), Z14
+
+	// VDPBF16PS Z4, Z12, Z14 (Intel order: Z4 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// VDPBF16PS Z10, Z13, Z14 (Intel order: Z10 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 20(R10)(BX*2), Z14
+
+	// VDPBF16PS Z5, Z12, Z14 (Intel order: Z5 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xee
+
+	// VDPBF16PS Z11, Z13, Z14 (Intel order: Z11 += Z13·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
+	VMOVUPS      768(R8), Z12
+	VMOVUPS      832(R8), Z13
+	VBROADCASTSS 24(DI), Z14
+
+	// VDPBF16PS Z0, Z12, Z14 (Intel order: Z0 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z6, Z13, Z14 (Intel order: Z6 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf6
+	VBROADCASTSS 24(DI)(BX*1), Z14
+
+	// VDPBF16PS Z1, Z12, Z14 (Intel order: Z1 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z7, Z13, Z14 (Intel order: Z7 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfe
+	VBROADCASTSS 24(DI)(BX*2), Z14
+
+	// VDPBF16PS Z2, Z12, Z14 (Intel order: Z2 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// VDPBF16PS Z8, Z13, Z14 (Intel order: Z8 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 24(R10), Z14
+
+	// VDPBF16PS Z3, Z12, Z14 (Intel order: Z3 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// VDPBF16PS Z9, Z13, Z14 (Intel order: Z9 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 24(R10)(BX*1), Z14
+
+	// VDPBF16PS Z4, Z12, Z14 (Intel order: Z4 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// VDPBF16PS Z10, Z13, Z14 (Intel order: Z10 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 24(R10)(BX*2), Z14
+
+	// VDPBF16PS Z5, Z12, Z14 (Intel order: Z5 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xee
+
+	// VDPBF16PS Z11, Z13, Z14 (Intel order: Z11 += Z13·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
+	VMOVUPS      896(R8), Z12
+	VMOVUPS      960(R8), Z13
+	VBROADCASTSS 28(DI), Z14
+
+	// VDPBF16PS Z0, Z12, Z14 (Intel order: Z0 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z6, Z13, Z14 (Intel order: Z6 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf6
+	VBROADCASTSS 28(DI)(BX*1), Z14
+
+	// VDPBF16PS Z1, Z12, Z14 (Intel order: Z1 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z7, Z13, Z14 (Intel order: Z7 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfe
+	VBROADCASTSS 28(DI)(BX*2), Z14
+
+	// VDPBF16PS Z2, Z12, Z14 (Intel order: Z2 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// VDPBF16PS Z8, Z13, Z14 (Intel order: Z8 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc6
+	VBROADCASTSS 28(R10), Z14
+
+	// VDPBF16PS Z3, Z12, Z14 (Intel order: Z3 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xde
+
+	// VDPBF16PS Z9, Z13, Z14 (Intel order: Z9 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xce
+	VBROADCASTSS 28(R10)(BX*1), Z14
+
+	// VDPBF16PS Z4, Z12, Z14 (Intel order: Z4 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe6
+
+	// VDPBF16PS Z10, Z13, Z14 (Intel order: Z10 += Z13·Z14 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x16
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd6
+	VBROADCASTSS 28(R10)(BX*2), Z14
+
+	// VDPBF16PS Z5, Z12, Z14 (Intel order: Z5 += Z12·Z14 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xee
+
+	// VDPBF16PS Z11, Z13, Z14 (Intel order: Z11 += Z13·Z14 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0x52
+	BYTE  $0x16
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xde
+	ADDQ  DX, DI
+	ADDQ  $0x00000400, R8
+	DECQ  R9
+	JNZ   convBlockedBF162x6AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF162x6AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF162x6AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z12
+	VMOVUPS 64(CX), Z13
+	VADDPS  Z12, Z0, Z0
+	VADDPS  Z12, Z1, Z1
+	VADDPS  Z12, Z2, Z2
+	VADDPS  Z12, Z3, Z3
+	VADDPS  Z12, Z4, Z4
+	VADDPS  Z12, Z5, Z5
+	VADDPS  Z13, Z6, Z6
+	VADDPS  Z13, Z7, Z7
+	VADDPS  Z13, Z8, Z8
+	VADDPS  Z13, Z9, Z9
+	VADDPS  Z13, Z10, Z10
+	VADDPS  Z13, Z11, Z11
+
+convBlockedBF162x6AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF162x6AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	VADDPS (SI)(BX*1), Z4, Z4
+	VADDPS (SI)(BX*2), Z5, Z5
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z6, Z6
+	VADDPS (CX)(BX*1), Z7, Z7
+	VADDPS (CX)(BX*2), Z8, Z8
+	VADDPS (SI), Z9, Z9
+	VADDPS (SI)(BX*1), Z10, Z10
+	VADDPS (SI)(BX*2), Z11, Z11
+
+convBlockedBF162x6AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF162x6AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z0, Z14, Z0
+	VMAXPS Z1, Z14, Z1
+	VMAXPS Z2, Z14, Z2
+	VMAXPS Z3, Z14, Z3
+	VMAXPS Z4, Z14, Z4
+	VMAXPS Z5, Z14, Z5
+	VMAXPS Z6, Z14, Z6
+	VMAXPS Z7, Z14, Z7
+	VMAXPS Z8, Z14, Z8
+	VMAXPS Z9, Z14, Z9
+	VMAXPS Z10, Z14, Z10
+	VMAXPS Z11, Z14, Z11
+
+convBlockedBF162x6AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	VMOVUPS Z4, (BX)(DX*1)
+	VMOVUPS Z5, (BX)(DX*2)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, (AX)(DX*1)
+	VMOVUPS Z8, (AX)(DX*2)
+	VMOVUPS Z9, (BX)
+	VMOVUPS Z10, (BX)(DX*1)
+	VMOVUPS Z11, (BX)(DX*2)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF163x1AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·convBlockedBF163x1AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF163x1AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	JMP    convBlockedBF163x1AVX512_loops
+
+convBlockedBF163x1AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z1
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z2
+
+convBlockedBF163x1AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlockedBF163x1AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), BX
+	SHLQ $0x01, BX
+	ADDQ x+0(FP), BX
+	MOVQ 8(AX), SI
+	SHLQ $0x01, SI
+	ADDQ w+48(FP), SI
+	MOVQ cib+24(FP), DI
+
+convBlockedBF163x1AVX512_cb:
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
+	VMOVUPS      (SI), Z3
+	VMOVUPS      64(SI), Z4
+	VMOVUPS      128(SI), Z5
+	VBROADCASTSS (BX), Z6
+
+	// VDPBF16PS Z0, Z3, Z6 (Intel order: Z0 += Z3·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·3 + j)·16 : …]
+	VMOVUPS      192(SI), Z3
+	VMOVUPS      256(SI), Z4
+	VMOVUPS      320(SI), Z5
+	VBROADCASTSS 4(BX), Z6
+
+	// VDPBF16PS Z0, Z3, Z6 (Intel order: Z0 += Z3·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·3 + j)·16 : …]
+	VMOVUPS      384(SI), Z3
+	VMOVUPS      448(SI), Z4
+	VMOVUPS      512(SI), Z5
+	VBROADCASTSS 8(BX), Z6
+
+	// VDPBF16PS Z0, Z3, Z6 (Intel order: Z0 += Z3·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·3 + j)·16 : …]
+	VMOVUPS      576(SI), Z3
+	VMOVUPS      640(SI), Z4
+	VMOVUPS      704(SI), Z5
+	VBROADCASTSS 12(BX), Z6
+
+	// VDPBF16PS Z0, Z3, Z6 (Intel order: Z0 += Z3·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·3 + j)·16 : …]
+	VMOVUPS      768(SI), Z3
+	VMOVUPS      832(SI), Z4
+	VMOVUPS      896(SI), Z5
+	VBROADCASTSS 16(BX), Z6
+
+	// VDPBF16PS Z0, Z3, Z6 (Intel order: Z0 += Z3·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·3 + j)·16 : …]
+	VMOVUPS      960(SI), Z3
+	VMOVUPS      1024(SI), Z4
+	VMOVUPS      1088(SI), Z5
+	VBROADCASTSS 20(BX), Z6
+
+	// VDPBF16PS Z0, Z3, Z6 (Intel order: Z0 += Z3·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·3 + j)·16 : …]
+	VMOVUPS      1152(SI), Z3
+	VMOVUPS      1216(SI), Z4
+	VMOVUPS      1280(SI), Z5
+	VBROADCASTSS 24(BX), Z6
+
+	// VDPBF16PS Z0, Z3, Z6 (Intel order: Z0 += Z3·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd6
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·3 + j)·16 : …]
+	VMOVUPS      1344(SI), Z3
+	VMOVUPS      1408(SI), Z4
+	VMOVUPS      1472(SI), Z5
+	VBROADCASTSS 28(BX), Z6
+
+	// VDPBF16PS Z0, Z3, Z6 (Intel order: Z0 += Z3·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x66
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc6
+
+	// VDPBF16PS Z1, Z4, Z6 (Intel order: Z1 += Z4·Z6 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xce
+
+	// VDPBF16PS Z2, Z5, Z6 (Intel order: Z2 += Z5·Z6 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xf2
+	BYTE  $0x56
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xd6
+	ADDQ  DX, BX
+	ADDQ  $0x00000600, SI
+	DECQ  DI
+	JNZ   convBlockedBF163x1AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF163x1AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF163x1AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z3
+	VMOVUPS 64(CX), Z4
+	VMOVUPS 128(CX), Z5
+	VADDPS  Z3, Z0, Z0
+	VADDPS  Z4, Z1, Z1
+	VADDPS  Z5, Z2, Z2
+
+convBlockedBF163x1AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF163x1AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	ADDQ   DX, CX
+	VADDPS (CX), Z1, Z1
+	ADDQ   DX, CX
+	VADDPS (CX), Z2, Z2
+
+convBlockedBF163x1AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF163x1AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z6, Z6, Z6
+	VMAXPS Z0, Z6, Z0
+	VMAXPS Z1, Z6, Z1
+	VMAXPS Z2, Z6, Z2
+
+convBlockedBF163x1AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF163x2AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·convBlockedBF163x2AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF163x2AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	JMP    convBlockedBF163x2AVX512_loops
+
+convBlockedBF163x2AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z2
+	VMOVUPS (AX)(DX*1), Z3
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z4
+	VMOVUPS (AX)(DX*1), Z5
+
+convBlockedBF163x2AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlockedBF163x2AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x01, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x01, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlockedBF163x2AVX512_cb:
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
+	VMOVUPS      (DI), Z6
+	VMOVUPS      64(DI), Z7
+	VMOVUPS      128(DI), Z8
+	VBROADCASTSS (SI), Z9
+
+	// VDPBF16PS Z0, Z6, Z9 (Intel order: Z0 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc1
+
+	// VDPBF16PS Z2, Z7, Z9 (Intel order: Z2 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd1
+
+	// VDPBF16PS Z4, Z8, Z9 (Intel order: Z4 += Z8·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x3e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe1
+	VBROADCASTSS (SI)(BX*1), Z9
+
+	// VDPBF16PS Z1, Z6, Z9 (Intel order: Z1 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc9
+
+	// VDPBF16PS Z3, Z7, Z9 (Intel order: Z3 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd9
+
+	// VDPBF16PS Z5, Z8, Z9 (Intel order: Z5 += Z8·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe9
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·3 + j)·16 : …]
+	VMOVUPS      192(DI), Z6
+	VMOVUPS      256(DI), Z7
+	VMOVUPS      320(DI), Z8
+	VBROADCASTSS 4(SI), Z9
+
+	// VDPBF16PS Z0, Z6, Z9 (Intel order: Z0 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc1
+
+	// VDPBF16PS Z2, Z7, Z9 (Intel order: Z2 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd1
+
+	// VDPBF16PS Z4, Z8, Z9 (Intel order: Z4 += Z8·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x3e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe1
+	VBROADCASTSS 4(SI)(BX*1), Z9
+
+	// VDPBF16PS Z1, Z6, Z9 (Intel order: Z1 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc9
+
+	// VDPBF16PS Z3, Z7, Z9 (Intel order: Z3 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd9
+
+	// VDPBF16PS Z5, Z8, Z9 (Intel order: Z5 += Z8·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe9
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·3 + j)·16 : …]
+	VMOVUPS      384(DI), Z6
+	VMOVUPS      448(DI), Z7
+	VMOVUPS      512(DI), Z8
+	VBROADCASTSS 8(SI), Z9
+
+	// VDPBF16PS Z0, Z6, Z9 (Intel order: Z0 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc1
+
+	// VDPBF16PS Z2, Z7, Z9 (Intel order: Z2 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd1
+
+	// VDPBF16PS Z4, Z8, Z9 (Intel order: Z4 += Z8·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x3e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe1
+	VBROADCASTSS 8(SI)(BX*1), Z9
+
+	// VDPBF16PS Z1, Z6, Z9 (Intel order: Z1 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc9
+
+	// VDPBF16PS Z3, Z7, Z9 (Intel order: Z3 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd9
+
+	// VDPBF16PS Z5, Z8, Z9 (Intel order: Z5 += Z8·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe9
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·3 + j)·16 : …]
+	VMOVUPS      576(DI), Z6
+	VMOVUPS      640(DI), Z7
+	VMOVUPS      704(DI), Z8
+	VBROADCASTSS 12(SI), Z9
+
+	// VDPBF16PS Z0, Z6, Z9 (Intel order: Z0 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc1
+
+	// VDPBF16PS Z2, Z7, Z9 (Intel order: Z2 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd1
+
+	// VDPBF16PS Z4, Z8, Z9 (Intel order: Z4 += Z8·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x3e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe1
+	VBROADCASTSS 12(SI)(BX*1), Z9
+
+	// VDPBF16PS Z1, Z6, Z9 (Intel order: Z1 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc9
+
+	// VDPBF16PS Z3, Z7, Z9 (Intel order: Z3 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd9
+
+	// VDPBF16PS Z5, Z8, Z9 (Intel order: Z5 += Z8·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe9
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·3 + j)·16 : …]
+	VMOVUPS      768(DI), Z6
+	VMOVUPS      832(DI), Z7
+	VMOVUPS      896(DI), Z8
+	VBROADCASTSS 16(SI), Z9
+
+	// VDPBF16PS Z0, Z6, Z9 (Intel order: Z0 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc1
+
+	// VDPBF16PS Z2, Z7, Z9 (Intel order: Z2 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd1
+
+	// VDPBF16PS Z4, Z8, Z9 (Intel order: Z4 += Z8·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x3e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe1
+	VBROADCASTSS 16(SI)(BX*1), Z9
+
+	// VDPBF16PS Z1, Z6, Z9 (Intel order: Z1 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc9
+
+	// VDPBF16PS Z3, Z7, Z9 (Intel order: Z3 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd9
+
+	// VDPBF16PS Z5, Z8, Z9 (Intel order: Z5 += Z8·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe9
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·3 + j)·16 : …]
+	VMOVUPS      960(DI), Z6
+	VMOVUPS      1024(DI), Z7
+	VMOVUPS      1088(DI), Z8
+	VBROADCASTSS 20(SI), Z9
+
+	// VDPBF16PS Z0, Z6, Z9 (Intel order: Z0 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc1
+
+	// VDPBF16PS Z2, Z7, Z9 (Intel order: Z2 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd1
+
+	// VDPBF16PS Z4, Z8, Z9 (Intel order: Z4 += Z8·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x3e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe1
+	VBROADCASTSS 20(SI)(BX*1), Z9
+
+	// VDPBF16PS Z1, Z6, Z9 (Intel order: Z1 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc9
+
+	// VDPBF16PS Z3, Z7, Z9 (Intel order: Z3 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd9
+
+	// VDPBF16PS Z5, Z8, Z9 (Intel order: Z5 += Z8·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe9
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·3 + j)·16 : …]
+	VMOVUPS      1152(DI), Z6
+	VMOVUPS      1216(DI), Z7
+	VMOVUPS      1280(DI), Z8
+	VBROADCASTSS 24(SI), Z9
+
+	// VDPBF16PS Z0, Z6, Z9 (Intel order: Z0 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc1
+
+	// VDPBF16PS Z2, Z7, Z9 (Intel order: Z2 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd1
+
+	// VDPBF16PS Z4, Z8, Z9 (Intel order: Z4 += Z8·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x3e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe1
+	VBROADCASTSS 24(SI)(BX*1), Z9
+
+	// VDPBF16PS Z1, Z6, Z9 (Intel order: Z1 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc9
+
+	// VDPBF16PS Z3, Z7, Z9 (Intel order: Z3 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd9
+
+	// VDPBF16PS Z5, Z8, Z9 (Intel order: Z5 += Z8·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe9
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·3 + j)·16 : …]
+	VMOVUPS      1344(DI), Z6
+	VMOVUPS      1408(DI), Z7
+	VMOVUPS      1472(DI), Z8
+	VBROADCASTSS 28(SI), Z9
+
+	// VDPBF16PS Z0, Z6, Z9 (Intel order: Z0 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc1
+
+	// VDPBF16PS Z2, Z7, Z9 (Intel order: Z2 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd1
+
+	// VDPBF16PS Z4, Z8, Z9 (Intel order: Z4 += Z8·Z9 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x3e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xe1
+	VBROADCASTSS 28(SI)(BX*1), Z9
+
+	// VDPBF16PS Z1, Z6, Z9 (Intel order: Z1 += Z6·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc9
+
+	// VDPBF16PS Z3, Z7, Z9 (Intel order: Z3 += Z7·Z9 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd9
+
+	// VDPBF16PS Z5, Z8, Z9 (Intel order: Z5 += Z8·Z9 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xd2
+	BYTE  $0x3e
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xe9
+	ADDQ  DX, SI
+	ADDQ  $0x00000600, DI
+	DECQ  R8
+	JNZ   convBlockedBF163x2AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF163x2AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF163x2AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z6
+	VMOVUPS 64(CX), Z7
+	VMOVUPS 128(CX), Z8
+	VADDPS  Z6, Z0, Z0
+	VADDPS  Z6, Z1, Z1
+	VADDPS  Z7, Z2, Z2
+	VADDPS  Z7, Z3, Z3
+	VADDPS  Z8, Z4, Z4
+	VADDPS  Z8, Z5, Z5
+
+convBlockedBF163x2AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF163x2AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	ADDQ   DX, CX
+	VADDPS (CX), Z2, Z2
+	VADDPS (CX)(BX*1), Z3, Z3
+	ADDQ   DX, CX
+	VADDPS (CX), Z4, Z4
+	VADDPS (CX)(BX*1), Z5, Z5
+
+convBlockedBF163x2AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF163x2AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z9, Z9, Z9
+	VMAXPS Z0, Z9, Z0
+	VMAXPS Z1, Z9, Z1
+	VMAXPS Z2, Z9, Z2
+	VMAXPS Z3, Z9, Z3
+	VMAXPS Z4, Z9, Z4
+	VMAXPS Z5, Z9, Z5
+
+convBlockedBF163x2AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, (AX)(DX*1)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, (AX)(DX*1)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF163x3AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·convBlockedBF163x3AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF163x3AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	JMP    convBlockedBF163x3AVX512_loops
+
+convBlockedBF163x3AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z3
+	VMOVUPS (AX)(DX*1), Z4
+	VMOVUPS (AX)(DX*2), Z5
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z6
+	VMOVUPS (AX)(DX*1), Z7
+	VMOVUPS (AX)(DX*2), Z8
+
+convBlockedBF163x3AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlockedBF163x3AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x01, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x01, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlockedBF163x3AVX512_cb:
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
+	VMOVUPS      (DI), Z9
+	VMOVUPS      64(DI), Z10
+	VMOVUPS      128(DI), Z11
+	VBROADCASTSS (SI), Z12
+
+	// VDPBF16PS Z0, Z9, Z12 (Intel order: Z0 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS (SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z9, Z12 (Intel order: Z1 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS (SI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·3 + j)·16 : …]
+	VMOVUPS      192(DI), Z9
+	VMOVUPS      256(DI), Z10
+	VMOVUPS      320(DI), Z11
+	VBROADCASTSS 4(SI), Z12
+
+	// VDPBF16PS Z0, Z9, Z12 (Intel order: Z0 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 4(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z9, Z12 (Intel order: Z1 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 4(SI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·3 + j)·16 : …]
+	VMOVUPS      384(DI), Z9
+	VMOVUPS      448(DI), Z10
+	VMOVUPS      512(DI), Z11
+	VBROADCASTSS 8(SI), Z12
+
+	// VDPBF16PS Z0, Z9, Z12 (Intel order: Z0 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 8(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z9, Z12 (Intel order: Z1 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 8(SI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·3 + j)·16 : …]
+	VMOVUPS      576(DI), Z9
+	VMOVUPS      640(DI), Z10
+	VMOVUPS      704(DI), Z11
+	VBROADCASTSS 12(SI), Z12
+
+	// VDPBF16PS Z0, Z9, Z12 (Intel order: Z0 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 12(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z9, Z12 (Intel order: Z1 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 12(SI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·3 + j)·16 : …]
+	VMOVUPS      768(DI), Z9
+	VMOVUPS      832(DI), Z10
+	VMOVUPS      896(DI), Z11
+	VBROADCASTSS 16(SI), Z12
+
+	// VDPBF16PS Z0, Z9, Z12 (Intel order: Z0 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 16(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z9, Z12 (Intel order: Z1 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 16(SI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·3 + j)·16 : …]
+	VMOVUPS      960(DI), Z9
+	VMOVUPS      1024(DI), Z10
+	VMOVUPS      1088(DI), Z11
+	VBROADCASTSS 20(SI), Z12
+
+	// VDPBF16PS Z0, Z9, Z12 (Intel order: Z0 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 20(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z9, Z12 (Intel order: Z1 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 20(SI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·3 + j)·16 : …]
+	VMOVUPS      1152(DI), Z9
+	VMOVUPS      1216(DI), Z10
+	VMOVUPS      1280(DI), Z11
+	VBROADCASTSS 24(SI), Z12
+
+	// VDPBF16PS Z0, Z9, Z12 (Intel order: Z0 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 24(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z9, Z12 (Intel order: Z1 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 24(SI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·3 + j)·16 : …]
+	VMOVUPS      1344(DI), Z9
+	VMOVUPS      1408(DI), Z10
+	VMOVUPS      1472(DI), Z11
+	VBROADCASTSS 28(SI), Z12
+
+	// VDPBF16PS Z0, Z9, Z12 (Intel order: Z0 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z3, Z10, Z12 (Intel order: Z3 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 28(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z9, Z12 (Intel order: Z1 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xfc
+	VBROADCASTSS 28(SI)(BX*2), Z12
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z8, Z11, Z12 (Intel order: Z8 += Z11·Z12 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0x52
+	BYTE  $0x26
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xc4
+	ADDQ  DX, SI
+	ADDQ  $0x00000600, DI
+	DECQ  R8
+	JNZ   convBlockedBF163x3AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF163x3AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF163x3AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z9
+	VMOVUPS 64(CX), Z10
+	VMOVUPS 128(CX), Z11
+	VADDPS  Z9, Z0, Z0
+	VADDPS  Z9, Z1, Z1
+	VADDPS  Z9, Z2, Z2
+	VADDPS  Z10, Z3, Z3
+	VADDPS  Z10, Z4, Z4
+	VADDPS  Z10, Z5, Z5
+	VADDPS  Z11, Z6, Z6
+	VADDPS  Z11, Z7, Z7
+	VADDPS  Z11, Z8, Z8
+
+convBlockedBF163x3AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF163x3AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	ADDQ   DX, CX
+	VADDPS (CX), Z3, Z3
+	VADDPS (CX)(BX*1), Z4, Z4
+	VADDPS (CX)(BX*2), Z5, Z5
+	ADDQ   DX, CX
+	VADDPS (CX), Z6, Z6
+	VADDPS (CX)(BX*1), Z7, Z7
+	VADDPS (CX)(BX*2), Z8, Z8
+
+convBlockedBF163x3AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF163x3AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z0, Z12, Z0
+	VMAXPS Z1, Z12, Z1
+	VMAXPS Z2, Z12, Z2
+	VMAXPS Z3, Z12, Z3
+	VMAXPS Z4, Z12, Z4
+	VMAXPS Z5, Z12, Z5
+	VMAXPS Z6, Z12, Z6
+	VMAXPS Z7, Z12, Z7
+	VMAXPS Z8, Z12, Z8
+
+convBlockedBF163x3AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, (AX)(DX*1)
+	VMOVUPS Z5, (AX)(DX*2)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, (AX)(DX*1)
+	VMOVUPS Z8, (AX)(DX*2)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF163x4AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
+TEXT ·convBlockedBF163x4AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF163x4AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	JMP    convBlockedBF163x4AVX512_loops
+
+convBlockedBF163x4AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z4
+	VMOVUPS (AX)(DX*1), Z5
+	VMOVUPS (AX)(DX*2), Z6
+	VMOVUPS (BX), Z7
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z8
+	VMOVUPS (AX)(DX*1), Z9
+	VMOVUPS (AX)(DX*2), Z10
+	VMOVUPS (BX), Z11
+
+convBlockedBF163x4AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlockedBF163x4AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x01, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x01, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlockedBF163x4AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
+	VMOVUPS      (R8), Z12
+	VMOVUPS      64(R8), Z13
+	VMOVUPS      128(R8), Z14
+	PREFETCHT0   (R10)(BX*1)
+	VBROADCASTSS (DI), Z15
+
+	// VDPBF16PS Z0, Z12, Z15 (Intel order: Z0 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS Z4, Z13, Z15 (Intel order: Z4 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS Z8, Z14, Z15 (Intel order: Z8 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS (DI)(BX*1), Z15
+
+	// VDPBF16PS Z1, Z12, Z15 (Intel order: Z1 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS Z5, Z13, Z15 (Intel order: Z5 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS Z9, Z14, Z15 (Intel order: Z9 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS (DI)(BX*2), Z15
+
+	// VDPBF16PS Z2, Z12, Z15 (Intel order: Z2 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS Z6, Z13, Z15 (Intel order: Z6 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS Z10, Z14, Z15 (Intel order: Z10 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS (R10), Z15
+
+	// VDPBF16PS Z3, Z12, Z15 (Intel order: Z3 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS Z7, Z13, Z15 (Intel order: Z7 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS Z11, Z14, Z15 (Intel order: Z11 += Z14·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·3 + j)·16 : …]
+	VMOVUPS      192(R8), Z12
+	VMOVUPS      256(R8), Z13
+	VMOVUPS      320(R8), Z14
+	PREFETCHT0   64(R10)(BX*1)
+	VBROADCASTSS 4(DI), Z15
+
+	// VDPBF16PS Z0, Z12, Z15 (Intel order: Z0 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS Z4, Z13, Z15 (Intel order: Z4 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS Z8, Z14, Z15 (Intel order: Z8 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 4(DI)(BX*1), Z15
+
+	// VDPBF16PS Z1, Z12, Z15 (Intel order: Z1 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS Z5, Z13, Z15 (Intel order: Z5 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS Z9, Z14, Z15 (Intel order: Z9 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 4(DI)(BX*2), Z15
+
+	// VDPBF16PS Z2, Z12, Z15 (Intel order: Z2 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS Z6, Z13, Z15 (Intel order: Z6 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS Z10, Z14, Z15 (Intel order: Z10 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 4(R10), Z15
+
+	// VDPBF16PS Z3, Z12, Z15 (Intel order: Z3 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS Z7, Z13, Z15 (Intel order: Z7 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS Z11, Z14, Z15 (Intel order: Z11 += Z14·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·3 + j)·16 : …]
+	VMOVUPS      384(R8), Z12
+	VMOVUPS      448(R8), Z13
+	VMOVUPS      512(R8), Z14
+	PREFETCHT0   128(R10)(BX*1)
+	VBROADCASTSS 8(DI), Z15
+
+	// VDPBF16PS Z0, Z12, Z15 (Intel order: Z0 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS Z4, Z13, Z15 (Intel order: Z4 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS Z8, Z14, Z15 (Intel order: Z8 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 8(DI)(BX*1), Z15
+
+	// VDPBF16PS Z1, Z12, Z15 (Intel order: Z1 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS Z5, Z13, Z15 (Intel order: Z5 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS Z9, Z14, Z15 (Intel order: Z9 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 8(DI)(BX*2), Z15
+
+	// VDPBF16PS Z2, Z12, Z15 (Intel order: Z2 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS Z6, Z13, Z15 (Intel order: Z6 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS Z10, Z14, Z15 (Intel order: Z10 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 8(R10), Z15
+
+	// VDPBF16PS Z3, Z12, Z15 (Intel order: Z3 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS Z7, Z13, Z15 (Intel order: Z7 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS Z11, Z14, Z15 (Intel order: Z11 += Z14·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·3 + j)·16 : …]
+	VMOVUPS      576(R8), Z12
+	VMOVUPS      640(R8), Z13
+	VMOVUPS      704(R8), Z14
+	VBROADCASTSS 12(DI), Z15
+
+	// VDPBF16PS Z0, Z12, Z15 (Intel order: Z0 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS Z4, Z13, Z15 (Intel order: Z4 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS Z8, Z14, Z15 (Intel order: Z8 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 12(DI)(BX*1), Z15
+
+	// VDPBF16PS Z1, Z12, Z15 (Intel order: Z1 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS Z5, Z13, Z15 (Intel order: Z5 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS Z9, Z14, Z15 (Intel order: Z9 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 12(DI)(BX*2), Z15
+
+	// VDPBF16PS Z2, Z12, Z15 (Intel order: Z2 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS Z6, Z13, Z15 (Intel order: Z6 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS Z10, Z14, Z15 (Intel order: Z10 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 12(R10), Z15
+
+	// VDPBF16PS Z3, Z12, Z15 (Intel order: Z3 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS Z7, Z13, Z15 (Intel order: Z7 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS Z11, Z14, Z15 (Intel order: Z11 += Z14·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·3 + j)·16 : …]
+	VMOVUPS      768(R8), Z12
+	VMOVUPS      832(R8), Z13
+	VMOVUPS      896(R8), Z14
+	VBROADCASTSS 16(DI), Z15
+
+	// VDPBF16PS Z0, Z12, Z15 (Intel order: Z0 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS Z4, Z13, Z15 (Intel order: Z4 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS Z8, Z14, Z15 (Intel order: Z8 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 16(DI)(BX*1), Z15
+
+	// VDPBF16PS Z1, Z12, Z15 (Intel order: Z1 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS Z5, Z13, Z15 (Intel order: Z5 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS Z9, Z14, Z15 (Intel order: Z9 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 16(DI)(BX*2), Z15
+
+	// VDPBF16PS Z2, Z12, Z15 (Intel order: Z2 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS Z6, Z13, Z15 (Intel order: Z6 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS Z10, Z14, Z15 (Intel order: Z10 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 16(R10), Z15
+
+	// VDPBF16PS Z3, Z12, Z15 (Intel order: Z3 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS Z7, Z13, Z15 (Intel order: Z7 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS Z11, Z14, Z15 (Intel order: Z11 += Z14·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·3 + j)·16 : …]
+	VMOVUPS      960(R8), Z12
+	VMOVUPS      1024(R8), Z13
+	VMOVUPS      1088(R8), Z14
+	VBROADCASTSS 20(DI), Z15
+
+	// VDPBF16PS Z0, Z12, Z15 (Intel order: Z0 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS Z4, Z13, Z15 (Intel order: Z4 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS Z8, Z14, Z15 (Intel order: Z8 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 20(DI)(BX*1), Z15
+
+	// VDPBF16PS Z1, Z12, Z15 (Intel order: Z1 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS Z5, Z13, Z15 (Intel order: Z5 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS Z9, Z14, Z15 (Intel order: Z9 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 20(DI)(BX*2), Z15
+
+	// VDPBF16PS Z2, Z12, Z15 (Intel order: Z2 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS Z6, Z13, Z15 (Intel order: Z6 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS Z10, Z14, Z15 (Intel order: Z10 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 20(R10), Z15
+
+	// VDPBF16PS Z3, Z12, Z15 (Intel order: Z3 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS Z7, Z13, Z15 (Intel order: Z7 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS Z11, Z14, Z15 (Intel order: Z11 += Z14·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·3 + j)·16 : …]
+	VMOVUPS      1152(R8), Z12
+	VMOVUPS      1216(R8), Z13
+	VMOVUPS      1280(R8), Z14
+	VBROADCASTSS 24(DI), Z15
+
+	// VDPBF16PS Z0, Z12, Z15 (Intel order: Z0 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS Z4, Z13, Z15 (Intel order: Z4 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS Z8, Z14, Z15 (Intel order: Z8 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 24(DI)(BX*1), Z15
+
+	// VDPBF16PS Z1, Z12, Z15 (Intel order: Z1 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS Z5, Z13, Z15 (Intel order: Z5 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS Z9, Z14, Z15 (Intel order: Z9 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 24(DI)(BX*2), Z15
+
+	// VDPBF16PS Z2, Z12, Z15 (Intel order: Z2 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS Z6, Z13, Z15 (Intel order: Z6 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS Z10, Z14, Z15 (Intel order: Z10 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 24(R10), Z15
+
+	// VDPBF16PS Z3, Z12, Z15 (Intel order: Z3 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS Z7, Z13, Z15 (Intel order: Z7 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS Z11, Z14, Z15 (Intel order: Z11 += Z14·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x52
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·3 + j)·16 : …]
+	VMOVUPS      1344(R8), Z12
+	VMOVUPS      1408(R8), Z13
+	VMOVUPS      1472(R8), Z14
+	VBROADCASTSS 28(DI), Z15
+
+	// VDPBF16PS Z0, Z12, Z15 (Intel order: Z0 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS Z4, Z13, Z15 (Intel order: Z4 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS Z8, Z14, Z15 (Intel order: Z8 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc7
+	VBROADCASTSS 28(DI)(BX*1), Z15
+
+	// VDPBF16PS Z1, Z12, Z15 (Intel order: Z1 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS Z5, Z13, Z15 (Intel order: Z5 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS Z9, Z14, Z15 (Intel order: Z9 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xcf
+	VBROADCASTSS 28(DI)(BX*2), Z15
+
+	// VDPBF16PS Z2, Z12, Z15 (Intel order: Z2 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS Z6, Z13, Z15 (Intel order: Z6 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS Z10, Z14, Z15 (Intel order: Z10 += Z14·Z15 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x52
+	BYTE         $0x0e
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd7
+	VBROADCASTSS 28(R10), Z15
+
+	// VDPBF16PS Z3, Z12, Z15 (Intel order: Z3 += Z12·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS Z7, Z13, Z15 (Intel order: Z7 += Z13·Z15 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS Z11, Z14, Z15 (Intel order: Z11 += Z14·Z15 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0x52
+	BYTE  $0x0e
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xdf
+	ADDQ  DX, DI
+	ADDQ  $0x00000600, R8
+	DECQ  R9
+	JNZ   convBlockedBF163x4AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF163x4AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF163x4AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z12
+	VMOVUPS 64(CX), Z13
+	VMOVUPS 128(CX), Z14
+	VADDPS  Z12, Z0, Z0
+	VADDPS  Z12, Z1, Z1
+	VADDPS  Z12, Z2, Z2
+	VADDPS  Z12, Z3, Z3
+	VADDPS  Z13, Z4, Z4
+	VADDPS  Z13, Z5, Z5
+	VADDPS  Z13, Z6, Z6
+	VADDPS  Z13, Z7, Z7
+	VADDPS  Z14, Z8, Z8
+	VADDPS  Z14, Z9, Z9
+	VADDPS  Z14, Z10, Z10
+	VADDPS  Z14, Z11, Z11
+
+convBlockedBF163x4AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF163x4AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z4, Z4
+	VADDPS (CX)(BX*1), Z5, Z5
+	VADDPS (CX)(BX*2), Z6, Z6
+	VADDPS (SI), Z7, Z7
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z8, Z8
+	VADDPS (CX)(BX*1), Z9, Z9
+	VADDPS (CX)(BX*2), Z10, Z10
+	VADDPS (SI), Z11, Z11
+
+convBlockedBF163x4AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF163x4AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z15, Z15, Z15
+	VMAXPS Z0, Z15, Z0
+	VMAXPS Z1, Z15, Z1
+	VMAXPS Z2, Z15, Z2
+	VMAXPS Z3, Z15, Z3
+	VMAXPS Z4, Z15, Z4
+	VMAXPS Z5, Z15, Z5
+	VMAXPS Z6, Z15, Z6
+	VMAXPS Z7, Z15, Z7
+	VMAXPS Z8, Z15, Z8
+	VMAXPS Z9, Z15, Z9
+	VMAXPS Z10, Z15, Z10
+	VMAXPS Z11, Z15, Z11
+
+convBlockedBF163x4AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, (AX)(DX*1)
+	VMOVUPS Z6, (AX)(DX*2)
+	VMOVUPS Z7, (BX)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, (AX)(DX*1)
+	VMOVUPS Z10, (AX)(DX*2)
+	VMOVUPS Z11, (BX)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF163x5AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
+TEXT ·convBlockedBF163x5AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF163x5AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	JMP    convBlockedBF163x5AVX512_loops
+
+convBlockedBF163x5AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	VMOVUPS (BX)(DX*1), Z4
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z5
+	VMOVUPS (AX)(DX*1), Z6
+	VMOVUPS (AX)(DX*2), Z7
+	VMOVUPS (BX), Z8
+	VMOVUPS (BX)(DX*1), Z9
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z10
+	VMOVUPS (AX)(DX*1), Z11
+	VMOVUPS (AX)(DX*2), Z12
+	VMOVUPS (BX), Z13
+	VMOVUPS (BX)(DX*1), Z14
+
+convBlockedBF163x5AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlockedBF163x5AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x01, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x01, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlockedBF163x5AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
+	VMOVUPS      (R8), Z15
+	VMOVUPS      64(R8), Z16
+	VMOVUPS      128(R8), Z17
+	PREFETCHT0   (R10)(BX*2)
+	VBROADCASTSS (DI), Z18
+
+	// VDPBF16PS Z0, Z15, Z18 (Intel order: Z0 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z5, Z16, Z18 (Intel order: Z5 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xea
+
+	// VDPBF16PS Z10, Z17, Z18 (Intel order: Z10 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd2
+	VBROADCASTSS (DI)(BX*1), Z18
+
+	// VDPBF16PS Z1, Z15, Z18 (Intel order: Z1 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z6, Z16, Z18 (Intel order: Z6 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// VDPBF16PS Z11, Z17, Z18 (Intel order: Z11 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xda
+	VBROADCASTSS (DI)(BX*2), Z18
+
+	// VDPBF16PS Z2, Z15, Z18 (Intel order: Z2 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z7, Z16, Z18 (Intel order: Z7 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfa
+
+	// VDPBF16PS Z12, Z17, Z18 (Intel order: Z12 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS (R10), Z18
+
+	// VDPBF16PS Z3, Z15, Z18 (Intel order: Z3 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z8, Z16, Z18 (Intel order: Z8 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z13, Z17, Z18 (Intel order: Z13 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS (R10)(BX*1), Z18
+
+	// VDPBF16PS Z4, Z15, Z18 (Intel order: Z4 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe2
+
+	// VDPBF16PS Z9, Z16, Z18 (Intel order: Z9 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z14, Z17, Z18 (Intel order: Z14 += Z17·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·3 + j)·16 : …]
+	VMOVUPS      192(R8), Z15
+	VMOVUPS      256(R8), Z16
+	VMOVUPS      320(R8), Z17
+	PREFETCHT0   64(R10)(BX*2)
+	VBROADCASTSS 4(DI), Z18
+
+	// VDPBF16PS Z0, Z15, Z18 (Intel order: Z0 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z5, Z16, Z18 (Intel order: Z5 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xea
+
+	// VDPBF16PS Z10, Z17, Z18 (Intel order: Z10 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd2
+	VBROADCASTSS 4(DI)(BX*1), Z18
+
+	// VDPBF16PS Z1, Z15, Z18 (Intel order: Z1 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z6, Z16, Z18 (Intel order: Z6 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// VDPBF16PS Z11, Z17, Z18 (Intel order: Z11 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xda
+	VBROADCASTSS 4(DI)(BX*2), Z18
+
+	// VDPBF16PS Z2, Z15, Z18 (Intel order: Z2 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z7, Z16, Z18 (Intel order: Z7 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfa
+
+	// VDPBF16PS Z12, Z17, Z18 (Intel order: Z12 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 4(R10), Z18
+
+	// VDPBF16PS Z3, Z15, Z18 (Intel order: Z3 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z8, Z16, Z18 (Intel order: Z8 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z13, Z17, Z18 (Intel order: Z13 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 4(R10)(BX*1), Z18
+
+	// VDPBF16PS Z4, Z15, Z18 (Intel order: Z4 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe2
+
+	// VDPBF16PS Z9, Z16, Z18 (Intel order: Z9 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z14, Z17, Z18 (Intel order: Z14 += Z17·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·3 + j)·16 : …]
+	VMOVUPS      384(R8), Z15
+	VMOVUPS      448(R8), Z16
+	VMOVUPS      512(R8), Z17
+	PREFETCHT0   128(R10)(BX*2)
+	VBROADCASTSS 8(DI), Z18
+
+	// VDPBF16PS Z0, Z15, Z18 (Intel order: Z0 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z5, Z16, Z18 (Intel order: Z5 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xea
+
+	// VDPBF16PS Z10, Z17, Z18 (Intel order: Z10 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd2
+	VBROADCASTSS 8(DI)(BX*1), Z18
+
+	// VDPBF16PS Z1, Z15, Z18 (Intel order: Z1 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z6, Z16, Z18 (Intel order: Z6 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// VDPBF16PS Z11, Z17, Z18 (Intel order: Z11 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xda
+	VBROADCASTSS 8(DI)(BX*2), Z18
+
+	// VDPBF16PS Z2, Z15, Z18 (Intel order: Z2 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z7, Z16, Z18 (Intel order: Z7 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfa
+
+	// VDPBF16PS Z12, Z17, Z18 (Intel order: Z12 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 8(R10), Z18
+
+	// VDPBF16PS Z3, Z15, Z18 (Intel order: Z3 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z8, Z16, Z18 (Intel order: Z8 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z13, Z17, Z18 (Intel order: Z13 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 8(R10)(BX*1), Z18
+
+	// VDPBF16PS Z4, Z15, Z18 (Intel order: Z4 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe2
+
+	// VDPBF16PS Z9, Z16, Z18 (Intel order: Z9 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z14, Z17, Z18 (Intel order: Z14 += Z17·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·3 + j)·16 : …]
+	VMOVUPS      576(R8), Z15
+	VMOVUPS      640(R8), Z16
+	VMOVUPS      704(R8), Z17
+	VBROADCASTSS 12(DI), Z18
+
+	// VDPBF16PS Z0, Z15, Z18 (Intel order: Z0 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z5, Z16, Z18 (Intel order: Z5 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xea
+
+	// VDPBF16PS Z10, Z17, Z18 (Intel order: Z10 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd2
+	VBROADCASTSS 12(DI)(BX*1), Z18
+
+	// VDPBF16PS Z1, Z15, Z18 (Intel order: Z1 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z6, Z16, Z18 (Intel order: Z6 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// VDPBF16PS Z11, Z17, Z18 (Intel order: Z11 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xda
+	VBROADCASTSS 12(DI)(BX*2), Z18
+
+	// VDPBF16PS Z2, Z15, Z18 (Intel order: Z2 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z7, Z16, Z18 (Intel order: Z7 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfa
+
+	// VDPBF16PS Z12, Z17, Z18 (Intel order: Z12 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 12(R10), Z18
+
+	// VDPBF16PS Z3, Z15, Z18 (Intel order: Z3 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z8, Z16, Z18 (Intel order: Z8 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z13, Z17, Z18 (Intel order: Z13 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 12(R10)(BX*1), Z18
+
+	// VDPBF16PS Z4, Z15, Z18 (Intel order: Z4 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe2
+
+	// VDPBF16PS Z9, Z16, Z18 (Intel order: Z9 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z14, Z17, Z18 (Intel order: Z14 += Z17·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·3 + j)·16 : …]
+	VMOVUPS      768(R8), Z15
+	VMOVUPS      832(R8), Z16
+	VMOVUPS      896(R8), Z17
+	VBROADCASTSS 16(DI), Z18
+
+	// VDPBF16PS Z0, Z15, Z18 (Intel order: Z0 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z5, Z16, Z18 (Intel order: Z5 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xea
+
+	// VDPBF16PS Z10, Z17, Z18 (Intel order: Z10 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd2
+	VBROADCASTSS 16(DI)(BX*1), Z18
+
+	// VDPBF16PS Z1, Z15, Z18 (Intel order: Z1 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z6, Z16, Z18 (Intel order: Z6 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// VDPBF16PS Z11, Z17, Z18 (Intel order: Z11 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xda
+	VBROADCASTSS 16(DI)(BX*2), Z18
+
+	// VDPBF16PS Z2, Z15, Z18 (Intel order: Z2 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z7, Z16, Z18 (Intel order: Z7 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfa
+
+	// VDPBF16PS Z12, Z17, Z18 (Intel order: Z12 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 16(R10), Z18
+
+	// VDPBF16PS Z3, Z15, Z18 (Intel order: Z3 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z8, Z16, Z18 (Intel order: Z8 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z13, Z17, Z18 (Intel order: Z13 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 16(R10)(BX*1), Z18
+
+	// VDPBF16PS Z4, Z15, Z18 (Intel order: Z4 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe2
+
+	// VDPBF16PS Z9, Z16, Z18 (Intel order: Z9 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z14, Z17, Z18 (Intel order: Z14 += Z17·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·3 + j)·16 : …]
+	VMOVUPS      960(R8), Z15
+	VMOVUPS      1024(R8), Z16
+	VMOVUPS      1088(R8), Z17
+	VBROADCASTSS 20(DI), Z18
+
+	// VDPBF16PS Z0, Z15, Z18 (Intel order: Z0 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z5, Z16, Z18 (Intel order: Z5 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xea
+
+	// VDPBF16PS Z10, Z17, Z18 (Intel order: Z10 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd2
+	VBROADCASTSS 20(DI)(BX*1), Z18
+
+	// VDPBF16PS Z1, Z15, Z18 (Intel order: Z1 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z6, Z16, Z18 (Intel order: Z6 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// VDPBF16PS Z11, Z17, Z18 (Intel order: Z11 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xda
+	VBROADCASTSS 20(DI)(BX*2), Z18
+
+	// VDPBF16PS Z2, Z15, Z18 (Intel order: Z2 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z7, Z16, Z18 (Intel order: Z7 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfa
+
+	// VDPBF16PS Z12, Z17, Z18 (Intel order: Z12 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 20(R10), Z18
+
+	// VDPBF16PS Z3, Z15, Z18 (Intel order: Z3 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z8, Z16, Z18 (Intel order: Z8 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z13, Z17, Z18 (Intel order: Z13 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 20(R10)(BX*1), Z18
+
+	// VDPBF16PS Z4, Z15, Z18 (Intel order: Z4 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe2
+
+	// VDPBF16PS Z9, Z16, Z18 (Intel order: Z9 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z14, Z17, Z18 (Intel order: Z14 += Z17·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·3 + j)·16 : …]
+	VMOVUPS      1152(R8), Z15
+	VMOVUPS      1216(R8), Z16
+	VMOVUPS      1280(R8), Z17
+	VBROADCASTSS 24(DI), Z18
+
+	// VDPBF16PS Z0, Z15, Z18 (Intel order: Z0 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z5, Z16, Z18 (Intel order: Z5 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xea
+
+	// VDPBF16PS Z10, Z17, Z18 (Intel order: Z10 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd2
+	VBROADCASTSS 24(DI)(BX*1), Z18
+
+	// VDPBF16PS Z1, Z15, Z18 (Intel order: Z1 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z6, Z16, Z18 (Intel order: Z6 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// VDPBF16PS Z11, Z17, Z18 (Intel order: Z11 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xda
+	VBROADCASTSS 24(DI)(BX*2), Z18
+
+	// VDPBF16PS Z2, Z15, Z18 (Intel order: Z2 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z7, Z16, Z18 (Intel order: Z7 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfa
+
+	// VDPBF16PS Z12, Z17, Z18 (Intel order: Z12 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 24(R10), Z18
+
+	// VDPBF16PS Z3, Z15, Z18 (Intel order: Z3 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z8, Z16, Z18 (Intel order: Z8 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z13, Z17, Z18 (Intel order: Z13 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 24(R10)(BX*1), Z18
+
+	// VDPBF16PS Z4, Z15, Z18 (Intel order: Z4 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe2
+
+	// VDPBF16PS Z9, Z16, Z18 (Intel order: Z9 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z14, Z17, Z18 (Intel order: Z14 += Z17·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·3 + j)·16 : …]
+	VMOVUPS      1344(R8), Z15
+	VMOVUPS      1408(R8), Z16
+	VMOVUPS      1472(R8), Z17
+	VBROADCASTSS 28(DI), Z18
+
+	// VDPBF16PS Z0, Z15, Z18 (Intel order: Z0 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z5, Z16, Z18 (Intel order: Z5 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xea
+
+	// VDPBF16PS Z10, Z17, Z18 (Intel order: Z10 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd2
+	VBROADCASTSS 28(DI)(BX*1), Z18
+
+	// VDPBF16PS Z1, Z15, Z18 (Intel order: Z1 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z6, Z16, Z18 (Intel order: Z6 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf2
+
+	// VDPBF16PS Z11, Z17, Z18 (Intel order: Z11 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xda
+	VBROADCASTSS 28(DI)(BX*2), Z18
+
+	// VDPBF16PS Z2, Z15, Z18 (Intel order: Z2 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd2
+
+	// VDPBF16PS Z7, Z16, Z18 (Intel order: Z7 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfa
+
+	// VDPBF16PS Z12, Z17, Z18 (Intel order: Z12 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe2
+	VBROADCASTSS 28(R10), Z18
+
+	// VDPBF16PS Z3, Z15, Z18 (Intel order: Z3 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xda
+
+	// VDPBF16PS Z8, Z16, Z18 (Intel order: Z8 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc2
+
+	// VDPBF16PS Z13, Z17, Z18 (Intel order: Z13 += Z17·Z18 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x76
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xea
+	VBROADCASTSS 28(R10)(BX*1), Z18
+
+	// VDPBF16PS Z4, Z15, Z18 (Intel order: Z4 += Z15·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe2
+
+	// VDPBF16PS Z9, Z16, Z18 (Intel order: Z9 += Z16·Z18 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xca
+
+	// VDPBF16PS Z14, Z17, Z18 (Intel order: Z14 += Z17·Z18 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0x32
+	BYTE  $0x76
+	BYTE  $0x40
+	BYTE  $0x52
+	BYTE  $0xf2
+	ADDQ  DX, DI
+	ADDQ  $0x00000600, R8
+	DECQ  R9
+	JNZ   convBlockedBF163x5AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF163x5AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF163x5AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z15
+	VMOVUPS 64(CX), Z16
+	VMOVUPS 128(CX), Z17
+	VADDPS  Z15, Z0, Z0
+	VADDPS  Z15, Z1, Z1
+	VADDPS  Z15, Z2, Z2
+	VADDPS  Z15, Z3, Z3
+	VADDPS  Z15, Z4, Z4
+	VADDPS  Z16, Z5, Z5
+	VADDPS  Z16, Z6, Z6
+	VADDPS  Z16, Z7, Z7
+	VADDPS  Z16, Z8, Z8
+	VADDPS  Z16, Z9, Z9
+	VADDPS  Z17, Z10, Z10
+	VADDPS  Z17, Z11, Z11
+	VADDPS  Z17, Z12, Z12
+	VADDPS  Z17, Z13, Z13
+	VADDPS  Z17, Z14, Z14
+
+convBlockedBF163x5AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF163x5AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	VADDPS (SI)(BX*1), Z4, Z4
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z5, Z5
+	VADDPS (CX)(BX*1), Z6, Z6
+	VADDPS (CX)(BX*2), Z7, Z7
+	VADDPS (SI), Z8, Z8
+	VADDPS (SI)(BX*1), Z9, Z9
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z10, Z10
+	VADDPS (CX)(BX*1), Z11, Z11
+	VADDPS (CX)(BX*2), Z12, Z12
+	VADDPS (SI), Z13, Z13
+	VADDPS (SI)(BX*1), Z14, Z14
+
+convBlockedBF163x5AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF163x5AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z0, Z18, Z0
+	VMAXPS Z1, Z18, Z1
+	VMAXPS Z2, Z18, Z2
+	VMAXPS Z3, Z18, Z3
+	VMAXPS Z4, Z18, Z4
+	VMAXPS Z5, Z18, Z5
+	VMAXPS Z6, Z18, Z6
+	VMAXPS Z7, Z18, Z7
+	VMAXPS Z8, Z18, Z8
+	VMAXPS Z9, Z18, Z9
+	VMAXPS Z10, Z18, Z10
+	VMAXPS Z11, Z18, Z11
+	VMAXPS Z12, Z18, Z12
+	VMAXPS Z13, Z18, Z13
+	VMAXPS Z14, Z18, Z14
+
+convBlockedBF163x5AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	VMOVUPS Z4, (BX)(DX*1)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, (AX)(DX*1)
+	VMOVUPS Z7, (AX)(DX*2)
+	VMOVUPS Z8, (BX)
+	VMOVUPS Z9, (BX)(DX*1)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, (AX)(DX*1)
+	VMOVUPS Z12, (AX)(DX*2)
+	VMOVUPS Z13, (BX)
+	VMOVUPS Z14, (BX)(DX*1)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF163x6AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
+TEXT ·convBlockedBF163x6AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF163x6AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	JMP    convBlockedBF163x6AVX512_loops
+
+convBlockedBF163x6AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	VMOVUPS (BX)(DX*1), Z4
+	VMOVUPS (BX)(DX*2), Z5
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z6
+	VMOVUPS (AX)(DX*1), Z7
+	VMOVUPS (AX)(DX*2), Z8
+	VMOVUPS (BX), Z9
+	VMOVUPS (BX)(DX*1), Z10
+	VMOVUPS (BX)(DX*2), Z11
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z12
+	VMOVUPS (AX)(DX*1), Z13
+	VMOVUPS (AX)(DX*2), Z14
+	VMOVUPS (BX), Z15
+	VMOVUPS (BX)(DX*1), Z16
+	VMOVUPS (BX)(DX*2), Z17
+
+convBlockedBF163x6AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlockedBF163x6AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x01, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x01, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlockedBF163x6AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
+	VMOVUPS      (R8), Z18
+	VMOVUPS      64(R8), Z19
+	VMOVUPS      128(R8), Z20
+	PREFETCHT0   (R10)(SI*1)
+	VBROADCASTSS (DI), Z21
+
+	// VDPBF16PS Z0, Z18, Z21 (Intel order: Z0 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z6, Z19, Z21 (Intel order: Z6 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf5
+
+	// VDPBF16PS Z12, Z20, Z21 (Intel order: Z12 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe5
+	VBROADCASTSS (DI)(BX*1), Z21
+
+	// VDPBF16PS Z1, Z18, Z21 (Intel order: Z1 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z7, Z19, Z21 (Intel order: Z7 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfd
+
+	// VDPBF16PS Z13, Z20, Z21 (Intel order: Z13 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xed
+	VBROADCASTSS (DI)(BX*2), Z21
+
+	// VDPBF16PS Z2, Z18, Z21 (Intel order: Z2 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z8, Z19, Z21 (Intel order: Z8 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z14, Z20, Z21 (Intel order: Z14 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf5
+	VBROADCASTSS (R10), Z21
+
+	// VDPBF16PS Z3, Z18, Z21 (Intel order: Z3 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z9, Z19, Z21 (Intel order: Z9 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z15, Z20, Z21 (Intel order: Z15 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xfd
+	VBROADCASTSS (R10)(BX*1), Z21
+
+	// VDPBF16PS Z4, Z18, Z21 (Intel order: Z4 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe5
+
+	// VDPBF16PS Z10, Z19, Z21 (Intel order: Z10 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z16, Z20, Z21 (Intel order: Z16 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xa2
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS (R10)(BX*2), Z21
+
+	// VDPBF16PS Z5, Z18, Z21 (Intel order: Z5 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xed
+
+	// VDPBF16PS Z11, Z19, Z21 (Intel order: Z11 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z17, Z20, Z21 (Intel order: Z17 += Z20·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xa2
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·3 + j)·16 : …]
+	VMOVUPS      192(R8), Z18
+	VMOVUPS      256(R8), Z19
+	VMOVUPS      320(R8), Z20
+	PREFETCHT0   64(R10)(SI*1)
+	VBROADCASTSS 4(DI), Z21
+
+	// VDPBF16PS Z0, Z18, Z21 (Intel order: Z0 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z6, Z19, Z21 (Intel order: Z6 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf5
+
+	// VDPBF16PS Z12, Z20, Z21 (Intel order: Z12 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe5
+	VBROADCASTSS 4(DI)(BX*1), Z21
+
+	// VDPBF16PS Z1, Z18, Z21 (Intel order: Z1 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z7, Z19, Z21 (Intel order: Z7 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfd
+
+	// VDPBF16PS Z13, Z20, Z21 (Intel order: Z13 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xed
+	VBROADCASTSS 4(DI)(BX*2), Z21
+
+	// VDPBF16PS Z2, Z18, Z21 (Intel order: Z2 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z8, Z19, Z21 (Intel order: Z8 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z14, Z20, Z21 (Intel order: Z14 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf5
+	VBROADCASTSS 4(R10), Z21
+
+	// VDPBF16PS Z3, Z18, Z21 (Intel order: Z3 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z9, Z19, Z21 (Intel order: Z9 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z15, Z20, Z21 (Intel order: Z15 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xfd
+	VBROADCASTSS 4(R10)(BX*1), Z21
+
+	// VDPBF16PS Z4, Z18, Z21 (Intel order: Z4 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe5
+
+	// VDPBF16PS Z10, Z19, Z21 (Intel order: Z10 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z16, Z20, Z21 (Intel order: Z16 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xa2
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 4(R10)(BX*2), Z21
+
+	// VDPBF16PS Z5, Z18, Z21 (Intel order: Z5 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xed
+
+	// VDPBF16PS Z11, Z19, Z21 (Intel order: Z11 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z17, Z20, Z21 (Intel order: Z17 += Z20·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xa2
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·3 + j)·16 : …]
+	VMOVUPS      384(R8), Z18
+	VMOVUPS      448(R8), Z19
+	VMOVUPS      512(R8), Z20
+	PREFETCHT0   128(R10)(SI*1)
+	VBROADCASTSS 8(DI), Z21
+
+	// VDPBF16PS Z0, Z18, Z21 (Intel order: Z0 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z6, Z19, Z21 (Intel order: Z6 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf5
+
+	// VDPBF16PS Z12, Z20, Z21 (Intel order: Z12 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe5
+	VBROADCASTSS 8(DI)(BX*1), Z21
+
+	// VDPBF16PS Z1, Z18, Z21 (Intel order: Z1 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z7, Z19, Z21 (Intel order: Z7 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfd
+
+	// VDPBF16PS Z13, Z20, Z21 (Intel order: Z13 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xed
+	VBROADCASTSS 8(DI)(BX*2), Z21
+
+	// VDPBF16PS Z2, Z18, Z21 (Intel order: Z2 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z8, Z19, Z21 (Intel order: Z8 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z14, Z20, Z21 (Intel order: Z14 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf5
+	VBROADCASTSS 8(R10), Z21
+
+	// VDPBF16PS Z3, Z18, Z21 (Intel order: Z3 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z9, Z19, Z21 (Intel order: Z9 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z15, Z20, Z21 (Intel order: Z15 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xfd
+	VBROADCASTSS 8(R10)(BX*1), Z21
+
+	// VDPBF16PS Z4, Z18, Z21 (Intel order: Z4 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe5
+
+	// VDPBF16PS Z10, Z19, Z21 (Intel order: Z10 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z16, Z20, Z21 (Intel order: Z16 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xa2
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 8(R10)(BX*2), Z21
+
+	// VDPBF16PS Z5, Z18, Z21 (Intel order: Z5 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xed
+
+	// VDPBF16PS Z11, Z19, Z21 (Intel order: Z11 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z17, Z20, Z21 (Intel order: Z17 += Z20·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xa2
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·3 + j)·16 : …]
+	VMOVUPS      576(R8), Z18
+	VMOVUPS      640(R8), Z19
+	VMOVUPS      704(R8), Z20
+	VBROADCASTSS 12(DI), Z21
+
+	// VDPBF16PS Z0, Z18, Z21 (Intel order: Z0 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z6, Z19, Z21 (Intel order: Z6 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf5
+
+	// VDPBF16PS Z12, Z20, Z21 (Intel order: Z12 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe5
+	VBROADCASTSS 12(DI)(BX*1), Z21
+
+	// VDPBF16PS Z1, Z18, Z21 (Intel order: Z1 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z7, Z19, Z21 (Intel order: Z7 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfd
+
+	// VDPBF16PS Z13, Z20, Z21 (Intel order: Z13 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xed
+	VBROADCASTSS 12(DI)(BX*2), Z21
+
+	// VDPBF16PS Z2, Z18, Z21 (Intel order: Z2 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z8, Z19, Z21 (Intel order: Z8 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z14, Z20, Z21 (Intel order: Z14 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf5
+	VBROADCASTSS 12(R10), Z21
+
+	// VDPBF16PS Z3, Z18, Z21 (Intel order: Z3 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z9, Z19, Z21 (Intel order: Z9 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z15, Z20, Z21 (Intel order: Z15 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xfd
+	VBROADCASTSS 12(R10)(BX*1), Z21
+
+	// VDPBF16PS Z4, Z18, Z21 (Intel order: Z4 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe5
+
+	// VDPBF16PS Z10, Z19, Z21 (Intel order: Z10 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z16, Z20, Z21 (Intel order: Z16 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xa2
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 12(R10)(BX*2), Z21
+
+	// VDPBF16PS Z5, Z18, Z21 (Intel order: Z5 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xed
+
+	// VDPBF16PS Z11, Z19, Z21 (Intel order: Z11 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z17, Z20, Z21 (Intel order: Z17 += Z20·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xa2
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·3 + j)·16 : …]
+	VMOVUPS      768(R8), Z18
+	VMOVUPS      832(R8), Z19
+	VMOVUPS      896(R8), Z20
+	VBROADCASTSS 16(DI), Z21
+
+	// VDPBF16PS Z0, Z18, Z21 (Intel order: Z0 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z6, Z19, Z21 (Intel order: Z6 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf5
+
+	// VDPBF16PS Z12, Z20, Z21 (Intel order: Z12 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe5
+	VBROADCASTSS 16(DI)(BX*1), Z21
+
+	// VDPBF16PS Z1, Z18, Z21 (Intel order: Z1 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z7, Z19, Z21 (Intel order: Z7 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfd
+
+	// VDPBF16PS Z13, Z20, Z21 (Intel order: Z13 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xed
+	VBROADCASTSS 16(DI)(BX*2), Z21
+
+	// VDPBF16PS Z2, Z18, Z21 (Intel order: Z2 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z8, Z19, Z21 (Intel order: Z8 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z14, Z20, Z21 (Intel order: Z14 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf5
+	VBROADCASTSS 16(R10), Z21
+
+	// VDPBF16PS Z3, Z18, Z21 (Intel order: Z3 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z9, Z19, Z21 (Intel order: Z9 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z15, Z20, Z21 (Intel order: Z15 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xfd
+	VBROADCASTSS 16(R10)(BX*1), Z21
+
+	// VDPBF16PS Z4, Z18, Z21 (Intel order: Z4 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe5
+
+	// VDPBF16PS Z10, Z19, Z21 (Intel order: Z10 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z16, Z20, Z21 (Intel order: Z16 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xa2
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 16(R10)(BX*2), Z21
+
+	// VDPBF16PS Z5, Z18, Z21 (Intel order: Z5 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xed
+
+	// VDPBF16PS Z11, Z19, Z21 (Intel order: Z11 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z17, Z20, Z21 (Intel order: Z17 += Z20·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xa2
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·3 + j)·16 : …]
+	VMOVUPS      960(R8), Z18
+	VMOVUPS      1024(R8), Z19
+	VMOVUPS      1088(R8), Z20
+	VBROADCASTSS 20(DI), Z21
+
+	// VDPBF16PS Z0, Z18, Z21 (Intel order: Z0 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z6, Z19, Z21 (Intel order: Z6 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf5
+
+	// VDPBF16PS Z12, Z20, Z21 (Intel order: Z12 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe5
+	VBROADCASTSS 20(DI)(BX*1), Z21
+
+	// VDPBF16PS Z1, Z18, Z21 (Intel order: Z1 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z7, Z19, Z21 (Intel order: Z7 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfd
+
+	// VDPBF16PS Z13, Z20, Z21 (Intel order: Z13 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xed
+	VBROADCASTSS 20(DI)(BX*2), Z21
+
+	// VDPBF16PS Z2, Z18, Z21 (Intel order: Z2 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z8, Z19, Z21 (Intel order: Z8 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z14, Z20, Z21 (Intel order: Z14 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf5
+	VBROADCASTSS 20(R10), Z21
+
+	// VDPBF16PS Z3, Z18, Z21 (Intel order: Z3 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z9, Z19, Z21 (Intel order: Z9 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z15, Z20, Z21 (Intel order: Z15 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xfd
+	VBROADCASTSS 20(R10)(BX*1), Z21
+
+	// VDPBF16PS Z4, Z18, Z21 (Intel order: Z4 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe5
+
+	// VDPBF16PS Z10, Z19, Z21 (Intel order: Z10 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z16, Z20, Z21 (Intel order: Z16 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xa2
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 20(R10)(BX*2), Z21
+
+	// VDPBF16PS Z5, Z18, Z21 (Intel order: Z5 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xed
+
+	// VDPBF16PS Z11, Z19, Z21 (Intel order: Z11 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z17, Z20, Z21 (Intel order: Z17 += Z20·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xa2
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·3 + j)·16 : …]
+	VMOVUPS      1152(R8), Z18
+	VMOVUPS      1216(R8), Z19
+	VMOVUPS      1280(R8), Z20
+	VBROADCASTSS 24(DI), Z21
+
+	// VDPBF16PS Z0, Z18, Z21 (Intel order: Z0 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z6, Z19, Z21 (Intel order: Z6 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf5
+
+	// VDPBF16PS Z12, Z20, Z21 (Intel order: Z12 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe5
+	VBROADCASTSS 24(DI)(BX*1), Z21
+
+	// VDPBF16PS Z1, Z18, Z21 (Intel order: Z1 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z7, Z19, Z21 (Intel order: Z7 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfd
+
+	// VDPBF16PS Z13, Z20, Z21 (Intel order: Z13 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xed
+	VBROADCASTSS 24(DI)(BX*2), Z21
+
+	// VDPBF16PS Z2, Z18, Z21 (Intel order: Z2 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z8, Z19, Z21 (Intel order: Z8 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z14, Z20, Z21 (Intel order: Z14 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf5
+	VBROADCASTSS 24(R10), Z21
+
+	// VDPBF16PS Z3, Z18, Z21 (Intel order: Z3 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z9, Z19, Z21 (Intel order: Z9 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z15, Z20, Z21 (Intel order: Z15 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xfd
+	VBROADCASTSS 24(R10)(BX*1), Z21
+
+	// VDPBF16PS Z4, Z18, Z21 (Intel order: Z4 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe5
+
+	// VDPBF16PS Z10, Z19, Z21 (Intel order: Z10 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z16, Z20, Z21 (Intel order: Z16 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xa2
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 24(R10)(BX*2), Z21
+
+	// VDPBF16PS Z5, Z18, Z21 (Intel order: Z5 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xed
+
+	// VDPBF16PS Z11, Z19, Z21 (Intel order: Z11 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z17, Z20, Z21 (Intel order: Z17 += Z20·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xa2
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·3 + j)·16 : …]
+	VMOVUPS      1344(R8), Z18
+	VMOVUPS      1408(R8), Z19
+	VMOVUPS      1472(R8), Z20
+	VBROADCASTSS 28(DI), Z21
+
+	// VDPBF16PS Z0, Z18, Z21 (Intel order: Z0 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z6, Z19, Z21 (Intel order: Z6 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf5
+
+	// VDPBF16PS Z12, Z20, Z21 (Intel order: Z12 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe5
+	VBROADCASTSS 28(DI)(BX*1), Z21
+
+	// VDPBF16PS Z1, Z18, Z21 (Intel order: Z1 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z7, Z19, Z21 (Intel order: Z7 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfd
+
+	// VDPBF16PS Z13, Z20, Z21 (Intel order: Z13 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xed
+	VBROADCASTSS 28(DI)(BX*2), Z21
+
+	// VDPBF16PS Z2, Z18, Z21 (Intel order: Z2 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z8, Z19, Z21 (Intel order: Z8 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc5
+
+	// VDPBF16PS Z14, Z20, Z21 (Intel order: Z14 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf5
+	VBROADCASTSS 28(R10), Z21
+
+	// VDPBF16PS Z3, Z18, Z21 (Intel order: Z3 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z9, Z19, Z21 (Intel order: Z9 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcd
+
+	// VDPBF16PS Z15, Z20, Z21 (Intel order: Z15 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xfd
+	VBROADCASTSS 28(R10)(BX*1), Z21
+
+	// VDPBF16PS Z4, Z18, Z21 (Intel order: Z4 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe5
+
+	// VDPBF16PS Z10, Z19, Z21 (Intel order: Z10 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd5
+
+	// VDPBF16PS Z16, Z20, Z21 (Intel order: Z16 += Z20·Z21 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xa2
+	BYTE         $0x5e
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc5
+	VBROADCASTSS 28(R10)(BX*2), Z21
+
+	// VDPBF16PS Z5, Z18, Z21 (Intel order: Z5 += Z18·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xed
+
+	// VDPBF16PS Z11, Z19, Z21 (Intel order: Z11 += Z19·Z21 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdd
+
+	// VDPBF16PS Z17, Z20, Z21 (Intel order: Z17 += Z20·Z21 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xa2
+	BYTE  $0x5e
+	BYTE  $0x40
+	BYTE  $0x52
+	BYTE  $0xcd
+	ADDQ  DX, DI
+	ADDQ  $0x00000600, R8
+	DECQ  R9
+	JNZ   convBlockedBF163x6AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF163x6AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF163x6AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z18
+	VMOVUPS 64(CX), Z19
+	VMOVUPS 128(CX), Z20
+	VADDPS  Z18, Z0, Z0
+	VADDPS  Z18, Z1, Z1
+	VADDPS  Z18, Z2, Z2
+	VADDPS  Z18, Z3, Z3
+	VADDPS  Z18, Z4, Z4
+	VADDPS  Z18, Z5, Z5
+	VADDPS  Z19, Z6, Z6
+	VADDPS  Z19, Z7, Z7
+	VADDPS  Z19, Z8, Z8
+	VADDPS  Z19, Z9, Z9
+	VADDPS  Z19, Z10, Z10
+	VADDPS  Z19, Z11, Z11
+	VADDPS  Z20, Z12, Z12
+	VADDPS  Z20, Z13, Z13
+	VADDPS  Z20, Z14, Z14
+	VADDPS  Z20, Z15, Z15
+	VADDPS  Z20, Z16, Z16
+	VADDPS  Z20, Z17, Z17
+
+convBlockedBF163x6AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF163x6AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	VADDPS (SI)(BX*1), Z4, Z4
+	VADDPS (SI)(BX*2), Z5, Z5
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z6, Z6
+	VADDPS (CX)(BX*1), Z7, Z7
+	VADDPS (CX)(BX*2), Z8, Z8
+	VADDPS (SI), Z9, Z9
+	VADDPS (SI)(BX*1), Z10, Z10
+	VADDPS (SI)(BX*2), Z11, Z11
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z12, Z12
+	VADDPS (CX)(BX*1), Z13, Z13
+	VADDPS (CX)(BX*2), Z14, Z14
+	VADDPS (SI), Z15, Z15
+	VADDPS (SI)(BX*1), Z16, Z16
+	VADDPS (SI)(BX*2), Z17, Z17
+
+convBlockedBF163x6AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF163x6AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z21, Z21, Z21
+	VMAXPS Z0, Z21, Z0
+	VMAXPS Z1, Z21, Z1
+	VMAXPS Z2, Z21, Z2
+	VMAXPS Z3, Z21, Z3
+	VMAXPS Z4, Z21, Z4
+	VMAXPS Z5, Z21, Z5
+	VMAXPS Z6, Z21, Z6
+	VMAXPS Z7, Z21, Z7
+	VMAXPS Z8, Z21, Z8
+	VMAXPS Z9, Z21, Z9
+	VMAXPS Z10, Z21, Z10
+	VMAXPS Z11, Z21, Z11
+	VMAXPS Z12, Z21, Z12
+	VMAXPS Z13, Z21, Z13
+	VMAXPS Z14, Z21, Z14
+	VMAXPS Z15, Z21, Z15
+	VMAXPS Z16, Z21, Z16
+	VMAXPS Z17, Z21, Z17
+
+convBlockedBF163x6AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	VMOVUPS Z4, (BX)(DX*1)
+	VMOVUPS Z5, (BX)(DX*2)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, (AX)(DX*1)
+	VMOVUPS Z8, (AX)(DX*2)
+	VMOVUPS Z9, (BX)
+	VMOVUPS Z10, (BX)(DX*1)
+	VMOVUPS Z11, (BX)(DX*2)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, (AX)(DX*1)
+	VMOVUPS Z14, (AX)(DX*2)
+	VMOVUPS Z15, (BX)
+	VMOVUPS Z16, (BX)(DX*1)
+	VMOVUPS Z17, (BX)(DX*2)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF164x1AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·convBlockedBF164x1AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF164x1AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	JMP    convBlockedBF164x1AVX512_loops
+
+convBlockedBF164x1AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z1
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z2
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z3
+
+convBlockedBF164x1AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlockedBF164x1AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), BX
+	SHLQ $0x01, BX
+	ADDQ x+0(FP), BX
+	MOVQ 8(AX), SI
+	SHLQ $0x01, SI
+	ADDQ w+48(FP), SI
+	MOVQ cib+24(FP), DI
+
+convBlockedBF164x1AVX512_cb:
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
+	VMOVUPS      (SI), Z4
+	VMOVUPS      64(SI), Z5
+	VMOVUPS      128(SI), Z6
+	VMOVUPS      192(SI), Z7
+	VBROADCASTSS (BX), Z8
+
+	// VDPBF16PS Z0, Z4, Z8 (Intel order: Z0 += Z4·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z5, Z8 (Intel order: Z1 += Z5·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·4 + j)·16 : …]
+	VMOVUPS      256(SI), Z4
+	VMOVUPS      320(SI), Z5
+	VMOVUPS      384(SI), Z6
+	VMOVUPS      448(SI), Z7
+	VBROADCASTSS 4(BX), Z8
+
+	// VDPBF16PS Z0, Z4, Z8 (Intel order: Z0 += Z4·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z5, Z8 (Intel order: Z1 += Z5·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·4 + j)·16 : …]
+	VMOVUPS      512(SI), Z4
+	VMOVUPS      576(SI), Z5
+	VMOVUPS      640(SI), Z6
+	VMOVUPS      704(SI), Z7
+	VBROADCASTSS 8(BX), Z8
+
+	// VDPBF16PS Z0, Z4, Z8 (Intel order: Z0 += Z4·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z5, Z8 (Intel order: Z1 += Z5·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·4 + j)·16 : …]
+	VMOVUPS      768(SI), Z4
+	VMOVUPS      832(SI), Z5
+	VMOVUPS      896(SI), Z6
+	VMOVUPS      960(SI), Z7
+	VBROADCASTSS 12(BX), Z8
+
+	// VDPBF16PS Z0, Z4, Z8 (Intel order: Z0 += Z4·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z5, Z8 (Intel order: Z1 += Z5·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·4 + j)·16 : …]
+	VMOVUPS      1024(SI), Z4
+	VMOVUPS      1088(SI), Z5
+	VMOVUPS      1152(SI), Z6
+	VMOVUPS      1216(SI), Z7
+	VBROADCASTSS 16(BX), Z8
+
+	// VDPBF16PS Z0, Z4, Z8 (Intel order: Z0 += Z4·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z5, Z8 (Intel order: Z1 += Z5·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·4 + j)·16 : …]
+	VMOVUPS      1280(SI), Z4
+	VMOVUPS      1344(SI), Z5
+	VMOVUPS      1408(SI), Z6
+	VMOVUPS      1472(SI), Z7
+	VBROADCASTSS 20(BX), Z8
+
+	// VDPBF16PS Z0, Z4, Z8 (Intel order: Z0 += Z4·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z5, Z8 (Intel order: Z1 += Z5·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·4 + j)·16 : …]
+	VMOVUPS      1536(SI), Z4
+	VMOVUPS      1600(SI), Z5
+	VMOVUPS      1664(SI), Z6
+	VMOVUPS      1728(SI), Z7
+	VBROADCASTSS 24(BX), Z8
+
+	// VDPBF16PS Z0, Z4, Z8 (Intel order: Z0 += Z4·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z5, Z8 (Intel order: Z1 += Z5·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x46
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·4 + j)·16 : …]
+	VMOVUPS      1792(SI), Z4
+	VMOVUPS      1856(SI), Z5
+	VMOVUPS      1920(SI), Z6
+	VMOVUPS      1984(SI), Z7
+	VBROADCASTSS 28(BX), Z8
+
+	// VDPBF16PS Z0, Z4, Z8 (Intel order: Z0 += Z4·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x5e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z1, Z5, Z8 (Intel order: Z1 += Z5·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x56
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z2, Z6, Z8 (Intel order: Z2 += Z6·Z8 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x4e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z3, Z7, Z8 (Intel order: Z3 += Z7·Z8 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xd2
+	BYTE  $0x46
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xd8
+	ADDQ  DX, BX
+	ADDQ  $0x00000800, SI
+	DECQ  DI
+	JNZ   convBlockedBF164x1AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF164x1AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF164x1AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z4
+	VMOVUPS 64(CX), Z5
+	VMOVUPS 128(CX), Z6
+	VMOVUPS 192(CX), Z7
+	VADDPS  Z4, Z0, Z0
+	VADDPS  Z5, Z1, Z1
+	VADDPS  Z6, Z2, Z2
+	VADDPS  Z7, Z3, Z3
+
+convBlockedBF164x1AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF164x1AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	ADDQ   DX, CX
+	VADDPS (CX), Z1, Z1
+	ADDQ   DX, CX
+	VADDPS (CX), Z2, Z2
+	ADDQ   DX, CX
+	VADDPS (CX), Z3, Z3
+
+convBlockedBF164x1AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF164x1AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z8, Z8, Z8
+	VMAXPS Z0, Z8, Z0
+	VMAXPS Z1, Z8, Z1
+	VMAXPS Z2, Z8, Z2
+	VMAXPS Z3, Z8, Z3
+
+convBlockedBF164x1AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF164x2AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·convBlockedBF164x2AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF164x2AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	JMP    convBlockedBF164x2AVX512_loops
+
+convBlockedBF164x2AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z2
+	VMOVUPS (AX)(DX*1), Z3
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z4
+	VMOVUPS (AX)(DX*1), Z5
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z6
+	VMOVUPS (AX)(DX*1), Z7
+
+convBlockedBF164x2AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlockedBF164x2AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x01, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x01, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlockedBF164x2AVX512_cb:
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
+	VMOVUPS      (DI), Z8
+	VMOVUPS      64(DI), Z9
+	VMOVUPS      128(DI), Z10
+	VMOVUPS      192(DI), Z11
+	VBROADCASTSS (SI), Z12
+
+	// VDPBF16PS Z0, Z8, Z12 (Intel order: Z0 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS (SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z8, Z12 (Intel order: Z1 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z3, Z9, Z12 (Intel order: Z3 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·4 + j)·16 : …]
+	VMOVUPS      256(DI), Z8
+	VMOVUPS      320(DI), Z9
+	VMOVUPS      384(DI), Z10
+	VMOVUPS      448(DI), Z11
+	VBROADCASTSS 4(SI), Z12
+
+	// VDPBF16PS Z0, Z8, Z12 (Intel order: Z0 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 4(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z8, Z12 (Intel order: Z1 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z3, Z9, Z12 (Intel order: Z3 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·4 + j)·16 : …]
+	VMOVUPS      512(DI), Z8
+	VMOVUPS      576(DI), Z9
+	VMOVUPS      640(DI), Z10
+	VMOVUPS      704(DI), Z11
+	VBROADCASTSS 8(SI), Z12
+
+	// VDPBF16PS Z0, Z8, Z12 (Intel order: Z0 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 8(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z8, Z12 (Intel order: Z1 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z3, Z9, Z12 (Intel order: Z3 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·4 + j)·16 : …]
+	VMOVUPS      768(DI), Z8
+	VMOVUPS      832(DI), Z9
+	VMOVUPS      896(DI), Z10
+	VMOVUPS      960(DI), Z11
+	VBROADCASTSS 12(SI), Z12
+
+	// VDPBF16PS Z0, Z8, Z12 (Intel order: Z0 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 12(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z8, Z12 (Intel order: Z1 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z3, Z9, Z12 (Intel order: Z3 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·4 + j)·16 : …]
+	VMOVUPS      1024(DI), Z8
+	VMOVUPS      1088(DI), Z9
+	VMOVUPS      1152(DI), Z10
+	VMOVUPS      1216(DI), Z11
+	VBROADCASTSS 16(SI), Z12
+
+	// VDPBF16PS Z0, Z8, Z12 (Intel order: Z0 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 16(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z8, Z12 (Intel order: Z1 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z3, Z9, Z12 (Intel order: Z3 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·4 + j)·16 : …]
+	VMOVUPS      1280(DI), Z8
+	VMOVUPS      1344(DI), Z9
+	VMOVUPS      1408(DI), Z10
+	VMOVUPS      1472(DI), Z11
+	VBROADCASTSS 20(SI), Z12
+
+	// VDPBF16PS Z0, Z8, Z12 (Intel order: Z0 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 20(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z8, Z12 (Intel order: Z1 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z3, Z9, Z12 (Intel order: Z3 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·4 + j)·16 : …]
+	VMOVUPS      1536(DI), Z8
+	VMOVUPS      1600(DI), Z9
+	VMOVUPS      1664(DI), Z10
+	VMOVUPS      1728(DI), Z11
+	VBROADCASTSS 24(SI), Z12
+
+	// VDPBF16PS Z0, Z8, Z12 (Intel order: Z0 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 24(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z8, Z12 (Intel order: Z1 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z3, Z9, Z12 (Intel order: Z3 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x26
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·4 + j)·16 : …]
+	VMOVUPS      1792(DI), Z8
+	VMOVUPS      1856(DI), Z9
+	VMOVUPS      1920(DI), Z10
+	VMOVUPS      1984(DI), Z11
+	VBROADCASTSS 28(SI), Z12
+
+	// VDPBF16PS Z0, Z8, Z12 (Intel order: Z0 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z2, Z9, Z12 (Intel order: Z2 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z4, Z10, Z12 (Intel order: Z4 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z6, Z11, Z12 (Intel order: Z6 += Z11·Z12 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0xd2
+	BYTE         $0x26
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 28(SI)(BX*1), Z12
+
+	// VDPBF16PS Z1, Z8, Z12 (Intel order: Z1 += Z8·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x3e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z3, Z9, Z12 (Intel order: Z3 += Z9·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x36
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z5, Z10, Z12 (Intel order: Z5 += Z10·Z12 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xd2
+	BYTE $0x2e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z7, Z11, Z12 (Intel order: Z7 += Z11·Z12 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0xd2
+	BYTE  $0x26
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xfc
+	ADDQ  DX, SI
+	ADDQ  $0x00000800, DI
+	DECQ  R8
+	JNZ   convBlockedBF164x2AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF164x2AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF164x2AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z8
+	VMOVUPS 64(CX), Z9
+	VMOVUPS 128(CX), Z10
+	VMOVUPS 192(CX), Z11
+	VADDPS  Z8, Z0, Z0
+	VADDPS  Z8, Z1, Z1
+	VADDPS  Z9, Z2, Z2
+	VADDPS  Z9, Z3, Z3
+	VADDPS  Z10, Z4, Z4
+	VADDPS  Z10, Z5, Z5
+	VADDPS  Z11, Z6, Z6
+	VADDPS  Z11, Z7, Z7
+
+convBlockedBF164x2AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF164x2AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	ADDQ   DX, CX
+	VADDPS (CX), Z2, Z2
+	VADDPS (CX)(BX*1), Z3, Z3
+	ADDQ   DX, CX
+	VADDPS (CX), Z4, Z4
+	VADDPS (CX)(BX*1), Z5, Z5
+	ADDQ   DX, CX
+	VADDPS (CX), Z6, Z6
+	VADDPS (CX)(BX*1), Z7, Z7
+
+convBlockedBF164x2AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF164x2AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z0, Z12, Z0
+	VMAXPS Z1, Z12, Z1
+	VMAXPS Z2, Z12, Z2
+	VMAXPS Z3, Z12, Z3
+	VMAXPS Z4, Z12, Z4
+	VMAXPS Z5, Z12, Z5
+	VMAXPS Z6, Z12, Z6
+	VMAXPS Z7, Z12, Z7
+
+convBlockedBF164x2AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, (AX)(DX*1)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, (AX)(DX*1)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, (AX)(DX*1)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF164x3AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16
+TEXT ·convBlockedBF164x3AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF164x3AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	JMP    convBlockedBF164x3AVX512_loops
+
+convBlockedBF164x3AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z3
+	VMOVUPS (AX)(DX*1), Z4
+	VMOVUPS (AX)(DX*2), Z5
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z6
+	VMOVUPS (AX)(DX*1), Z7
+	VMOVUPS (AX)(DX*2), Z8
+	ADDQ    CX, AX
+	VMOVUPS (AX), Z9
+	VMOVUPS (AX)(DX*1), Z10
+	VMOVUPS (AX)(DX*2), Z11
+
+convBlockedBF164x3AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+
+convBlockedBF164x3AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), SI
+	SHLQ $0x01, SI
+	ADDQ x+0(FP), SI
+	MOVQ 8(AX), DI
+	SHLQ $0x01, DI
+	ADDQ w+48(FP), DI
+	MOVQ cib+24(FP), R8
+
+convBlockedBF164x3AVX512_cb:
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
+	VMOVUPS      (DI), Z12
+	VMOVUPS      64(DI), Z13
+	VMOVUPS      128(DI), Z14
+	VMOVUPS      192(DI), Z15
+	VBROADCASTSS (SI), Z16
+
+	// VDPBF16PS Z0, Z12, Z16 (Intel order: Z0 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z13, Z16 (Intel order: Z3 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z6, Z14, Z16 (Intel order: Z6 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z9, Z15, Z16 (Intel order: Z9 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS (SI)(BX*1), Z16
+
+	// VDPBF16PS Z1, Z12, Z16 (Intel order: Z1 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z13, Z16 (Intel order: Z4 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z7, Z14, Z16 (Intel order: Z7 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z10, Z15, Z16 (Intel order: Z10 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS (SI)(BX*2), Z16
+
+	// VDPBF16PS Z2, Z12, Z16 (Intel order: Z2 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z13, Z16 (Intel order: Z5 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z8, Z14, Z16 (Intel order: Z8 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z11, Z15, Z16 (Intel order: Z11 += Z15·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·4 + j)·16 : …]
+	VMOVUPS      256(DI), Z12
+	VMOVUPS      320(DI), Z13
+	VMOVUPS      384(DI), Z14
+	VMOVUPS      448(DI), Z15
+	VBROADCASTSS 4(SI), Z16
+
+	// VDPBF16PS Z0, Z12, Z16 (Intel order: Z0 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z13, Z16 (Intel order: Z3 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z6, Z14, Z16 (Intel order: Z6 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z9, Z15, Z16 (Intel order: Z9 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 4(SI)(BX*1), Z16
+
+	// VDPBF16PS Z1, Z12, Z16 (Intel order: Z1 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z13, Z16 (Intel order: Z4 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z7, Z14, Z16 (Intel order: Z7 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z10, Z15, Z16 (Intel order: Z10 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 4(SI)(BX*2), Z16
+
+	// VDPBF16PS Z2, Z12, Z16 (Intel order: Z2 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z13, Z16 (Intel order: Z5 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z8, Z14, Z16 (Intel order: Z8 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z11, Z15, Z16 (Intel order: Z11 += Z15·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·4 + j)·16 : …]
+	VMOVUPS      512(DI), Z12
+	VMOVUPS      576(DI), Z13
+	VMOVUPS      640(DI), Z14
+	VMOVUPS      704(DI), Z15
+	VBROADCASTSS 8(SI), Z16
+
+	// VDPBF16PS Z0, Z12, Z16 (Intel order: Z0 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z13, Z16 (Intel order: Z3 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z6, Z14, Z16 (Intel order: Z6 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z9, Z15, Z16 (Intel order: Z9 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 8(SI)(BX*1), Z16
+
+	// VDPBF16PS Z1, Z12, Z16 (Intel order: Z1 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z13, Z16 (Intel order: Z4 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z7, Z14, Z16 (Intel order: Z7 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z10, Z15, Z16 (Intel order: Z10 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 8(SI)(BX*2), Z16
+
+	// VDPBF16PS Z2, Z12, Z16 (Intel order: Z2 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z13, Z16 (Intel order: Z5 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z8, Z14, Z16 (Intel order: Z8 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z11, Z15, Z16 (Intel order: Z11 += Z15·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·4 + j)·16 : …]
+	VMOVUPS      768(DI), Z12
+	VMOVUPS      832(DI), Z13
+	VMOVUPS      896(DI), Z14
+	VMOVUPS      960(DI), Z15
+	VBROADCASTSS 12(SI), Z16
+
+	// VDPBF16PS Z0, Z12, Z16 (Intel order: Z0 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z13, Z16 (Intel order: Z3 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z6, Z14, Z16 (Intel order: Z6 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z9, Z15, Z16 (Intel order: Z9 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 12(SI)(BX*1), Z16
+
+	// VDPBF16PS Z1, Z12, Z16 (Intel order: Z1 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z13, Z16 (Intel order: Z4 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z7, Z14, Z16 (Intel order: Z7 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z10, Z15, Z16 (Intel order: Z10 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 12(SI)(BX*2), Z16
+
+	// VDPBF16PS Z2, Z12, Z16 (Intel order: Z2 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z13, Z16 (Intel order: Z5 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z8, Z14, Z16 (Intel order: Z8 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z11, Z15, Z16 (Intel order: Z11 += Z15·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·4 + j)·16 : …]
+	VMOVUPS      1024(DI), Z12
+	VMOVUPS      1088(DI), Z13
+	VMOVUPS      1152(DI), Z14
+	VMOVUPS      1216(DI), Z15
+	VBROADCASTSS 16(SI), Z16
+
+	// VDPBF16PS Z0, Z12, Z16 (Intel order: Z0 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z13, Z16 (Intel order: Z3 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z6, Z14, Z16 (Intel order: Z6 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z9, Z15, Z16 (Intel order: Z9 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 16(SI)(BX*1), Z16
+
+	// VDPBF16PS Z1, Z12, Z16 (Intel order: Z1 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z13, Z16 (Intel order: Z4 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z7, Z14, Z16 (Intel order: Z7 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z10, Z15, Z16 (Intel order: Z10 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 16(SI)(BX*2), Z16
+
+	// VDPBF16PS Z2, Z12, Z16 (Intel order: Z2 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z13, Z16 (Intel order: Z5 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z8, Z14, Z16 (Intel order: Z8 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z11, Z15, Z16 (Intel order: Z11 += Z15·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·4 + j)·16 : …]
+	VMOVUPS      1280(DI), Z12
+	VMOVUPS      1344(DI), Z13
+	VMOVUPS      1408(DI), Z14
+	VMOVUPS      1472(DI), Z15
+	VBROADCASTSS 20(SI), Z16
+
+	// VDPBF16PS Z0, Z12, Z16 (Intel order: Z0 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z13, Z16 (Intel order: Z3 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z6, Z14, Z16 (Intel order: Z6 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z9, Z15, Z16 (Intel order: Z9 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 20(SI)(BX*1), Z16
+
+	// VDPBF16PS Z1, Z12, Z16 (Intel order: Z1 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z13, Z16 (Intel order: Z4 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z7, Z14, Z16 (Intel order: Z7 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z10, Z15, Z16 (Intel order: Z10 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 20(SI)(BX*2), Z16
+
+	// VDPBF16PS Z2, Z12, Z16 (Intel order: Z2 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z13, Z16 (Intel order: Z5 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z8, Z14, Z16 (Intel order: Z8 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z11, Z15, Z16 (Intel order: Z11 += Z15·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·4 + j)·16 : …]
+	VMOVUPS      1536(DI), Z12
+	VMOVUPS      1600(DI), Z13
+	VMOVUPS      1664(DI), Z14
+	VMOVUPS      1728(DI), Z15
+	VBROADCASTSS 24(SI), Z16
+
+	// VDPBF16PS Z0, Z12, Z16 (Intel order: Z0 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z13, Z16 (Intel order: Z3 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z6, Z14, Z16 (Intel order: Z6 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z9, Z15, Z16 (Intel order: Z9 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 24(SI)(BX*1), Z16
+
+	// VDPBF16PS Z1, Z12, Z16 (Intel order: Z1 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z13, Z16 (Intel order: Z4 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z7, Z14, Z16 (Intel order: Z7 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z10, Z15, Z16 (Intel order: Z10 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 24(SI)(BX*2), Z16
+
+	// VDPBF16PS Z2, Z12, Z16 (Intel order: Z2 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z13, Z16 (Intel order: Z5 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z8, Z14, Z16 (Intel order: Z8 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z11, Z15, Z16 (Intel order: Z11 += Z15·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x06
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·4 + j)·16 : …]
+	VMOVUPS      1792(DI), Z12
+	VMOVUPS      1856(DI), Z13
+	VMOVUPS      1920(DI), Z14
+	VMOVUPS      1984(DI), Z15
+	VBROADCASTSS 28(SI), Z16
+
+	// VDPBF16PS Z0, Z12, Z16 (Intel order: Z0 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z3, Z13, Z16 (Intel order: Z3 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z6, Z14, Z16 (Intel order: Z6 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z9, Z15, Z16 (Intel order: Z9 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 28(SI)(BX*1), Z16
+
+	// VDPBF16PS Z1, Z12, Z16 (Intel order: Z1 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z4, Z13, Z16 (Intel order: Z4 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z7, Z14, Z16 (Intel order: Z7 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z10, Z15, Z16 (Intel order: Z10 += Z15·Z16 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x06
+	BYTE         $0x48
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 28(SI)(BX*2), Z16
+
+	// VDPBF16PS Z2, Z12, Z16 (Intel order: Z2 += Z12·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x1e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z5, Z13, Z16 (Intel order: Z5 += Z13·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x16
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z8, Z14, Z16 (Intel order: Z8 += Z14·Z16 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x0e
+	BYTE $0x48
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z11, Z15, Z16 (Intel order: Z11 += Z15·Z16 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0x32
+	BYTE  $0x06
+	BYTE  $0x48
+	BYTE  $0x52
+	BYTE  $0xd8
+	ADDQ  DX, SI
+	ADDQ  $0x00000800, DI
+	DECQ  R8
+	JNZ   convBlockedBF164x3AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF164x3AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF164x3AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z12
+	VMOVUPS 64(CX), Z13
+	VMOVUPS 128(CX), Z14
+	VMOVUPS 192(CX), Z15
+	VADDPS  Z12, Z0, Z0
+	VADDPS  Z12, Z1, Z1
+	VADDPS  Z12, Z2, Z2
+	VADDPS  Z13, Z3, Z3
+	VADDPS  Z13, Z4, Z4
+	VADDPS  Z13, Z5, Z5
+	VADDPS  Z14, Z6, Z6
+	VADDPS  Z14, Z7, Z7
+	VADDPS  Z14, Z8, Z8
+	VADDPS  Z15, Z9, Z9
+	VADDPS  Z15, Z10, Z10
+	VADDPS  Z15, Z11, Z11
+
+convBlockedBF164x3AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF164x3AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	ADDQ   DX, CX
+	VADDPS (CX), Z3, Z3
+	VADDPS (CX)(BX*1), Z4, Z4
+	VADDPS (CX)(BX*2), Z5, Z5
+	ADDQ   DX, CX
+	VADDPS (CX), Z6, Z6
+	VADDPS (CX)(BX*1), Z7, Z7
+	VADDPS (CX)(BX*2), Z8, Z8
+	ADDQ   DX, CX
+	VADDPS (CX), Z9, Z9
+	VADDPS (CX)(BX*1), Z10, Z10
+	VADDPS (CX)(BX*2), Z11, Z11
+
+convBlockedBF164x3AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF164x3AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z0, Z16, Z0
+	VMAXPS Z1, Z16, Z1
+	VMAXPS Z2, Z16, Z2
+	VMAXPS Z3, Z16, Z3
+	VMAXPS Z4, Z16, Z4
+	VMAXPS Z5, Z16, Z5
+	VMAXPS Z6, Z16, Z6
+	VMAXPS Z7, Z16, Z7
+	VMAXPS Z8, Z16, Z8
+	VMAXPS Z9, Z16, Z9
+	VMAXPS Z10, Z16, Z10
+	VMAXPS Z11, Z16, Z11
+
+convBlockedBF164x3AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, (AX)(DX*1)
+	VMOVUPS Z5, (AX)(DX*2)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, (AX)(DX*1)
+	VMOVUPS Z8, (AX)(DX*2)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, (AX)(DX*1)
+	VMOVUPS Z11, (AX)(DX*2)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF164x4AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
+TEXT ·convBlockedBF164x4AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF164x4AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	JMP    convBlockedBF164x4AVX512_loops
+
+convBlockedBF164x4AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z4
+	VMOVUPS (AX)(DX*1), Z5
+	VMOVUPS (AX)(DX*2), Z6
+	VMOVUPS (BX), Z7
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z8
+	VMOVUPS (AX)(DX*1), Z9
+	VMOVUPS (AX)(DX*2), Z10
+	VMOVUPS (BX), Z11
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z12
+	VMOVUPS (AX)(DX*1), Z13
+	VMOVUPS (AX)(DX*2), Z14
+	VMOVUPS (BX), Z15
+
+convBlockedBF164x4AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlockedBF164x4AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x01, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x01, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlockedBF164x4AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
+	VMOVUPS      (R8), Z16
+	VMOVUPS      64(R8), Z17
+	VMOVUPS      128(R8), Z18
+	VMOVUPS      192(R8), Z19
+	PREFETCHT0   (R10)(BX*1)
+	VBROADCASTSS (DI), Z20
+
+	// VDPBF16PS Z0, Z16, Z20 (Intel order: Z0 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z4, Z17, Z20 (Intel order: Z4 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z8, Z18, Z20 (Intel order: Z8 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z12, Z19, Z20 (Intel order: Z12 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS (DI)(BX*1), Z20
+
+	// VDPBF16PS Z1, Z16, Z20 (Intel order: Z1 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z5, Z17, Z20 (Intel order: Z5 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z9, Z18, Z20 (Intel order: Z9 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z13, Z19, Z20 (Intel order: Z13 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS (DI)(BX*2), Z20
+
+	// VDPBF16PS Z2, Z16, Z20 (Intel order: Z2 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z6, Z17, Z20 (Intel order: Z6 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z10, Z18, Z20 (Intel order: Z10 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z14, Z19, Z20 (Intel order: Z14 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS (R10), Z20
+
+	// VDPBF16PS Z3, Z16, Z20 (Intel order: Z3 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z7, Z17, Z20 (Intel order: Z7 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z11, Z18, Z20 (Intel order: Z11 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z15, Z19, Z20 (Intel order: Z15 += Z19·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·4 + j)·16 : …]
+	VMOVUPS      256(R8), Z16
+	VMOVUPS      320(R8), Z17
+	VMOVUPS      384(R8), Z18
+	VMOVUPS      448(R8), Z19
+	PREFETCHT0   64(R10)(BX*1)
+	VBROADCASTSS 4(DI), Z20
+
+	// VDPBF16PS Z0, Z16, Z20 (Intel order: Z0 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z4, Z17, Z20 (Intel order: Z4 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z8, Z18, Z20 (Intel order: Z8 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z12, Z19, Z20 (Intel order: Z12 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 4(DI)(BX*1), Z20
+
+	// VDPBF16PS Z1, Z16, Z20 (Intel order: Z1 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z5, Z17, Z20 (Intel order: Z5 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z9, Z18, Z20 (Intel order: Z9 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z13, Z19, Z20 (Intel order: Z13 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 4(DI)(BX*2), Z20
+
+	// VDPBF16PS Z2, Z16, Z20 (Intel order: Z2 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z6, Z17, Z20 (Intel order: Z6 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z10, Z18, Z20 (Intel order: Z10 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z14, Z19, Z20 (Intel order: Z14 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 4(R10), Z20
+
+	// VDPBF16PS Z3, Z16, Z20 (Intel order: Z3 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z7, Z17, Z20 (Intel order: Z7 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z11, Z18, Z20 (Intel order: Z11 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z15, Z19, Z20 (Intel order: Z15 += Z19·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·4 + j)·16 : …]
+	VMOVUPS      512(R8), Z16
+	VMOVUPS      576(R8), Z17
+	VMOVUPS      640(R8), Z18
+	VMOVUPS      704(R8), Z19
+	PREFETCHT0   128(R10)(BX*1)
+	VBROADCASTSS 8(DI), Z20
+
+	// VDPBF16PS Z0, Z16, Z20 (Intel order: Z0 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z4, Z17, Z20 (Intel order: Z4 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z8, Z18, Z20 (Intel order: Z8 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z12, Z19, Z20 (Intel order: Z12 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 8(DI)(BX*1), Z20
+
+	// VDPBF16PS Z1, Z16, Z20 (Intel order: Z1 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z5, Z17, Z20 (Intel order: Z5 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z9, Z18, Z20 (Intel order: Z9 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z13, Z19, Z20 (Intel order: Z13 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 8(DI)(BX*2), Z20
+
+	// VDPBF16PS Z2, Z16, Z20 (Intel order: Z2 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z6, Z17, Z20 (Intel order: Z6 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z10, Z18, Z20 (Intel order: Z10 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z14, Z19, Z20 (Intel order: Z14 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 8(R10), Z20
+
+	// VDPBF16PS Z3, Z16, Z20 (Intel order: Z3 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z7, Z17, Z20 (Intel order: Z7 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z11, Z18, Z20 (Intel order: Z11 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z15, Z19, Z20 (Intel order: Z15 += Z19·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·4 + j)·16 : …]
+	VMOVUPS      768(R8), Z16
+	VMOVUPS      832(R8), Z17
+	VMOVUPS      896(R8), Z18
+	VMOVUPS      960(R8), Z19
+	VBROADCASTSS 12(DI), Z20
+
+	// VDPBF16PS Z0, Z16, Z20 (Intel order: Z0 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z4, Z17, Z20 (Intel order: Z4 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z8, Z18, Z20 (Intel order: Z8 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z12, Z19, Z20 (Intel order: Z12 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 12(DI)(BX*1), Z20
+
+	// VDPBF16PS Z1, Z16, Z20 (Intel order: Z1 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z5, Z17, Z20 (Intel order: Z5 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z9, Z18, Z20 (Intel order: Z9 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z13, Z19, Z20 (Intel order: Z13 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 12(DI)(BX*2), Z20
+
+	// VDPBF16PS Z2, Z16, Z20 (Intel order: Z2 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z6, Z17, Z20 (Intel order: Z6 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z10, Z18, Z20 (Intel order: Z10 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z14, Z19, Z20 (Intel order: Z14 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 12(R10), Z20
+
+	// VDPBF16PS Z3, Z16, Z20 (Intel order: Z3 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z7, Z17, Z20 (Intel order: Z7 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z11, Z18, Z20 (Intel order: Z11 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z15, Z19, Z20 (Intel order: Z15 += Z19·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·4 + j)·16 : …]
+	VMOVUPS      1024(R8), Z16
+	VMOVUPS      1088(R8), Z17
+	VMOVUPS      1152(R8), Z18
+	VMOVUPS      1216(R8), Z19
+	VBROADCASTSS 16(DI), Z20
+
+	// VDPBF16PS Z0, Z16, Z20 (Intel order: Z0 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z4, Z17, Z20 (Intel order: Z4 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z8, Z18, Z20 (Intel order: Z8 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z12, Z19, Z20 (Intel order: Z12 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 16(DI)(BX*1), Z20
+
+	// VDPBF16PS Z1, Z16, Z20 (Intel order: Z1 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z5, Z17, Z20 (Intel order: Z5 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z9, Z18, Z20 (Intel order: Z9 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z13, Z19, Z20 (Intel order: Z13 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 16(DI)(BX*2), Z20
+
+	// VDPBF16PS Z2, Z16, Z20 (Intel order: Z2 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z6, Z17, Z20 (Intel order: Z6 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z10, Z18, Z20 (Intel order: Z10 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z14, Z19, Z20 (Intel order: Z14 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 16(R10), Z20
+
+	// VDPBF16PS Z3, Z16, Z20 (Intel order: Z3 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z7, Z17, Z20 (Intel order: Z7 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z11, Z18, Z20 (Intel order: Z11 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z15, Z19, Z20 (Intel order: Z15 += Z19·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·4 + j)·16 : …]
+	VMOVUPS      1280(R8), Z16
+	VMOVUPS      1344(R8), Z17
+	VMOVUPS      1408(R8), Z18
+	VMOVUPS      1472(R8), Z19
+	VBROADCASTSS 20(DI), Z20
+
+	// VDPBF16PS Z0, Z16, Z20 (Intel order: Z0 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z4, Z17, Z20 (Intel order: Z4 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z8, Z18, Z20 (Intel order: Z8 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z12, Z19, Z20 (Intel order: Z12 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 20(DI)(BX*1), Z20
+
+	// VDPBF16PS Z1, Z16, Z20 (Intel order: Z1 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z5, Z17, Z20 (Intel order: Z5 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z9, Z18, Z20 (Intel order: Z9 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z13, Z19, Z20 (Intel order: Z13 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 20(DI)(BX*2), Z20
+
+	// VDPBF16PS Z2, Z16, Z20 (Intel order: Z2 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z6, Z17, Z20 (Intel order: Z6 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z10, Z18, Z20 (Intel order: Z10 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z14, Z19, Z20 (Intel order: Z14 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 20(R10), Z20
+
+	// VDPBF16PS Z3, Z16, Z20 (Intel order: Z3 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z7, Z17, Z20 (Intel order: Z7 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z11, Z18, Z20 (Intel order: Z11 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z15, Z19, Z20 (Intel order: Z15 += Z19·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·4 + j)·16 : …]
+	VMOVUPS      1536(R8), Z16
+	VMOVUPS      1600(R8), Z17
+	VMOVUPS      1664(R8), Z18
+	VMOVUPS      1728(R8), Z19
+	VBROADCASTSS 24(DI), Z20
+
+	// VDPBF16PS Z0, Z16, Z20 (Intel order: Z0 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z4, Z17, Z20 (Intel order: Z4 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z8, Z18, Z20 (Intel order: Z8 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z12, Z19, Z20 (Intel order: Z12 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 24(DI)(BX*1), Z20
+
+	// VDPBF16PS Z1, Z16, Z20 (Intel order: Z1 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z5, Z17, Z20 (Intel order: Z5 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z9, Z18, Z20 (Intel order: Z9 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z13, Z19, Z20 (Intel order: Z13 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 24(DI)(BX*2), Z20
+
+	// VDPBF16PS Z2, Z16, Z20 (Intel order: Z2 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z6, Z17, Z20 (Intel order: Z6 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z10, Z18, Z20 (Intel order: Z10 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z14, Z19, Z20 (Intel order: Z14 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 24(R10), Z20
+
+	// VDPBF16PS Z3, Z16, Z20 (Intel order: Z3 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z7, Z17, Z20 (Intel order: Z7 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z11, Z18, Z20 (Intel order: Z11 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z15, Z19, Z20 (Intel order: Z15 += Z19·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x66
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·4 + j)·16 : …]
+	VMOVUPS      1792(R8), Z16
+	VMOVUPS      1856(R8), Z17
+	VMOVUPS      1920(R8), Z18
+	VMOVUPS      1984(R8), Z19
+	VBROADCASTSS 28(DI), Z20
+
+	// VDPBF16PS Z0, Z16, Z20 (Intel order: Z0 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z4, Z17, Z20 (Intel order: Z4 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z8, Z18, Z20 (Intel order: Z8 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z12, Z19, Z20 (Intel order: Z12 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 28(DI)(BX*1), Z20
+
+	// VDPBF16PS Z1, Z16, Z20 (Intel order: Z1 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z5, Z17, Z20 (Intel order: Z5 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z9, Z18, Z20 (Intel order: Z9 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z13, Z19, Z20 (Intel order: Z13 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 28(DI)(BX*2), Z20
+
+	// VDPBF16PS Z2, Z16, Z20 (Intel order: Z2 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z6, Z17, Z20 (Intel order: Z6 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z10, Z18, Z20 (Intel order: Z10 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z14, Z19, Z20 (Intel order: Z14 += Z19·Z20 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x32
+	BYTE         $0x66
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 28(R10), Z20
+
+	// VDPBF16PS Z3, Z16, Z20 (Intel order: Z3 += Z16·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x7e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z7, Z17, Z20 (Intel order: Z7 += Z17·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0xb2
+	BYTE $0x76
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z11, Z18, Z20 (Intel order: Z11 += Z18·Z20 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x32
+	BYTE $0x6e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z15, Z19, Z20 (Intel order: Z15 += Z19·Z20 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0x32
+	BYTE  $0x66
+	BYTE  $0x40
+	BYTE  $0x52
+	BYTE  $0xfc
+	ADDQ  DX, DI
+	ADDQ  $0x00000800, R8
+	DECQ  R9
+	JNZ   convBlockedBF164x4AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF164x4AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF164x4AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z16
+	VMOVUPS 64(CX), Z17
+	VMOVUPS 128(CX), Z18
+	VMOVUPS 192(CX), Z19
+	VADDPS  Z16, Z0, Z0
+	VADDPS  Z16, Z1, Z1
+	VADDPS  Z16, Z2, Z2
+	VADDPS  Z16, Z3, Z3
+	VADDPS  Z17, Z4, Z4
+	VADDPS  Z17, Z5, Z5
+	VADDPS  Z17, Z6, Z6
+	VADDPS  Z17, Z7, Z7
+	VADDPS  Z18, Z8, Z8
+	VADDPS  Z18, Z9, Z9
+	VADDPS  Z18, Z10, Z10
+	VADDPS  Z18, Z11, Z11
+	VADDPS  Z19, Z12, Z12
+	VADDPS  Z19, Z13, Z13
+	VADDPS  Z19, Z14, Z14
+	VADDPS  Z19, Z15, Z15
+
+convBlockedBF164x4AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF164x4AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z4, Z4
+	VADDPS (CX)(BX*1), Z5, Z5
+	VADDPS (CX)(BX*2), Z6, Z6
+	VADDPS (SI), Z7, Z7
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z8, Z8
+	VADDPS (CX)(BX*1), Z9, Z9
+	VADDPS (CX)(BX*2), Z10, Z10
+	VADDPS (SI), Z11, Z11
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z12, Z12
+	VADDPS (CX)(BX*1), Z13, Z13
+	VADDPS (CX)(BX*2), Z14, Z14
+	VADDPS (SI), Z15, Z15
+
+convBlockedBF164x4AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF164x4AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z0, Z20, Z0
+	VMAXPS Z1, Z20, Z1
+	VMAXPS Z2, Z20, Z2
+	VMAXPS Z3, Z20, Z3
+	VMAXPS Z4, Z20, Z4
+	VMAXPS Z5, Z20, Z5
+	VMAXPS Z6, Z20, Z6
+	VMAXPS Z7, Z20, Z7
+	VMAXPS Z8, Z20, Z8
+	VMAXPS Z9, Z20, Z9
+	VMAXPS Z10, Z20, Z10
+	VMAXPS Z11, Z20, Z11
+	VMAXPS Z12, Z20, Z12
+	VMAXPS Z13, Z20, Z13
+	VMAXPS Z14, Z20, Z14
+	VMAXPS Z15, Z20, Z15
+
+convBlockedBF164x4AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, (AX)(DX*1)
+	VMOVUPS Z6, (AX)(DX*2)
+	VMOVUPS Z7, (BX)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, (AX)(DX*1)
+	VMOVUPS Z10, (AX)(DX*2)
+	VMOVUPS Z11, (BX)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, (AX)(DX*1)
+	VMOVUPS Z14, (AX)(DX*2)
+	VMOVUPS Z15, (BX)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF164x5AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
+TEXT ·convBlockedBF164x5AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF164x5AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	JMP    convBlockedBF164x5AVX512_loops
+
+convBlockedBF164x5AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	VMOVUPS (BX)(DX*1), Z4
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z5
+	VMOVUPS (AX)(DX*1), Z6
+	VMOVUPS (AX)(DX*2), Z7
+	VMOVUPS (BX), Z8
+	VMOVUPS (BX)(DX*1), Z9
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z10
+	VMOVUPS (AX)(DX*1), Z11
+	VMOVUPS (AX)(DX*2), Z12
+	VMOVUPS (BX), Z13
+	VMOVUPS (BX)(DX*1), Z14
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z15
+	VMOVUPS (AX)(DX*1), Z16
+	VMOVUPS (AX)(DX*2), Z17
+	VMOVUPS (BX), Z18
+	VMOVUPS (BX)(DX*1), Z19
+
+convBlockedBF164x5AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlockedBF164x5AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x01, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x01, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlockedBF164x5AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
+	VMOVUPS      (R8), Z20
+	VMOVUPS      64(R8), Z21
+	VMOVUPS      128(R8), Z22
+	VMOVUPS      192(R8), Z23
+	PREFETCHT0   (R10)(BX*2)
+	VBROADCASTSS (DI), Z24
+
+	// VDPBF16PS Z0, Z20, Z24 (Intel order: Z0 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z5, Z21, Z24 (Intel order: Z5 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z10, Z22, Z24 (Intel order: Z10 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z15, Z23, Z24 (Intel order: Z15 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf8
+	VBROADCASTSS (DI)(BX*1), Z24
+
+	// VDPBF16PS Z1, Z20, Z24 (Intel order: Z1 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z6, Z21, Z24 (Intel order: Z6 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z11, Z22, Z24 (Intel order: Z11 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z16, Z23, Z24 (Intel order: Z16 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc0
+	VBROADCASTSS (DI)(BX*2), Z24
+
+	// VDPBF16PS Z2, Z20, Z24 (Intel order: Z2 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z7, Z21, Z24 (Intel order: Z7 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z12, Z22, Z24 (Intel order: Z12 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z17, Z23, Z24 (Intel order: Z17 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS (R10), Z24
+
+	// VDPBF16PS Z3, Z20, Z24 (Intel order: Z3 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z8, Z21, Z24 (Intel order: Z8 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z13, Z22, Z24 (Intel order: Z13 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z18, Z23, Z24 (Intel order: Z18 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS (R10)(BX*1), Z24
+
+	// VDPBF16PS Z4, Z20, Z24 (Intel order: Z4 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z9, Z21, Z24 (Intel order: Z9 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z14, Z22, Z24 (Intel order: Z14 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z19, Z23, Z24 (Intel order: Z19 += Z23·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x46
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·4 + j)·16 : …]
+	VMOVUPS      256(R8), Z20
+	VMOVUPS      320(R8), Z21
+	VMOVUPS      384(R8), Z22
+	VMOVUPS      448(R8), Z23
+	PREFETCHT0   64(R10)(BX*2)
+	VBROADCASTSS 4(DI), Z24
+
+	// VDPBF16PS Z0, Z20, Z24 (Intel order: Z0 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z5, Z21, Z24 (Intel order: Z5 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z10, Z22, Z24 (Intel order: Z10 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z15, Z23, Z24 (Intel order: Z15 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf8
+	VBROADCASTSS 4(DI)(BX*1), Z24
+
+	// VDPBF16PS Z1, Z20, Z24 (Intel order: Z1 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z6, Z21, Z24 (Intel order: Z6 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z11, Z22, Z24 (Intel order: Z11 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z16, Z23, Z24 (Intel order: Z16 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc0
+	VBROADCASTSS 4(DI)(BX*2), Z24
+
+	// VDPBF16PS Z2, Z20, Z24 (Intel order: Z2 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z7, Z21, Z24 (Intel order: Z7 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z12, Z22, Z24 (Intel order: Z12 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z17, Z23, Z24 (Intel order: Z17 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 4(R10), Z24
+
+	// VDPBF16PS Z3, Z20, Z24 (Intel order: Z3 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z8, Z21, Z24 (Intel order: Z8 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z13, Z22, Z24 (Intel order: Z13 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z18, Z23, Z24 (Intel order: Z18 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 4(R10)(BX*1), Z24
+
+	// VDPBF16PS Z4, Z20, Z24 (Intel order: Z4 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z9, Z21, Z24 (Intel order: Z9 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z14, Z22, Z24 (Intel order: Z14 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z19, Z23, Z24 (Intel order: Z19 += Z23·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x46
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·4 + j)·16 : …]
+	VMOVUPS      512(R8), Z20
+	VMOVUPS      576(R8), Z21
+	VMOVUPS      640(R8), Z22
+	VMOVUPS      704(R8), Z23
+	PREFETCHT0   128(R10)(BX*2)
+	VBROADCASTSS 8(DI), Z24
+
+	// VDPBF16PS Z0, Z20, Z24 (Intel order: Z0 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z5, Z21, Z24 (Intel order: Z5 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z10, Z22, Z24 (Intel order: Z10 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z15, Z23, Z24 (Intel order: Z15 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf8
+	VBROADCASTSS 8(DI)(BX*1), Z24
+
+	// VDPBF16PS Z1, Z20, Z24 (Intel order: Z1 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z6, Z21, Z24 (Intel order: Z6 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z11, Z22, Z24 (Intel order: Z11 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z16, Z23, Z24 (Intel order: Z16 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc0
+	VBROADCASTSS 8(DI)(BX*2), Z24
+
+	// VDPBF16PS Z2, Z20, Z24 (Intel order: Z2 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z7, Z21, Z24 (Intel order: Z7 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z12, Z22, Z24 (Intel order: Z12 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z17, Z23, Z24 (Intel order: Z17 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 8(R10), Z24
+
+	// VDPBF16PS Z3, Z20, Z24 (Intel order: Z3 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z8, Z21, Z24 (Intel order: Z8 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z13, Z22, Z24 (Intel order: Z13 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z18, Z23, Z24 (Intel order: Z18 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 8(R10)(BX*1), Z24
+
+	// VDPBF16PS Z4, Z20, Z24 (Intel order: Z4 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z9, Z21, Z24 (Intel order: Z9 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z14, Z22, Z24 (Intel order: Z14 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z19, Z23, Z24 (Intel order: Z19 += Z23·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x46
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·4 + j)·16 : …]
+	VMOVUPS      768(R8), Z20
+	VMOVUPS      832(R8), Z21
+	VMOVUPS      896(R8), Z22
+	VMOVUPS      960(R8), Z23
+	VBROADCASTSS 12(DI), Z24
+
+	// VDPBF16PS Z0, Z20, Z24 (Intel order: Z0 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z5, Z21, Z24 (Intel order: Z5 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z10, Z22, Z24 (Intel order: Z10 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z15, Z23, Z24 (Intel order: Z15 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf8
+	VBROADCASTSS 12(DI)(BX*1), Z24
+
+	// VDPBF16PS Z1, Z20, Z24 (Intel order: Z1 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z6, Z21, Z24 (Intel order: Z6 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z11, Z22, Z24 (Intel order: Z11 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z16, Z23, Z24 (Intel order: Z16 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc0
+	VBROADCASTSS 12(DI)(BX*2), Z24
+
+	// VDPBF16PS Z2, Z20, Z24 (Intel order: Z2 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z7, Z21, Z24 (Intel order: Z7 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z12, Z22, Z24 (Intel order: Z12 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z17, Z23, Z24 (Intel order: Z17 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 12(R10), Z24
+
+	// VDPBF16PS Z3, Z20, Z24 (Intel order: Z3 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z8, Z21, Z24 (Intel order: Z8 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z13, Z22, Z24 (Intel order: Z13 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z18, Z23, Z24 (Intel order: Z18 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 12(R10)(BX*1), Z24
+
+	// VDPBF16PS Z4, Z20, Z24 (Intel order: Z4 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z9, Z21, Z24 (Intel order: Z9 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z14, Z22, Z24 (Intel order: Z14 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z19, Z23, Z24 (Intel order: Z19 += Z23·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x46
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·4 + j)·16 : …]
+	VMOVUPS      1024(R8), Z20
+	VMOVUPS      1088(R8), Z21
+	VMOVUPS      1152(R8), Z22
+	VMOVUPS      1216(R8), Z23
+	VBROADCASTSS 16(DI), Z24
+
+	// VDPBF16PS Z0, Z20, Z24 (Intel order: Z0 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z5, Z21, Z24 (Intel order: Z5 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z10, Z22, Z24 (Intel order: Z10 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z15, Z23, Z24 (Intel order: Z15 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf8
+	VBROADCASTSS 16(DI)(BX*1), Z24
+
+	// VDPBF16PS Z1, Z20, Z24 (Intel order: Z1 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z6, Z21, Z24 (Intel order: Z6 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z11, Z22, Z24 (Intel order: Z11 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z16, Z23, Z24 (Intel order: Z16 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc0
+	VBROADCASTSS 16(DI)(BX*2), Z24
+
+	// VDPBF16PS Z2, Z20, Z24 (Intel order: Z2 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z7, Z21, Z24 (Intel order: Z7 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z12, Z22, Z24 (Intel order: Z12 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z17, Z23, Z24 (Intel order: Z17 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 16(R10), Z24
+
+	// VDPBF16PS Z3, Z20, Z24 (Intel order: Z3 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z8, Z21, Z24 (Intel order: Z8 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z13, Z22, Z24 (Intel order: Z13 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z18, Z23, Z24 (Intel order: Z18 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 16(R10)(BX*1), Z24
+
+	// VDPBF16PS Z4, Z20, Z24 (Intel order: Z4 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z9, Z21, Z24 (Intel order: Z9 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z14, Z22, Z24 (Intel order: Z14 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z19, Z23, Z24 (Intel order: Z19 += Z23·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x46
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·4 + j)·16 : …]
+	VMOVUPS      1280(R8), Z20
+	VMOVUPS      1344(R8), Z21
+	VMOVUPS      1408(R8), Z22
+	VMOVUPS      1472(R8), Z23
+	VBROADCASTSS 20(DI), Z24
+
+	// VDPBF16PS Z0, Z20, Z24 (Intel order: Z0 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z5, Z21, Z24 (Intel order: Z5 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z10, Z22, Z24 (Intel order: Z10 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z15, Z23, Z24 (Intel order: Z15 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf8
+	VBROADCASTSS 20(DI)(BX*1), Z24
+
+	// VDPBF16PS Z1, Z20, Z24 (Intel order: Z1 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z6, Z21, Z24 (Intel order: Z6 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z11, Z22, Z24 (Intel order: Z11 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z16, Z23, Z24 (Intel order: Z16 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc0
+	VBROADCASTSS 20(DI)(BX*2), Z24
+
+	// VDPBF16PS Z2, Z20, Z24 (Intel order: Z2 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z7, Z21, Z24 (Intel order: Z7 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z12, Z22, Z24 (Intel order: Z12 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z17, Z23, Z24 (Intel order: Z17 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 20(R10), Z24
+
+	// VDPBF16PS Z3, Z20, Z24 (Intel order: Z3 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z8, Z21, Z24 (Intel order: Z8 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z13, Z22, Z24 (Intel order: Z13 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z18, Z23, Z24 (Intel order: Z18 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 20(R10)(BX*1), Z24
+
+	// VDPBF16PS Z4, Z20, Z24 (Intel order: Z4 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z9, Z21, Z24 (Intel order: Z9 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z14, Z22, Z24 (Intel order: Z14 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z19, Z23, Z24 (Intel order: Z19 += Z23·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x46
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·4 + j)·16 : …]
+	VMOVUPS      1536(R8), Z20
+	VMOVUPS      1600(R8), Z21
+	VMOVUPS      1664(R8), Z22
+	VMOVUPS      1728(R8), Z23
+	VBROADCASTSS 24(DI), Z24
+
+	// VDPBF16PS Z0, Z20, Z24 (Intel order: Z0 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z5, Z21, Z24 (Intel order: Z5 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z10, Z22, Z24 (Intel order: Z10 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z15, Z23, Z24 (Intel order: Z15 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf8
+	VBROADCASTSS 24(DI)(BX*1), Z24
+
+	// VDPBF16PS Z1, Z20, Z24 (Intel order: Z1 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z6, Z21, Z24 (Intel order: Z6 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z11, Z22, Z24 (Intel order: Z11 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z16, Z23, Z24 (Intel order: Z16 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc0
+	VBROADCASTSS 24(DI)(BX*2), Z24
+
+	// VDPBF16PS Z2, Z20, Z24 (Intel order: Z2 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z7, Z21, Z24 (Intel order: Z7 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z12, Z22, Z24 (Intel order: Z12 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z17, Z23, Z24 (Intel order: Z17 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 24(R10), Z24
+
+	// VDPBF16PS Z3, Z20, Z24 (Intel order: Z3 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z8, Z21, Z24 (Intel order: Z8 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z13, Z22, Z24 (Intel order: Z13 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z18, Z23, Z24 (Intel order: Z18 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 24(R10)(BX*1), Z24
+
+	// VDPBF16PS Z4, Z20, Z24 (Intel order: Z4 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z9, Z21, Z24 (Intel order: Z9 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z14, Z22, Z24 (Intel order: Z14 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z19, Z23, Z24 (Intel order: Z19 += Z23·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x46
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·4 + j)·16 : …]
+	VMOVUPS      1792(R8), Z20
+	VMOVUPS      1856(R8), Z21
+	VMOVUPS      1920(R8), Z22
+	VMOVUPS      1984(R8), Z23
+	VBROADCASTSS 28(DI), Z24
+
+	// VDPBF16PS Z0, Z20, Z24 (Intel order: Z0 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z5, Z21, Z24 (Intel order: Z5 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z10, Z22, Z24 (Intel order: Z10 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z15, Z23, Z24 (Intel order: Z15 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x12
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf8
+	VBROADCASTSS 28(DI)(BX*1), Z24
+
+	// VDPBF16PS Z1, Z20, Z24 (Intel order: Z1 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z6, Z21, Z24 (Intel order: Z6 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z11, Z22, Z24 (Intel order: Z11 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z16, Z23, Z24 (Intel order: Z16 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc0
+	VBROADCASTSS 28(DI)(BX*2), Z24
+
+	// VDPBF16PS Z2, Z20, Z24 (Intel order: Z2 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd0
+
+	// VDPBF16PS Z7, Z21, Z24 (Intel order: Z7 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf8
+
+	// VDPBF16PS Z12, Z22, Z24 (Intel order: Z12 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z17, Z23, Z24 (Intel order: Z17 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xc8
+	VBROADCASTSS 28(R10), Z24
+
+	// VDPBF16PS Z3, Z20, Z24 (Intel order: Z3 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd8
+
+	// VDPBF16PS Z8, Z21, Z24 (Intel order: Z8 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc0
+
+	// VDPBF16PS Z13, Z22, Z24 (Intel order: Z13 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe8
+
+	// VDPBF16PS Z18, Z23, Z24 (Intel order: Z18 += Z23·Z24 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x46
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd0
+	VBROADCASTSS 28(R10)(BX*1), Z24
+
+	// VDPBF16PS Z4, Z20, Z24 (Intel order: Z4 += Z20·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x5e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe0
+
+	// VDPBF16PS Z9, Z21, Z24 (Intel order: Z9 += Z21·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x56
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc8
+
+	// VDPBF16PS Z14, Z22, Z24 (Intel order: Z14 += Z22·Z24 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x4e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf0
+
+	// VDPBF16PS Z19, Z23, Z24 (Intel order: Z19 += Z23·Z24 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0x82
+	BYTE  $0x46
+	BYTE  $0x40
+	BYTE  $0x52
+	BYTE  $0xd8
+	ADDQ  DX, DI
+	ADDQ  $0x00000800, R8
+	DECQ  R9
+	JNZ   convBlockedBF164x5AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF164x5AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF164x5AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z20
+	VMOVUPS 64(CX), Z21
+	VMOVUPS 128(CX), Z22
+	VMOVUPS 192(CX), Z23
+	VADDPS  Z20, Z0, Z0
+	VADDPS  Z20, Z1, Z1
+	VADDPS  Z20, Z2, Z2
+	VADDPS  Z20, Z3, Z3
+	VADDPS  Z20, Z4, Z4
+	VADDPS  Z21, Z5, Z5
+	VADDPS  Z21, Z6, Z6
+	VADDPS  Z21, Z7, Z7
+	VADDPS  Z21, Z8, Z8
+	VADDPS  Z21, Z9, Z9
+	VADDPS  Z22, Z10, Z10
+	VADDPS  Z22, Z11, Z11
+	VADDPS  Z22, Z12, Z12
+	VADDPS  Z22, Z13, Z13
+	VADDPS  Z22, Z14, Z14
+	VADDPS  Z23, Z15, Z15
+	VADDPS  Z23, Z16, Z16
+	VADDPS  Z23, Z17, Z17
+	VADDPS  Z23, Z18, Z18
+	VADDPS  Z23, Z19, Z19
+
+convBlockedBF164x5AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF164x5AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	VADDPS (SI)(BX*1), Z4, Z4
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z5, Z5
+	VADDPS (CX)(BX*1), Z6, Z6
+	VADDPS (CX)(BX*2), Z7, Z7
+	VADDPS (SI), Z8, Z8
+	VADDPS (SI)(BX*1), Z9, Z9
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z10, Z10
+	VADDPS (CX)(BX*1), Z11, Z11
+	VADDPS (CX)(BX*2), Z12, Z12
+	VADDPS (SI), Z13, Z13
+	VADDPS (SI)(BX*1), Z14, Z14
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z15, Z15
+	VADDPS (CX)(BX*1), Z16, Z16
+	VADDPS (CX)(BX*2), Z17, Z17
+	VADDPS (SI), Z18, Z18
+	VADDPS (SI)(BX*1), Z19, Z19
+
+convBlockedBF164x5AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF164x5AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z0, Z24, Z0
+	VMAXPS Z1, Z24, Z1
+	VMAXPS Z2, Z24, Z2
+	VMAXPS Z3, Z24, Z3
+	VMAXPS Z4, Z24, Z4
+	VMAXPS Z5, Z24, Z5
+	VMAXPS Z6, Z24, Z6
+	VMAXPS Z7, Z24, Z7
+	VMAXPS Z8, Z24, Z8
+	VMAXPS Z9, Z24, Z9
+	VMAXPS Z10, Z24, Z10
+	VMAXPS Z11, Z24, Z11
+	VMAXPS Z12, Z24, Z12
+	VMAXPS Z13, Z24, Z13
+	VMAXPS Z14, Z24, Z14
+	VMAXPS Z15, Z24, Z15
+	VMAXPS Z16, Z24, Z16
+	VMAXPS Z17, Z24, Z17
+	VMAXPS Z18, Z24, Z18
+	VMAXPS Z19, Z24, Z19
+
+convBlockedBF164x5AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	VMOVUPS Z4, (BX)(DX*1)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z5, (AX)
+	VMOVUPS Z6, (AX)(DX*1)
+	VMOVUPS Z7, (AX)(DX*2)
+	VMOVUPS Z8, (BX)
+	VMOVUPS Z9, (BX)(DX*1)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, (AX)(DX*1)
+	VMOVUPS Z12, (AX)(DX*2)
+	VMOVUPS Z13, (BX)
+	VMOVUPS Z14, (BX)(DX*1)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, (AX)(DX*1)
+	VMOVUPS Z17, (AX)(DX*2)
+	VMOVUPS Z18, (BX)
+	VMOVUPS Z19, (BX)(DX*1)
+	VZEROUPPER
+	RET
+
+// func convBlockedBF164x6AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// Requires: AVX, AVX512F, AVX512_BF16, MMX+
+TEXT ·convBlockedBF164x6AVX512(SB), NOSPLIT, $0-104
+	PCALIGN $0x40
+
+	// acc = out with ConvAccumulate, else 0
+	MOVQ   flags+96(FP), AX
+	TESTQ  $0x00000001, AX
+	JNZ    convBlockedBF164x6AVX512_load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	JMP    convBlockedBF164x6AVX512_loops
+
+convBlockedBF164x6AVX512_load:
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(DX*1), Z1
+	VMOVUPS (AX)(DX*2), Z2
+	VMOVUPS (BX), Z3
+	VMOVUPS (BX)(DX*1), Z4
+	VMOVUPS (BX)(DX*2), Z5
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z6
+	VMOVUPS (AX)(DX*1), Z7
+	VMOVUPS (AX)(DX*2), Z8
+	VMOVUPS (BX), Z9
+	VMOVUPS (BX)(DX*1), Z10
+	VMOVUPS (BX)(DX*2), Z11
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z12
+	VMOVUPS (AX)(DX*1), Z13
+	VMOVUPS (AX)(DX*2), Z14
+	VMOVUPS (BX), Z15
+	VMOVUPS (BX)(DX*1), Z16
+	VMOVUPS (BX)(DX*2), Z17
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS (AX), Z18
+	VMOVUPS (AX)(DX*1), Z19
+	VMOVUPS (AX)(DX*2), Z20
+	VMOVUPS (BX), Z21
+	VMOVUPS (BX)(DX*1), Z22
+	VMOVUPS (BX)(DX*2), Z23
+
+convBlockedBF164x6AVX512_loops:
+	MOVQ taps+8(FP), AX
+	MOVQ ntaps+16(FP), CX
+	MOVQ xBlock+32(FP), DX
+	MOVQ pixStride+40(FP), BX
+	LEAQ (BX)(BX*2), SI
+
+convBlockedBF164x6AVX512_tap:
+	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
+	MOVQ (AX), DI
+	SHLQ $0x01, DI
+	ADDQ x+0(FP), DI
+	MOVQ 8(AX), R8
+	SHLQ $0x01, R8
+	ADDQ w+48(FP), R8
+	MOVQ cib+24(FP), R9
+
+convBlockedBF164x6AVX512_cb:
+	LEAQ (DI)(SI*1), R10
+
+	// pair 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
+	VMOVUPS      (R8), Z24
+	VMOVUPS      64(R8), Z25
+	VMOVUPS      128(R8), Z26
+	VMOVUPS      192(R8), Z27
+	PREFETCHT0   (R10)(SI*1)
+	VBROADCASTSS (DI), Z28
+
+	// VDPBF16PS Z0, Z24, Z28 (Intel order: Z0 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z6, Z25, Z28 (Intel order: Z6 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z12, Z26, Z28 (Intel order: Z12 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z18, Z27, Z28 (Intel order: Z18 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd4
+	VBROADCASTSS (DI)(BX*1), Z28
+
+	// VDPBF16PS Z1, Z24, Z28 (Intel order: Z1 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z7, Z25, Z28 (Intel order: Z7 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z13, Z26, Z28 (Intel order: Z13 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z19, Z27, Z28 (Intel order: Z19 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xdc
+	VBROADCASTSS (DI)(BX*2), Z28
+
+	// VDPBF16PS Z2, Z24, Z28 (Intel order: Z2 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z8, Z25, Z28 (Intel order: Z8 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z14, Z26, Z28 (Intel order: Z14 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z20, Z27, Z28 (Intel order: Z20 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS (R10), Z28
+
+	// VDPBF16PS Z3, Z24, Z28 (Intel order: Z3 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z9, Z25, Z28 (Intel order: Z9 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z15, Z26, Z28 (Intel order: Z15 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z21, Z27, Z28 (Intel order: Z21 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS (R10)(BX*1), Z28
+
+	// VDPBF16PS Z4, Z24, Z28 (Intel order: Z4 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z10, Z25, Z28 (Intel order: Z10 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z16, Z26, Z28 (Intel order: Z16 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z22, Z27, Z28 (Intel order: Z22 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS (R10)(BX*2), Z28
+
+	// VDPBF16PS Z5, Z24, Z28 (Intel order: Z5 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z11, Z25, Z28 (Intel order: Z11 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z17, Z26, Z28 (Intel order: Z17 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z23, Z27, Z28 (Intel order: Z23 += Z27·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x26
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·4 + j)·16 : …]
+	VMOVUPS      256(R8), Z24
+	VMOVUPS      320(R8), Z25
+	VMOVUPS      384(R8), Z26
+	VMOVUPS      448(R8), Z27
+	PREFETCHT0   64(R10)(SI*1)
+	VBROADCASTSS 4(DI), Z28
+
+	// VDPBF16PS Z0, Z24, Z28 (Intel order: Z0 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z6, Z25, Z28 (Intel order: Z6 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z12, Z26, Z28 (Intel order: Z12 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z18, Z27, Z28 (Intel order: Z18 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd4
+	VBROADCASTSS 4(DI)(BX*1), Z28
+
+	// VDPBF16PS Z1, Z24, Z28 (Intel order: Z1 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z7, Z25, Z28 (Intel order: Z7 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z13, Z26, Z28 (Intel order: Z13 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z19, Z27, Z28 (Intel order: Z19 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xdc
+	VBROADCASTSS 4(DI)(BX*2), Z28
+
+	// VDPBF16PS Z2, Z24, Z28 (Intel order: Z2 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z8, Z25, Z28 (Intel order: Z8 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z14, Z26, Z28 (Intel order: Z14 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z20, Z27, Z28 (Intel order: Z20 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 4(R10), Z28
+
+	// VDPBF16PS Z3, Z24, Z28 (Intel order: Z3 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z9, Z25, Z28 (Intel order: Z9 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z15, Z26, Z28 (Intel order: Z15 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z21, Z27, Z28 (Intel order: Z21 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 4(R10)(BX*1), Z28
+
+	// VDPBF16PS Z4, Z24, Z28 (Intel order: Z4 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z10, Z25, Z28 (Intel order: Z10 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z16, Z26, Z28 (Intel order: Z16 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z22, Z27, Z28 (Intel order: Z22 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 4(R10)(BX*2), Z28
+
+	// VDPBF16PS Z5, Z24, Z28 (Intel order: Z5 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z11, Z25, Z28 (Intel order: Z11 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z17, Z26, Z28 (Intel order: Z17 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z23, Z27, Z28 (Intel order: Z23 += Z27·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x26
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·4 + j)·16 : …]
+	VMOVUPS      512(R8), Z24
+	VMOVUPS      576(R8), Z25
+	VMOVUPS      640(R8), Z26
+	VMOVUPS      704(R8), Z27
+	PREFETCHT0   128(R10)(SI*1)
+	VBROADCASTSS 8(DI), Z28
+
+	// VDPBF16PS Z0, Z24, Z28 (Intel order: Z0 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z6, Z25, Z28 (Intel order: Z6 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z12, Z26, Z28 (Intel order: Z12 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z18, Z27, Z28 (Intel order: Z18 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd4
+	VBROADCASTSS 8(DI)(BX*1), Z28
+
+	// VDPBF16PS Z1, Z24, Z28 (Intel order: Z1 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z7, Z25, Z28 (Intel order: Z7 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z13, Z26, Z28 (Intel order: Z13 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z19, Z27, Z28 (Intel order: Z19 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xdc
+	VBROADCASTSS 8(DI)(BX*2), Z28
+
+	// VDPBF16PS Z2, Z24, Z28 (Intel order: Z2 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z8, Z25, Z28 (Intel order: Z8 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z14, Z26, Z28 (Intel order: Z14 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z20, Z27, Z28 (Intel order: Z20 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 8(R10), Z28
+
+	// VDPBF16PS Z3, Z24, Z28 (Intel order: Z3 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z9, Z25, Z28 (Intel order: Z9 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z15, Z26, Z28 (Intel order: Z15 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z21, Z27, Z28 (Intel order: Z21 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 8(R10)(BX*1), Z28
+
+	// VDPBF16PS Z4, Z24, Z28 (Intel order: Z4 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z10, Z25, Z28 (Intel order: Z10 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z16, Z26, Z28 (Intel order: Z16 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z22, Z27, Z28 (Intel order: Z22 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 8(R10)(BX*2), Z28
+
+	// VDPBF16PS Z5, Z24, Z28 (Intel order: Z5 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z11, Z25, Z28 (Intel order: Z11 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z17, Z26, Z28 (Intel order: Z17 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z23, Z27, Z28 (Intel order: Z23 += Z27·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x26
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·4 + j)·16 : …]
+	VMOVUPS      768(R8), Z24
+	VMOVUPS      832(R8), Z25
+	VMOVUPS      896(R8), Z26
+	VMOVUPS      960(R8), Z27
+	VBROADCASTSS 12(DI), Z28
+
+	// VDPBF16PS Z0, Z24, Z28 (Intel order: Z0 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z6, Z25, Z28 (Intel order: Z6 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z12, Z26, Z28 (Intel order: Z12 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z18, Z27, Z28 (Intel order: Z18 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd4
+	VBROADCASTSS 12(DI)(BX*1), Z28
+
+	// VDPBF16PS Z1, Z24, Z28 (Intel order: Z1 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z7, Z25, Z28 (Intel order: Z7 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z13, Z26, Z28 (Intel order: Z13 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z19, Z27, Z28 (Intel order: Z19 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xdc
+	VBROADCASTSS 12(DI)(BX*2), Z28
+
+	// VDPBF16PS Z2, Z24, Z28 (Intel order: Z2 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z8, Z25, Z28 (Intel order: Z8 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z14, Z26, Z28 (Intel order: Z14 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z20, Z27, Z28 (Intel order: Z20 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 12(R10), Z28
+
+	// VDPBF16PS Z3, Z24, Z28 (Intel order: Z3 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z9, Z25, Z28 (Intel order: Z9 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z15, Z26, Z28 (Intel order: Z15 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z21, Z27, Z28 (Intel order: Z21 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 12(R10)(BX*1), Z28
+
+	// VDPBF16PS Z4, Z24, Z28 (Intel order: Z4 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z10, Z25, Z28 (Intel order: Z10 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z16, Z26, Z28 (Intel order: Z16 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z22, Z27, Z28 (Intel order: Z22 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 12(R10)(BX*2), Z28
+
+	// VDPBF16PS Z5, Z24, Z28 (Intel order: Z5 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z11, Z25, Z28 (Intel order: Z11 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z17, Z26, Z28 (Intel order: Z17 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z23, Z27, Z28 (Intel order: Z23 += Z27·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x26
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·4 + j)·16 : …]
+	VMOVUPS      1024(R8), Z24
+	VMOVUPS      1088(R8), Z25
+	VMOVUPS      1152(R8), Z26
+	VMOVUPS      1216(R8), Z27
+	VBROADCASTSS 16(DI), Z28
+
+	// VDPBF16PS Z0, Z24, Z28 (Intel order: Z0 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z6, Z25, Z28 (Intel order: Z6 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z12, Z26, Z28 (Intel order: Z12 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z18, Z27, Z28 (Intel order: Z18 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd4
+	VBROADCASTSS 16(DI)(BX*1), Z28
+
+	// VDPBF16PS Z1, Z24, Z28 (Intel order: Z1 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z7, Z25, Z28 (Intel order: Z7 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z13, Z26, Z28 (Intel order: Z13 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z19, Z27, Z28 (Intel order: Z19 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xdc
+	VBROADCASTSS 16(DI)(BX*2), Z28
+
+	// VDPBF16PS Z2, Z24, Z28 (Intel order: Z2 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z8, Z25, Z28 (Intel order: Z8 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z14, Z26, Z28 (Intel order: Z14 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z20, Z27, Z28 (Intel order: Z20 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 16(R10), Z28
+
+	// VDPBF16PS Z3, Z24, Z28 (Intel order: Z3 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z9, Z25, Z28 (Intel order: Z9 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z15, Z26, Z28 (Intel order: Z15 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z21, Z27, Z28 (Intel order: Z21 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 16(R10)(BX*1), Z28
+
+	// VDPBF16PS Z4, Z24, Z28 (Intel order: Z4 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z10, Z25, Z28 (Intel order: Z10 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z16, Z26, Z28 (Intel order: Z16 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z22, Z27, Z28 (Intel order: Z22 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 16(R10)(BX*2), Z28
+
+	// VDPBF16PS Z5, Z24, Z28 (Intel order: Z5 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z11, Z25, Z28 (Intel order: Z11 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z17, Z26, Z28 (Intel order: Z17 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z23, Z27, Z28 (Intel order: Z23 += Z27·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x26
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·4 + j)·16 : …]
+	VMOVUPS      1280(R8), Z24
+	VMOVUPS      1344(R8), Z25
+	VMOVUPS      1408(R8), Z26
+	VMOVUPS      1472(R8), Z27
+	VBROADCASTSS 20(DI), Z28
+
+	// VDPBF16PS Z0, Z24, Z28 (Intel order: Z0 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z6, Z25, Z28 (Intel order: Z6 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z12, Z26, Z28 (Intel order: Z12 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z18, Z27, Z28 (Intel order: Z18 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd4
+	VBROADCASTSS 20(DI)(BX*1), Z28
+
+	// VDPBF16PS Z1, Z24, Z28 (Intel order: Z1 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z7, Z25, Z28 (Intel order: Z7 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z13, Z26, Z28 (Intel order: Z13 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z19, Z27, Z28 (Intel order: Z19 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xdc
+	VBROADCASTSS 20(DI)(BX*2), Z28
+
+	// VDPBF16PS Z2, Z24, Z28 (Intel order: Z2 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z8, Z25, Z28 (Intel order: Z8 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z14, Z26, Z28 (Intel order: Z14 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z20, Z27, Z28 (Intel order: Z20 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 20(R10), Z28
+
+	// VDPBF16PS Z3, Z24, Z28 (Intel order: Z3 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z9, Z25, Z28 (Intel order: Z9 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z15, Z26, Z28 (Intel order: Z15 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z21, Z27, Z28 (Intel order: Z21 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 20(R10)(BX*1), Z28
+
+	// VDPBF16PS Z4, Z24, Z28 (Intel order: Z4 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z10, Z25, Z28 (Intel order: Z10 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z16, Z26, Z28 (Intel order: Z16 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z22, Z27, Z28 (Intel order: Z22 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 20(R10)(BX*2), Z28
+
+	// VDPBF16PS Z5, Z24, Z28 (Intel order: Z5 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z11, Z25, Z28 (Intel order: Z11 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z17, Z26, Z28 (Intel order: Z17 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z23, Z27, Z28 (Intel order: Z23 += Z27·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x26
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·4 + j)·16 : …]
+	VMOVUPS      1536(R8), Z24
+	VMOVUPS      1600(R8), Z25
+	VMOVUPS      1664(R8), Z26
+	VMOVUPS      1728(R8), Z27
+	VBROADCASTSS 24(DI), Z28
+
+	// VDPBF16PS Z0, Z24, Z28 (Intel order: Z0 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z6, Z25, Z28 (Intel order: Z6 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z12, Z26, Z28 (Intel order: Z12 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z18, Z27, Z28 (Intel order: Z18 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd4
+	VBROADCASTSS 24(DI)(BX*1), Z28
+
+	// VDPBF16PS Z1, Z24, Z28 (Intel order: Z1 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z7, Z25, Z28 (Intel order: Z7 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z13, Z26, Z28 (Intel order: Z13 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z19, Z27, Z28 (Intel order: Z19 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xdc
+	VBROADCASTSS 24(DI)(BX*2), Z28
+
+	// VDPBF16PS Z2, Z24, Z28 (Intel order: Z2 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z8, Z25, Z28 (Intel order: Z8 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z14, Z26, Z28 (Intel order: Z14 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z20, Z27, Z28 (Intel order: Z20 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 24(R10), Z28
+
+	// VDPBF16PS Z3, Z24, Z28 (Intel order: Z3 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z9, Z25, Z28 (Intel order: Z9 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z15, Z26, Z28 (Intel order: Z15 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z21, Z27, Z28 (Intel order: Z21 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 24(R10)(BX*1), Z28
+
+	// VDPBF16PS Z4, Z24, Z28 (Intel order: Z4 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z10, Z25, Z28 (Intel order: Z10 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z16, Z26, Z28 (Intel order: Z16 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z22, Z27, Z28 (Intel order: Z22 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 24(R10)(BX*2), Z28
+
+	// VDPBF16PS Z5, Z24, Z28 (Intel order: Z5 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z11, Z25, Z28 (Intel order: Z11 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z17, Z26, Z28 (Intel order: Z17 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z23, Z27, Z28 (Intel order: Z23 += Z27·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x26
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// pair 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·4 + j)·16 : …]
+	VMOVUPS      1792(R8), Z24
+	VMOVUPS      1856(R8), Z25
+	VMOVUPS      1920(R8), Z26
+	VMOVUPS      1984(R8), Z27
+	VBROADCASTSS 28(DI), Z28
+
+	// VDPBF16PS Z0, Z24, Z28 (Intel order: Z0 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z6, Z25, Z28 (Intel order: Z6 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z12, Z26, Z28 (Intel order: Z12 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z18, Z27, Z28 (Intel order: Z18 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xd4
+	VBROADCASTSS 28(DI)(BX*1), Z28
+
+	// VDPBF16PS Z1, Z24, Z28 (Intel order: Z1 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z7, Z25, Z28 (Intel order: Z7 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z13, Z26, Z28 (Intel order: Z13 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z19, Z27, Z28 (Intel order: Z19 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xdc
+	VBROADCASTSS 28(DI)(BX*2), Z28
+
+	// VDPBF16PS Z2, Z24, Z28 (Intel order: Z2 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z8, Z25, Z28 (Intel order: Z8 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z14, Z26, Z28 (Intel order: Z14 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf4
+
+	// VDPBF16PS Z20, Z27, Z28 (Intel order: Z20 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xe4
+	VBROADCASTSS 28(R10), Z28
+
+	// VDPBF16PS Z3, Z24, Z28 (Intel order: Z3 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z9, Z25, Z28 (Intel order: Z9 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z15, Z26, Z28 (Intel order: Z15 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xfc
+
+	// VDPBF16PS Z21, Z27, Z28 (Intel order: Z21 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xec
+	VBROADCASTSS 28(R10)(BX*1), Z28
+
+	// VDPBF16PS Z4, Z24, Z28 (Intel order: Z4 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe4
+
+	// VDPBF16PS Z10, Z25, Z28 (Intel order: Z10 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd4
+
+	// VDPBF16PS Z16, Z26, Z28 (Intel order: Z16 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc4
+
+	// VDPBF16PS Z22, Z27, Z28 (Intel order: Z22 += Z27·Z28 in bf16 pairs)
+	BYTE         $0x62
+	BYTE         $0x82
+	BYTE         $0x26
+	BYTE         $0x40
+	BYTE         $0x52
+	BYTE         $0xf4
+	VBROADCASTSS 28(R10)(BX*2), Z28
+
+	// VDPBF16PS Z5, Z24, Z28 (Intel order: Z5 += Z24·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x3e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xec
+
+	// VDPBF16PS Z11, Z25, Z28 (Intel order: Z11 += Z25·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x36
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdc
+
+	// VDPBF16PS Z17, Z26, Z28 (Intel order: Z17 += Z26·Z28 in bf16 pairs)
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x2e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcc
+
+	// VDPBF16PS Z23, Z27, Z28 (Intel order: Z23 += Z27·Z28 in bf16 pairs)
+	BYTE  $0x62
+	BYTE  $0x82
+	BYTE  $0x26
+	BYTE  $0x40
+	BYTE  $0x52
+	BYTE  $0xfc
+	ADDQ  DX, DI
+	ADDQ  $0x00000800, R8
+	DECQ  R9
+	JNZ   convBlockedBF164x6AVX512_cb
+	ADDQ  $0x10, AX
+	DECQ  CX
+	JNZ   convBlockedBF164x6AVX512_tap
+	MOVQ  flags+96(FP), AX
+	TESTQ $0x00000002, AX
+	JZ    convBlockedBF164x6AVX512_res
+
+	// acc[j][p] += bias[j·16 : …]
+	MOVQ    bias+56(FP), CX
+	VMOVUPS (CX), Z24
+	VMOVUPS 64(CX), Z25
+	VMOVUPS 128(CX), Z26
+	VMOVUPS 192(CX), Z27
+	VADDPS  Z24, Z0, Z0
+	VADDPS  Z24, Z1, Z1
+	VADDPS  Z24, Z2, Z2
+	VADDPS  Z24, Z3, Z3
+	VADDPS  Z24, Z4, Z4
+	VADDPS  Z24, Z5, Z5
+	VADDPS  Z25, Z6, Z6
+	VADDPS  Z25, Z7, Z7
+	VADDPS  Z25, Z8, Z8
+	VADDPS  Z25, Z9, Z9
+	VADDPS  Z25, Z10, Z10
+	VADDPS  Z25, Z11, Z11
+	VADDPS  Z26, Z12, Z12
+	VADDPS  Z26, Z13, Z13
+	VADDPS  Z26, Z14, Z14
+	VADDPS  Z26, Z15, Z15
+	VADDPS  Z26, Z16, Z16
+	VADDPS  Z26, Z17, Z17
+	VADDPS  Z27, Z18, Z18
+	VADDPS  Z27, Z19, Z19
+	VADDPS  Z27, Z20, Z20
+	VADDPS  Z27, Z21, Z21
+	VADDPS  Z27, Z22, Z22
+	VADDPS  Z27, Z23, Z23
+
+convBlockedBF164x6AVX512_res:
+	TESTQ $0x00000004, AX
+	JZ    convBlockedBF164x6AVX512_relu
+
+	// acc[j][p] += res[j·outStride + p·outPix : …]
+	MOVQ   res+64(FP), CX
+	MOVQ   outStride+80(FP), DX
+	MOVQ   outPix+88(FP), BX
+	LEAQ   (BX)(BX*2), DI
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z0, Z0
+	VADDPS (CX)(BX*1), Z1, Z1
+	VADDPS (CX)(BX*2), Z2, Z2
+	VADDPS (SI), Z3, Z3
+	VADDPS (SI)(BX*1), Z4, Z4
+	VADDPS (SI)(BX*2), Z5, Z5
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z6, Z6
+	VADDPS (CX)(BX*1), Z7, Z7
+	VADDPS (CX)(BX*2), Z8, Z8
+	VADDPS (SI), Z9, Z9
+	VADDPS (SI)(BX*1), Z10, Z10
+	VADDPS (SI)(BX*2), Z11, Z11
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z12, Z12
+	VADDPS (CX)(BX*1), Z13, Z13
+	VADDPS (CX)(BX*2), Z14, Z14
+	VADDPS (SI), Z15, Z15
+	VADDPS (SI)(BX*1), Z16, Z16
+	VADDPS (SI)(BX*2), Z17, Z17
+	ADDQ   DX, CX
+	LEAQ   (CX)(DI*1), SI
+	VADDPS (CX), Z18, Z18
+	VADDPS (CX)(BX*1), Z19, Z19
+	VADDPS (CX)(BX*2), Z20, Z20
+	VADDPS (SI), Z21, Z21
+	VADDPS (SI)(BX*1), Z22, Z22
+	VADDPS (SI)(BX*2), Z23, Z23
+
+convBlockedBF164x6AVX512_relu:
+	TESTQ $0x00000008, AX
+	JZ    convBlockedBF164x6AVX512_store
+
+	// acc = max(0, acc), acc kept when NaN
+	VPXORD Z28, Z28, Z28
+	VMAXPS Z0, Z28, Z0
+	VMAXPS Z1, Z28, Z1
+	VMAXPS Z2, Z28, Z2
+	VMAXPS Z3, Z28, Z3
+	VMAXPS Z4, Z28, Z4
+	VMAXPS Z5, Z28, Z5
+	VMAXPS Z6, Z28, Z6
+	VMAXPS Z7, Z28, Z7
+	VMAXPS Z8, Z28, Z8
+	VMAXPS Z9, Z28, Z9
+	VMAXPS Z10, Z28, Z10
+	VMAXPS Z11, Z28, Z11
+	VMAXPS Z12, Z28, Z12
+	VMAXPS Z13, Z28, Z13
+	VMAXPS Z14, Z28, Z14
+	VMAXPS Z15, Z28, Z15
+	VMAXPS Z16, Z28, Z16
+	VMAXPS Z17, Z28, Z17
+	VMAXPS Z18, Z28, Z18
+	VMAXPS Z19, Z28, Z19
+	VMAXPS Z20, Z28, Z20
+	VMAXPS Z21, Z28, Z21
+	VMAXPS Z22, Z28, Z22
+	VMAXPS Z23, Z28, Z23
+
+convBlockedBF164x6AVX512_store:
+	// out[j·outStride + p·outPix : …] = acc[j][p]
+	MOVQ    out+72(FP), AX
+	MOVQ    outStride+80(FP), CX
+	MOVQ    outPix+88(FP), DX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (AX)(DX*1)
+	VMOVUPS Z2, (AX)(DX*2)
+	VMOVUPS Z3, (BX)
+	VMOVUPS Z4, (BX)(DX*1)
+	VMOVUPS Z5, (BX)(DX*2)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, (AX)(DX*1)
+	VMOVUPS Z8, (AX)(DX*2)
+	VMOVUPS Z9, (BX)
+	VMOVUPS Z10, (BX)(DX*1)
+	VMOVUPS Z11, (BX)(DX*2)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, (AX)(DX*1)
+	VMOVUPS Z14, (AX)(DX*2)
+	VMOVUPS Z15, (BX)
+	VMOVUPS Z16, (BX)(DX*1)
+	VMOVUPS Z17, (BX)(DX*2)
+	ADDQ    CX, AX
+	LEAQ    (AX)(SI*1), BX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, (AX)(DX*1)
+	VMOVUPS Z20, (AX)(DX*2)
+	VMOVUPS Z21, (BX)
+	VMOVUPS Z22, (BX)(DX*1)
+	VMOVUPS Z23, (BX)(DX*2)
+	VZEROUPPER
+	RET
+
 // func avgPool2x2BlockedRowAVX512(n int, r0 *float32, r1 *float32, out *float32)
 // Requires: AVX, AVX512F
 TEXT ·avgPool2x2BlockedRowAVX512(SB), NOSPLIT, $0-32

@@ -577,6 +577,126 @@ func convBlocked4x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int,
 //go:noescape
 func convBlocked4x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 
+// convBlockedBF161x1AVX512 computes ConvBlockedTileBF16's tile of 1 blocks × 1 pixels: for j < 1, p < 1, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·16)/2 + q·16 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF161x1AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF161x2AVX512 computes ConvBlockedTileBF16's tile of 1 blocks × 2 pixels: for j < 1, p < 2, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·16)/2 + q·16 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF161x2AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF161x3AVX512 computes ConvBlockedTileBF16's tile of 1 blocks × 3 pixels: for j < 1, p < 3, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·16)/2 + q·16 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF161x3AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF161x4AVX512 computes ConvBlockedTileBF16's tile of 1 blocks × 4 pixels: for j < 1, p < 4, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·16)/2 + q·16 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF161x4AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF161x5AVX512 computes ConvBlockedTileBF16's tile of 1 blocks × 5 pixels: for j < 1, p < 5, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·16)/2 + q·16 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF161x5AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF161x6AVX512 computes ConvBlockedTileBF16's tile of 1 blocks × 6 pixels: for j < 1, p < 6, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·16)/2 + q·16 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF161x6AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF162x1AVX512 computes ConvBlockedTileBF16's tile of 2 blocks × 1 pixels: for j < 2, p < 1, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·32)/2 + q·32 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF162x1AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF162x2AVX512 computes ConvBlockedTileBF16's tile of 2 blocks × 2 pixels: for j < 2, p < 2, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·32)/2 + q·32 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF162x2AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF162x3AVX512 computes ConvBlockedTileBF16's tile of 2 blocks × 3 pixels: for j < 2, p < 3, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·32)/2 + q·32 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF162x3AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF162x4AVX512 computes ConvBlockedTileBF16's tile of 2 blocks × 4 pixels: for j < 2, p < 4, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·32)/2 + q·32 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF162x4AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF162x5AVX512 computes ConvBlockedTileBF16's tile of 2 blocks × 5 pixels: for j < 2, p < 5, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·32)/2 + q·32 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF162x5AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF162x6AVX512 computes ConvBlockedTileBF16's tile of 2 blocks × 6 pixels: for j < 2, p < 6, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·32)/2 + q·32 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF162x6AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF163x1AVX512 computes ConvBlockedTileBF16's tile of 3 blocks × 1 pixels: for j < 3, p < 1, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·48)/2 + q·48 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF163x1AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF163x2AVX512 computes ConvBlockedTileBF16's tile of 3 blocks × 2 pixels: for j < 3, p < 2, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·48)/2 + q·48 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF163x2AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF163x3AVX512 computes ConvBlockedTileBF16's tile of 3 blocks × 3 pixels: for j < 3, p < 3, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·48)/2 + q·48 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF163x3AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF163x4AVX512 computes ConvBlockedTileBF16's tile of 3 blocks × 4 pixels: for j < 3, p < 4, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·48)/2 + q·48 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF163x4AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF163x5AVX512 computes ConvBlockedTileBF16's tile of 3 blocks × 5 pixels: for j < 3, p < 5, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·48)/2 + q·48 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF163x5AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF163x6AVX512 computes ConvBlockedTileBF16's tile of 3 blocks × 6 pixels: for j < 3, p < 6, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·48)/2 + q·48 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF163x6AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF164x1AVX512 computes ConvBlockedTileBF16's tile of 4 blocks × 1 pixels: for j < 4, p < 1, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·64)/2 + q·64 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF164x1AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF164x2AVX512 computes ConvBlockedTileBF16's tile of 4 blocks × 2 pixels: for j < 4, p < 2, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·64)/2 + q·64 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF164x2AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF164x3AVX512 computes ConvBlockedTileBF16's tile of 4 blocks × 3 pixels: for j < 4, p < 3, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·64)/2 + q·64 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF164x3AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF164x4AVX512 computes ConvBlockedTileBF16's tile of 4 blocks × 4 pixels: for j < 4, p < 4, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·64)/2 + q·64 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF164x4AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF164x5AVX512 computes ConvBlockedTileBF16's tile of 4 blocks × 5 pixels: for j < 4, p < 5, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·64)/2 + q·64 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF164x5AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convBlockedBF164x6AVX512 computes ConvBlockedTileBF16's tile of 4 blocks × 6 pixels: for j < 4, p < 6, l < 16, acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and w[(taps[2t+1] + (cb·16)·64)/2 + q·64 + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.
+//
+//go:noescape
+func convBlockedBF164x6AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
 // avgPool2x2BlockedRowAVX512 sets out[j·16+l] = (((r0[2j·16+l] + r0[(2j+1)·16+l]) + r1[2j·16+l]) + r1[(2j+1)·16+l]) · 0.25 for j < n, l < 16.
 //
 //go:noescape

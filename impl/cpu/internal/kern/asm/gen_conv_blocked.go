@@ -22,11 +22,14 @@ const blockLanes = 16
 
 // convBlockedKernels emits the 4×6 tiles of ConvBlockedTile
 // (convBlocked{nb}x{np}AVX512 for nb ≤ 4 output channel blocks and np ≤ 6
-// pixels) and the 2×2 average pool over NCHW16c rows.
+// pixels), those of ConvBlockedTileBF16 (convBlockedBF16{nb}x{np}AVX512)
+// and the 2×2 average pool over NCHW16c rows.
 func convBlockedKernels(zmm []VecPhysical) {
-	for nb := 1; nb <= 4; nb++ {
-		for np := 1; np <= 6; np++ {
-			convBlocked(nb, np, zmm)
+	for _, bf16 := range []bool{false, true} {
+		for nb := 1; nb <= 4; nb++ {
+			for np := 1; np <= 6; np++ {
+				convBlocked(nb, np, bf16, zmm)
+			}
 		}
 	}
 	avgPool2x2Blocked()
@@ -62,16 +65,40 @@ func convBlockedKernels(zmm []VecPhysical) {
 // the sixteen or more planes a tile reads at once (clip_rn50 1.06× at
 // batch 1 and 8, detr_r50_small_b2 1.02-1.03×, six rounds; two tiles
 // ahead ran the same, prefetching the residual and output did nothing).
-func convBlocked(nb, np int, zmm []VecPhysical) {
+//
+// With bf16 it emits convBlockedBF16{nb}x{np}AVX512, the tile of
+// ConvBlockedTileBF16, of the same signature but x and w of bf16 pairs:
+// a block's pixel holds 8 pairs of neighbouring channels (32 bytes), a
+// weight row per pair 16 lanes × 2 channels, so each step is one pair and
+// one VDPBF16PS per accumulator, 8 steps per block; the tap offsets stay
+// those of the float32 layout (halved here: shifted by one, not two) and
+// the byte strides are the pair image's.
+func convBlocked(nb, np int, bf16 bool, zmm []VecPhysical) {
 	name := fmt.Sprintf("convBlocked%dx%dAVX512", nb, np)
-	text(name, NOSPLIT, "func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int)")
+	sig := "func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int)"
+	steps, shift := blockLanes, uint64(2) // input channels (or pairs) per block; log2 bytes per float offset
+	if bf16 {
+		name = fmt.Sprintf("convBlockedBF16%dx%dAVX512", nb, np)
+		sig = "func(x *uint32, taps *int, ntaps, cib, xBlock, pixStride int, w *uint32, bias, res, out *float32, outStride, outPix, flags int)"
+		steps, shift = blockLanes/2, 1
+	}
+	text(name, NOSPLIT, sig)
 	Pragma("noescape")
-	Doc(fmt.Sprintf("%s computes ConvBlockedTile's tile of %d blocks × %d pixels: for j < %d, p < %d, l < 16, "+
-		"acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·%d + j·16 + l] "+
-		"(fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l "+
-		"out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. "+
-		"The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.",
-		name, nb, np, nb, np, nb*blockLanes))
+	if bf16 {
+		Doc(fmt.Sprintf("%s computes ConvBlockedTileBF16's tile of %d blocks × %d pixels: for j < %d, p < %d, l < 16, "+
+			"acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and "+
+			"w[(taps[2t+1] + (cb·16)·%d)/2 + q·%d + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l "+
+			"out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. "+
+			"The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.",
+			name, nb, np, nb, np, nb*blockLanes, nb*blockLanes))
+	} else {
+		Doc(fmt.Sprintf("%s computes ConvBlockedTile's tile of %d blocks × %d pixels: for j < %d, p < %d, l < 16, "+
+			"acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·%d + j·16 + l] "+
+			"(fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l "+
+			"out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. "+
+			"The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.",
+			name, nb, np, nb, np, nb*blockLanes))
+	}
 	acc := zmm[:nb*np] // acc[j·np + p]
 	wv := zmm[nb*np : nb*np+nb]
 	bc := zmm[nb*np+nb]
@@ -119,14 +146,14 @@ func convBlocked(nb, np int, zmm []VecPhysical) {
 	Label(name + "_tap")
 	Comment("xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]")
 	MOVQ(Mem{Base: pt}, xp)
-	SHLQ(Imm(2), xp)
+	SHLQ(Imm(shift), xp)
 	xArg, err := Param("x").Resolve()
 	if err != nil {
 		panic(err)
 	}
 	ADDQ(xArg.Addr, xp)
 	MOVQ(Mem{Base: pt, Disp: 8}, wp)
-	SHLQ(Imm(2), wp)
+	SHLQ(Imm(shift), wp)
 	wArg, err := Param("w").Resolve()
 	if err != nil {
 		panic(err)
@@ -138,12 +165,16 @@ func convBlocked(nb, np int, zmm []VecPhysical) {
 	if np > 3 {
 		LEAQ(Mem{Base: xp, Index: ps3, Scale: 1}, xp3)
 	}
-	for c := 0; c < blockLanes; c++ {
-		Comment(fmt.Sprintf("channel %d: acc[j][p] += broadcast(x[p·pixStride + %d]) · w[(%d·%d + j)·16 : …]", c, c, c, nb))
+	for c := 0; c < steps; c++ {
+		what := "channel"
+		if bf16 {
+			what = "pair"
+		}
+		Comment(fmt.Sprintf("%s %d: acc[j][p] += broadcast(x[p·pixStride + %d]) · w[(%d·%d + j)·16 : …]", what, c, c, c, nb))
 		for j := 0; j < nb; j++ {
 			VMOVUPS(Mem{Base: wp, Disp: (c*nb + j) * 64}, wv[j])
 		}
-		if np >= 4 && c < 6 { // line c of the next tile, from pixel np
+		if np >= 4 && c < 6*steps/blockLanes { // line c of the next tile, from pixel np
 			m := Mem{Base: xp3, Index: ps3, Scale: 1, Disp: 64 * c}
 			if np < 6 {
 				m.Index, m.Scale = ps, uint8(np-3)
@@ -153,12 +184,16 @@ func convBlocked(nb, np int, zmm []VecPhysical) {
 		for p := 0; p < np; p++ {
 			VBROADCASTSS(pix(p, 4*c), bc)
 			for j := 0; j < nb; j++ {
-				VFMADD231PS(wv[j], bc, a(j, p))
+				if bf16 {
+					vdpbf16ps(a(j, p), wv[j], bc)
+				} else {
+					VFMADD231PS(wv[j], bc, a(j, p))
+				}
 			}
 		}
 	}
 	ADDQ(xBlock, xp)
-	ADDQ(addImm(blockLanes*nb*blockLanes*4), wp)
+	ADDQ(addImm(steps*nb*blockLanes*4), wp)
 	DECQ(cb)
 	JNZ(LabelRef(name + "_cb"))
 	ADDQ(U8(16), pt)
