@@ -25,7 +25,7 @@ func newConvBlockedBF16Case(rng *rand.Rand, nb, np, ntaps, cib, pixStride int) *
 	const half = BlockLanes / 2
 	k := &convBlockedBF16Case{convBlockedCase: newConvBlockedCase(rng, nb, np, ntaps, cib, pixStride, true)}
 	k.xBlock = 2 * ((np-1)*pixStride/2 + half + 8*rng.IntN(3) + rng.IntN(5)) // even, in floats
-	wBlock := cib * half * nb * BlockLanes                                    // pairs per tap
+	wBlock := cib * half * nb * BlockLanes                                   // pairs per tap
 	xMax, wMax := 0, 0
 	for t := 0; t < ntaps; t++ {
 		xo, wo := 2*rng.IntN(200), 2*(t*(wBlock+50)+rng.IntN(50))
