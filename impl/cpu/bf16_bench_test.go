@@ -27,7 +27,10 @@ import (
 // the caches with that side's weights, which the other side's run
 // evicted; DeiT-Ti's fp32 and bf16 weights together fill a 32 MiB L3):
 // the steady state a benchmark of one backend sees, still paired in
-// time. The default, 1, alternates single runs:
+// time. The default, 1, alternates single runs. VITBENCH_AB_BASE=nchw
+// makes the first side cpu-bf16 with every activation in NCHW (nchwOnly:
+// no blocked convolution), so the ratio is the blocked layout's speed-up
+// on cpu-bf16 (its times reported as nchw-ms):
 //
 //	go test ./impl/cpu -run '^$' -bench BF16AB -benchtime 20x
 func BenchmarkBF16AB(b *testing.B) {
@@ -51,7 +54,11 @@ func BenchmarkBF16AB(b *testing.B) {
 			}
 			threads, _ := strconv.Atoi(os.Getenv("VITBENCH_AB_THREADS"))
 			var progs [2]*runner.Program
-			bes := []*Backend{New(threads), NewBF16(threads)}
+			bes, base := []*Backend{New(threads), NewBF16(threads)}, "fp32"
+			if os.Getenv("VITBENCH_AB_BASE") == "nchw" {
+				bes[0], base = NewBF16(threads), "nchw"
+				bes[0].nchwOnly = true
+			}
 			for i, be := range bes {
 				p, err := runner.Prepare(be, s, bench.Float32, runner.SynthData(s, 1))
 				if err != nil {
@@ -98,7 +105,7 @@ func BenchmarkBF16AB(b *testing.B) {
 				}
 			}
 			b.ReportMetric(median(ratio), "x-speedup")
-			b.ReportMetric(median(fp32)*1e3, "fp32-ms")
+			b.ReportMetric(median(fp32)*1e3, base+"-ms")
 			b.ReportMetric(median(bf16)*1e3, "bf16-ms")
 			b.ReportMetric(2*float64(s.MACs())/median(bf16)/1e9, "bf16-GFLOP/s")
 			if ofPeak != nil {

@@ -74,7 +74,7 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	}
 	if b.useBlocked(c, in[0].blocked) {
 		mode := convBlocked
-		if useBlockedWinograd(c) {
+		if useBlockedWinograd(c) && !b.bf16 {
 			mode = convBlockedWinograd
 		}
 		fw := b.foldConv(c, in[1:], mode)
@@ -243,6 +243,9 @@ func (b *Backend) foldConv(c ops.Conv2d, ws []*tensor, mode convPacking) *folded
 			bw = blockedWinogradWeight
 		}
 		f := &foldedWeight{versions: versions, blocked: bw(c, wf, bias), bias: bias}
+		if b.bf16 {
+			f.blocked.roundPairs(c.OutChans / kern.BlockLanes)
+		}
 		f.held = f.blocked.bytes()
 		w.folded = f
 		b.account(f.bytes())

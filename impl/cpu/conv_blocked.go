@@ -44,6 +44,7 @@ func (b *Backend) useBlocked(c ops.Conv2d, inBlocked bool) bool {
 // [tap][input block][channel][its blocks × 16 output channels].
 type blockedWeight struct {
 	w      []float32
+	pairs  []uint32 // on cpu-bf16, w rounded to pairs of input channels (kern.BlockedPairs) instead of w
 	starts []int // group g's weight is w[starts[g]:starts[g+1]]
 	bias   []float32
 	plan   *blockedPlan // the tiles of the geometry last run
@@ -76,7 +77,14 @@ func blockedConvWeight(c ops.Conv2d, wf, bias []float32) *blockedWeight {
 	return bw
 }
 
-func (bw *blockedWeight) bytes() int64 { return int64(len(bw.w)+len(bw.bias)) * 4 }
+func (bw *blockedWeight) bytes() int64 { return int64(len(bw.w)+len(bw.pairs)+len(bw.bias)) * 4 }
+
+// roundPairs replaces the weight of blocks output blocks by its bf16
+// pairs, for kern.ConvBlockedTileBF16.
+func (bw *blockedWeight) roundPairs(blocks int) {
+	bw.pairs = kern.BlockedPairs(bw.w, bw.starts, blocks)
+	bw.w = nil
+}
 
 // blockedGeom is a blocked convolution's geometry with a 1×1 stride-1
 // convolution's image seen as one row of H·W pixels (it has no padding,
@@ -124,14 +132,16 @@ func spans(n, in, k, s, p, d int) []span {
 }
 
 // conv2dBlocked runs conv c on the blocked image x (residual res, nil
-// without one) into the blocked output y, in tiles (blockedGeom.tiles).
+// without one) into the blocked output y, in tiles (blockedGeom.tiles);
+// on cpu-bf16 (bw.pairs) on xp, x rounded to pairs (kern.PackPairs),
+// through kern.ConvBlockedTileBF16, with the same tiles and offsets.
 // The work is (group of output blocks, chunk of output rows) tasks,
 // numbered group, then chunk, so a worker's consecutive tasks share a
 // group's weight, and each task runs its rows in every image of the
 // batch with that weight (a small map's weight is read from memory once,
 // not once per image); a 1×1 stride-1 image (one row) is chunked by
 // columns instead.
-func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x, y, res []float32) {
+func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp []uint32, y, res []float32) {
 	const l = kern.BlockLanes
 	pl := bw.planFor(c, b.threads)
 	g := pl.g
@@ -153,7 +163,7 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x, y, res []flo
 			grp, part := task/parts, task%parts
 			ob0 := grp * kern.ConvBlockedMaxBlocks
 			nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-ob0)
-			wg, bias := bw.w[bw.starts[grp]:bw.starts[grp+1]], bw.bias[ob0*l:]
+			w0, bias := bw.starts[grp], bw.bias[ob0*l:]
 			tiles, pool := pl.tiles[pl.partStart[part]:pl.partStart[part+1]], pl.pools[nb]
 			// A 1×1 convolution takes its input blocks in batches whose
 			// weights stay in L1 while the tiles go by (blockedBatchBytes);
@@ -171,9 +181,9 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x, y, res []flo
 				if cb0+nc == cib {
 					fl |= flags
 				}
-				wb := wg[cb0*l*nb*l:]
+				wb := w0 + cb0*l*nb*l // the batch's weight, in floats of w
 				for img := 0; img < c.Batch; img++ {
-					xb := x[img*inImg+cb0*xBlock:]
+					xb := img*inImg + cb0*xBlock // its image, in floats of x
 					oi := img*outImg + ob0*outStride
 					var ri []float32
 					if res != nil {
@@ -193,8 +203,14 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x, y, res []flo
 						if ri != nil {
 							r = ri[t.at:]
 						}
-						kern.ConvBlockedTile(nb, t.n, xb[t.shift:], pool[t.tap0:t.tap0+2*t.ntaps], t.ntaps, nc, xBlock, t.pixStride,
-							wb, bias, r, yi[t.at:], outStride, t.outPix, fl)
+						taps := pool[t.tap0 : t.tap0+2*t.ntaps]
+						if xp != nil {
+							kern.ConvBlockedTileBF16(nb, t.n, xp[(xb+t.shift)/2:], taps, t.ntaps, nc, xBlock, t.pixStride,
+								bw.pairs[wb/2:], bias, r, yi[t.at:], outStride, t.outPix, fl)
+							continue
+						}
+						kern.ConvBlockedTile(nb, t.n, x[xb+t.shift:], taps, t.ntaps, nc, xBlock, t.pixStride,
+							bw.w[wb:], bias, r, yi[t.at:], outStride, t.outPix, fl)
 					}
 				}
 			}
@@ -407,10 +423,34 @@ func (b *Backend) conv2dBlockedTensors(c ops.Conv2d, bw *blockedWeight, in, out,
 			b.toBlocked(n, ch, hw, res.data, r)
 		}
 	}
-	if bw.winograd {
-		b.conv2dBlockedWinograd(c, bw, x, out.data, r)
-	} else {
-		b.conv2dBlocked(c, bw, x, out.data, r)
-	}
+	b.runBlocked(c, bw, x, out.data, r)
 	out.blocked = true
+}
+
+// runBlocked runs the blocked convolution c on the blocked image x (and
+// residual r) into y by the method bw is packed for: Winograd, bf16 tiles
+// on x rounded to pairs, or float32 tiles.
+func (b *Backend) runBlocked(c ops.Conv2d, bw *blockedWeight, x, y, r []float32) {
+	switch {
+	case bw.winograd:
+		b.conv2dBlockedWinograd(c, bw, x, y, r)
+	case bw.pairs != nil:
+		xp, release := b.pairScratch((len(x) + 1) / 2)
+		defer release()
+		b.roundPairs(x, xp)
+		b.conv2dBlocked(c, bw, nil, xp, y, r)
+	default:
+		b.conv2dBlocked(c, bw, x, nil, y, r)
+	}
+}
+
+// roundPairs rounds the blocked image x to bf16 pairs in xp
+// (kern.PackPairs), the workers taking runs of 64 KiB.
+func (b *Backend) roundPairs(x []float32, xp []uint32) {
+	const run = 16 << 10 // floats
+	parallelFor(b.conversionThreads(len(x)), ceilDiv(len(x), run), 1, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			kern.PackPairs(xp[k*run/2:], x[k*run:min(len(x), (k+1)*run)])
+		}
+	})
 }

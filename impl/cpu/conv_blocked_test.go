@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"vitbench/bench"
@@ -138,6 +139,13 @@ func identityConv(t *testing.T, be *Backend, x *tensor) *tensor {
 // blockedOracle is conv c (BN folded in float64) from the values of its
 // inputs in node order.
 func blockedOracle(c ops.Conv2d, vals [][]float32) []float64 {
+	return blockedOracleRounded(c, vals, nil)
+}
+
+// blockedOracleRounded is blockedOracle with the image and the folded
+// weight first passed through round (nil: as they are): cpu-bf16's
+// products, kern.RoundToBF16.
+func blockedOracleRounded(c ops.Conv2d, vals [][]float32, round func(dst, src []float32)) []float64 {
 	x, w := vals[0], vals[1]
 	bn := vals[2:6]
 	k := c.Cols()
@@ -149,6 +157,11 @@ func blockedOracle(c ops.Conv2d, vals [][]float32) []float64 {
 			wf[o*k+j] = float32(float64(w[o*k+j]) * s)
 		}
 		bias[o] = float32(-float64(bn[2][o])*s + float64(bn[1][o]))
+	}
+	if round != nil {
+		x = slices.Clone(x)
+		round(x, x)
+		round(wf, wf)
 	}
 	want := convOracle(c, x, wf, bias)
 	if c.Residual {

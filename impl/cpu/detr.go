@@ -211,15 +211,7 @@ func (b *Backend) flattenLevels(n ops.FlattenLevels, in, out []*tensor) error {
 					kern.Transpose(n.Chans, p1-p0, src[p0:], hw, dst[p0*n.Chans:], n.Chans)
 					return
 				}
-				// A blocked level's pixels hold 16 channels side by side:
-				// each goes to its token as one run of 16.
-				const l = kern.BlockLanes
-				for p := p0; p < p1; p++ {
-					row := dst[p*n.Chans : (p+1)*n.Chans]
-					for cb := 0; cb < n.Chans/l; cb++ {
-						*(*[l]float32)(row[cb*l:]) = *(*[l]float32)(src[(cb*hw+p)*l:])
-					}
-				}
+				blockedTokens(n.Chans, hw, p0, p1, src, dst)
 			})
 		}
 	}

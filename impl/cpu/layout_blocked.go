@@ -13,7 +13,7 @@ import (
 // NCHW: a tensor's blocked flag says which layout its data is in. Only
 // the nodes that read and write that layout (blocked convolutions, the
 // 2×2 average pool, GroupNorm, VQGAN's padding and upsampling, the
-// flattening of feature maps into tokens; readsBlocked) see a blocked
+// flattening of feature maps into tokens, a patch embedding; readsBlocked) see a blocked
 // tensor; Enqueue turns it
 // back into NCHW in place before any other node reads it or writes over
 // it, and Download before it is copied out, so the layout never shows
@@ -32,6 +32,8 @@ func (b *Backend) readsBlocked(node bench.Node, in []*tensor, i int) bool {
 		return i == 0 && b.useBlockedGroupNorm(n, in[0].blocked)
 	case ops.PadRightBottom, ops.UpsampleNearest2x, ops.FlattenLevels:
 		return true
+	case ops.PatchEmbed:
+		return i == 0 && in[0].blocked && patchEmbedBlockable(n)
 	}
 	return false
 }
@@ -60,10 +62,16 @@ func (b *Backend) unblock(t *tensor) {
 }
 
 // blockedLayout reports whether this backend keeps activations blocked
-// at all: the AVX-512 path of the float32 backend, in a build without
-// mutations (which rewrite NCHW nodes) and unless nchwOnly.
+// at all: the AVX-512 path of the float32 backend, and of the bf16 one on
+// a CPU with AVX512_BF16 whose bf16 GEMM does not run on AMX tiles (its
+// blocked convolutions run kern.ConvBlockedTileBF16, whose VDPBF16PS
+// would be slower than the AMX GEMM), in a build without mutations (which
+// rewrite NCHW nodes) and unless nchwOnly.
 func (b *Backend) blockedLayout() bool {
-	return !mutation.Enabled && !b.bf16 && !b.nchwOnly && kern.Active() == kern.ISAAVX512
+	if b.bf16 && (!kern.HasBF16() || kern.BF16OnAMX()) {
+		return false
+	}
+	return !mutation.Enabled && !b.nchwOnly && kern.Active() == kern.ISAAVX512
 }
 
 // blockedUnit is the floats per pixel of one plane of t: 16 channels when
@@ -137,4 +145,19 @@ func (b *Backend) avgPoolBlocked(a ops.AvgPool2d, x, y []float32) {
 			kern.AvgPool2x2BlockedRow(ow, src[:a.Width*l], src[a.Width*l:2*a.Width*l], y[p*out+row*ow*l:p*out+(row+1)*ow*l])
 		}
 	})
+}
+
+// blockedTokens writes pixels [p0, p1) of one blocked image src of chans
+// channels and hw pixels as token rows of dst [hw, chans]: a pixel's 16
+// channels of a block go to its token as one run of 16,
+//
+//	dst[p·chans + cb·16 + l] = src[(cb·hw + p)·16 + l]
+func blockedTokens(chans, hw, p0, p1 int, src, dst []float32) {
+	const l = kern.BlockLanes
+	for p := p0; p < p1; p++ {
+		row := dst[p*chans : (p+1)*chans]
+		for cb := 0; cb < chans/l; cb++ {
+			*(*[l]float32)(row[cb*l:]) = *(*[l]float32)(src[(cb*hw+p)*l:])
+		}
+	}
 }

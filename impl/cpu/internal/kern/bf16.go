@@ -162,3 +162,13 @@ func flushTiny(x float32) float32 {
 	}
 	return x
 }
+
+// PackPairs rounds src to bf16 pairs of neighbouring values,
+// dst[p] = bf16(src[2p]) | bf16(src[2p+1])<<16 for p < ⌈len(src)/2⌉ (the
+// missing last value zero), to nearest even (RoundBF16): a blocked image
+// so rounded is the input of ConvBlockedTileBF16.
+func PackPairs(dst []uint32, src []float32) { packPairs(dst, src) }
+
+// BF16OnAMX reports whether the bf16 GEMM runs on AMX tiles (HasAMX, on
+// the AVX-512 path, unless SetAMX turned them off).
+func BF16OnAMX() bool { return bf16UsesAMX() }
