@@ -45,7 +45,7 @@ func (b *Backend) useBlocked(c ops.Conv2d, inBlocked bool) bool {
 type blockedWeight struct {
 	w      []float32
 	pairs  []uint32 // on cpu-bf16, w rounded to pairs of input channels (kern.BlockedPairs) instead of w
-	starts []int // group g's weight is w[starts[g]:starts[g+1]]
+	starts []int    // group g's weight is w[starts[g]:starts[g+1]]
 	bias   []float32
 	plan   *blockedPlan // the tiles of the geometry last run
 	// winograd says w holds the 16 transformed weights of a 3×3 window
