@@ -514,19 +514,28 @@ func sgemmPanelsBF16(m int, src ASource, pb *PackedB, c []float32, ldc int, epi 
 							pf = nil
 							continue
 						}
-						// A tile past the last column: on the scratch tile,
-						// the valid columns copied in and out.
+						// A tile past the last row or column: on the scratch
+						// tile, the valid columns copied in and out. The
+						// kernel adds the bias of a whole panel (the tail
+						// rows of every product whose rows do not fill its
+						// tiles: 197 tokens); the residual, whose rows past
+						// mh may not exist, is added here.
 						if acc != 0 {
 							for r := 0; r < mh; r++ {
 								copy(tile[r*nr:r*nr+nw], c[cp+r*ldc:cp+r*ldc+nw])
 							}
 						}
-						tileFn(rows, kt, ap, lda, bp, tile, nr, acc, nil, nil, 0, nil)
+						rest := beforeAct
+						var bias []float32
+						if last && nw == nr && epi.Bias != nil {
+							bias, rest.Bias = epi.Bias[jr:jr+nr], nil
+						}
+						tileFn(rows, kt, ap, lda, bp, tile, nr, acc, bias, nil, 0, nil)
 						for r := 0; r < mh; r++ {
 							row := c[cp+r*ldc : cp+r*ldc+nw]
 							copy(row, tile[r*nr:r*nr+nw])
-							if last {
-								beforeAct.apply(row, ic+ir+r, jr)
+							if last && (rest.Bias != nil || rest.Residual != nil) {
+								rest.apply(row, ic+ir+r, jr)
 							}
 						}
 					}
