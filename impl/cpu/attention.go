@@ -80,13 +80,22 @@ func (b *Backend) scoredAttention(batch, heads, nq, nk, hd int, scale float32, b
 	if b.bf16 && bf16BlockedScores && kern.AttentionBF16Fits(nk, hd) {
 		// cpu-bf16: each task's scores a few rows at a time, in cache
 		// (kern.AttentionBF16, the same bits).
-		forQueryBlocks(threads, batch, heads, nq, blocks, rows, func(_, img, h, r0, r1 int) {
+		// A worker's consecutive tasks of one head (DeiT-Ti's 3 heads on 2
+		// workers: blocks of query rows) pack its K and V once.
+		for len(b.packedKV) < threads {
+			b.packedKV = append(b.packedKV, &kern.PackedKV{})
+		}
+		for _, kv := range b.packedKV {
+			kv.Forget()
+		}
+		forQueryBlocks(threads, batch, heads, nq, blocks, rows, func(w, img, h, r0, r1 int) {
 			o := at(img, h, r0)
 			var taskMask func(s []float32, m, ld, i0 int)
 			if mask != nil {
 				taskMask = func(s []float32, m, ld, i0 int) { mask(s, m, ld, img, r0+i0) }
 			}
-			kern.AttentionBF16(r1-r0, nk, hd, o.q, o.qld, o.k, o.kld, o.v, o.vld, o.ctx, o.ctxld, scale, taskMask)
+			kern.AttentionBF16Reusing(r1-r0, nk, hd, o.q, o.qld, o.k, o.kld, o.v, o.vld, o.ctx, o.ctxld, scale, taskMask,
+				b.packedKV[w], img*heads+h)
 		})
 		return
 	}

@@ -39,6 +39,9 @@ type Backend struct {
 	// bf16DirectMaxOut, bf16TapDirectMaxOut).
 	bf16             bool
 	bf16DirectMaxOut int
+	// packedKV holds, per worker, the K and V of the attention head its
+	// last cpu-bf16 attention task packed (scoredAttention).
+	packedKV []*kern.PackedKV
 	// nchwOnly keeps every activation in NCHW: no blocked convolution
 	// (useBlocked), for tests that compare against the NCHW paths.
 	nchwOnly bool

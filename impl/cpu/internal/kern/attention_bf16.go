@@ -20,6 +20,29 @@ package kern
 // 0), q, k and v only read.
 func AttentionBF16(m, n, d int, q []float32, ldq int, k []float32, ldk int, v []float32, ldv int,
 	ctx []float32, ldc int, scale float32, mask func(s []float32, rows, lds, i0 int)) {
+	AttentionBF16Reusing(m, n, d, q, ldq, k, ldk, v, ldv, ctx, ldc, scale, mask, nil, 0)
+}
+
+// PackedKV holds the keys and values of one attention head as
+// AttentionBF16 rounds and packs them, so that a worker's next task on the
+// same head (another block of its query rows) does not pack them again.
+// The zero value holds nothing.
+type PackedKV struct {
+	id, n, d int
+	full     bool
+	kp, vp   []uint32
+}
+
+// Forget empties kv: what it holds is stale (a new attention call).
+func (kv *PackedKV) Forget() { kv.full = false }
+
+// AttentionBF16Reusing is AttentionBF16 with its packed K and V kept in
+// kv (unless nil) under id: when kv already holds id's (same n and d), it
+// uses them instead of reading k and v. The caller guarantees that one id
+// stands for one K and V with the same values for as long as kv is used
+// (one call of an attention node: id = image·heads + head).
+func AttentionBF16Reusing(m, n, d int, q []float32, ldq int, k []float32, ldk int, v []float32, ldv int,
+	ctx []float32, ldc int, scale float32, mask func(s []float32, rows, lds, i0 int), kv *PackedKV, id int) {
 	if m <= 0 || d <= 0 {
 		return
 	}
@@ -43,17 +66,29 @@ func AttentionBF16(m, n, d int, q []float32, ldq int, k []float32, ldk int, v []
 	pairs := pairsPool.Get().(*[]uint32)
 	defer pairsPool.Put(pairs)
 	lenK, lenV := packedLenBF16(n, d), packedLenBF16(d, n)
+	var kp, vp []uint32
+	if kv != nil {
+		if !kv.full || kv.id != id || kv.n != n || kv.d != d {
+			kv.kp, kv.vp = growPairs(&kv.kp, lenK), growPairs(&kv.vp, lenV)
+			packBF16(kv.kp, n, d, k, ldk, true)
+			packBF16(kv.vp, d, n, v, ldv, false)
+			kv.id, kv.n, kv.d, kv.full = id, n, d, true
+		}
+		kp, vp = kv.kp, kv.vp
+	}
 	buf := growPairs(pairs, lenK+lenV+br*ldq2+br*ldp2)
-	kp, buf := buf[:lenK], buf[lenK:]
-	vp, buf := buf[:lenV], buf[lenV:]
+	if kp == nil {
+		kp, vp = buf[:lenK], buf[lenK:lenK+lenV]
+		packBF16(kp, n, d, k, ldk, true)
+		packBF16(vp, d, n, v, ldv, false)
+	}
+	buf = buf[lenK+lenV:]
 	qa, pa := buf[:br*ldq2], buf[br*ldq2:]
 	wsp := workspace.Get().(*[]float32)
 	defer workspace.Put(wsp)
 	ws := grow(wsp, br*lds+bf16MR*nr+br)
 	s, tile, inv := ws[:br*lds], ws[br*lds:br*lds+bf16MR*nr], ws[br*lds+bf16MR*nr:]
 
-	packBF16(kp, n, d, k, ldk, true)
-	packBF16(vp, d, n, v, ldv, false)
 	tileFn := bf16Tile()
 	for i0 := 0; i0 < m; i0 += br {
 		rows := min(br, m-i0)

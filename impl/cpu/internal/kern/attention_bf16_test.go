@@ -84,3 +84,57 @@ func TestAttentionBF16MatchesUnfused(t *testing.T) {
 		}
 	})
 }
+
+// TestAttentionBF16Reusing: tasks that share a PackedKV give the bits of
+// AttentionBF16 on the same operands: two blocks of query rows of one
+// head (the second reuses the first's packed K and V), then another head
+// under another id (packed again, so its different keys count), then the
+// first head's operands under the second's id after Forget (packed again),
+// on every path, with key counts and head sizes that leave partial panels.
+func TestAttentionBF16Reusing(t *testing.T) {
+	forEachISA(t, func(t *testing.T) {
+		if !AttentionBF16Fits(1, 1) {
+			t.Skip("AMX: AttentionBF16 does not run")
+		}
+		rng := rand.New(rand.NewPCG(43, 44))
+		for _, sh := range [][3]int{{99, 197, 64}, {13, 37, 40}} {
+			m, n, d := sh[0], sh[1], sh[2]
+			type head struct{ q, k, v []float32 }
+			heads := make([]head, 2)
+			for i := range heads {
+				heads[i] = head{randVec(rng, m*d), randVec(rng, n*d), randVec(rng, n*d)}
+			}
+			run := func(h head, r0, r1 int, kv *PackedKV, id int) []float32 {
+				out := make([]float32, (r1-r0)*d)
+				AttentionBF16Reusing(r1-r0, n, d, h.q[r0*d:], d, h.k, d, h.v, d, out, d, 0.3, nil, kv, id)
+				return out
+			}
+			var kv PackedKV
+			half := m / 2
+			steps := []struct {
+				h, r0, r1, id int
+				forget        bool
+			}{{0, 0, half, 0, false}, {0, half, m, 0, false}, {1, 0, m, 1, false}, {0, 0, half, 1, true}}
+			for i, st := range steps {
+				if st.forget {
+					kv.Forget()
+				}
+				got := run(heads[st.h], st.r0, st.r1, &kv, st.id)
+				want := run(heads[st.h], st.r0, st.r1, nil, 0)
+				for j := range want {
+					if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+						t.Fatalf("m=%d n=%d d=%d step %d: ctx[%d] = %v, without reuse %v", m, n, d, i, j, got[j], want[j])
+					}
+				}
+			}
+		}
+	})
+}
+
+func randVec(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = rng.Float32()*2 - 1
+	}
+	return v
+}
