@@ -39,6 +39,9 @@ type Backend struct {
 	// bf16DirectMaxOut, bf16TapDirectMaxOut).
 	bf16             bool
 	bf16DirectMaxOut int
+	// outlookPlans holds each outlook attention geometry's gathers
+	// (outlookPlanFor).
+	outlookPlans map[ops.OutlookCore]*outlookPlan
 	// packedKV holds, per worker, the K and V of the attention head its
 	// last cpu-bf16 attention task packed (scoredAttention).
 	packedKV []*kern.PackedKV

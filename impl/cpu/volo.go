@@ -46,10 +46,11 @@ func (b *Backend) avgPoolNHWC(a ops.AvgPoolNHWC, in, out []*tensor) error {
 
 // outlookCore runs VOLO's unfold–attention–fold without the unfolded
 // tensor. The logits are soft-maxed into a scratch buffer first; then
-// every output pixel gathers, per head, the windows that cover it and
-// their source pixels (up to ⌈K/S⌉²·K² weighted rows of D values) in one
-// WeightedRows call, so the fold's sum is a gather and no two workers
-// write the same pixel.
+// every output pixel gathers, for all heads in one kern.WeightedRowsHeads
+// call, the windows that cover it and their source pixels (up to
+// ⌈K/S⌉²·K² weighted rows of D values per head), so the fold's sum is a
+// gather and no two workers write the same pixel. Which rows and weights
+// a pixel gathers depends only on the geometry (outlookPlan, built once).
 func (b *Backend) outlookCore(o ops.OutlookCore, in, out []*tensor) error {
 	gh, gw, k2 := o.GridH(), o.GridW(), o.K*o.K
 	if o.Heads <= 0 || o.Dim%o.Heads != 0 || gh <= 0 || gw <= 0 {
@@ -75,62 +76,79 @@ func (b *Backend) outlookCore(o ops.OutlookCore, in, out []*tensor) error {
 		kern.Softmax(hi-lo, k2, logits[lo*k2:], k2, attn[lo*k2:], k2, float32(o.Scale))
 	})
 	d := o.Dim / o.Heads
-	span := (o.K + o.Stride - 1) / o.Stride // windows per axis covering a pixel
-	maxTerms := span * span * k2
-	offs := make([]int32, threads*maxTerms)  // source rows, head 0
-	where := make([]int32, threads*maxTerms) // attention weights, head 0
-	ws := make([]float32, threads*maxTerms)
-	plane := o.Height * o.Width * o.Dim
-	parallelWorkers(threads, o.Batch*o.Height, 1, func(w, lo, hi int) {
-		offs, where, ws := offs[w*maxTerms:(w+1)*maxTerms], where[w*maxTerms:(w+1)*maxTerms], ws[w*maxTerms:(w+1)*maxTerms]
+	pl := b.outlookPlanFor(o)
+	plane, attnImg, pixels := o.Height*o.Width*o.Dim, gh*gw*width, o.Height*o.Width
+	parallelWorkers(threads, o.Batch*o.Height, 1, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			bi, py := r/o.Height, r%o.Height
-			src := v[bi*plane : (bi+1)*plane]
-			// Window rows wy with wy·S − P ≤ py < wy·S − P + K.
-			wy0, wy1 := max(0, ceilDiv(py+o.Pad-o.K+1, o.Stride)), min(gh-1, (py+o.Pad)/o.Stride)
+			src, a := v[bi*plane:(bi+1)*plane], attn[bi*attnImg:(bi+1)*attnImg]
 			for px := 0; px < o.Width; px++ {
-				wx0, wx1 := max(0, ceilDiv(px+o.Pad-o.K+1, o.Stride)), min(gw-1, (px+o.Pad)/o.Stride)
-				// The terms are the same for every head but for the
-				// head's channel offset and attention slice.
-				n := 0
-				for wy := wy0; wy <= wy1; wy++ {
-					ky := py - (wy*o.Stride - o.Pad)
-					for wx := wx0; wx <= wx1; wx++ {
-						kx := px - (wx*o.Stride - o.Pad)
-						a := ((bi*gh+wy)*gw+wx)*width + (ky*o.K+kx)*k2
-						for jy := 0; jy < o.K; jy++ {
-							sy := wy*o.Stride - o.Pad + jy
-							if sy < 0 || sy >= o.Height {
-								continue
-							}
-							for jx := 0; jx < o.K; jx++ {
-								sx := wx*o.Stride - o.Pad + jx
-								if sx < 0 || sx >= o.Width {
-									continue
-								}
-								offs[n] = int32((sy*o.Width + sx) * o.Dim)
-								where[n] = int32(a + jy*o.K + jx)
-								n++
-							}
-						}
-					}
-				}
-				dst := y[((bi*o.Height+py)*o.Width+px)*o.Dim:][:o.Dim]
-				if n == 0 {
-					clear(dst)
-					continue
-				}
-				for h := 0; h < o.Heads; h++ {
-					head := attn[h*k2*k2:]
-					for t, at := range where[:n] {
-						ws[t] = head[at]
-					}
-					kern.WeightedRows(d, src[h*d:], offs[:n], ws[:n], dst[h*d:])
-				}
+				p := py*o.Width + px
+				t0, t1 := pl.starts[p], pl.starts[p+1]
+				dst := y[(bi*pixels+p)*o.Dim:][:o.Dim]
+				kern.WeightedRowsHeads(d, o.Heads, src, pl.offs[t0:t1], pl.where[t0:t1], a, k2*k2, dst)
 			}
 		}
 	})
 	return nil
+}
+
+// outlookPlan is what each output pixel of an outlook attention gathers
+// (the same for every image, head and call of one geometry): pixel p's
+// terms are [starts[p], starts[p+1]), term t the source row at offs[t]
+// (head 0's channels of the image) weighted by the attention at where[t]
+// (head 0's, in the image's logits).
+type outlookPlan struct {
+	starts      []int32
+	offs, where []int32
+}
+
+// outlookPlanFor returns the plan of o's geometry, built on first use and
+// kept by the backend (a network has one or two outlook geometries).
+func (b *Backend) outlookPlanFor(o ops.OutlookCore) *outlookPlan {
+	key := o
+	key.Batch, key.Scale = 0, 0
+	if pl, ok := b.outlookPlans[key]; ok {
+		return pl
+	}
+	gw, k2 := o.GridW(), o.K*o.K
+	gh := o.GridH()
+	width := o.Heads * k2 * k2
+	pl := &outlookPlan{starts: make([]int32, 1, o.Height*o.Width+1)}
+	for py := 0; py < o.Height; py++ {
+		// Window rows wy with wy·S − P ≤ py < wy·S − P + K.
+		wy0, wy1 := max(0, ceilDiv(py+o.Pad-o.K+1, o.Stride)), min(gh-1, (py+o.Pad)/o.Stride)
+		for px := 0; px < o.Width; px++ {
+			wx0, wx1 := max(0, ceilDiv(px+o.Pad-o.K+1, o.Stride)), min(gw-1, (px+o.Pad)/o.Stride)
+			for wy := wy0; wy <= wy1; wy++ {
+				ky := py - (wy*o.Stride - o.Pad)
+				for wx := wx0; wx <= wx1; wx++ {
+					kx := px - (wx*o.Stride - o.Pad)
+					a := (wy*gw+wx)*width + (ky*o.K+kx)*k2
+					for jy := 0; jy < o.K; jy++ {
+						sy := wy*o.Stride - o.Pad + jy
+						if sy < 0 || sy >= o.Height {
+							continue
+						}
+						for jx := 0; jx < o.K; jx++ {
+							sx := wx*o.Stride - o.Pad + jx
+							if sx < 0 || sx >= o.Width {
+								continue
+							}
+							pl.offs = append(pl.offs, int32((sy*o.Width+sx)*o.Dim))
+							pl.where = append(pl.where, int32(a+jy*o.K+jx))
+						}
+					}
+				}
+			}
+			pl.starts = append(pl.starts, int32(len(pl.offs)))
+		}
+	}
+	if b.outlookPlans == nil {
+		b.outlookPlans = map[ops.OutlookCore]*outlookPlan{}
+	}
+	b.outlookPlans[key] = pl
+	return pl
 }
 
 // ceilDiv is ⌈a/b⌉ for b > 0 and any sign of a.

@@ -3,3 +3,5 @@
 package kern
 
 func gatherFor(ISA) weightedRowsKernel { return nil }
+
+func gatherHeadsFor(ISA, int) weightedRowsHeadsKernel { return nil }

@@ -208,3 +208,53 @@ func TestPackRowsToPanelsMatchesLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestWeightedRowsHeads runs WeightedRowsHeads on every path against the
+// bits of WeightedRows head by head (weights gathered from attn) and the
+// float64 sum: rows of 8 to 64 values (one to four vectors of each path,
+// and widths no kernel takes), one to six heads, 1 to 70 terms, the last
+// rows and weights that fit, NaN guards around src, attn and out.
+func TestWeightedRowsHeads(t *testing.T) {
+	forEachISA(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		for _, d := range []int{8, 16, 20, 24, 32, 48, 64} {
+			for _, heads := range []int{1, 2, 6} {
+				for _, taps := range []int{1, 9, 36, 70} {
+					rows, headStride := 7, 81
+					src, srcFull := guarded(rng, rows*heads*d+5, true)
+					attn, attnFull := guarded(rng, 90+(heads-1)*headStride, true)
+					out, outFull := guarded(rng, heads*d, false)
+					offs, where := make([]int32, taps), make([]int32, taps)
+					for j := range offs {
+						offs[j] = int32(rng.IntN(rows) * heads * d)
+						where[j] = int32(rng.IntN(90))
+						if j%4 == 1 {
+							offs[j] = int32(len(src) - heads*d) // the last row that fits
+							where[j] = int32(len(attn) - 1 - (heads-1)*headStride)
+						}
+					}
+					what := fmt.Sprintf("d %d heads %d taps %d", d, heads, taps)
+					WeightedRowsHeads(d, heads, src, offs, where, attn, headStride, out)
+					checkGuards(t, what+" src", srcFull)
+					checkGuards(t, what+" attn", attnFull)
+					checkGuards(t, what+" out", outFull)
+					w := make([]float32, taps)
+					for h := range heads {
+						for j, at := range where {
+							w[j] = attn[int(at)+h*headStride]
+						}
+						want := make([]float32, d)
+						WeightedRows(d, src[h*d:], offs, w, want)
+						ref := weightedRowsRef(d, src[h*d:], offs, w)
+						for c := range d {
+							g := out[h*d+c]
+							if math.Float32bits(g) != math.Float32bits(want[c]) || math.Abs(float64(g)-ref[c]) > 1e-5*(1+math.Abs(ref[c])) {
+								t.Fatalf("%s: out[%d] = %v, WeightedRows %v, float64 %v", what, h*d+c, g, want[c], ref[c])
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}

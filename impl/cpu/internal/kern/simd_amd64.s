@@ -8974,6 +8974,168 @@ weightedRowsAVX512_done:
 	VZEROUPPER
 	RET
 
+// func weightedRowsHeads1AVX512(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·weightedRowsHeads1AVX512(SB), NOSPLIT, $0-64
+	PCALIGN $0x40
+	MOVQ    heads+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    offs+16(FP), BX
+	MOVQ    where+24(FP), R12
+	MOVQ    taps+32(FP), R8
+	MOVQ    attn+40(FP), DX
+	MOVQ    headStride+48(FP), R13
+	SHLQ    $0x02, R13
+	MOVQ    out+56(FP), DI
+
+weightedRowsHeads1AVX512_head:
+	VXORPS Z0, Z0, Z0
+	XORQ   R9, R9
+
+weightedRowsHeads1AVX512_taps:
+	// acc += attn[where[t]]·src[offs[t] : …] (this head's attn and src)
+	MOVLQSX      (BX)(R9*4), R10
+	MOVLQSX      (R12)(R9*4), R11
+	VBROADCASTSS (DX)(R11*4), Z1
+	VFMADD231PS  (SI)(R10*4), Z1, Z0
+	INCQ         R9
+	CMPQ         R9, R8
+	JB           weightedRowsHeads1AVX512_taps
+	VMOVUPS      Z0, (DI)
+	ADDQ         $0x00000040, SI
+	ADDQ         $0x00000040, DI
+	ADDQ         R13, DX
+	DECQ         CX
+	JNZ          weightedRowsHeads1AVX512_head
+	VZEROUPPER
+	RET
+
+// func weightedRowsHeads2AVX512(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·weightedRowsHeads2AVX512(SB), NOSPLIT, $0-64
+	PCALIGN $0x40
+	MOVQ    heads+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    offs+16(FP), BX
+	MOVQ    where+24(FP), R12
+	MOVQ    taps+32(FP), R8
+	MOVQ    attn+40(FP), DX
+	MOVQ    headStride+48(FP), R13
+	SHLQ    $0x02, R13
+	MOVQ    out+56(FP), DI
+
+weightedRowsHeads2AVX512_head:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	XORQ   R9, R9
+
+weightedRowsHeads2AVX512_taps:
+	// acc += attn[where[t]]·src[offs[t] : …] (this head's attn and src)
+	MOVLQSX      (BX)(R9*4), R10
+	MOVLQSX      (R12)(R9*4), R11
+	VBROADCASTSS (DX)(R11*4), Z2
+	VFMADD231PS  (SI)(R10*4), Z2, Z0
+	VFMADD231PS  64(SI)(R10*4), Z2, Z1
+	INCQ         R9
+	CMPQ         R9, R8
+	JB           weightedRowsHeads2AVX512_taps
+	VMOVUPS      Z0, (DI)
+	VMOVUPS      Z1, 64(DI)
+	ADDQ         $0x00000080, SI
+	ADDQ         $0x00000080, DI
+	ADDQ         R13, DX
+	DECQ         CX
+	JNZ          weightedRowsHeads2AVX512_head
+	VZEROUPPER
+	RET
+
+// func weightedRowsHeads3AVX512(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·weightedRowsHeads3AVX512(SB), NOSPLIT, $0-64
+	PCALIGN $0x40
+	MOVQ    heads+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    offs+16(FP), BX
+	MOVQ    where+24(FP), R12
+	MOVQ    taps+32(FP), R8
+	MOVQ    attn+40(FP), DX
+	MOVQ    headStride+48(FP), R13
+	SHLQ    $0x02, R13
+	MOVQ    out+56(FP), DI
+
+weightedRowsHeads3AVX512_head:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	XORQ   R9, R9
+
+weightedRowsHeads3AVX512_taps:
+	// acc += attn[where[t]]·src[offs[t] : …] (this head's attn and src)
+	MOVLQSX      (BX)(R9*4), R10
+	MOVLQSX      (R12)(R9*4), R11
+	VBROADCASTSS (DX)(R11*4), Z3
+	VFMADD231PS  (SI)(R10*4), Z3, Z0
+	VFMADD231PS  64(SI)(R10*4), Z3, Z1
+	VFMADD231PS  128(SI)(R10*4), Z3, Z2
+	INCQ         R9
+	CMPQ         R9, R8
+	JB           weightedRowsHeads3AVX512_taps
+	VMOVUPS      Z0, (DI)
+	VMOVUPS      Z1, 64(DI)
+	VMOVUPS      Z2, 128(DI)
+	ADDQ         $0x000000c0, SI
+	ADDQ         $0x000000c0, DI
+	ADDQ         R13, DX
+	DECQ         CX
+	JNZ          weightedRowsHeads3AVX512_head
+	VZEROUPPER
+	RET
+
+// func weightedRowsHeads4AVX512(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·weightedRowsHeads4AVX512(SB), NOSPLIT, $0-64
+	PCALIGN $0x40
+	MOVQ    heads+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    offs+16(FP), BX
+	MOVQ    where+24(FP), R12
+	MOVQ    taps+32(FP), R8
+	MOVQ    attn+40(FP), DX
+	MOVQ    headStride+48(FP), R13
+	SHLQ    $0x02, R13
+	MOVQ    out+56(FP), DI
+
+weightedRowsHeads4AVX512_head:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	XORQ   R9, R9
+
+weightedRowsHeads4AVX512_taps:
+	// acc += attn[where[t]]·src[offs[t] : …] (this head's attn and src)
+	MOVLQSX      (BX)(R9*4), R10
+	MOVLQSX      (R12)(R9*4), R11
+	VBROADCASTSS (DX)(R11*4), Z4
+	VFMADD231PS  (SI)(R10*4), Z4, Z0
+	VFMADD231PS  64(SI)(R10*4), Z4, Z1
+	VFMADD231PS  128(SI)(R10*4), Z4, Z2
+	VFMADD231PS  192(SI)(R10*4), Z4, Z3
+	INCQ         R9
+	CMPQ         R9, R8
+	JB           weightedRowsHeads4AVX512_taps
+	VMOVUPS      Z0, (DI)
+	VMOVUPS      Z1, 64(DI)
+	VMOVUPS      Z2, 128(DI)
+	VMOVUPS      Z3, 192(DI)
+	ADDQ         $0x00000100, SI
+	ADDQ         $0x00000100, DI
+	ADDQ         R13, DX
+	DECQ         CX
+	JNZ          weightedRowsHeads4AVX512_head
+	VZEROUPPER
+	RET
+
 // func momentsAVX512(n int, x *float32, shift float32, sums *float64)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·momentsAVX512(SB), NOSPLIT, $0-32
@@ -12917,6 +13079,168 @@ weightedRowsAVX2_tail_store:
 	VMASKMOVPS Y0, Y15, (DI)
 
 weightedRowsAVX2_done:
+	VZEROUPPER
+	RET
+
+// func weightedRowsHeads1AVX2(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+// Requires: AVX, FMA3
+TEXT ·weightedRowsHeads1AVX2(SB), NOSPLIT, $0-64
+	PCALIGN $0x40
+	MOVQ    heads+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    offs+16(FP), BX
+	MOVQ    where+24(FP), R12
+	MOVQ    taps+32(FP), R8
+	MOVQ    attn+40(FP), DX
+	MOVQ    headStride+48(FP), R13
+	SHLQ    $0x02, R13
+	MOVQ    out+56(FP), DI
+
+weightedRowsHeads1AVX2_head:
+	VXORPS Y0, Y0, Y0
+	XORQ   R9, R9
+
+weightedRowsHeads1AVX2_taps:
+	// acc += attn[where[t]]·src[offs[t] : …] (this head's attn and src)
+	MOVLQSX      (BX)(R9*4), R10
+	MOVLQSX      (R12)(R9*4), R11
+	VBROADCASTSS (DX)(R11*4), Y1
+	VFMADD231PS  (SI)(R10*4), Y1, Y0
+	INCQ         R9
+	CMPQ         R9, R8
+	JB           weightedRowsHeads1AVX2_taps
+	VMOVUPS      Y0, (DI)
+	ADDQ         $0x00000020, SI
+	ADDQ         $0x00000020, DI
+	ADDQ         R13, DX
+	DECQ         CX
+	JNZ          weightedRowsHeads1AVX2_head
+	VZEROUPPER
+	RET
+
+// func weightedRowsHeads2AVX2(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+// Requires: AVX, FMA3
+TEXT ·weightedRowsHeads2AVX2(SB), NOSPLIT, $0-64
+	PCALIGN $0x40
+	MOVQ    heads+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    offs+16(FP), BX
+	MOVQ    where+24(FP), R12
+	MOVQ    taps+32(FP), R8
+	MOVQ    attn+40(FP), DX
+	MOVQ    headStride+48(FP), R13
+	SHLQ    $0x02, R13
+	MOVQ    out+56(FP), DI
+
+weightedRowsHeads2AVX2_head:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	XORQ   R9, R9
+
+weightedRowsHeads2AVX2_taps:
+	// acc += attn[where[t]]·src[offs[t] : …] (this head's attn and src)
+	MOVLQSX      (BX)(R9*4), R10
+	MOVLQSX      (R12)(R9*4), R11
+	VBROADCASTSS (DX)(R11*4), Y2
+	VFMADD231PS  (SI)(R10*4), Y2, Y0
+	VFMADD231PS  32(SI)(R10*4), Y2, Y1
+	INCQ         R9
+	CMPQ         R9, R8
+	JB           weightedRowsHeads2AVX2_taps
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y1, 32(DI)
+	ADDQ         $0x00000040, SI
+	ADDQ         $0x00000040, DI
+	ADDQ         R13, DX
+	DECQ         CX
+	JNZ          weightedRowsHeads2AVX2_head
+	VZEROUPPER
+	RET
+
+// func weightedRowsHeads3AVX2(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+// Requires: AVX, FMA3
+TEXT ·weightedRowsHeads3AVX2(SB), NOSPLIT, $0-64
+	PCALIGN $0x40
+	MOVQ    heads+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    offs+16(FP), BX
+	MOVQ    where+24(FP), R12
+	MOVQ    taps+32(FP), R8
+	MOVQ    attn+40(FP), DX
+	MOVQ    headStride+48(FP), R13
+	SHLQ    $0x02, R13
+	MOVQ    out+56(FP), DI
+
+weightedRowsHeads3AVX2_head:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	XORQ   R9, R9
+
+weightedRowsHeads3AVX2_taps:
+	// acc += attn[where[t]]·src[offs[t] : …] (this head's attn and src)
+	MOVLQSX      (BX)(R9*4), R10
+	MOVLQSX      (R12)(R9*4), R11
+	VBROADCASTSS (DX)(R11*4), Y3
+	VFMADD231PS  (SI)(R10*4), Y3, Y0
+	VFMADD231PS  32(SI)(R10*4), Y3, Y1
+	VFMADD231PS  64(SI)(R10*4), Y3, Y2
+	INCQ         R9
+	CMPQ         R9, R8
+	JB           weightedRowsHeads3AVX2_taps
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y1, 32(DI)
+	VMOVUPS      Y2, 64(DI)
+	ADDQ         $0x00000060, SI
+	ADDQ         $0x00000060, DI
+	ADDQ         R13, DX
+	DECQ         CX
+	JNZ          weightedRowsHeads3AVX2_head
+	VZEROUPPER
+	RET
+
+// func weightedRowsHeads4AVX2(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+// Requires: AVX, FMA3
+TEXT ·weightedRowsHeads4AVX2(SB), NOSPLIT, $0-64
+	PCALIGN $0x40
+	MOVQ    heads+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    offs+16(FP), BX
+	MOVQ    where+24(FP), R12
+	MOVQ    taps+32(FP), R8
+	MOVQ    attn+40(FP), DX
+	MOVQ    headStride+48(FP), R13
+	SHLQ    $0x02, R13
+	MOVQ    out+56(FP), DI
+
+weightedRowsHeads4AVX2_head:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ   R9, R9
+
+weightedRowsHeads4AVX2_taps:
+	// acc += attn[where[t]]·src[offs[t] : …] (this head's attn and src)
+	MOVLQSX      (BX)(R9*4), R10
+	MOVLQSX      (R12)(R9*4), R11
+	VBROADCASTSS (DX)(R11*4), Y4
+	VFMADD231PS  (SI)(R10*4), Y4, Y0
+	VFMADD231PS  32(SI)(R10*4), Y4, Y1
+	VFMADD231PS  64(SI)(R10*4), Y4, Y2
+	VFMADD231PS  96(SI)(R10*4), Y4, Y3
+	INCQ         R9
+	CMPQ         R9, R8
+	JB           weightedRowsHeads4AVX2_taps
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y1, 32(DI)
+	VMOVUPS      Y2, 64(DI)
+	VMOVUPS      Y3, 96(DI)
+	ADDQ         $0x00000080, SI
+	ADDQ         $0x00000080, DI
+	ADDQ         R13, DX
+	DECQ         CX
+	JNZ          weightedRowsHeads4AVX2_head
 	VZEROUPPER
 	RET
 

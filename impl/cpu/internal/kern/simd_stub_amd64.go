@@ -202,6 +202,26 @@ func layerNormRowAVX512(n int, x *float32, gamma *float32, beta *float32, y *flo
 //go:noescape
 func weightedRowsAVX512(n int, src *float32, offs *int32, w *float32, taps int, out *float32)
 
+// weightedRowsHeads1AVX512 sets out[h·d + c] = Σ_{t<taps} attn[where[t] + h·headStride]·src[offs[t] + h·d + c] for h < heads, c < d = 1 vectors, the sum fused in order from zero.
+//
+//go:noescape
+func weightedRowsHeads1AVX512(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+
+// weightedRowsHeads2AVX512 sets out[h·d + c] = Σ_{t<taps} attn[where[t] + h·headStride]·src[offs[t] + h·d + c] for h < heads, c < d = 2 vectors, the sum fused in order from zero.
+//
+//go:noescape
+func weightedRowsHeads2AVX512(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+
+// weightedRowsHeads3AVX512 sets out[h·d + c] = Σ_{t<taps} attn[where[t] + h·headStride]·src[offs[t] + h·d + c] for h < heads, c < d = 3 vectors, the sum fused in order from zero.
+//
+//go:noescape
+func weightedRowsHeads3AVX512(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+
+// weightedRowsHeads4AVX512 sets out[h·d + c] = Σ_{t<taps} attn[where[t] + h·headStride]·src[offs[t] + h·d + c] for h < heads, c < d = 4 vectors, the sum fused in order from zero.
+//
+//go:noescape
+func weightedRowsHeads4AVX512(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+
 // momentsAVX512 sets sums[0] = Σ d and sums[1] = Σ d² over i < n, d = float64(x[i]) − float64(shift),
 // in float64 over several partial sums; n must be a multiple of 8.
 //
@@ -350,6 +370,26 @@ func layerNormRowAVX2(n int, x *float32, gamma *float32, beta *float32, y *float
 //
 //go:noescape
 func weightedRowsAVX2(n int, src *float32, offs *int32, w *float32, taps int, out *float32)
+
+// weightedRowsHeads1AVX2 sets out[h·d + c] = Σ_{t<taps} attn[where[t] + h·headStride]·src[offs[t] + h·d + c] for h < heads, c < d = 1 vectors, the sum fused in order from zero.
+//
+//go:noescape
+func weightedRowsHeads1AVX2(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+
+// weightedRowsHeads2AVX2 sets out[h·d + c] = Σ_{t<taps} attn[where[t] + h·headStride]·src[offs[t] + h·d + c] for h < heads, c < d = 2 vectors, the sum fused in order from zero.
+//
+//go:noescape
+func weightedRowsHeads2AVX2(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+
+// weightedRowsHeads3AVX2 sets out[h·d + c] = Σ_{t<taps} attn[where[t] + h·headStride]·src[offs[t] + h·d + c] for h < heads, c < d = 3 vectors, the sum fused in order from zero.
+//
+//go:noescape
+func weightedRowsHeads3AVX2(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
+
+// weightedRowsHeads4AVX2 sets out[h·d + c] = Σ_{t<taps} attn[where[t] + h·headStride]·src[offs[t] + h·d + c] for h < heads, c < d = 4 vectors, the sum fused in order from zero.
+//
+//go:noescape
+func weightedRowsHeads4AVX2(heads int, src *float32, offs *int32, where *int32, taps int, attn *float32, headStride int, out *float32)
 
 // momentsAVX2 sets sums[0] = Σ d and sums[1] = Σ d² over i < n, d = float64(x[i]) − float64(shift),
 // in float64 over several partial sums; n must be a multiple of 8.

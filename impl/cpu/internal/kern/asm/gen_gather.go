@@ -84,3 +84,62 @@ func (s vecISA) weightedRows() {
 	Label(name + "_done")
 	s.end()
 }
+
+// weightedRowsHeads emits, for u = 1 … 4,
+//
+//	func weightedRowsHeads{u}SUFFIX(heads int, src *float32, offs, where *int32, taps int, attn *float32, headStride int, out *float32)
+//
+// WeightedRows for every head of an outlook attention's pixel at once,
+// the heads' rows d = u vectors wide and side by side in src and out, each
+// head's weights gathered from attn:
+//
+//	for h < heads, c < d: out[h·d + c] = Σ_{t<taps} attn[where[t] + h·headStride] · src[offs[t] + h·d + c]
+//
+// the sum over t in order from zero, each product fused into it (the bits
+// of WeightedRows on one head with w[t] = attn[where[t] + h·headStride]).
+// headStride is in floats; taps must be positive.
+func (s vecISA) weightedRowsHeads() {
+	for u := 1; u <= 4; u++ {
+		name := "weightedRowsHeads" + string(rune('0'+u)) + s.suffix
+		text(name, NOSPLIT, "func(heads int, src *float32, offs, where *int32, taps int, attn *float32, headStride int, out *float32)")
+		Pragma("noescape")
+		Doc(name + " sets out[h·d + c] = Σ_{t<taps} attn[where[t] + h·headStride]·src[offs[t] + h·d + c] for h < heads, " +
+			"c < d = " + string(rune('0'+u)) + " vectors, the sum fused in order from zero.")
+		Load(Param("heads"), RCX)
+		Load(Param("src"), RSI)
+		Load(Param("offs"), RBX)
+		Load(Param("where"), R12)
+		Load(Param("taps"), R8)
+		Load(Param("attn"), RDX)
+		Load(Param("headStride"), R13)
+		SHLQ(Imm(2), R13)
+		Load(Param("out"), RDI)
+		acc := s.v[:u]
+		wv := s.v[u]
+		Label(name + "_head")
+		for j := 0; j < u; j++ {
+			VXORPS(acc[j], acc[j], acc[j])
+		}
+		XORQ(R9, R9)
+		Label(name + "_taps")
+		Comment("acc += attn[where[t]]·src[offs[t] : …] (this head's attn and src)")
+		MOVLQSX(Mem{Base: RBX, Index: R9, Scale: 4}, R10)
+		MOVLQSX(Mem{Base: R12, Index: R9, Scale: 4}, R11)
+		VBROADCASTSS(Mem{Base: RDX, Index: R11, Scale: 4}, wv)
+		for j := 0; j < u; j++ {
+			VFMADD231PS(Mem{Base: RSI, Index: R10, Scale: 4, Disp: j * s.bytes}, wv, acc[j])
+		}
+		INCQ(R9)
+		CMPQ(R9, R8)
+		JB(LabelRef(name + "_taps"))
+		for j := 0; j < u; j++ {
+			VMOVUPS(acc[j], Mem{Base: RDI, Disp: j * s.bytes})
+		}
+		ADDQ(U32(uint32(u*s.bytes)), RSI)
+		ADDQ(U32(uint32(u*s.bytes)), RDI)
+		ADDQ(R13, RDX)
+		DECQ(RCX)
+		JNZ(LabelRef(name + "_head"))
+		s.end()
+	}
+}

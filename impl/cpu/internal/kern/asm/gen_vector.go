@@ -39,7 +39,8 @@ func vectorKernels() {
 		s.softmaxExpRow()
 		s.softmaxExpRows2()
 		s.layerNormRow()
-		s.weightedRows() // gen_gather.go
+		s.weightedRows()      // gen_gather.go
+		s.weightedRowsHeads() // gen_gather.go: outlook attention
 		s.moments()      // gen_moments.go: GroupNorm
 		s.affine()
 		s.affineSiLU()
