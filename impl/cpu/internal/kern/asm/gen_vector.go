@@ -41,7 +41,7 @@ func vectorKernels() {
 		s.layerNormRow()
 		s.weightedRows()      // gen_gather.go
 		s.weightedRowsHeads() // gen_gather.go: outlook attention
-		s.moments()      // gen_moments.go: GroupNorm
+		s.moments()           // gen_moments.go: GroupNorm
 		s.affine()
 		s.affineSiLU()
 		s.winogradInput()  // gen_winograd.go
