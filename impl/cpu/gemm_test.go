@@ -50,10 +50,14 @@ func TestGemmParallelMatchesOneWorker(t *testing.T) {
 	}
 	// The last shape's B is past colSplitB: up to colSplitRows rows
 	// split by columns, then by rows.
-	for _, nk := range [][2]int{{45, 70}, {200, 70}, {800, 700}} {
+	for _, nk := range [][2]int{{45, 70}, {200, 70}, {800, 700}, {-45, 70}, {-200, 70}} {
 		n, k := nk[0], nk[1]
+		pack := kern.PackBT
+		if n < 0 { // the bf16 GEMM, whose workers split the rows in halves
+			n, pack = -n, kern.PackBTBF16
+		}
 		w, bias := fill(n*k), fill(n)
-		pb := kern.PackBT(n, k, w, k)
+		pb := pack(n, k, w, k)
 		for _, m := range []int{1, 5, 24, 25, 47, 48, 49, 100, 197, 200, 400} {
 			a, res := fill(m*k), fill(m*(n+1))
 			epi := kern.Epilogue{Bias: bias, Act: kern.ActGELU, Residual: res, LdR: n + 1}
