@@ -54,40 +54,13 @@ const (
 // with ConvResidual and may then alias out.
 func ConvBlockedTile(nb, np int, x []float32, taps []int, ntaps, cib, xBlock, pixStride int,
 	w, bias, res, out []float32, outStride, outPix, flags int) {
-	if nb < 1 || nb > ConvBlockedMaxBlocks || np < 1 || np > ConvBlockedMaxPixels {
-		panic("kern: ConvBlockedTile tile out of range")
-	}
-	if ntaps < 1 || cib < 1 || outPix < BlockLanes && np > 1 {
-		panic("kern: ConvBlockedTile with no taps or channels")
-	}
 	// The bounds the loops reach, checked once so the SIMD kernel's
 	// unchecked reads and writes stay inside the slices.
-	xMax, wMax := 0, 0
-	for t := 0; t < ntaps; t++ {
-		if taps[2*t] < 0 || taps[2*t+1] < 0 {
-			panic("kern: ConvBlockedTile negative tap offset")
-		}
-		xMax = max(xMax, taps[2*t])
-		wMax = max(wMax, taps[2*t+1])
-	}
+	xMax, wMax := checkBlockedTile("ConvBlockedTile", nb, np, taps, ntaps, cib, bias, res, out, outStride, outPix, flags, 1)
 	_ = x[xMax+(cib-1)*xBlock+(np-1)*pixStride+BlockLanes-1]
 	_ = w[wMax+cib*BlockLanes*nb*BlockLanes-1]
-	last := (nb-1)*outStride + (np-1)*outPix + BlockLanes - 1
-	_ = out[last]
-	if flags&ConvBias != 0 {
-		_ = bias[nb*BlockLanes-1]
-	}
-	if flags&ConvResidual != 0 {
-		_ = res[last]
-	}
 	if k := convBlockedFor(active); k != nil {
-		var r, bp *float32
-		if flags&ConvResidual != 0 {
-			r = &res[0]
-		}
-		if flags&ConvBias != 0 {
-			bp = &bias[0]
-		}
+		bp, r := blockedEpiPointers(bias, res, flags)
 		k[nb-1][np-1](&x[0], unsafe.SliceData(taps), ntaps, cib, xBlock*4, pixStride*4,
 			&w[0], bp, r, &out[0], outStride*4, outPix*4, flags)
 		return
@@ -98,14 +71,7 @@ func ConvBlockedTile(nb, np int, x []float32, taps []int, ntaps, cib, xBlock, pi
 // convBlockedGo is ConvBlockedTile's plain loop, its Go twin.
 func convBlockedGo(nb, np int, x []float32, taps []int, ntaps, cib, xBlock, pixStride int,
 	w, bias, res, out []float32, outStride, outPix, flags int) {
-	var acc [ConvBlockedMaxBlocks][ConvBlockedMaxPixels][BlockLanes]float32
-	if flags&ConvAccumulate != 0 {
-		for j := 0; j < nb; j++ {
-			for p := 0; p < np; p++ {
-				copy(acc[j][p][:], out[j*outStride+p*outPix:])
-			}
-		}
-	}
+	acc := blockedStart(nb, np, out, outStride, outPix, flags)
 	for t := 0; t < ntaps; t++ {
 		xt, wt := taps[2*t], taps[2*t+1]
 		for cb := 0; cb < cib; cb++ {
@@ -124,24 +90,7 @@ func convBlockedGo(nb, np int, x []float32, taps []int, ntaps, cib, xBlock, pixS
 			}
 		}
 	}
-	for j := 0; j < nb; j++ {
-		for p := 0; p < np; p++ {
-			o := out[j*outStride+p*outPix:][:BlockLanes]
-			for l := range o {
-				v := acc[j][p][l]
-				if flags&ConvBias != 0 {
-					v += bias[j*BlockLanes+l]
-				}
-				if flags&ConvResidual != 0 {
-					v += res[j*outStride+p*outPix+l]
-				}
-				if flags&ConvReLU != 0 {
-					v = max(v, 0)
-				}
-				o[l] = v
-			}
-		}
-	}
+	blockedFinish(nb, np, &acc, bias, res, out, outStride, outPix, flags)
 }
 
 // ConvBlockedTileBF16 is ConvBlockedTile with its image and weight
@@ -162,42 +111,15 @@ func convBlockedGo(nb, np int, x []float32, taps []int, ntaps, cib, xBlock, pixS
 // CPU with AVX512_BF16, the Go twin elsewhere.
 func ConvBlockedTileBF16(nb, np int, x []uint32, taps []int, ntaps, cib, xBlock, pixStride int,
 	w []uint32, bias, res, out []float32, outStride, outPix, flags int) {
-	if nb < 1 || nb > ConvBlockedMaxBlocks || np < 1 || np > ConvBlockedMaxPixels {
-		panic("kern: ConvBlockedTileBF16 tile out of range")
-	}
-	if ntaps < 1 || cib < 1 || outPix < BlockLanes && np > 1 {
-		panic("kern: ConvBlockedTileBF16 with no taps or channels")
-	}
 	if xBlock%2 != 0 || pixStride%2 != 0 {
 		panic("kern: ConvBlockedTileBF16 with an odd stride")
 	}
 	const half = BlockLanes / 2
-	xMax, wMax := 0, 0
-	for t := 0; t < ntaps; t++ {
-		if taps[2*t] < 0 || taps[2*t+1] < 0 || taps[2*t]%2 != 0 || taps[2*t+1]%2 != 0 {
-			panic("kern: ConvBlockedTileBF16 negative or odd tap offset")
-		}
-		xMax = max(xMax, taps[2*t])
-		wMax = max(wMax, taps[2*t+1])
-	}
+	xMax, wMax := checkBlockedTile("ConvBlockedTileBF16", nb, np, taps, ntaps, cib, bias, res, out, outStride, outPix, flags, 2)
 	_ = x[(xMax+(cib-1)*xBlock+(np-1)*pixStride)/2+half-1]
 	_ = w[wMax/2+cib*half*nb*BlockLanes-1]
-	last := (nb-1)*outStride + (np-1)*outPix + BlockLanes - 1
-	_ = out[last]
-	if flags&ConvBias != 0 {
-		_ = bias[nb*BlockLanes-1]
-	}
-	if flags&ConvResidual != 0 {
-		_ = res[last]
-	}
 	if k := convBlockedBF16For(active); k != nil {
-		var r, bp *float32
-		if flags&ConvResidual != 0 {
-			r = &res[0]
-		}
-		if flags&ConvBias != 0 {
-			bp = &bias[0]
-		}
+		bp, r := blockedEpiPointers(bias, res, flags)
 		k[nb-1][np-1](&x[0], unsafe.SliceData(taps), ntaps, cib, xBlock*2, pixStride*2,
 			&w[0], bp, r, &out[0], outStride*4, outPix*4, flags)
 		return
@@ -209,14 +131,7 @@ func ConvBlockedTileBF16(nb, np int, x []uint32, taps []int, ntaps, cib, xBlock,
 func convBlockedBF16Go(nb, np int, x []uint32, taps []int, ntaps, cib, xBlock, pixStride int,
 	w []uint32, bias, res, out []float32, outStride, outPix, flags int) {
 	const half = BlockLanes / 2
-	var acc [ConvBlockedMaxBlocks][ConvBlockedMaxPixels][BlockLanes]float32
-	if flags&ConvAccumulate != 0 {
-		for j := 0; j < nb; j++ {
-			for p := 0; p < np; p++ {
-				copy(acc[j][p][:], out[j*outStride+p*outPix:])
-			}
-		}
-	}
+	acc := blockedStart(nb, np, out, outStride, outPix, flags)
 	for t := 0; t < ntaps; t++ {
 		xt, wt := taps[2*t]/2, taps[2*t+1]/2
 		for cb := 0; cb < cib; cb++ {
@@ -235,24 +150,7 @@ func convBlockedBF16Go(nb, np int, x []uint32, taps []int, ntaps, cib, xBlock, p
 			}
 		}
 	}
-	for j := 0; j < nb; j++ {
-		for p := 0; p < np; p++ {
-			o := out[j*outStride+p*outPix:][:BlockLanes]
-			for l := range o {
-				v := acc[j][p][l]
-				if flags&ConvBias != 0 {
-					v += bias[j*BlockLanes+l]
-				}
-				if flags&ConvResidual != 0 {
-					v += res[j*outStride+p*outPix+l]
-				}
-				if flags&ConvReLU != 0 {
-					v = max(v, 0)
-				}
-				o[l] = v
-			}
-		}
-	}
+	blockedFinish(nb, np, &acc, bias, res, out, outStride, outPix, flags)
 }
 
 // BlockedPairs rounds a blocked convolution weight to bf16 pairs for
@@ -278,4 +176,86 @@ func BlockedPairs(w []float32, starts []int, blocks int) []uint32 {
 		}
 	}
 	return out
+}
+
+// checkBlockedTile panics unless a blocked tile's shape and taps are
+// valid (each tap offset a multiple of unit: 2 for the pairs of the bf16
+// tile) and its bias, residual and output hold what it reads and writes,
+// and returns the largest image and weight offsets of its taps.
+func checkBlockedTile(name string, nb, np int, taps []int, ntaps, cib int, bias, res, out []float32,
+	outStride, outPix, flags, unit int) (xMax, wMax int) {
+	if nb < 1 || nb > ConvBlockedMaxBlocks || np < 1 || np > ConvBlockedMaxPixels {
+		panic("kern: " + name + " tile out of range")
+	}
+	if ntaps < 1 || cib < 1 || outPix < BlockLanes && np > 1 {
+		panic("kern: " + name + " with no taps or channels")
+	}
+	for t := 0; t < ntaps; t++ {
+		if taps[2*t] < 0 || taps[2*t+1] < 0 || taps[2*t]%unit != 0 || taps[2*t+1]%unit != 0 {
+			panic("kern: " + name + " negative or misaligned tap offset")
+		}
+		xMax = max(xMax, taps[2*t])
+		wMax = max(wMax, taps[2*t+1])
+	}
+	last := (nb-1)*outStride + (np-1)*outPix + BlockLanes - 1
+	_ = out[last]
+	if flags&ConvBias != 0 {
+		_ = bias[nb*BlockLanes-1]
+	}
+	if flags&ConvResidual != 0 {
+		_ = res[last]
+	}
+	return xMax, wMax
+}
+
+// blockedEpiPointers returns the first bias and residual values a SIMD
+// tile reads, nil unless its flags ask for them.
+func blockedEpiPointers(bias, res []float32, flags int) (bp, r *float32) {
+	if flags&ConvBias != 0 {
+		bp = &bias[0]
+	}
+	if flags&ConvResidual != 0 {
+		r = &res[0]
+	}
+	return bp, r
+}
+
+// blockedAcc is a tile's accumulators in the Go twins: [block][pixel][lane].
+type blockedAcc = [ConvBlockedMaxBlocks][ConvBlockedMaxPixels][BlockLanes]float32
+
+// blockedStart returns a tile's first accumulators: out's values with
+// ConvAccumulate, else zero.
+func blockedStart(nb, np int, out []float32, outStride, outPix, flags int) blockedAcc {
+	var acc blockedAcc
+	if flags&ConvAccumulate != 0 {
+		for j := 0; j < nb; j++ {
+			for p := 0; p < np; p++ {
+				copy(acc[j][p][:], out[j*outStride+p*outPix:])
+			}
+		}
+	}
+	return acc
+}
+
+// blockedFinish writes a tile's outputs from its sums: the bias, then the
+// residual, then the clamp, each as its flag asks.
+func blockedFinish(nb, np int, acc *blockedAcc, bias, res, out []float32, outStride, outPix, flags int) {
+	for j := 0; j < nb; j++ {
+		for p := 0; p < np; p++ {
+			o := out[j*outStride+p*outPix:][:BlockLanes]
+			for l := range o {
+				v := acc[j][p][l]
+				if flags&ConvBias != 0 {
+					v += bias[j*BlockLanes+l]
+				}
+				if flags&ConvResidual != 0 {
+					v += res[j*outStride+p*outPix+l]
+				}
+				if flags&ConvReLU != 0 {
+					v = max(v, 0)
+				}
+				o[l] = v
+			}
+		}
+	}
 }
