@@ -1,7 +1,6 @@
 package kern
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -104,27 +103,10 @@ func (k *convBlockedBF16Case) plain(o, j, pl int, res float32, flags int) (v, sc
 func TestConvBlockedTileBF16(t *testing.T) {
 	forEachISA(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(27, 28))
-		for nb := 1; nb <= ConvBlockedMaxBlocks; nb++ {
-			for np := 1; np <= ConvBlockedMaxPixels; np++ {
-				for _, ntaps := range []int{1, 9} {
-					for _, cib := range []int{1, 3} {
-						for _, ps := range []int{16, 32} {
-							k := newConvBlockedBF16Case(rng, nb, np, ntaps, cib, ps)
-							for flags := 0; flags < 16; flags++ {
-								for _, alias := range []bool{false, true} {
-									if alias && flags&ConvResidual == 0 {
-										continue
-									}
-									what := fmt.Sprintf("%dx%d ntaps %d cib %d pixStride %d outStride %d outPix %d flags %04b alias %v",
-										nb, np, ntaps, cib, ps, k.outStride, k.outPix, flags, alias)
-									k.runCheck(t, what, flags, alias)
-								}
-							}
-						}
-					}
-				}
-			}
-		}
+		eachBlockedTile(func(nb, np, ntaps, cib, ps int) {
+			k := newConvBlockedBF16Case(rng, nb, np, ntaps, cib, ps)
+			k.eachFlags(func(what string, flags int, alias bool) { k.runCheck(t, what, flags, alias) })
+		})
 	})
 }
 

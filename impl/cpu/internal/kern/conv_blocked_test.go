@@ -153,26 +153,43 @@ func TestConvBlockedTile(t *testing.T) {
 
 func testConvBlockedTile(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
+	eachBlockedTile(func(nb, np, ntaps, cib, ps int) {
+		k := newConvBlockedCase(rng, nb, np, ntaps, cib, ps, true)
+		k.eachFlags(func(what string, flags int, alias bool) {
+			got, want := k.run(flags, alias)
+			k.check(t, what, got, want, flags, alias)
+		})
+	})
+}
+
+// eachBlockedTile calls f with every tile shape of the tile tests: every
+// nb and np, one and nine taps, one and three input blocks, pixel strides
+// of 16 and 32 floats.
+func eachBlockedTile(f func(nb, np, ntaps, cib, ps int)) {
 	for nb := 1; nb <= ConvBlockedMaxBlocks; nb++ {
 		for np := 1; np <= ConvBlockedMaxPixels; np++ {
 			for _, ntaps := range []int{1, 9} {
 				for _, cib := range []int{1, 3} {
 					for _, ps := range []int{16, 32} {
-						k := newConvBlockedCase(rng, nb, np, ntaps, cib, ps, true)
-						for flags := 0; flags < 16; flags++ {
-							for _, alias := range []bool{false, true} {
-								if alias && flags&ConvResidual == 0 {
-									continue
-								}
-								what := fmt.Sprintf("%dx%d ntaps %d cib %d pixStride %d outStride %d outPix %d flags %04b alias %v",
-									nb, np, ntaps, cib, ps, k.outStride, k.outPix, flags, alias)
-								got, want := k.run(flags, alias)
-								k.check(t, what, got, want, flags, alias)
-							}
-						}
+						f(nb, np, ntaps, cib, ps)
 					}
 				}
 			}
+		}
+	}
+}
+
+// eachFlags calls f with all sixteen combinations of the flags, those
+// with a residual also with it aliasing out, and a description of the
+// call.
+func (k *convBlockedCase) eachFlags(f func(what string, flags int, alias bool)) {
+	for flags := 0; flags < 16; flags++ {
+		for _, alias := range []bool{false, true} {
+			if alias && flags&ConvResidual == 0 {
+				continue
+			}
+			f(fmt.Sprintf("%dx%d ntaps %d cib %d pixStride %d outStride %d outPix %d flags %04b alias %v",
+				k.nb, k.np, k.ntaps, k.cib, k.pixStride, k.outStride, k.outPix, flags, alias), flags, alias)
 		}
 	}
 }
