@@ -107,15 +107,8 @@ func BenchmarkBF16BlockedScores(b *testing.B) {
 		{Batch: 1, Tokens: 197, Heads: 12, HeadDim: 64, Scale: 0.125},
 		{Batch: 1, Tokens: 77, Heads: 8, HeadDim: 64, Scale: 0.125, Causal: true},
 	} {
-		e := a.Heads * a.HeadDim
-		rng := rand.New(rand.NewPCG(1, 1))
-		qkv := make([]float32, a.Tokens*3*e)
-		for i := range qkv {
-			qkv[i] = rng.Float32()*2 - 1
-		}
 		be := NewBF16(0)
-		in := []*tensor{benchTensor(b, be, bench.Shape{1, a.Tokens, 3 * e}, qkv)}
-		out := []*tensor{benchTensor(b, be, bench.Shape{1, a.Tokens, e}, nil)}
+		in, out := benchAttentionTensors(b, be, a, rand.New(rand.NewPCG(1, 1)))
 		b.Run(fmt.Sprintf("tokens=%d/heads=%d/causal=%v", a.Tokens, a.Heads, a.Causal), func(b *testing.B) {
 			var ratios []float64
 			for it := 0; b.Loop(); it++ {

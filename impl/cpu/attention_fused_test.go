@@ -77,15 +77,8 @@ func BenchmarkAttentionCrossover(b *testing.B) {
 	for _, s := range shapes {
 		a := ops.AttentionCore{Batch: 1, Tokens: s.n, Heads: s.heads, HeadDim: s.hd, Scale: 1 / math.Sqrt(float64(s.hd))}
 		b.Run(fmt.Sprintf("n=%d/heads=%d/hd=%d", s.n, s.heads, s.hd), func(b *testing.B) {
-			e := a.Heads * a.HeadDim
-			rng := rand.New(rand.NewPCG(1, 2))
-			qkv := make([]float32, a.Tokens*3*e)
-			for i := range qkv {
-				qkv[i] = rng.Float32()*2 - 1
-			}
 			be := New(0)
-			in := []*tensor{benchTensor(b, be, bench.Shape{1, a.Tokens, 3 * e}, qkv)}
-			out := []*tensor{benchTensor(b, be, bench.Shape{1, a.Tokens, e}, nil)}
+			in, out := benchAttentionTensors(b, be, a, rand.New(rand.NewPCG(1, 2)))
 			prev := attentionPath
 			defer func() { attentionPath = prev }()
 			var spent [2]time.Duration
@@ -112,6 +105,19 @@ func BenchmarkAttentionCrossover(b *testing.B) {
 }
 
 // benchTensor is testTensor for a benchmark.
+// benchAttentionTensors returns attention_core a's input (qkv, batch 1,
+// uniform in [−1, 1)) and output tensors on be, for the benchmarks.
+func benchAttentionTensors(b *testing.B, be *Backend, a ops.AttentionCore, rng *rand.Rand) (in, out []*tensor) {
+	e := a.Heads * a.HeadDim
+	qkv := make([]float32, a.Tokens*3*e)
+	for i := range qkv {
+		qkv[i] = rng.Float32()*2 - 1
+	}
+	in = []*tensor{benchTensor(b, be, bench.Shape{1, a.Tokens, 3 * e}, qkv)}
+	out = []*tensor{benchTensor(b, be, bench.Shape{1, a.Tokens, e}, nil)}
+	return in, out
+}
+
 func benchTensor(b *testing.B, be *Backend, s bench.Shape, data []float32) *tensor {
 	x, err := be.Alloc(s, bench.Float32)
 	if err == nil && data != nil {

@@ -66,7 +66,8 @@ func AttentionBF16Reusing(m, n, d int, q []float32, ldq int, k []float32, ldk in
 	pairs := pairsPool.Get().(*[]uint32)
 	defer pairsPool.Put(pairs)
 	lenK, lenV := packedLenBF16(n, d), packedLenBF16(d, n)
-	var kp, vp []uint32
+	// K and V packed in kv, kept for the next task, or in the scratch.
+	var kp, vp, buf []uint32
 	if kv != nil {
 		if !kv.full || kv.id != id || kv.n != n || kv.d != d {
 			kv.kp, kv.vp = growPairs(&kv.kp, lenK), growPairs(&kv.vp, lenV)
@@ -75,14 +76,13 @@ func AttentionBF16Reusing(m, n, d int, q []float32, ldq int, k []float32, ldk in
 			kv.id, kv.n, kv.d, kv.full = id, n, d, true
 		}
 		kp, vp = kv.kp, kv.vp
-	}
-	buf := growPairs(pairs, lenK+lenV+br*ldq2+br*ldp2)
-	if kp == nil {
-		kp, vp = buf[:lenK], buf[lenK:lenK+lenV]
+		buf = growPairs(pairs, br*ldq2+br*ldp2)
+	} else {
+		buf = growPairs(pairs, lenK+lenV+br*ldq2+br*ldp2)
+		kp, vp, buf = buf[:lenK], buf[lenK:lenK+lenV], buf[lenK+lenV:]
 		packBF16(kp, n, d, k, ldk, true)
 		packBF16(vp, d, n, v, ldv, false)
 	}
-	buf = buf[lenK+lenV:]
 	qa, pa := buf[:br*ldq2], buf[br*ldq2:]
 	wsp := workspace.Get().(*[]float32)
 	defer workspace.Put(wsp)
