@@ -97,6 +97,14 @@ func (b *Backend) scoredAttention(batch, heads, nq, nk, hd int, scale float32, b
 			kern.AttentionBF16Reusing(r1-r0, nk, hd, o.q, o.qld, o.k, o.kld, o.v, o.vld, o.ctx, o.ctxld, scale, taskMask,
 				b.packedKV[w], img*heads+h)
 		})
+		// The workers' K and V buffers count in Memory's peak as scratch
+		// in use during the call does.
+		var kvBytes int64
+		for _, kv := range b.packedKV {
+			kvBytes += kv.Bytes()
+		}
+		b.account(kvBytes)
+		b.account(-kvBytes)
 		return
 	}
 	ld := scoreStride(nk)

@@ -77,6 +77,9 @@ func (b *Backend) outlookCore(o ops.OutlookCore, in, out []*tensor) error {
 	})
 	d := o.Dim / o.Heads
 	pl := b.outlookPlanFor(o)
+	// The plan counts in Memory while the node runs, as scratch does.
+	b.account(pl.bytes())
+	defer b.account(-pl.bytes())
 	plane, attnImg, pixels := o.Height*o.Width*o.Dim, gh*gw*width, o.Height*o.Width
 	parallelWorkers(threads, o.Batch*o.Height, 1, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -101,6 +104,11 @@ func (b *Backend) outlookCore(o ops.OutlookCore, in, out []*tensor) error {
 type outlookPlan struct {
 	starts      []int32
 	offs, where []int32
+}
+
+// bytes is the size of the plan's lists.
+func (pl *outlookPlan) bytes() int64 {
+	return 4 * int64(cap(pl.starts)+cap(pl.offs)+cap(pl.where))
 }
 
 // outlookPlanFor returns the plan of o's geometry, built on first use and

@@ -33,6 +33,9 @@ type PackedKV struct {
 	kp, vp   []uint32
 }
 
+// Bytes is the size of kv's buffers.
+func (kv *PackedKV) Bytes() int64 { return 4 * int64(cap(kv.kp)+cap(kv.vp)) }
+
 // Forget empties kv: what it holds is stale (a new attention call).
 func (kv *PackedKV) Forget() { kv.full = false }
 
