@@ -178,20 +178,31 @@ func (b *Backend) patchRowsNHWC(p ops.PatchRowsNHWC, in, out []*tensor) error {
 		return err
 	}
 	x, y := in[0].data, out[0].data
-	for r := 0; r < p.Batch*gh; r++ {
-		bi, gy := r/gh, r%gh
-		for gx := 0; gx < gw; gx++ {
-			row := y[((bi*gh+gy)*gw+gx)*c*pp:][:c*pp]
-			for ky := 0; ky < p.P; ky++ {
-				for kx := 0; kx < p.P; kx++ {
-					px := x[((bi*p.Height+gy*p.P+ky)*p.Width+gx*p.P+kx)*c:][:c]
-					for ci, val := range px {
-						row[ci*pp+ky*p.P+kx] = val
+	// Rows of patches split between workers; each output row written in
+	// order, channel by channel, from its P·P source pixels (the scatter
+	// into every P·P-th value ran serially at 1.6 ns a value, VOLO-D1's
+	// 150 528 in 244 µs; with this, aux_merge's kern.Max and reshape's
+	// parallel copy: volo_d1 1.010× on cpu-bf16 and 1.018× on cpu, paired).
+	parallelFor(b.threads, p.Batch*gh, 1, func(lo, hi int) {
+		src := make([][]float32, pp)
+		for r := lo; r < hi; r++ {
+			bi, gy := r/gh, r%gh
+			for gx := 0; gx < gw; gx++ {
+				row := y[((bi*gh+gy)*gw+gx)*c*pp:][:c*pp]
+				for ky := 0; ky < p.P; ky++ {
+					for kx := 0; kx < p.P; kx++ {
+						src[ky*p.P+kx] = x[((bi*p.Height+gy*p.P+ky)*p.Width+gx*p.P+kx)*c:][:c]
+					}
+				}
+				for ci := range c {
+					out := row[ci*pp : ci*pp+pp]
+					for q, px := range src {
+						out[q] = px[ci]
 					}
 				}
 			}
 		}
-	}
+	})
 	return nil
 }
 
@@ -294,11 +305,8 @@ func (b *Backend) auxMerge(a ops.AuxMerge, in, out []*tensor) error {
 		m := y[i*k : (i+1)*k]
 		copy(m, aux[(i*n+1)*k:(i*n+2)*k])
 		for t := 2; t < n; t++ {
-			for c, v := range aux[(i*n+t)*k : (i*n+t+1)*k] {
-				if v > m[c] || v != v { // a NaN stays, as torch.max propagates it
-					m[c] = v
-				}
-			}
+			// A NaN stays, as torch.max propagates it (kern.Max).
+			kern.Max(k, m, aux[(i*n+t)*k:(i*n+t+1)*k], m)
 		}
 		kern.AddScaled(k, 0.5, cls[i*k:(i+1)*k], m, m)
 	}
