@@ -84,6 +84,19 @@ type Backend interface {
 	Close() error
 }
 
+// InPlacer is implemented by a backend that can run some nodes with an
+// output written over one of their inputs. A prepared program (package
+// runner) gives such an output the input's buffer when the graph never
+// reads that input's value again, so that the node reads and writes one
+// buffer: a convolution adds its residual into the residual's own buffer,
+// as ONNX Runtime's memory planner arranges, and the output's separate
+// buffer is never fetched into the caches to be overwritten.
+type InPlacer interface {
+	// InPlace returns the index of node's input whose buffer its output out
+	// may be, or -1. The node must compute the same values either way.
+	InPlace(node Node, out int) int
+}
+
 // BackendFactory opens a backend with the given thread count (0 = default).
 // It returns a backend even when the device is unusable, so that the reason
 // can be reported; Info().Available says which.

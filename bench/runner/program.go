@@ -5,6 +5,8 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"vitbench/bench"
 )
@@ -112,18 +114,83 @@ func PrepareCancel(b bench.Backend, spec bench.Spec, dt bench.DType, data func(g
 			}
 		}
 	}
-	for _, st := range g.Steps {
+	p.bind(g, spec)
+	ok = true
+	return p, nil
+}
+
+// bind binds each step's values to tensors. Each value has its own tensor,
+// except that on a backend that implements bench.InPlacer, an output the
+// backend may write over one of the step's inputs (InPlace) takes that
+// input's tensor when the input's value dies at the step (sharedInput);
+// the two values then trade tensors, so that from that step on every value
+// still has a tensor of its own. The binding is the same for every run
+// (each run writes a temporary value before reading it), and the outputs
+// are downloaded from the tensors they end up in.
+func (p *Program) bind(g *bench.Graph, spec bench.Spec) {
+	inPlace, _ := p.b.(bench.InPlacer)
+	shapes := map[string]bench.Shape{}
+	for _, list := range [][]bench.ArraySpec{g.Temps, spec.Outputs()} {
+		for _, a := range list {
+			shapes[a.Name] = a.Shape
+		}
+	}
+	temps := map[string]bool{}
+	for _, a := range g.Temps {
+		temps[a.Name] = true
+	}
+	cur := maps.Clone(p.vals)
+	for i, st := range g.Steps {
 		bs := boundStep{node: st.Node}
 		for _, v := range st.In {
-			bs.in = append(bs.in, p.vals[v])
+			bs.in = append(bs.in, cur[v])
 		}
-		for _, v := range st.Out {
-			bs.out = append(bs.out, p.vals[v])
+		for k, v := range st.Out {
+			if inPlace != nil {
+				if r, ok := sharedInput(g, i, k, inPlace.InPlace(st.Node, k), temps, shapes); ok {
+					cur[v], cur[r] = cur[r], cur[v]
+				}
+			}
+			bs.out = append(bs.out, cur[v])
 		}
 		p.steps = append(p.steps, bs)
 	}
-	ok = true
-	return p, nil
+	p.vals = cur
+}
+
+// sharedInput returns the name of input j of step i when output k of the
+// step may take its tensor: j is an input (j ≥ 0) that names a temporary
+// value of the graph (not an input, weight or output of the case), read
+// once by the step and not written by it, and never read again before a
+// later step writes it; output k is a temporary value or an output of the
+// case, of the same shape, that the step does not read.
+func sharedInput(g *bench.Graph, i, k, j int, temps map[string]bool, shapes map[string]bench.Shape) (string, bool) {
+	st := g.Steps[i]
+	if j < 0 || j >= len(st.In) {
+		return "", false
+	}
+	r, v := st.In[j], st.Out[k]
+	reads := 0
+	for _, in := range st.In {
+		if in == r {
+			reads++
+		}
+	}
+	if !temps[r] || reads != 1 || r == v || slices.Contains(st.Out, r) || slices.Contains(st.In, v) {
+		return "", false
+	}
+	if sr, sv := shapes[r], shapes[v]; sv == nil || !sr.Equal(sv) {
+		return "", false
+	}
+	for _, later := range g.Steps[i+1:] {
+		if slices.Contains(later.In, r) {
+			return "", false // read again: its value lives on
+		}
+		if slices.Contains(later.Out, r) {
+			break // written again first: its value dies here
+		}
+	}
+	return r, true
 }
 
 // Run enqueues every step once. It does not wait for the device. It returns

@@ -7,6 +7,7 @@ import (
 	"vitbench/bench"
 	"vitbench/bench/ops"
 	"vitbench/impl/cpu/internal/kern"
+	"vitbench/internal/mutation"
 )
 
 // foldedWeight is a weight rebuilt from its tensor and others, packed for
@@ -42,6 +43,30 @@ func (f *foldedWeight) current() bool {
 		}
 	}
 	return true
+}
+
+// InPlace implements bench.InPlacer: a convolution with a residual that
+// runs blocked whatever its image's layout (useBlocked: the ResNets'
+// convolutions, whose BatchNorm is folded) and whose tiles read each
+// residual value just before they write the output there
+// (blockedSumsInPlace) may write its output over its residual, its last
+// input. Every other node -1, and every node in builds with mutations.
+// (A convolution that gets its residual's buffer anyway works on a copy
+// of the residual: conv2dBlockedTensors, conv2d.)
+func (b *Backend) InPlace(node bench.Node, out int) int {
+	c, ok := node.(ops.Conv2d)
+	if !ok || !c.Residual || out != 0 || mutation.Enabled || !b.useBlocked(c, false) ||
+		!blockedSumsInPlace(c, useBlockedWinograd(c) && !b.bf16) {
+		return -1
+	}
+	n := 2 // image, weight
+	if c.Bias {
+		n++
+	}
+	if c.BN {
+		n += 4
+	}
+	return n // the residual
 }
 
 // conv2d runs a convolution as an implicit GEMM over its windows
@@ -84,6 +109,14 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	out[0].blocked = false
 	if in[0].blocked || resT != nil && resT.blocked {
 		panic("cpu: conv2d on NCHW with a blocked input") // Enqueue unblocks these
+	}
+	if resT != nil && resT == out[0] {
+		// The output is the residual's buffer (InPlace), which the NCHW
+		// paths would overwrite before reading all of it: they add a copy
+		// (not from the scratch arena, which they take themselves).
+		res = slices.Clone(res)
+		b.account(int64(len(res)) * 4)
+		defer b.account(-int64(len(res)) * 4)
 	}
 	if useWinograd(c, b.bf16) {
 		fw := b.foldConv(c, in[1:], convWinograd)

@@ -157,7 +157,6 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 		flags |= kern.ConvReLU
 	}
 	parts := len(pl.partStart) - 1
-	taps := g.kh * g.kw
 	parallelFor(b.threads, groups*parts, 1, func(lo, hi int) {
 		for task := lo; task < hi; task++ {
 			grp, part := task/parts, task%parts
@@ -165,13 +164,7 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 			nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-ob0)
 			w0, bias := bw.starts[grp], bw.bias[ob0*l:]
 			tiles, pool := pl.tiles[pl.partStart[part]:pl.partStart[part+1]], pl.pools[nb]
-			// A 1×1 convolution takes its input blocks in batches whose
-			// weights stay in L1 while the tiles go by (blockedBatchBytes);
-			// the outputs hold the partial sums between batches.
-			batch := cib
-			if taps == 1 {
-				batch = max(1, min(cib, blockedBatchBytes/(l*nb*l*4)))
-			}
+			batch := blockedBatch(c, nb)
 			for cb0 := 0; cb0 < cib; cb0 += batch {
 				nc := min(batch, cib-cb0)
 				fl := 0 // a later batch adds to the partial sums; the last finishes
@@ -277,6 +270,30 @@ func (bw *blockedWeight) planFor(c ops.Conv2d, threads int) *blockedPlan {
 	}
 	bw.plan = p
 	return p
+}
+
+// blockedBatch is the input blocks a group of nb output blocks of conv c
+// takes per pass over a task's tiles: a 1×1 convolution takes its input
+// blocks in batches whose weights stay in L1 while the tiles go by
+// (blockedBatchBytes), the outputs holding the partial sums between
+// batches; any other takes them all in one pass.
+func blockedBatch(c ops.Conv2d, nb int) int {
+	const l = kern.BlockLanes
+	cib := c.InChans / l
+	if c.KernelH*c.KernelW > 1 {
+		return cib
+	}
+	return max(1, min(cib, blockedBatchBytes/(l*nb*l*4)))
+}
+
+// blockedSumsInPlace reports whether the blocked convolution c may write
+// its output over its residual: when it reads each residual value in the
+// same tile call that writes the output there, that is, when it runs as
+// tiles (not as a Winograd convolution) and every group takes its input
+// blocks in one pass (blockedBatch; a group of fewer blocks takes as many).
+func blockedSumsInPlace(c ops.Conv2d, winograd bool) bool {
+	const l = kern.BlockLanes
+	return !winograd && blockedBatch(c, min(kern.ConvBlockedMaxBlocks, c.OutChans/l)) == c.InChans/l
 }
 
 // blockedBatchBytes is the most bytes of a group's weight a 1×1
@@ -402,6 +419,9 @@ func (b *Backend) conv2dBlockedTensors(c ops.Conv2d, bw *blockedWeight, in, out,
 	if res != nil && !res.blocked {
 		need += len(res.data)
 	}
+	if res != nil && res == out && res.blocked && !blockedSumsInPlace(c, bw.winograd) {
+		need += len(res.data) // a copy of the residual the output overwrites (InPlace)
+	}
 	var tmp []float32
 	if need > 0 {
 		var release func()
@@ -417,10 +437,14 @@ func (b *Backend) conv2dBlockedTensors(c ops.Conv2d, bw *blockedWeight, in, out,
 	var r []float32
 	if res != nil {
 		r = res.data
-		if !res.blocked {
+		switch {
+		case !res.blocked:
 			n, ch, hw := blockedDims(res.shape)
 			r = tmp[:len(res.data)]
 			b.toBlocked(n, ch, hw, res.data, r)
+		case res == out && !blockedSumsInPlace(c, bw.winograd):
+			r = tmp[:len(res.data)]
+			copy(r, res.data)
 		}
 	}
 	b.runBlocked(c, bw, x, out.data, r)

@@ -32,7 +32,9 @@ const coldSetBytes = 160 << 20
 // compare, separated by "|" (default "|direct": the rules' choice against
 // the direct path). Each path has a backend and sets of its own; they
 // alternate call group by call group, and the medians of 38 groups of four
-// calls are printed. Skipped unless VITBENCH_PROFILE_COLD is set.
+// calls are printed. With VITBENCH_PROFILE_COLD_INPLACE set, the last
+// path's convolutions with a residual write their output over it.
+// Skipped unless VITBENCH_PROFILE_COLD is set.
 func TestConvColdAB(t *testing.T) {
 	list := os.Getenv("VITBENCH_PROFILE_COLD")
 	if list == "" {
@@ -43,6 +45,7 @@ func TestConvColdAB(t *testing.T) {
 		paths = []string{"", "direct"}
 	}
 	coldWeights := os.Getenv("VITBENCH_PROFILE_COLD_WEIGHTS") != ""
+	inPlace := os.Getenv("VITBENCH_PROFILE_COLD_INPLACE") != ""
 	defer func(p string) { convPath = p }(convPath)
 	for _, spec := range strings.Split(list, ";") {
 		var cin, cout, size, k, stride, res int
@@ -100,6 +103,9 @@ func TestConvColdAB(t *testing.T) {
 					}
 				}
 				o, _ := be.Alloc(outShape, bench.Float32)
+				if inPlace && conv.Residual && w == len(paths)-1 {
+					o = in[len(in)-1] // the output over its residual, as a program binds it (InPlace)
+				}
 				worlds[w].in = append(worlds[w].in, in)
 				worlds[w].out = append(worlds[w].out, []bench.Tensor{o})
 			}
