@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -123,5 +125,49 @@ func TestRetimeDecision(t *testing.T) {
 	bf.Rows = append(bf.Rows, loadRow("d", "cpu", 0.9, true))
 	if got := rt.next(2, &bf, false); got != 3 || len(bf.Rows) != 5 {
 		t.Errorf("stopped run: next = %d with %d rows, want 3 and the rows kept", got, len(bf.Rows))
+	}
+}
+
+// TestRunGroupFlag: -group sets how many cases vitbench times before the baseline times
+// them: with -group 1 the PyTorch script runs once per case, each call naming its one case;
+// by default once for both; -group 0 is a usage error.
+func TestRunGroupFlag(t *testing.T) {
+	const a, b = "layernorm/vit_b16", "layernorm/odd_b2_d147"
+	for _, tc := range []struct {
+		group []string
+		calls int
+	}{{nil, 1}, {[]string{"-group", "1"}, 2}} {
+		dir := t.TempDir()
+		argsLog := filepath.Join(dir, "args.txt")
+		script := filepath.Join(dir, "fake_torch.sh")
+		// Records its arguments, then writes an empty result file where -o says.
+		body := "echo \"$@\" >> " + argsLog + "\nwhile [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then : > \"$2\"; fi; shift; done\n"
+		if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := append([]string{"run", "-full", "-o", filepath.Join(dir, "run"), "-fixtures", fixtureRoot,
+			"-run", "^(" + regexp.QuoteMeta(a) + "|" + regexp.QuoteMeta(b) + ")$", "-torch", "on", "-python", "/bin/sh",
+			"-torch-script", script, "-count", "2", "-min-sample", "0", "-threads", "1"}, tc.group...)
+		if code, _, stderr := vitbench(t, args...); code != exitOK {
+			t.Fatalf("%v: exit %d\n%s", tc.group, code, stderr)
+		}
+		raw, err := os.ReadFile(argsLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := strings.Split(strings.TrimSpace(string(raw)), "\n")
+		if len(calls) != tc.calls {
+			t.Fatalf("%v: %d PyTorch calls, want %d:\n%s", tc.group, len(calls), tc.calls, raw)
+		}
+		if tc.calls == 2 {
+			for i, name := range []string{a, b} {
+				if !strings.Contains(calls[i], regexp.QuoteMeta(name)) || strings.Contains(calls[i], regexp.QuoteMeta([]string{b, a}[i])) {
+					t.Errorf("call %d names the wrong cases: %s", i, calls[i])
+				}
+			}
+		}
+	}
+	if code, _, _ := vitbench(t, "run", "-o", filepath.Join(t.TempDir(), "bad"), "-group", "0", "-torch", "off"); code != exitUsage {
+		t.Errorf("-group 0 exits %d, want %d", code, exitUsage)
 	}
 }

@@ -39,6 +39,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	nodeExe := fs.String("node", "node", "Node.js for reference/bench_ort.js")
 	torchBF16 := fs.String("torch-bf16", "off", "bf16 PyTorch baseline on the CPU (bench_torch.py --dtype bf16, beside cpu-bf16): off, auto (when a CPU bf16 backend is timed) or on")
 	ortModules := fs.String("ort-modules", defaultOrtModules(), "the node_modules folder holding onnxruntime-node")
+	group := fs.Int("group", defaultGroup, "cases vitbench times before the baselines time the same ones (its interleaving group); 1 puts the two sides of each ratio seconds apart, at the cost of starting PyTorch and ONNX Runtime once per case")
 	budget := maxBytesFlag(fs)
 	machineArg := machineFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -49,6 +50,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if *torch != "auto" && *torch != "on" && *torch != "off" {
 		return exitUsage, usagef("-torch must be auto, on or off")
+	}
+	if *group < 1 {
+		return exitUsage, usagef("-group must be at least 1, not %d", *group)
 	}
 	if *ortMode != "auto" && *ortMode != "on" && *ortMode != "off" {
 		return exitUsage, usagef("-ort must be auto, on or off")
@@ -155,7 +159,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	torchOn := *torch != "off"
 	var torchText []byte
 	torchPath := filepath.Join(*outDir, "torch.txt")
-	groups := caseGroups(list, interleaveGroup)
+	groups := caseGroups(list, *group)
 	ortOn := ortWanted(*ortMode, *nodeExe, *ortModules)
 	var ortText []byte
 	ortCfg := ortConfig{python: *python, refDir: filepath.Dir(*script), node: *nodeExe, modules: *ortModules,
@@ -327,11 +331,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	return max(checkCode, benchCode), nil
 }
 
-// interleaveGroup is how many cases vitbench times before PyTorch times
-// the same ones in `run`: small enough that the two sides of a ratio are
-// close in time, large enough that starting Python and torch (a few
-// seconds) stays a small part of the run.
-const interleaveGroup = 12
+// defaultGroup is how many cases vitbench times before PyTorch and ONNX
+// Runtime time the same ones in `run` (-group): small enough that the two
+// sides of a ratio are close in time, large enough that starting Python
+// and torch and exporting the group to ONNX (a few seconds) stay a small
+// part of the run.
+const defaultGroup = 12
 
 // caseGroups splits list, in order, into groups of at most n cases, each
 // as a regular expression matching exactly its cases' names.
