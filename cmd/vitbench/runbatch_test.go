@@ -34,17 +34,25 @@ func TestParseBatches(t *testing.T) {
 	}
 }
 
-// TestRunAtSeveralBatches: `run -batch 1,3` times every case at both batches and runs the
-// PyTorch baseline once per batch with --batch (a stand-in script records its arguments).
-func TestRunAtSeveralBatches(t *testing.T) {
-	dir := t.TempDir()
-	argsLog := filepath.Join(dir, "args.txt")
-	script := filepath.Join(dir, "fake_torch.sh")
-	// Records its arguments, then writes an empty result file where -o says.
+// fakeTorchScript writes, in dir, a stand-in for bench_torch.py (run by /bin/sh) that
+// appends its arguments as one line to the returned log, then writes an empty result file
+// where -o says.
+func fakeTorchScript(t *testing.T, dir string) (script, argsLog string) {
+	t.Helper()
+	argsLog = filepath.Join(dir, "args.txt")
+	script = filepath.Join(dir, "fake_torch.sh")
 	body := "echo \"$@\" >> " + argsLog + "\nwhile [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then : > \"$2\"; fi; shift; done\n"
 	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return script, argsLog
+}
+
+// TestRunAtSeveralBatches: `run -batch 1,3` times every case at both batches and runs the
+// PyTorch baseline once per batch with --batch (a stand-in script records its arguments).
+func TestRunAtSeveralBatches(t *testing.T) {
+	dir := t.TempDir()
+	script, argsLog := fakeTorchScript(t, dir)
 	out := filepath.Join(dir, "run")
 	const name = "layernorm/odd_b2_d147"
 	code, _, stderr := vitbench(t, "run", "-full", "-o", out, "-fixtures", fixtureRoot, "-run", "^"+name+"$",

@@ -138,13 +138,7 @@ func TestRunGroupFlag(t *testing.T) {
 		calls int
 	}{{nil, 1}, {[]string{"-group", "1"}, 2}} {
 		dir := t.TempDir()
-		argsLog := filepath.Join(dir, "args.txt")
-		script := filepath.Join(dir, "fake_torch.sh")
-		// Records its arguments, then writes an empty result file where -o says.
-		body := "echo \"$@\" >> " + argsLog + "\nwhile [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then : > \"$2\"; fi; shift; done\n"
-		if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		script, argsLog := fakeTorchScript(t, dir)
 		args := append([]string{"run", "-full", "-o", filepath.Join(dir, "run"), "-fixtures", fixtureRoot,
 			"-run", "^(" + regexp.QuoteMeta(a) + "|" + regexp.QuoteMeta(b) + ")$", "-torch", "on", "-python", "/bin/sh",
 			"-torch-script", script, "-count", "2", "-min-sample", "0", "-threads", "1"}, tc.group...)
