@@ -160,6 +160,9 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 	parallelFor(b.threads, groups*parts, 1, func(lo, hi int) {
 		for task := lo; task < hi; task++ {
 			grp, part := task/parts, task%parts
+			if pl.pixelMajor {
+				grp, part = task%groups, task/groups
+			}
 			ob0 := grp * kern.ConvBlockedMaxBlocks
 			nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-ob0)
 			w0, bias := bw.starts[grp], bw.bias[ob0*l:]
@@ -224,7 +227,39 @@ type blockedPlan struct {
 	// pools[nb] holds the tiles' taps (xOff, wOff) for a group of nb
 	// output blocks, whose weight has its own floats per tap.
 	pools [kern.ConvBlockedMaxBlocks + 1][]int
+	// pixelMajor numbers the tasks part, then group (pixelMajorConv).
+	pixelMajor bool
 }
+
+// pixelMajorConv reports whether the float32 blocked convolution c
+// numbers its tasks part, then group, so that each worker's share is a
+// range of output rows (or pixels) in every group, with at least one
+// part per worker: when its weight is at most pixelMajorWeightBytes.
+// Each worker then reads only the image rows of its share, and writes
+// the rows the next convolution's same worker reads, whereas numbered
+// group, then part, each worker computes some groups' channels at every
+// pixel, so that half of the next convolution's image comes from the
+// other worker's cache; but each worker reads every group's weight, which
+// doubles the weight's traffic. CLIP RN50's stem and layers 1 and 2 (maps
+// of 112² to 28², weights up to 590 KB) gain, layers 3 and 4 (1 to 9 MB
+// of weight, maps of 14² and 7²) lose: both orders alternating run by run
+// on the Zen 5 guest, 60 pairs each, float32 clip_rn50 1.036× and 1.021×
+// with a limit of 600 KB, 1.023× with 300 KB, 1.012× with 2.5 MB;
+// detr_r50_small_b2 (maps of 25×33 and smaller) 1.001×, 1.008× and 0.973×;
+// vq_encoder_small 1.005×, vq_decoder_small 0.997×; with this limit, 80
+// pairs, clip_rn50 1.026×, detr_r50_small_b2 0.993×, vq_encoder_small
+// 0.994×. cpu-bf16 keeps
+// group, then part (clip_rn50 0.990×, detr_r50_small_b2 0.985×): its image
+// goes through roundPairs first, whose workers split it by channel
+// blocks, so the pixel ranges would not stay on one worker anyway.
+func pixelMajorConv(c ops.Conv2d, bw *blockedWeight) bool {
+	return bw.pairs == nil && int64(c.InChans)*int64(c.OutChans)*int64(c.KernelH*c.KernelW)*4 <= pixelMajorWeightBytes
+}
+
+// pixelMajorWeightBytes is the largest float32 weight of a pixel-major
+// blocked convolution (pixelMajorConv): CLIP RN50's layer-2 3×3 (590 KB)
+// in, its layer-3 1×1 ones (1 MiB) out.
+const pixelMajorWeightBytes = 640 << 10
 
 // planFor returns the plan of conv c on threads workers, built on first
 // use and kept with the weight.
@@ -232,12 +267,16 @@ func (bw *blockedWeight) planFor(c ops.Conv2d, threads int) *blockedPlan {
 	if p := bw.plan; p != nil && p.c == c && p.threads == threads {
 		return p
 	}
+	pixelMajor := pixelMajorConv(c, bw)
 	const l, tile = kern.BlockLanes, kern.ConvBlockedMaxPixels
 	g := newBlockedGeom(c)
 	rows, cols := spans(g.oh, g.h, g.kh, g.sh, g.ph, g.dh), spans(g.ow, g.w, g.kw, g.sw, g.pw, g.dw)
 	groups := len(bw.starts) - 1
 	// About four tasks per worker in all.
 	parts := min(max(1, ceilDiv(4*threads, groups)), ceilDiv(max(g.oh, g.ow), tile))
+	if pixelMajor {
+		parts = max(parts, min(threads, ceilDiv(max(g.oh, g.ow), tile)))
+	}
 	chunks, units := parts, 1
 	if g.flat {
 		chunks, units = 1, parts
@@ -246,7 +285,7 @@ func (bw *blockedWeight) planFor(c ops.Conv2d, threads int) *blockedPlan {
 	chunks = ceilDiv(g.oh, rowsPer)
 	colsPer := ceilDiv(ceilDiv(g.ow, units), tile) * tile
 	units = ceilDiv(g.ow, colsPer)
-	p := &blockedPlan{c: c, threads: threads, g: g}
+	p := &blockedPlan{c: c, threads: threads, g: g, pixelMajor: pixelMajor}
 	var idx []int // (xOff, tap index) pairs
 	for chunk := 0; chunk < chunks; chunk++ {
 		for unit := 0; unit < units; unit++ {

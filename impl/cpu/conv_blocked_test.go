@@ -29,8 +29,10 @@ func (bc blockedCase) conv() ops.Conv2d {
 // pixels, split by columns) and 2, a 7×7 stem-like window, dilation 2, a
 // 1×1 window with padding (border outputs with no tap at all: bias,
 // residual and ReLU only), output blocks in groups of 4 with 1, 2 and 3
-// left over, batches of two and three, and a 1×1 convolution deep
-// enough to take its input blocks in batches (blockedBatchBytes).
+// left over, batches of two and three, a 1×1 convolution deep
+// enough to take its input blocks in batches (blockedBatchBytes), and
+// 3×3 and 1×1 ones whose weights are over pixelMajorWeightBytes (their
+// tasks numbered group, then part; the others' part, then group).
 var blockedCases = []blockedCase{
 	{1, 32, 64, 7, 7, 3, 1, 1, 1, true, true},
 	{2, 16, 80, 14, 13, 3, 1, 1, 1, false, true},
@@ -43,6 +45,8 @@ var blockedCases = []blockedCase{
 	{1, 32, 16, 10, 10, 3, 1, 2, 2, true, true},
 	{1, 16, 32, 5, 5, 1, 1, 1, 1, true, true},
 	{1, 1040, 64, 3, 5, 1, 1, 0, 1, true, true},
+	{1, 48, 384, 6, 5, 3, 1, 1, 1, true, false},
+	{2, 160, 1040, 3, 5, 1, 1, 0, 1, true, true},
 }
 
 // TestConvBlockedMatchesOracle runs blockedCases through Enqueue on every
@@ -279,5 +283,36 @@ func TestConvBlockedWinograd(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestBlockedPixelMajor: a float32 blocked convolution with a weight of at
+// most pixelMajorWeightBytes numbers its tasks part, then group, in at
+// least one part per worker, so that the first half of the tasks is the
+// first half of the output rows in every group; a larger weight, and
+// cpu-bf16's pairs, keep group, then part.
+func TestBlockedPixelMajor(t *testing.T) {
+	for _, tc := range []struct {
+		bc    blockedCase
+		pairs bool
+		want  bool
+	}{
+		{blockedCase{1, 128, 512, 28, 28, 1, 1, 0, 1, true, true}, false, true},   // 256 KB
+		{blockedCase{1, 128, 128, 28, 28, 3, 1, 1, 1, false, true}, false, true},  // 590 KB
+		{blockedCase{1, 256, 1024, 14, 14, 1, 1, 0, 1, true, true}, false, false}, // 1 MiB
+		{blockedCase{1, 128, 512, 28, 28, 1, 1, 0, 1, true, true}, true, false},   // bf16 pairs
+	} {
+		c := tc.bc.conv()
+		bw := blockedConvWeight(c, make([]float32, c.OutChans*c.InChans*c.KernelH*c.KernelW), make([]float32, c.OutChans))
+		if tc.pairs {
+			bw.roundPairs(c.OutChans / 16)
+		}
+		p := bw.planFor(c, 2)
+		if p.pixelMajor != tc.want {
+			t.Errorf("%+v (pairs %v): pixelMajor %v, want %v", tc.bc, tc.pairs, p.pixelMajor, tc.want)
+		}
+		if parts := len(p.partStart) - 1; p.pixelMajor && parts < 2 {
+			t.Errorf("%+v: %d parts for two workers", tc.bc, parts)
+		}
 	}
 }
