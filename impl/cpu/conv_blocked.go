@@ -231,34 +231,35 @@ type blockedPlan struct {
 	pixelMajor bool
 }
 
-// pixelMajorConv reports whether the float32 blocked convolution c
-// numbers its tasks part, then group, so that each worker's share is a
-// range of output rows (or pixels) in every group, with at least one
-// part per worker: when its weight is at most pixelMajorWeightBytes.
-// Each worker then reads only the image rows of its share, and writes
-// the rows the next convolution's same worker reads, whereas numbered
-// group, then part, each worker computes some groups' channels at every
-// pixel, so that half of the next convolution's image comes from the
-// other worker's cache; but each worker reads every group's weight, which
-// doubles the weight's traffic. CLIP RN50's stem and layers 1 and 2 (maps
-// of 112² to 28², weights up to 590 KB) gain, layers 3 and 4 (1 to 9 MB
-// of weight, maps of 14² and 7²) lose: both orders alternating run by run
-// on the Zen 5 guest, 60 pairs each, float32 clip_rn50 1.036× and 1.021×
-// with a limit of 600 KB, 1.023× with 300 KB, 1.012× with 2.5 MB;
-// detr_r50_small_b2 (maps of 25×33 and smaller) 1.001×, 1.008× and 0.973×;
-// vq_encoder_small 1.005×, vq_decoder_small 0.997×; with this limit, 80
-// pairs, clip_rn50 1.026×, detr_r50_small_b2 0.993×, vq_encoder_small
-// 0.994×. cpu-bf16 keeps
-// group, then part (clip_rn50 0.990×, detr_r50_small_b2 0.985×): its image
-// goes through roundPairs first, whose workers split it by channel
-// blocks, so the pixel ranges would not stay on one worker anyway.
-func pixelMajorConv(c ops.Conv2d, bw *blockedWeight) bool {
-	return bw.pairs == nil && int64(c.InChans)*int64(c.OutChans)*int64(c.KernelH*c.KernelW)*4 <= pixelMajorWeightBytes
+// pixelMajorConv reports whether the blocked convolution c numbers its
+// tasks part, then group, so that each worker's share is a range of
+// output rows (or pixels) in every group, with at least one part per
+// worker: when its weight is at most pixelMajorWeightBytes. Each worker
+// then reads only the image rows of its share, and writes the rows the
+// next convolution's same worker reads, whereas numbered group, then
+// part, each worker computes some groups' channels at every pixel, so
+// that half of the next convolution's image comes from the other
+// worker's cache; but each worker reads every group's weight, which
+// doubles the weight's traffic. On cpu-bf16 the image's rounding to pairs
+// is split the same way (roundPairsByPixels). CLIP RN50's stem and layers
+// 1 and 2 (maps of 112² to 28², weights up to 590 KB) gain, layers 3 and
+// 4 (1 to 9 MB of weight, maps of 14² and 7²) lose: both orders
+// alternating run by run on the Zen 5 guest, 60 pairs each, float32
+// clip_rn50 1.036× and 1.021× with a limit of 600 KB, 1.023× with 300 KB,
+// 1.012× with 2.5 MB; detr_r50_small_b2 (maps of 25×33 and smaller)
+// 1.001×, 1.008× and 0.973×; vq_encoder_small 1.005×, vq_decoder_small
+// 0.997×; with this limit, 80 pairs, clip_rn50 1.026×, detr_r50_small_b2
+// 0.993×, vq_encoder_small 0.994×. On cpu-bf16, 80 pairs, two runs:
+// clip_rn50 1.021× and 1.021×, detr_r50_small_b2 0.999× and 1.017×,
+// vq_encoder_small 0.998× (the pairs rounded by channel blocks instead,
+// as roundPairs splits them: clip_rn50 0.990×, detr_r50_small_b2 0.985×).
+func pixelMajorConv(c ops.Conv2d) bool {
+	return int64(c.InChans)*int64(c.OutChans)*int64(c.KernelH*c.KernelW)*4 <= pixelMajorWeightBytes
 }
 
-// pixelMajorWeightBytes is the largest float32 weight of a pixel-major
-// blocked convolution (pixelMajorConv): CLIP RN50's layer-2 3×3 (590 KB)
-// in, its layer-3 1×1 ones (1 MiB) out.
+// pixelMajorWeightBytes is the largest weight (in float32) of a
+// pixel-major blocked convolution (pixelMajorConv): CLIP RN50's layer-2
+// 3×3 (590 KB) in, its layer-3 1×1 ones (1 MiB) out.
 const pixelMajorWeightBytes = 640 << 10
 
 // planFor returns the plan of conv c on threads workers, built on first
@@ -267,7 +268,7 @@ func (bw *blockedWeight) planFor(c ops.Conv2d, threads int) *blockedPlan {
 	if p := bw.plan; p != nil && p.c == c && p.threads == threads {
 		return p
 	}
-	pixelMajor := pixelMajorConv(c, bw)
+	pixelMajor := pixelMajorConv(c)
 	const l, tile = kern.BlockLanes, kern.ConvBlockedMaxPixels
 	g := newBlockedGeom(c)
 	rows, cols := spans(g.oh, g.h, g.kh, g.sh, g.ph, g.dh), spans(g.ow, g.w, g.kw, g.sw, g.pw, g.dw)
@@ -500,11 +501,30 @@ func (b *Backend) runBlocked(c ops.Conv2d, bw *blockedWeight, x, y, r []float32)
 	case bw.pairs != nil:
 		xp, release := b.pairScratch((len(x) + 1) / 2)
 		defer release()
-		b.roundPairs(x, xp)
+		if bw.planFor(c, b.threads).pixelMajor {
+			b.roundPairsByPixels(c, x, xp)
+		} else {
+			b.roundPairs(x, xp)
+		}
 		b.conv2dBlocked(c, bw, nil, xp, y, r)
 	default:
 		b.conv2dBlocked(c, bw, x, nil, y, r)
 	}
+}
+
+// roundPairsByPixels is roundPairs for the image x of the pixel-major
+// convolution c: each worker rounds the same share of every block's
+// pixels (static halves of each image's H·W), the rows its tasks read.
+func (b *Backend) roundPairsByPixels(c ops.Conv2d, x []float32, xp []uint32) {
+	const l = kern.BlockLanes
+	hw := c.Height * c.Width
+	planes := c.Batch * c.InChans / l
+	parallelChunks(b.conversionThreads(len(x)), hw, 1, func(_, lo, hi int) {
+		for q := range planes {
+			at := (q*hw + lo) * l
+			kern.PackPairs(xp[at/2:], x[at:at+(hi-lo)*l])
+		}
+	})
 }
 
 // roundPairs rounds the blocked image x to bf16 pairs in xp

@@ -286,11 +286,11 @@ func TestConvBlockedWinograd(t *testing.T) {
 	}
 }
 
-// TestBlockedPixelMajor: a float32 blocked convolution with a weight of at
-// most pixelMajorWeightBytes numbers its tasks part, then group, in at
-// least one part per worker, so that the first half of the tasks is the
-// first half of the output rows in every group; a larger weight, and
-// cpu-bf16's pairs, keep group, then part.
+// TestBlockedPixelMajor: a blocked convolution with a weight of at most
+// pixelMajorWeightBytes numbers its tasks part, then group, in at least
+// one part per worker, so that the first half of the tasks is the first
+// half of the output rows in every group, on either backend (cpu-bf16's
+// pairs too); a larger weight keeps group, then part.
 func TestBlockedPixelMajor(t *testing.T) {
 	for _, tc := range []struct {
 		bc    blockedCase
@@ -300,7 +300,8 @@ func TestBlockedPixelMajor(t *testing.T) {
 		{blockedCase{1, 128, 512, 28, 28, 1, 1, 0, 1, true, true}, false, true},   // 256 KB
 		{blockedCase{1, 128, 128, 28, 28, 3, 1, 1, 1, false, true}, false, true},  // 590 KB
 		{blockedCase{1, 256, 1024, 14, 14, 1, 1, 0, 1, true, true}, false, false}, // 1 MiB
-		{blockedCase{1, 128, 512, 28, 28, 1, 1, 0, 1, true, true}, true, false},   // bf16 pairs
+		{blockedCase{1, 128, 512, 28, 28, 1, 1, 0, 1, true, true}, true, true},    // bf16 pairs
+		{blockedCase{1, 256, 1024, 14, 14, 1, 1, 0, 1, true, true}, true, false},  // bf16 pairs, 1 MiB
 	} {
 		c := tc.bc.conv()
 		bw := blockedConvWeight(c, make([]float32, c.OutChans*c.InChans*c.KernelH*c.KernelW), make([]float32, c.OutChans))
