@@ -132,7 +132,12 @@ func blockedPoolable(a ops.AvgPool2d) bool {
 
 // avgPoolBlocked is avgPool on a blocked image, written blocked:
 // each output pixel's 16 channels are the mean of the 2×2 input pixels
-// under it, summed in avgPool's order (kern.AvgPool2x2BlockedRow).
+// under it, summed in avgPool's order (kern.AvgPool2x2BlockedRow). The
+// output rows are numbered row, then plane, so that each worker pools a
+// range of rows in every block, as the pixel-major convolutions around it
+// split their rows (pixelMajorConv): clip_rn50 1.001× and 1.003× on cpu,
+// 1.009× and 1.015× on cpu-bf16 against numbering plane, then row
+// (alternating run by run, 80 pairs).
 func (b *Backend) avgPoolBlocked(a ops.AvgPool2d, x, y []float32) {
 	const l = kern.BlockLanes
 	oh, ow := a.OutH(), a.OutW()
@@ -140,7 +145,7 @@ func (b *Backend) avgPoolBlocked(a ops.AvgPool2d, x, y []float32) {
 	in, out := a.Height*a.Width*l, oh*ow*l
 	parallelFor(b.conversionThreads(a.Batch*a.Chans*a.Height*a.Width), planes*oh, 1, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			p, row := r/oh, r%oh
+			p, row := r%planes, r/planes
 			src := x[p*in+2*row*a.Width*l:]
 			kern.AvgPool2x2BlockedRow(ow, src[:a.Width*l], src[a.Width*l:2*a.Width*l], y[p*out+row*ow*l:p*out+(row+1)*ow*l])
 		}
