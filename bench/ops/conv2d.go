@@ -38,6 +38,19 @@ type Conv2d struct {
 // OpName implements bench.Node.
 func (Conv2d) OpName() string { return "conv2d" }
 
+// ResidualInput is the index of res among the node's inputs: after x, w,
+// the bias when it has one and BatchNorm's four arrays when it has them.
+func (c Conv2d) ResidualInput() int {
+	n := 2
+	if c.Bias {
+		n++
+	}
+	if c.BN {
+		n += 4
+	}
+	return n
+}
+
 // Conv2dParams is the JSON form of a conv2d case.
 type Conv2dParams struct {
 	InChans    int      `json:"in_chans"`

@@ -83,7 +83,7 @@ type inPlaceRecorder struct {
 
 func (r inPlaceRecorder) InPlace(node bench.Node, out int) int {
 	if c, ok := node.(ops.Conv2d); ok && c.Residual {
-		return 6
+		return c.ResidualInput()
 	}
 	return -1
 }

@@ -56,18 +56,17 @@ func (f *foldedWeight) current() bool {
 func (b *Backend) InPlace(node bench.Node, out int) int {
 	c, ok := node.(ops.Conv2d)
 	if !ok || !c.Residual || out != 0 || mutation.Enabled || !b.useBlocked(c, false) ||
-		!blockedSumsInPlace(c, useBlockedWinograd(c) && !b.bf16) {
+		!blockedSumsInPlace(c, b.blockedWinograd(c)) {
 		return -1
 	}
-	n := 2 // image, weight
-	if c.Bias {
-		n++
-	}
-	if c.BN {
-		n += 4
-	}
-	return n // the residual
+	return c.ResidualInput()
 }
+
+// blockedWinograd reports whether the blocked convolution c runs as a
+// Winograd convolution on this backend: useBlockedWinograd's rule, on the
+// float32 backend only (cpu-bf16 runs its blocked convolutions as tiles
+// of bf16 pairs).
+func (b *Backend) blockedWinograd(c ops.Conv2d) bool { return useBlockedWinograd(c) && !b.bf16 }
 
 // conv2d runs a convolution as an implicit GEMM over its windows
 // (token-major, c·KH·KW + ky·KW + kx order, the layout of the weight
@@ -99,7 +98,7 @@ func (b *Backend) conv2d(c ops.Conv2d, in, out []*tensor) error {
 	}
 	if b.useBlocked(c, in[0].blocked) {
 		mode := convBlocked
-		if useBlockedWinograd(c) && !b.bf16 {
+		if b.blockedWinograd(c) {
 			mode = convBlockedWinograd
 		}
 		fw := b.foldConv(c, in[1:], mode)

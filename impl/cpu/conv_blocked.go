@@ -459,8 +459,11 @@ func (b *Backend) conv2dBlockedTensors(c ops.Conv2d, bw *blockedWeight, in, out,
 	if res != nil && !res.blocked {
 		need += len(res.data)
 	}
-	if res != nil && res == out && res.blocked && !blockedSumsInPlace(c, bw.winograd) {
-		need += len(res.data) // a copy of the residual the output overwrites (InPlace)
+	// The output is the residual's buffer (InPlace) on a path that would
+	// overwrite residual values before reading them: a copy in scratch.
+	copyRes := res != nil && res == out && res.blocked && !blockedSumsInPlace(c, bw.winograd)
+	if copyRes {
+		need += len(res.data)
 	}
 	var tmp []float32
 	if need > 0 {
@@ -482,7 +485,7 @@ func (b *Backend) conv2dBlockedTensors(c ops.Conv2d, bw *blockedWeight, in, out,
 			n, ch, hw := blockedDims(res.shape)
 			r = tmp[:len(res.data)]
 			b.toBlocked(n, ch, hw, res.data, r)
-		case res == out && !blockedSumsInPlace(c, bw.winograd):
+		case copyRes:
 			r = tmp[:len(res.data)]
 			copy(r, res.data)
 		}

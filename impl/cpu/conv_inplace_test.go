@@ -76,3 +76,31 @@ func TestConvInPlace(t *testing.T) {
 		}
 	})
 }
+
+// TestConvInPlaceOffer: where convolutions run blocked, InPlace offers the
+// residual (ResidualInput) of a BN convolution whose tiles take their
+// input blocks in one pass, and nothing for one that takes two, for a
+// node without a residual, or for an output other than the first.
+func TestConvInPlaceOffer(t *testing.T) {
+	conv := func(cin, cout int, res bool) ops.Conv2d {
+		return ops.Conv2d{Unfold: ops.Unfold{Batch: 1, InChans: cin, Height: 7, Width: 7, KernelH: 1, KernelW: 1, StrideH: 1, StrideW: 1,
+			DilationH: 1, DilationW: 1}, OutChans: cout, BN: true, BNEps: 1e-5, ReLU: true, Residual: res}
+	}
+	for _, be := range []*Backend{New(2), NewBF16(2)} {
+		one := conv(64, 256, true)
+		if !be.useBlocked(one, false) {
+			continue // NCHW here: nothing is offered (InPlace's first rule)
+		}
+		if got := be.InPlace(one, 0); got != one.ResidualInput() || got != 6 {
+			t.Errorf("bf16 %v: InPlace(64→256 with residual) = %d, want %d", be.bf16, got, one.ResidualInput())
+		}
+		for what, tc := range map[string]struct {
+			c   ops.Conv2d
+			out int
+		}{"two passes": {conv(512, 2048, true), 0}, "no residual": {conv(64, 256, false), 0}, "second output": {one, 1}} {
+			if got := be.InPlace(tc.c, tc.out); got != -1 {
+				t.Errorf("bf16 %v, %s: InPlace = %d, want -1", be.bf16, what, got)
+			}
+		}
+	}
+}
