@@ -159,15 +159,22 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 	parts := len(pl.partStart) - 1
 	parallelFor(b.threads, groups*parts, 1, func(lo, hi int) {
 		for task := lo; task < hi; task++ {
-			grp, part := task/parts, task%parts
-			if pl.pixelMajor {
-				grp, part = task%groups, task/groups
-			}
+			grp, part := pl.task(task, groups)
 			ob0 := grp * kern.ConvBlockedMaxBlocks
 			nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-ob0)
 			w0, bias := bw.starts[grp], bw.bias[ob0*l:]
 			tiles, pool := pl.tiles[pl.partStart[part]:pl.partStart[part+1]], pl.pools[nb]
 			batch := blockedBatch(c, nb)
+			// The float32 tile calls prefetch a share of the worker's next
+			// group's weight (prefetchNextMax).
+			var pf weightPrefetch
+			if g2, k, run := pl.nextGroup(task, lo, hi, groups); g2 >= 0 && xp == nil && prefetchWeights {
+				n := bw.starts[g2+1] - bw.starts[g2]
+				if 4*(n+bw.starts[grp+1]-bw.starts[grp]) <= prefetchNextMax {
+					pf = newWeightPrefetch(bw.starts[g2]+k*n/run, bw.starts[g2]+(k+1)*n/run,
+						ceilDiv(cib, batch)*c.Batch*blockedCalls(tiles))
+				}
+			}
 			for cb0 := 0; cb0 < cib; cb0 += batch {
 				nc := min(batch, cib-cb0)
 				fl := 0 // a later batch adds to the partial sums; the last finishes
@@ -200,19 +207,103 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 							r = ri[t.at:]
 						}
 						taps := pool[t.tap0 : t.tap0+2*t.ntaps]
+						p0, p1 := pf.next()
 						if xp != nil {
 							kern.ConvBlockedTileBF16(nb, t.n, xp[(xb+t.shift)/2:], taps, t.ntaps, nc, xBlock, t.pixStride,
 								bw.pairs[wb/2:], bias, r, yi[t.at:], outStride, t.outPix, fl)
 							continue
 						}
 						kern.ConvBlockedTile(nb, t.n, x[xb+t.shift:], taps, t.ntaps, nc, xBlock, t.pixStride,
-							bw.w[wb:], bias, r, yi[t.at:], outStride, t.outPix, fl)
+							bw.w[wb:], bias, r, yi[t.at:], outStride, t.outPix, fl, bw.w[p0:p1])
 					}
 				}
 			}
 		}
 	})
 }
+
+// task returns the group of output blocks and the part of the tiles of
+// task number task of a convolution with groups groups: numbered group,
+// then part, or part, then group when pixelMajor.
+func (p *blockedPlan) task(task, groups int) (grp, part int) {
+	if p.pixelMajor {
+		return task % groups, task / groups
+	}
+	parts := len(p.partStart) - 1
+	return task / parts, task % parts
+}
+
+// nextGroup returns, for task task of a worker's tasks [lo, hi), the
+// group g of the first later task of another group (-1 if none), and
+// this task's place k in the run of run tasks of its own group it takes
+// before that one, so that task k of the run prefetches the k-th of run
+// equal shares of group g's weight.
+func (p *blockedPlan) nextGroup(task, lo, hi, groups int) (g, k, run int) {
+	grp, _ := p.task(task, groups)
+	first, end := task, task+1
+	for first > lo {
+		if g0, _ := p.task(first-1, groups); g0 != grp {
+			break
+		}
+		first--
+	}
+	for end < hi {
+		if g1, _ := p.task(end, groups); g1 != grp {
+			return g1, task - first, end - first
+		}
+		end++
+	}
+	return -1, 0, 0
+}
+
+// blockedCalls is how many kern.ConvBlockedTile calls tiles make per
+// image and input batch: those with at least one tap.
+func blockedCalls(tiles []blockedTile) int {
+	n := 0
+	for _, t := range tiles {
+		if t.ntaps > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// weightPrefetch spreads the prefetch of the weight's floats [at, end)
+// over a task's tile calls: per call the next per floats (whole 64-byte
+// lines), until none are left.
+type weightPrefetch struct{ at, end, per int }
+
+// newWeightPrefetch spreads the floats [lo, hi) over calls calls.
+func newWeightPrefetch(lo, hi, calls int) weightPrefetch {
+	if calls == 0 || hi <= lo {
+		return weightPrefetch{}
+	}
+	const line = 16
+	return weightPrefetch{at: lo, end: hi, per: ceilDiv(ceilDiv(hi-lo, calls), line) * line}
+}
+
+// next returns the floats [lo, hi) the next call prefetches (empty when
+// none are left).
+func (p *weightPrefetch) next() (lo, hi int) {
+	lo = p.at
+	p.at = min(p.end, lo+p.per)
+	return lo, p.at
+}
+
+// prefetchWeights lets a blocked convolution's tiles prefetch the weight
+// of their worker's next group (tests and A/B timing turn it off).
+var prefetchWeights = true
+
+// prefetchNextMax bounds the prefetch of the next group's weight: a
+// blocked convolution's tiles of one group (output blocks) read that
+// group's weight again and again from L2, and while they do, they
+// prefetch the weight of the worker's next group into L2 (in a network it
+// comes from memory), in equal shares over the group's tile calls, when
+// the two groups' weights together take at most this many bytes. Larger
+// ones (512-channel 3×3 convolutions: 1.2 MB a group) would push the
+// group's own weight out of a 2 MiB L2; with them the prefetch measured
+// within noise.
+const prefetchNextMax = 1 << 20
 
 // blockedPlan is a blocked convolution's tiles, split into parts of
 // output rows (or, for a 1×1 stride-1 image, columns) that workers take

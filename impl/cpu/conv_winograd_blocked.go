@@ -139,7 +139,9 @@ func (b *Backend) conv2dBlockedWinograd(c ops.Conv2d, bw *blockedWeight, x, y, r
 				winoInputRow(h, w, ty, tw, src, dst, vs, pad[:])
 			}
 		})
-		// Products, per (position, group of output blocks).
+		// Products, per (position, group of output blocks); each task's
+		// calls prefetch the weight of the worker's next task.
+		calls := ceilDiv(tiles, kern.ConvBlockedMaxPixels)
 		parallelFor(b.threads, 16*groups, 1, func(lo, hi int) {
 			for task := lo; task < hi; task++ {
 				pos, grp := task/groups, task%groups
@@ -147,10 +149,18 @@ func (b *Backend) conv2dBlockedWinograd(c ops.Conv2d, bw *blockedWeight, x, y, r
 				nb := min(kern.ConvBlockedMaxBlocks, cob-ob0)
 				wg := bw.w[bw.starts[grp]:bw.starts[grp+1]]
 				tp := taps[nb][2*pos : 2*pos+2]
+				var pf weightPrefetch
+				if next := task + 1; next < hi && prefetchWeights {
+					pos2, grp2 := next/groups, next%groups
+					nb2 := min(kern.ConvBlockedMaxBlocks, cob-grp2*kern.ConvBlockedMaxBlocks)
+					at := bw.starts[grp2] + taps[nb2][2*pos2+1]
+					pf = newWeightPrefetch(at, at+cib*l*nb2*l, calls)
+				}
 				for t0, k := 0, 0; t0 < tiles; k++ {
 					n := evenTile(tiles, kern.ConvBlockedMaxPixels, k)
+					p0, p1 := pf.next()
 					kern.ConvBlockedTile(nb, n, v[pos*vs+t0*l:], tp, 1, cib, tiles*l, l,
-						wg, nil, nil, m[pos*ms+(ob0*tiles+t0)*l:], tiles*l, l, 0)
+						wg, nil, nil, m[pos*ms+(ob0*tiles+t0)*l:], tiles*l, l, 0, bw.w[p0:p1])
 					t0 += n
 				}
 			}

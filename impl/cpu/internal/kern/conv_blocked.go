@@ -52,8 +52,14 @@ const (
 //
 // So a group's weight is laid out [tap][cb][c][nb·16]. res is read only
 // with ConvResidual and may then alias out.
+//
+// pf, which may be nil, is memory the caller reads next (a weight, from
+// memory in a network): the SIMD kernel prefetches it into L2 while it
+// computes, one line per channel step, spread over its ntaps·cib input
+// blocks (prefetchStep; it may reach up to 1 KiB past the end of pf, and
+// a prefetch never faults). The Go twin ignores it.
 func ConvBlockedTile(nb, np int, x []float32, taps []int, ntaps, cib, xBlock, pixStride int,
-	w, bias, res, out []float32, outStride, outPix, flags int) {
+	w, bias, res, out []float32, outStride, outPix, flags int, pf []float32) {
 	// The bounds the loops reach, checked once so the SIMD kernel's
 	// unchecked reads and writes stay inside the slices.
 	xMax, wMax := checkBlockedTile("ConvBlockedTile", nb, np, taps, ntaps, cib, bias, res, out, outStride, outPix, flags, 1)
@@ -61,11 +67,24 @@ func ConvBlockedTile(nb, np int, x []float32, taps []int, ntaps, cib, xBlock, pi
 	_ = w[wMax+cib*BlockLanes*nb*BlockLanes-1]
 	if k := convBlockedFor(active); k != nil {
 		bp, r := blockedEpiPointers(bias, res, flags)
+		pfp, pfStep := &w[0], 0 // nothing to prefetch: the tile's own first lines, in cache
+		if len(pf) > 0 {
+			pfp, pfStep = &pf[0], prefetchStep(4*len(pf), ntaps*cib, BlockLanes)
+		}
 		k[nb-1][np-1](&x[0], unsafe.SliceData(taps), ntaps, cib, xBlock*4, pixStride*4,
-			&w[0], bp, r, &out[0], outStride*4, outPix*4, flags)
+			&w[0], bp, r, &out[0], outStride*4, outPix*4, flags, pfp, pfStep)
 		return
 	}
 	convBlockedGo(nb, np, x, taps, ntaps, cib, xBlock, pixStride, w, bias, res, out, outStride, outPix, flags)
+}
+
+// prefetchStep is how many bytes a blocked tile's prefetch pointer moves
+// per input block so that its blocks, each prefetching lines lines from
+// it, cover n bytes: n spread evenly, rounded up to whole lines, at most
+// the lines a block prefetches (a longer stretch is covered as far as
+// that reaches).
+func prefetchStep(n, blocks, lines int) int {
+	return min((n+64*blocks-1)/(64*blocks)*64, 64*lines)
 }
 
 // convBlockedGo is ConvBlockedTile's plain loop, its Go twin.

@@ -3,8 +3,9 @@
 package kern
 
 // convBlockedKernel is the signature of the SIMD tiles of ConvBlockedTile
-// (strides in bytes; bias and res nil unless their flags are set).
-type convBlockedKernel func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int)
+// (strides in bytes; bias and res nil unless their flags are set; pf the
+// line the first input block prefetches, pfStep its step in bytes).
+type convBlockedKernel func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int, pf *float32, pfStep int)
 
 // convBlockedAVX512 holds the generated tiles of ConvBlockedTile,
 // [nb-1][np-1] computing nb blocks of 16 output channels at np pixels.

@@ -4,7 +4,7 @@ package kern
 
 // convBlockedKernel is the signature of the SIMD tiles of ConvBlockedTile
 // (strides in bytes; bias and res nil unless their flags are set).
-type convBlockedKernel func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int)
+type convBlockedKernel func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int, pf *float32, pfStep int)
 
 func convBlockedFor(ISA) *[ConvBlockedMaxBlocks][ConvBlockedMaxPixels]convBlockedKernel { return nil }
 

@@ -135,9 +135,41 @@ func (k *convBlockedCase) run(flags int, aliasRes bool) (got, want []float32) {
 	if flags&ConvResidual == 0 {
 		res, wres = nil, nil
 	}
-	ConvBlockedTile(k.nb, k.np, k.x, k.taps, k.ntaps, k.cib, k.xBlock, k.pixStride, k.w, bias, res, got, k.outStride, k.outPix, flags)
+	ConvBlockedTile(k.nb, k.np, k.x, k.taps, k.ntaps, k.cib, k.xBlock, k.pixStride, k.w, bias, res, got, k.outStride, k.outPix, flags,
+		tilePrefetch(k.x, flags))
 	convBlockedGo(k.nb, k.np, k.x, k.taps, k.ntaps, k.cib, k.xBlock, k.pixStride, k.w, bias, wres, want, k.outStride, k.outPix, flags)
 	return got, want
+}
+
+// tilePrefetch is what the tile tests prefetch with the given flags:
+// nothing, five values (shorter than a line, so the kernel prefetches
+// past pf's end) or the whole of s: none may change an output.
+func tilePrefetch[T any](s []T, flags int) []T {
+	switch flags % 3 {
+	case 0:
+		return nil
+	case 1:
+		return s[:min(len(s), 5)]
+	}
+	return s
+}
+
+// TestPrefetchStep: a tile's prefetch step spreads n bytes over its blocks
+// in the fewest whole lines, never past a block's reach, and covers all n
+// when the blocks can.
+func TestPrefetchStep(t *testing.T) {
+	for _, c := range []struct{ n, blocks, lines int }{
+		{1 << 20, 288, 16}, {131072, 288, 16}, {4096, 4, 16}, {64, 100, 16}, {5 * 4, 9, 16}, {1 << 20, 16, 8}, {65536, 256, 8},
+	} {
+		step := prefetchStep(c.n, c.blocks, c.lines)
+		if step%64 != 0 || step < 0 || step > 64*c.lines || (step-64)*c.blocks >= c.n {
+			t.Errorf("prefetchStep(%d, %d, %d) = %d: want whole lines, at most %d, the fewest that cover n", c.n, c.blocks, c.lines, step, 64*c.lines)
+		}
+		reach := (c.blocks-1)*step + 64*c.lines
+		if c.n <= 64*c.lines*c.blocks && reach < c.n {
+			t.Errorf("prefetchStep(%d, %d, %d) = %d reaches %d bytes, want all %d", c.n, c.blocks, c.lines, step, reach, c.n)
+		}
+	}
 }
 
 // TestConvBlockedTile checks every tile against the Go twin on every
@@ -321,7 +353,7 @@ func BenchmarkConvBlockedTile(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%dx%d/ntaps=%d/cib=%d", s, nb, np, ntaps, cib), func(b *testing.B) {
 				defer SetISA(SetISA(s))
 				for b.Loop() {
-					ConvBlockedTile(nb, np, x, taps, ntaps, cib, xBlock, BlockLanes, w, bias, nil, out, np*BlockLanes, BlockLanes, ConvBias|ConvReLU)
+					ConvBlockedTile(nb, np, x, taps, ntaps, cib, xBlock, BlockLanes, w, bias, nil, out, np*BlockLanes, BlockLanes, ConvBias|ConvReLU, nil)
 				}
 				flops := 2 * nb * BlockLanes * np * ntaps * cib * BlockLanes
 				b.ReportMetric(float64(flops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")

@@ -15219,9 +15219,9 @@ rowPanels32AVX2_done:
 	VZEROUPPER
 	RET
 
-// func convBlocked1x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
-TEXT ·convBlocked1x1AVX512(SB), NOSPLIT, $0-104
+// func convBlocked1x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·convBlocked1x1AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -15242,6 +15242,8 @@ convBlocked1x1AVX512_loops:
 	MOVQ ntaps+16(FP), CX
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
+	MOVQ pf+104(FP), R8
+	MOVQ pfStep+112(FP), R9
 
 convBlocked1x1AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -15256,85 +15258,102 @@ convBlocked1x1AVX512_tap:
 convBlocked1x1AVX512_cb:
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
 	VMOVUPS      (SI), Z1
+	PREFETCHT1   (R8)
 	VBROADCASTSS (BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
 	VMOVUPS      64(SI), Z1
+	PREFETCHT1   64(R8)
 	VBROADCASTSS 4(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
 	VMOVUPS      128(SI), Z1
+	PREFETCHT1   128(R8)
 	VBROADCASTSS 8(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
 	VMOVUPS      192(SI), Z1
+	PREFETCHT1   192(R8)
 	VBROADCASTSS 12(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
 	VMOVUPS      256(SI), Z1
+	PREFETCHT1   256(R8)
 	VBROADCASTSS 16(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
 	VMOVUPS      320(SI), Z1
+	PREFETCHT1   320(R8)
 	VBROADCASTSS 20(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
 	VMOVUPS      384(SI), Z1
+	PREFETCHT1   384(R8)
 	VBROADCASTSS 24(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
 	VMOVUPS      448(SI), Z1
+	PREFETCHT1   448(R8)
 	VBROADCASTSS 28(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·1 + j)·16 : …]
 	VMOVUPS      512(SI), Z1
+	PREFETCHT1   512(R8)
 	VBROADCASTSS 32(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·1 + j)·16 : …]
 	VMOVUPS      576(SI), Z1
+	PREFETCHT1   576(R8)
 	VBROADCASTSS 36(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·1 + j)·16 : …]
 	VMOVUPS      640(SI), Z1
+	PREFETCHT1   640(R8)
 	VBROADCASTSS 40(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·1 + j)·16 : …]
 	VMOVUPS      704(SI), Z1
+	PREFETCHT1   704(R8)
 	VBROADCASTSS 44(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·1 + j)·16 : …]
 	VMOVUPS      768(SI), Z1
+	PREFETCHT1   768(R8)
 	VBROADCASTSS 48(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·1 + j)·16 : …]
 	VMOVUPS      832(SI), Z1
+	PREFETCHT1   832(R8)
 	VBROADCASTSS 52(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·1 + j)·16 : …]
 	VMOVUPS      896(SI), Z1
+	PREFETCHT1   896(R8)
 	VBROADCASTSS 56(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 
 	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·1 + j)·16 : …]
 	VMOVUPS      960(SI), Z1
+	PREFETCHT1   960(R8)
 	VBROADCASTSS 60(BX), Z2
 	VFMADD231PS  Z1, Z2, Z0
 	ADDQ         DX, BX
 	ADDQ         $0x00000400, SI
+	ADDQ         R9, R8
 	DECQ         DI
 	JNZ          convBlocked1x1AVX512_cb
 	ADDQ         $0x10, AX
@@ -15376,9 +15395,9 @@ convBlocked1x1AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked1x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
-TEXT ·convBlocked1x2AVX512(SB), NOSPLIT, $0-104
+// func convBlocked1x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·convBlocked1x2AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -15401,6 +15420,8 @@ convBlocked1x2AVX512_loops:
 	MOVQ ntaps+16(FP), CX
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
+	MOVQ pf+104(FP), R9
+	MOVQ pfStep+112(FP), R10
 
 convBlocked1x2AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -15415,6 +15436,7 @@ convBlocked1x2AVX512_tap:
 convBlocked1x2AVX512_cb:
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
 	VMOVUPS      (DI), Z2
+	PREFETCHT1   (R9)
 	VBROADCASTSS (SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS (SI)(BX*1), Z3
@@ -15422,6 +15444,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
 	VMOVUPS      64(DI), Z2
+	PREFETCHT1   64(R9)
 	VBROADCASTSS 4(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 4(SI)(BX*1), Z3
@@ -15429,6 +15452,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
 	VMOVUPS      128(DI), Z2
+	PREFETCHT1   128(R9)
 	VBROADCASTSS 8(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 8(SI)(BX*1), Z3
@@ -15436,6 +15460,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
 	VMOVUPS      192(DI), Z2
+	PREFETCHT1   192(R9)
 	VBROADCASTSS 12(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 12(SI)(BX*1), Z3
@@ -15443,6 +15468,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
 	VMOVUPS      256(DI), Z2
+	PREFETCHT1   256(R9)
 	VBROADCASTSS 16(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 16(SI)(BX*1), Z3
@@ -15450,6 +15476,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
 	VMOVUPS      320(DI), Z2
+	PREFETCHT1   320(R9)
 	VBROADCASTSS 20(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 20(SI)(BX*1), Z3
@@ -15457,6 +15484,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
 	VMOVUPS      384(DI), Z2
+	PREFETCHT1   384(R9)
 	VBROADCASTSS 24(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 24(SI)(BX*1), Z3
@@ -15464,6 +15492,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
 	VMOVUPS      448(DI), Z2
+	PREFETCHT1   448(R9)
 	VBROADCASTSS 28(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 28(SI)(BX*1), Z3
@@ -15471,6 +15500,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·1 + j)·16 : …]
 	VMOVUPS      512(DI), Z2
+	PREFETCHT1   512(R9)
 	VBROADCASTSS 32(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 32(SI)(BX*1), Z3
@@ -15478,6 +15508,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·1 + j)·16 : …]
 	VMOVUPS      576(DI), Z2
+	PREFETCHT1   576(R9)
 	VBROADCASTSS 36(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 36(SI)(BX*1), Z3
@@ -15485,6 +15516,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·1 + j)·16 : …]
 	VMOVUPS      640(DI), Z2
+	PREFETCHT1   640(R9)
 	VBROADCASTSS 40(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 40(SI)(BX*1), Z3
@@ -15492,6 +15524,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·1 + j)·16 : …]
 	VMOVUPS      704(DI), Z2
+	PREFETCHT1   704(R9)
 	VBROADCASTSS 44(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 44(SI)(BX*1), Z3
@@ -15499,6 +15532,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·1 + j)·16 : …]
 	VMOVUPS      768(DI), Z2
+	PREFETCHT1   768(R9)
 	VBROADCASTSS 48(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 48(SI)(BX*1), Z3
@@ -15506,6 +15540,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·1 + j)·16 : …]
 	VMOVUPS      832(DI), Z2
+	PREFETCHT1   832(R9)
 	VBROADCASTSS 52(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 52(SI)(BX*1), Z3
@@ -15513,6 +15548,7 @@ convBlocked1x2AVX512_cb:
 
 	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·1 + j)·16 : …]
 	VMOVUPS      896(DI), Z2
+	PREFETCHT1   896(R9)
 	VBROADCASTSS 56(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 56(SI)(BX*1), Z3
@@ -15520,12 +15556,14 @@ convBlocked1x2AVX512_cb:
 
 	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·1 + j)·16 : …]
 	VMOVUPS      960(DI), Z2
+	PREFETCHT1   960(R9)
 	VBROADCASTSS 60(SI), Z3
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS 60(SI)(BX*1), Z3
 	VFMADD231PS  Z2, Z3, Z1
 	ADDQ         DX, SI
 	ADDQ         $0x00000400, DI
+	ADDQ         R10, R9
 	DECQ         R8
 	JNZ          convBlocked1x2AVX512_cb
 	ADDQ         $0x10, AX
@@ -15571,9 +15609,9 @@ convBlocked1x2AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked1x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
-TEXT ·convBlocked1x3AVX512(SB), NOSPLIT, $0-104
+// func convBlocked1x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·convBlocked1x3AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -15598,6 +15636,8 @@ convBlocked1x3AVX512_loops:
 	MOVQ ntaps+16(FP), CX
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
+	MOVQ pf+104(FP), R9
+	MOVQ pfStep+112(FP), R10
 
 convBlocked1x3AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -15612,6 +15652,7 @@ convBlocked1x3AVX512_tap:
 convBlocked1x3AVX512_cb:
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
 	VMOVUPS      (DI), Z3
+	PREFETCHT1   (R9)
 	VBROADCASTSS (SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS (SI)(BX*1), Z4
@@ -15621,6 +15662,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
 	VMOVUPS      64(DI), Z3
+	PREFETCHT1   64(R9)
 	VBROADCASTSS 4(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 4(SI)(BX*1), Z4
@@ -15630,6 +15672,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
 	VMOVUPS      128(DI), Z3
+	PREFETCHT1   128(R9)
 	VBROADCASTSS 8(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 8(SI)(BX*1), Z4
@@ -15639,6 +15682,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
 	VMOVUPS      192(DI), Z3
+	PREFETCHT1   192(R9)
 	VBROADCASTSS 12(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 12(SI)(BX*1), Z4
@@ -15648,6 +15692,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
 	VMOVUPS      256(DI), Z3
+	PREFETCHT1   256(R9)
 	VBROADCASTSS 16(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 16(SI)(BX*1), Z4
@@ -15657,6 +15702,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
 	VMOVUPS      320(DI), Z3
+	PREFETCHT1   320(R9)
 	VBROADCASTSS 20(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 20(SI)(BX*1), Z4
@@ -15666,6 +15712,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
 	VMOVUPS      384(DI), Z3
+	PREFETCHT1   384(R9)
 	VBROADCASTSS 24(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 24(SI)(BX*1), Z4
@@ -15675,6 +15722,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
 	VMOVUPS      448(DI), Z3
+	PREFETCHT1   448(R9)
 	VBROADCASTSS 28(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 28(SI)(BX*1), Z4
@@ -15684,6 +15732,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·1 + j)·16 : …]
 	VMOVUPS      512(DI), Z3
+	PREFETCHT1   512(R9)
 	VBROADCASTSS 32(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 32(SI)(BX*1), Z4
@@ -15693,6 +15742,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·1 + j)·16 : …]
 	VMOVUPS      576(DI), Z3
+	PREFETCHT1   576(R9)
 	VBROADCASTSS 36(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 36(SI)(BX*1), Z4
@@ -15702,6 +15752,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·1 + j)·16 : …]
 	VMOVUPS      640(DI), Z3
+	PREFETCHT1   640(R9)
 	VBROADCASTSS 40(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 40(SI)(BX*1), Z4
@@ -15711,6 +15762,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·1 + j)·16 : …]
 	VMOVUPS      704(DI), Z3
+	PREFETCHT1   704(R9)
 	VBROADCASTSS 44(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 44(SI)(BX*1), Z4
@@ -15720,6 +15772,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·1 + j)·16 : …]
 	VMOVUPS      768(DI), Z3
+	PREFETCHT1   768(R9)
 	VBROADCASTSS 48(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 48(SI)(BX*1), Z4
@@ -15729,6 +15782,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·1 + j)·16 : …]
 	VMOVUPS      832(DI), Z3
+	PREFETCHT1   832(R9)
 	VBROADCASTSS 52(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 52(SI)(BX*1), Z4
@@ -15738,6 +15792,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·1 + j)·16 : …]
 	VMOVUPS      896(DI), Z3
+	PREFETCHT1   896(R9)
 	VBROADCASTSS 56(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 56(SI)(BX*1), Z4
@@ -15747,6 +15802,7 @@ convBlocked1x3AVX512_cb:
 
 	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·1 + j)·16 : …]
 	VMOVUPS      960(DI), Z3
+	PREFETCHT1   960(R9)
 	VBROADCASTSS 60(SI), Z4
 	VFMADD231PS  Z3, Z4, Z0
 	VBROADCASTSS 60(SI)(BX*1), Z4
@@ -15755,6 +15811,7 @@ convBlocked1x3AVX512_cb:
 	VFMADD231PS  Z3, Z4, Z2
 	ADDQ         DX, SI
 	ADDQ         $0x00000400, DI
+	ADDQ         R10, R9
 	DECQ         R8
 	JNZ          convBlocked1x3AVX512_cb
 	ADDQ         $0x10, AX
@@ -15804,9 +15861,9 @@ convBlocked1x3AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked1x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// func convBlocked1x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·convBlocked1x4AVX512(SB), NOSPLIT, $0-104
+TEXT ·convBlocked1x4AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -15836,6 +15893,8 @@ convBlocked1x4AVX512_loops:
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
 	LEAQ (BX)(BX*2), SI
+	MOVQ pf+104(FP), R10
+	MOVQ pfStep+112(FP), R11
 
 convBlocked1x4AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -15848,191 +15907,208 @@ convBlocked1x4AVX512_tap:
 	MOVQ cib+24(FP), R9
 
 convBlocked1x4AVX512_cb:
-	LEAQ (DI)(SI*1), R10
+	LEAQ (DI)(SI*1), R12
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
 	VMOVUPS      (R8), Z4
-	PREFETCHT0   (R10)(BX*1)
+	PREFETCHT1   (R10)
+	PREFETCHT0   (R12)(BX*1)
 	VBROADCASTSS (DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS (DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS (DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS (R10), Z5
+	VBROADCASTSS (R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
 	VMOVUPS      64(R8), Z4
-	PREFETCHT0   64(R10)(BX*1)
+	PREFETCHT1   64(R10)
+	PREFETCHT0   64(R12)(BX*1)
 	VBROADCASTSS 4(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 4(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 4(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 4(R10), Z5
+	VBROADCASTSS 4(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
 	VMOVUPS      128(R8), Z4
-	PREFETCHT0   128(R10)(BX*1)
+	PREFETCHT1   128(R10)
+	PREFETCHT0   128(R12)(BX*1)
 	VBROADCASTSS 8(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 8(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 8(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 8(R10), Z5
+	VBROADCASTSS 8(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
 	VMOVUPS      192(R8), Z4
-	PREFETCHT0   192(R10)(BX*1)
+	PREFETCHT1   192(R10)
+	PREFETCHT0   192(R12)(BX*1)
 	VBROADCASTSS 12(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 12(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 12(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 12(R10), Z5
+	VBROADCASTSS 12(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
 	VMOVUPS      256(R8), Z4
-	PREFETCHT0   256(R10)(BX*1)
+	PREFETCHT1   256(R10)
+	PREFETCHT0   256(R12)(BX*1)
 	VBROADCASTSS 16(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 16(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 16(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 16(R10), Z5
+	VBROADCASTSS 16(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
 	VMOVUPS      320(R8), Z4
-	PREFETCHT0   320(R10)(BX*1)
+	PREFETCHT1   320(R10)
+	PREFETCHT0   320(R12)(BX*1)
 	VBROADCASTSS 20(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 20(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 20(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 20(R10), Z5
+	VBROADCASTSS 20(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
 	VMOVUPS      384(R8), Z4
+	PREFETCHT1   384(R10)
 	VBROADCASTSS 24(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 24(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 24(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 24(R10), Z5
+	VBROADCASTSS 24(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
 	VMOVUPS      448(R8), Z4
+	PREFETCHT1   448(R10)
 	VBROADCASTSS 28(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 28(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 28(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 28(R10), Z5
+	VBROADCASTSS 28(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·1 + j)·16 : …]
 	VMOVUPS      512(R8), Z4
+	PREFETCHT1   512(R10)
 	VBROADCASTSS 32(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 32(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 32(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 32(R10), Z5
+	VBROADCASTSS 32(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·1 + j)·16 : …]
 	VMOVUPS      576(R8), Z4
+	PREFETCHT1   576(R10)
 	VBROADCASTSS 36(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 36(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 36(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 36(R10), Z5
+	VBROADCASTSS 36(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·1 + j)·16 : …]
 	VMOVUPS      640(R8), Z4
+	PREFETCHT1   640(R10)
 	VBROADCASTSS 40(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 40(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 40(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 40(R10), Z5
+	VBROADCASTSS 40(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·1 + j)·16 : …]
 	VMOVUPS      704(R8), Z4
+	PREFETCHT1   704(R10)
 	VBROADCASTSS 44(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 44(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 44(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 44(R10), Z5
+	VBROADCASTSS 44(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·1 + j)·16 : …]
 	VMOVUPS      768(R8), Z4
+	PREFETCHT1   768(R10)
 	VBROADCASTSS 48(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 48(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 48(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 48(R10), Z5
+	VBROADCASTSS 48(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·1 + j)·16 : …]
 	VMOVUPS      832(R8), Z4
+	PREFETCHT1   832(R10)
 	VBROADCASTSS 52(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 52(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 52(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 52(R10), Z5
+	VBROADCASTSS 52(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·1 + j)·16 : …]
 	VMOVUPS      896(R8), Z4
+	PREFETCHT1   896(R10)
 	VBROADCASTSS 56(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 56(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 56(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 56(R10), Z5
+	VBROADCASTSS 56(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 
 	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·1 + j)·16 : …]
 	VMOVUPS      960(R8), Z4
+	PREFETCHT1   960(R10)
 	VBROADCASTSS 60(DI), Z5
 	VFMADD231PS  Z4, Z5, Z0
 	VBROADCASTSS 60(DI)(BX*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
 	VBROADCASTSS 60(DI)(BX*2), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 60(R10), Z5
+	VBROADCASTSS 60(R12), Z5
 	VFMADD231PS  Z4, Z5, Z3
 	ADDQ         DX, DI
 	ADDQ         $0x00000400, R8
+	ADDQ         R11, R10
 	DECQ         R9
 	JNZ          convBlocked1x4AVX512_cb
 	ADDQ         $0x10, AX
@@ -16090,9 +16166,9 @@ convBlocked1x4AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked1x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// func convBlocked1x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·convBlocked1x5AVX512(SB), NOSPLIT, $0-104
+TEXT ·convBlocked1x5AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -16124,6 +16200,8 @@ convBlocked1x5AVX512_loops:
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
 	LEAQ (BX)(BX*2), SI
+	MOVQ pf+104(FP), R10
+	MOVQ pfStep+112(FP), R11
 
 convBlocked1x5AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -16136,223 +16214,240 @@ convBlocked1x5AVX512_tap:
 	MOVQ cib+24(FP), R9
 
 convBlocked1x5AVX512_cb:
-	LEAQ (DI)(SI*1), R10
+	LEAQ (DI)(SI*1), R12
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
 	VMOVUPS      (R8), Z5
-	PREFETCHT0   (R10)(BX*2)
+	PREFETCHT1   (R10)
+	PREFETCHT0   (R12)(BX*2)
 	VBROADCASTSS (DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS (DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS (DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS (R10), Z6
+	VBROADCASTSS (R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS (R10)(BX*1), Z6
+	VBROADCASTSS (R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
 	VMOVUPS      64(R8), Z5
-	PREFETCHT0   64(R10)(BX*2)
+	PREFETCHT1   64(R10)
+	PREFETCHT0   64(R12)(BX*2)
 	VBROADCASTSS 4(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 4(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 4(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 4(R10), Z6
+	VBROADCASTSS 4(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 4(R10)(BX*1), Z6
+	VBROADCASTSS 4(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
 	VMOVUPS      128(R8), Z5
-	PREFETCHT0   128(R10)(BX*2)
+	PREFETCHT1   128(R10)
+	PREFETCHT0   128(R12)(BX*2)
 	VBROADCASTSS 8(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 8(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 8(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 8(R10), Z6
+	VBROADCASTSS 8(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 8(R10)(BX*1), Z6
+	VBROADCASTSS 8(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
 	VMOVUPS      192(R8), Z5
-	PREFETCHT0   192(R10)(BX*2)
+	PREFETCHT1   192(R10)
+	PREFETCHT0   192(R12)(BX*2)
 	VBROADCASTSS 12(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 12(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 12(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 12(R10), Z6
+	VBROADCASTSS 12(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 12(R10)(BX*1), Z6
+	VBROADCASTSS 12(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
 	VMOVUPS      256(R8), Z5
-	PREFETCHT0   256(R10)(BX*2)
+	PREFETCHT1   256(R10)
+	PREFETCHT0   256(R12)(BX*2)
 	VBROADCASTSS 16(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 16(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 16(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 16(R10), Z6
+	VBROADCASTSS 16(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 16(R10)(BX*1), Z6
+	VBROADCASTSS 16(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
 	VMOVUPS      320(R8), Z5
-	PREFETCHT0   320(R10)(BX*2)
+	PREFETCHT1   320(R10)
+	PREFETCHT0   320(R12)(BX*2)
 	VBROADCASTSS 20(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 20(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 20(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 20(R10), Z6
+	VBROADCASTSS 20(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 20(R10)(BX*1), Z6
+	VBROADCASTSS 20(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
 	VMOVUPS      384(R8), Z5
+	PREFETCHT1   384(R10)
 	VBROADCASTSS 24(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 24(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 24(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 24(R10), Z6
+	VBROADCASTSS 24(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 24(R10)(BX*1), Z6
+	VBROADCASTSS 24(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
 	VMOVUPS      448(R8), Z5
+	PREFETCHT1   448(R10)
 	VBROADCASTSS 28(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 28(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 28(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 28(R10), Z6
+	VBROADCASTSS 28(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 28(R10)(BX*1), Z6
+	VBROADCASTSS 28(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·1 + j)·16 : …]
 	VMOVUPS      512(R8), Z5
+	PREFETCHT1   512(R10)
 	VBROADCASTSS 32(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 32(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 32(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 32(R10), Z6
+	VBROADCASTSS 32(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 32(R10)(BX*1), Z6
+	VBROADCASTSS 32(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·1 + j)·16 : …]
 	VMOVUPS      576(R8), Z5
+	PREFETCHT1   576(R10)
 	VBROADCASTSS 36(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 36(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 36(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 36(R10), Z6
+	VBROADCASTSS 36(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 36(R10)(BX*1), Z6
+	VBROADCASTSS 36(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·1 + j)·16 : …]
 	VMOVUPS      640(R8), Z5
+	PREFETCHT1   640(R10)
 	VBROADCASTSS 40(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 40(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 40(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 40(R10), Z6
+	VBROADCASTSS 40(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 40(R10)(BX*1), Z6
+	VBROADCASTSS 40(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·1 + j)·16 : …]
 	VMOVUPS      704(R8), Z5
+	PREFETCHT1   704(R10)
 	VBROADCASTSS 44(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 44(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 44(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 44(R10), Z6
+	VBROADCASTSS 44(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 44(R10)(BX*1), Z6
+	VBROADCASTSS 44(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·1 + j)·16 : …]
 	VMOVUPS      768(R8), Z5
+	PREFETCHT1   768(R10)
 	VBROADCASTSS 48(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 48(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 48(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 48(R10), Z6
+	VBROADCASTSS 48(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 48(R10)(BX*1), Z6
+	VBROADCASTSS 48(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·1 + j)·16 : …]
 	VMOVUPS      832(R8), Z5
+	PREFETCHT1   832(R10)
 	VBROADCASTSS 52(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 52(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 52(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 52(R10), Z6
+	VBROADCASTSS 52(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 52(R10)(BX*1), Z6
+	VBROADCASTSS 52(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·1 + j)·16 : …]
 	VMOVUPS      896(R8), Z5
+	PREFETCHT1   896(R10)
 	VBROADCASTSS 56(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 56(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 56(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 56(R10), Z6
+	VBROADCASTSS 56(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 56(R10)(BX*1), Z6
+	VBROADCASTSS 56(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 
 	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·1 + j)·16 : …]
 	VMOVUPS      960(R8), Z5
+	PREFETCHT1   960(R10)
 	VBROADCASTSS 60(DI), Z6
 	VFMADD231PS  Z5, Z6, Z0
 	VBROADCASTSS 60(DI)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
 	VBROADCASTSS 60(DI)(BX*2), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 60(R10), Z6
+	VBROADCASTSS 60(R12), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 60(R10)(BX*1), Z6
+	VBROADCASTSS 60(R12)(BX*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
 	ADDQ         DX, DI
 	ADDQ         $0x00000400, R8
+	ADDQ         R11, R10
 	DECQ         R9
 	JNZ          convBlocked1x5AVX512_cb
 	ADDQ         $0x10, AX
@@ -16414,9 +16509,9 @@ convBlocked1x5AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked1x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// func convBlocked1x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·convBlocked1x6AVX512(SB), NOSPLIT, $0-104
+TEXT ·convBlocked1x6AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -16450,6 +16545,8 @@ convBlocked1x6AVX512_loops:
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
 	LEAQ (BX)(BX*2), SI
+	MOVQ pf+104(FP), R10
+	MOVQ pfStep+112(FP), R11
 
 convBlocked1x6AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -16462,255 +16559,272 @@ convBlocked1x6AVX512_tap:
 	MOVQ cib+24(FP), R9
 
 convBlocked1x6AVX512_cb:
-	LEAQ (DI)(SI*1), R10
+	LEAQ (DI)(SI*1), R12
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·1 + j)·16 : …]
 	VMOVUPS      (R8), Z6
-	PREFETCHT0   (R10)(SI*1)
+	PREFETCHT1   (R10)
+	PREFETCHT0   (R12)(SI*1)
 	VBROADCASTSS (DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS (DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS (DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS (R10), Z7
+	VBROADCASTSS (R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS (R10)(BX*1), Z7
+	VBROADCASTSS (R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS (R10)(BX*2), Z7
+	VBROADCASTSS (R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·1 + j)·16 : …]
 	VMOVUPS      64(R8), Z6
-	PREFETCHT0   64(R10)(SI*1)
+	PREFETCHT1   64(R10)
+	PREFETCHT0   64(R12)(SI*1)
 	VBROADCASTSS 4(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 4(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 4(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 4(R10), Z7
+	VBROADCASTSS 4(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 4(R10)(BX*1), Z7
+	VBROADCASTSS 4(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 4(R10)(BX*2), Z7
+	VBROADCASTSS 4(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·1 + j)·16 : …]
 	VMOVUPS      128(R8), Z6
-	PREFETCHT0   128(R10)(SI*1)
+	PREFETCHT1   128(R10)
+	PREFETCHT0   128(R12)(SI*1)
 	VBROADCASTSS 8(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 8(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 8(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 8(R10), Z7
+	VBROADCASTSS 8(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 8(R10)(BX*1), Z7
+	VBROADCASTSS 8(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 8(R10)(BX*2), Z7
+	VBROADCASTSS 8(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·1 + j)·16 : …]
 	VMOVUPS      192(R8), Z6
-	PREFETCHT0   192(R10)(SI*1)
+	PREFETCHT1   192(R10)
+	PREFETCHT0   192(R12)(SI*1)
 	VBROADCASTSS 12(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 12(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 12(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 12(R10), Z7
+	VBROADCASTSS 12(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 12(R10)(BX*1), Z7
+	VBROADCASTSS 12(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 12(R10)(BX*2), Z7
+	VBROADCASTSS 12(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·1 + j)·16 : …]
 	VMOVUPS      256(R8), Z6
-	PREFETCHT0   256(R10)(SI*1)
+	PREFETCHT1   256(R10)
+	PREFETCHT0   256(R12)(SI*1)
 	VBROADCASTSS 16(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 16(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 16(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 16(R10), Z7
+	VBROADCASTSS 16(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 16(R10)(BX*1), Z7
+	VBROADCASTSS 16(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 16(R10)(BX*2), Z7
+	VBROADCASTSS 16(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·1 + j)·16 : …]
 	VMOVUPS      320(R8), Z6
-	PREFETCHT0   320(R10)(SI*1)
+	PREFETCHT1   320(R10)
+	PREFETCHT0   320(R12)(SI*1)
 	VBROADCASTSS 20(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 20(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 20(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 20(R10), Z7
+	VBROADCASTSS 20(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 20(R10)(BX*1), Z7
+	VBROADCASTSS 20(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 20(R10)(BX*2), Z7
+	VBROADCASTSS 20(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·1 + j)·16 : …]
 	VMOVUPS      384(R8), Z6
+	PREFETCHT1   384(R10)
 	VBROADCASTSS 24(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 24(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 24(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 24(R10), Z7
+	VBROADCASTSS 24(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 24(R10)(BX*1), Z7
+	VBROADCASTSS 24(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 24(R10)(BX*2), Z7
+	VBROADCASTSS 24(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·1 + j)·16 : …]
 	VMOVUPS      448(R8), Z6
+	PREFETCHT1   448(R10)
 	VBROADCASTSS 28(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 28(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 28(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 28(R10), Z7
+	VBROADCASTSS 28(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 28(R10)(BX*1), Z7
+	VBROADCASTSS 28(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 28(R10)(BX*2), Z7
+	VBROADCASTSS 28(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·1 + j)·16 : …]
 	VMOVUPS      512(R8), Z6
+	PREFETCHT1   512(R10)
 	VBROADCASTSS 32(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 32(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 32(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 32(R10), Z7
+	VBROADCASTSS 32(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 32(R10)(BX*1), Z7
+	VBROADCASTSS 32(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 32(R10)(BX*2), Z7
+	VBROADCASTSS 32(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·1 + j)·16 : …]
 	VMOVUPS      576(R8), Z6
+	PREFETCHT1   576(R10)
 	VBROADCASTSS 36(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 36(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 36(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 36(R10), Z7
+	VBROADCASTSS 36(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 36(R10)(BX*1), Z7
+	VBROADCASTSS 36(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 36(R10)(BX*2), Z7
+	VBROADCASTSS 36(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·1 + j)·16 : …]
 	VMOVUPS      640(R8), Z6
+	PREFETCHT1   640(R10)
 	VBROADCASTSS 40(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 40(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 40(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 40(R10), Z7
+	VBROADCASTSS 40(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 40(R10)(BX*1), Z7
+	VBROADCASTSS 40(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 40(R10)(BX*2), Z7
+	VBROADCASTSS 40(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·1 + j)·16 : …]
 	VMOVUPS      704(R8), Z6
+	PREFETCHT1   704(R10)
 	VBROADCASTSS 44(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 44(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 44(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 44(R10), Z7
+	VBROADCASTSS 44(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 44(R10)(BX*1), Z7
+	VBROADCASTSS 44(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 44(R10)(BX*2), Z7
+	VBROADCASTSS 44(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·1 + j)·16 : …]
 	VMOVUPS      768(R8), Z6
+	PREFETCHT1   768(R10)
 	VBROADCASTSS 48(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 48(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 48(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 48(R10), Z7
+	VBROADCASTSS 48(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 48(R10)(BX*1), Z7
+	VBROADCASTSS 48(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 48(R10)(BX*2), Z7
+	VBROADCASTSS 48(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·1 + j)·16 : …]
 	VMOVUPS      832(R8), Z6
+	PREFETCHT1   832(R10)
 	VBROADCASTSS 52(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 52(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 52(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 52(R10), Z7
+	VBROADCASTSS 52(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 52(R10)(BX*1), Z7
+	VBROADCASTSS 52(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 52(R10)(BX*2), Z7
+	VBROADCASTSS 52(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·1 + j)·16 : …]
 	VMOVUPS      896(R8), Z6
+	PREFETCHT1   896(R10)
 	VBROADCASTSS 56(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 56(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 56(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 56(R10), Z7
+	VBROADCASTSS 56(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 56(R10)(BX*1), Z7
+	VBROADCASTSS 56(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 56(R10)(BX*2), Z7
+	VBROADCASTSS 56(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 
 	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·1 + j)·16 : …]
 	VMOVUPS      960(R8), Z6
+	PREFETCHT1   960(R10)
 	VBROADCASTSS 60(DI), Z7
 	VFMADD231PS  Z6, Z7, Z0
 	VBROADCASTSS 60(DI)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
 	VBROADCASTSS 60(DI)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 60(R10), Z7
+	VBROADCASTSS 60(R12), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 60(R10)(BX*1), Z7
+	VBROADCASTSS 60(R12)(BX*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 60(R10)(BX*2), Z7
+	VBROADCASTSS 60(R12)(BX*2), Z7
 	VFMADD231PS  Z6, Z7, Z5
 	ADDQ         DX, DI
 	ADDQ         $0x00000400, R8
+	ADDQ         R11, R10
 	DECQ         R9
 	JNZ          convBlocked1x6AVX512_cb
 	ADDQ         $0x10, AX
@@ -16776,9 +16890,9 @@ convBlocked1x6AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked2x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
-TEXT ·convBlocked2x1AVX512(SB), NOSPLIT, $0-104
+// func convBlocked2x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·convBlocked2x1AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -16802,6 +16916,8 @@ convBlocked2x1AVX512_loops:
 	MOVQ ntaps+16(FP), CX
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
+	MOVQ pf+104(FP), R8
+	MOVQ pfStep+112(FP), R9
 
 convBlocked2x1AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -16817,6 +16933,7 @@ convBlocked2x1AVX512_cb:
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
 	VMOVUPS      (SI), Z2
 	VMOVUPS      64(SI), Z3
+	PREFETCHT1   (R8)
 	VBROADCASTSS (BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16824,6 +16941,7 @@ convBlocked2x1AVX512_cb:
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
 	VMOVUPS      128(SI), Z2
 	VMOVUPS      192(SI), Z3
+	PREFETCHT1   64(R8)
 	VBROADCASTSS 4(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16831,6 +16949,7 @@ convBlocked2x1AVX512_cb:
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
 	VMOVUPS      256(SI), Z2
 	VMOVUPS      320(SI), Z3
+	PREFETCHT1   128(R8)
 	VBROADCASTSS 8(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16838,6 +16957,7 @@ convBlocked2x1AVX512_cb:
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
 	VMOVUPS      384(SI), Z2
 	VMOVUPS      448(SI), Z3
+	PREFETCHT1   192(R8)
 	VBROADCASTSS 12(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16845,6 +16965,7 @@ convBlocked2x1AVX512_cb:
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
 	VMOVUPS      512(SI), Z2
 	VMOVUPS      576(SI), Z3
+	PREFETCHT1   256(R8)
 	VBROADCASTSS 16(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16852,6 +16973,7 @@ convBlocked2x1AVX512_cb:
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
 	VMOVUPS      640(SI), Z2
 	VMOVUPS      704(SI), Z3
+	PREFETCHT1   320(R8)
 	VBROADCASTSS 20(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16859,6 +16981,7 @@ convBlocked2x1AVX512_cb:
 	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
 	VMOVUPS      768(SI), Z2
 	VMOVUPS      832(SI), Z3
+	PREFETCHT1   384(R8)
 	VBROADCASTSS 24(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16866,6 +16989,7 @@ convBlocked2x1AVX512_cb:
 	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
 	VMOVUPS      896(SI), Z2
 	VMOVUPS      960(SI), Z3
+	PREFETCHT1   448(R8)
 	VBROADCASTSS 28(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16873,6 +16997,7 @@ convBlocked2x1AVX512_cb:
 	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·2 + j)·16 : …]
 	VMOVUPS      1024(SI), Z2
 	VMOVUPS      1088(SI), Z3
+	PREFETCHT1   512(R8)
 	VBROADCASTSS 32(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16880,6 +17005,7 @@ convBlocked2x1AVX512_cb:
 	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·2 + j)·16 : …]
 	VMOVUPS      1152(SI), Z2
 	VMOVUPS      1216(SI), Z3
+	PREFETCHT1   576(R8)
 	VBROADCASTSS 36(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16887,6 +17013,7 @@ convBlocked2x1AVX512_cb:
 	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·2 + j)·16 : …]
 	VMOVUPS      1280(SI), Z2
 	VMOVUPS      1344(SI), Z3
+	PREFETCHT1   640(R8)
 	VBROADCASTSS 40(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16894,6 +17021,7 @@ convBlocked2x1AVX512_cb:
 	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·2 + j)·16 : …]
 	VMOVUPS      1408(SI), Z2
 	VMOVUPS      1472(SI), Z3
+	PREFETCHT1   704(R8)
 	VBROADCASTSS 44(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16901,6 +17029,7 @@ convBlocked2x1AVX512_cb:
 	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·2 + j)·16 : …]
 	VMOVUPS      1536(SI), Z2
 	VMOVUPS      1600(SI), Z3
+	PREFETCHT1   768(R8)
 	VBROADCASTSS 48(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16908,6 +17037,7 @@ convBlocked2x1AVX512_cb:
 	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·2 + j)·16 : …]
 	VMOVUPS      1664(SI), Z2
 	VMOVUPS      1728(SI), Z3
+	PREFETCHT1   832(R8)
 	VBROADCASTSS 52(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16915,6 +17045,7 @@ convBlocked2x1AVX512_cb:
 	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·2 + j)·16 : …]
 	VMOVUPS      1792(SI), Z2
 	VMOVUPS      1856(SI), Z3
+	PREFETCHT1   896(R8)
 	VBROADCASTSS 56(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
@@ -16922,11 +17053,13 @@ convBlocked2x1AVX512_cb:
 	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·2 + j)·16 : …]
 	VMOVUPS      1920(SI), Z2
 	VMOVUPS      1984(SI), Z3
+	PREFETCHT1   960(R8)
 	VBROADCASTSS 60(BX), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
 	ADDQ         DX, BX
 	ADDQ         $0x00000800, SI
+	ADDQ         R9, R8
 	DECQ         DI
 	JNZ          convBlocked2x1AVX512_cb
 	ADDQ         $0x10, AX
@@ -16975,9 +17108,9 @@ convBlocked2x1AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked2x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
-TEXT ·convBlocked2x2AVX512(SB), NOSPLIT, $0-104
+// func convBlocked2x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·convBlocked2x2AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -17005,6 +17138,8 @@ convBlocked2x2AVX512_loops:
 	MOVQ ntaps+16(FP), CX
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
+	MOVQ pf+104(FP), R9
+	MOVQ pfStep+112(FP), R10
 
 convBlocked2x2AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -17020,6 +17155,7 @@ convBlocked2x2AVX512_cb:
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
 	VMOVUPS      (DI), Z4
 	VMOVUPS      64(DI), Z5
+	PREFETCHT1   (R9)
 	VBROADCASTSS (SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17030,6 +17166,7 @@ convBlocked2x2AVX512_cb:
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
 	VMOVUPS      128(DI), Z4
 	VMOVUPS      192(DI), Z5
+	PREFETCHT1   64(R9)
 	VBROADCASTSS 4(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17040,6 +17177,7 @@ convBlocked2x2AVX512_cb:
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
 	VMOVUPS      256(DI), Z4
 	VMOVUPS      320(DI), Z5
+	PREFETCHT1   128(R9)
 	VBROADCASTSS 8(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17050,6 +17188,7 @@ convBlocked2x2AVX512_cb:
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
 	VMOVUPS      384(DI), Z4
 	VMOVUPS      448(DI), Z5
+	PREFETCHT1   192(R9)
 	VBROADCASTSS 12(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17060,6 +17199,7 @@ convBlocked2x2AVX512_cb:
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
 	VMOVUPS      512(DI), Z4
 	VMOVUPS      576(DI), Z5
+	PREFETCHT1   256(R9)
 	VBROADCASTSS 16(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17070,6 +17210,7 @@ convBlocked2x2AVX512_cb:
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
 	VMOVUPS      640(DI), Z4
 	VMOVUPS      704(DI), Z5
+	PREFETCHT1   320(R9)
 	VBROADCASTSS 20(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17080,6 +17221,7 @@ convBlocked2x2AVX512_cb:
 	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
 	VMOVUPS      768(DI), Z4
 	VMOVUPS      832(DI), Z5
+	PREFETCHT1   384(R9)
 	VBROADCASTSS 24(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17090,6 +17232,7 @@ convBlocked2x2AVX512_cb:
 	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
 	VMOVUPS      896(DI), Z4
 	VMOVUPS      960(DI), Z5
+	PREFETCHT1   448(R9)
 	VBROADCASTSS 28(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17100,6 +17243,7 @@ convBlocked2x2AVX512_cb:
 	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·2 + j)·16 : …]
 	VMOVUPS      1024(DI), Z4
 	VMOVUPS      1088(DI), Z5
+	PREFETCHT1   512(R9)
 	VBROADCASTSS 32(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17110,6 +17254,7 @@ convBlocked2x2AVX512_cb:
 	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·2 + j)·16 : …]
 	VMOVUPS      1152(DI), Z4
 	VMOVUPS      1216(DI), Z5
+	PREFETCHT1   576(R9)
 	VBROADCASTSS 36(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17120,6 +17265,7 @@ convBlocked2x2AVX512_cb:
 	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·2 + j)·16 : …]
 	VMOVUPS      1280(DI), Z4
 	VMOVUPS      1344(DI), Z5
+	PREFETCHT1   640(R9)
 	VBROADCASTSS 40(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17130,6 +17276,7 @@ convBlocked2x2AVX512_cb:
 	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·2 + j)·16 : …]
 	VMOVUPS      1408(DI), Z4
 	VMOVUPS      1472(DI), Z5
+	PREFETCHT1   704(R9)
 	VBROADCASTSS 44(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17140,6 +17287,7 @@ convBlocked2x2AVX512_cb:
 	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·2 + j)·16 : …]
 	VMOVUPS      1536(DI), Z4
 	VMOVUPS      1600(DI), Z5
+	PREFETCHT1   768(R9)
 	VBROADCASTSS 48(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17150,6 +17298,7 @@ convBlocked2x2AVX512_cb:
 	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·2 + j)·16 : …]
 	VMOVUPS      1664(DI), Z4
 	VMOVUPS      1728(DI), Z5
+	PREFETCHT1   832(R9)
 	VBROADCASTSS 52(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17160,6 +17309,7 @@ convBlocked2x2AVX512_cb:
 	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·2 + j)·16 : …]
 	VMOVUPS      1792(DI), Z4
 	VMOVUPS      1856(DI), Z5
+	PREFETCHT1   896(R9)
 	VBROADCASTSS 56(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17170,6 +17320,7 @@ convBlocked2x2AVX512_cb:
 	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·2 + j)·16 : …]
 	VMOVUPS      1920(DI), Z4
 	VMOVUPS      1984(DI), Z5
+	PREFETCHT1   960(R9)
 	VBROADCASTSS 60(SI), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z2
@@ -17178,6 +17329,7 @@ convBlocked2x2AVX512_cb:
 	VFMADD231PS  Z5, Z6, Z3
 	ADDQ         DX, SI
 	ADDQ         $0x00000800, DI
+	ADDQ         R10, R9
 	DECQ         R8
 	JNZ          convBlocked2x2AVX512_cb
 	ADDQ         $0x10, AX
@@ -17234,9 +17386,9 @@ convBlocked2x2AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked2x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
-TEXT ·convBlocked2x3AVX512(SB), NOSPLIT, $0-104
+// func convBlocked2x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·convBlocked2x3AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -17268,6 +17420,8 @@ convBlocked2x3AVX512_loops:
 	MOVQ ntaps+16(FP), CX
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
+	MOVQ pf+104(FP), R9
+	MOVQ pfStep+112(FP), R10
 
 convBlocked2x3AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -17283,6 +17437,7 @@ convBlocked2x3AVX512_cb:
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
 	VMOVUPS      (DI), Z6
 	VMOVUPS      64(DI), Z7
+	PREFETCHT1   (R9)
 	VBROADCASTSS (SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17296,6 +17451,7 @@ convBlocked2x3AVX512_cb:
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
 	VMOVUPS      128(DI), Z6
 	VMOVUPS      192(DI), Z7
+	PREFETCHT1   64(R9)
 	VBROADCASTSS 4(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17309,6 +17465,7 @@ convBlocked2x3AVX512_cb:
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
 	VMOVUPS      256(DI), Z6
 	VMOVUPS      320(DI), Z7
+	PREFETCHT1   128(R9)
 	VBROADCASTSS 8(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17322,6 +17479,7 @@ convBlocked2x3AVX512_cb:
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
 	VMOVUPS      384(DI), Z6
 	VMOVUPS      448(DI), Z7
+	PREFETCHT1   192(R9)
 	VBROADCASTSS 12(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17335,6 +17493,7 @@ convBlocked2x3AVX512_cb:
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
 	VMOVUPS      512(DI), Z6
 	VMOVUPS      576(DI), Z7
+	PREFETCHT1   256(R9)
 	VBROADCASTSS 16(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17348,6 +17507,7 @@ convBlocked2x3AVX512_cb:
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
 	VMOVUPS      640(DI), Z6
 	VMOVUPS      704(DI), Z7
+	PREFETCHT1   320(R9)
 	VBROADCASTSS 20(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17361,6 +17521,7 @@ convBlocked2x3AVX512_cb:
 	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
 	VMOVUPS      768(DI), Z6
 	VMOVUPS      832(DI), Z7
+	PREFETCHT1   384(R9)
 	VBROADCASTSS 24(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17374,6 +17535,7 @@ convBlocked2x3AVX512_cb:
 	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
 	VMOVUPS      896(DI), Z6
 	VMOVUPS      960(DI), Z7
+	PREFETCHT1   448(R9)
 	VBROADCASTSS 28(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17387,6 +17549,7 @@ convBlocked2x3AVX512_cb:
 	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·2 + j)·16 : …]
 	VMOVUPS      1024(DI), Z6
 	VMOVUPS      1088(DI), Z7
+	PREFETCHT1   512(R9)
 	VBROADCASTSS 32(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17400,6 +17563,7 @@ convBlocked2x3AVX512_cb:
 	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·2 + j)·16 : …]
 	VMOVUPS      1152(DI), Z6
 	VMOVUPS      1216(DI), Z7
+	PREFETCHT1   576(R9)
 	VBROADCASTSS 36(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17413,6 +17577,7 @@ convBlocked2x3AVX512_cb:
 	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·2 + j)·16 : …]
 	VMOVUPS      1280(DI), Z6
 	VMOVUPS      1344(DI), Z7
+	PREFETCHT1   640(R9)
 	VBROADCASTSS 40(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17426,6 +17591,7 @@ convBlocked2x3AVX512_cb:
 	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·2 + j)·16 : …]
 	VMOVUPS      1408(DI), Z6
 	VMOVUPS      1472(DI), Z7
+	PREFETCHT1   704(R9)
 	VBROADCASTSS 44(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17439,6 +17605,7 @@ convBlocked2x3AVX512_cb:
 	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·2 + j)·16 : …]
 	VMOVUPS      1536(DI), Z6
 	VMOVUPS      1600(DI), Z7
+	PREFETCHT1   768(R9)
 	VBROADCASTSS 48(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17452,6 +17619,7 @@ convBlocked2x3AVX512_cb:
 	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·2 + j)·16 : …]
 	VMOVUPS      1664(DI), Z6
 	VMOVUPS      1728(DI), Z7
+	PREFETCHT1   832(R9)
 	VBROADCASTSS 52(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17465,6 +17633,7 @@ convBlocked2x3AVX512_cb:
 	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·2 + j)·16 : …]
 	VMOVUPS      1792(DI), Z6
 	VMOVUPS      1856(DI), Z7
+	PREFETCHT1   896(R9)
 	VBROADCASTSS 56(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17478,6 +17647,7 @@ convBlocked2x3AVX512_cb:
 	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·2 + j)·16 : …]
 	VMOVUPS      1920(DI), Z6
 	VMOVUPS      1984(DI), Z7
+	PREFETCHT1   960(R9)
 	VBROADCASTSS 60(SI), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z3
@@ -17489,6 +17659,7 @@ convBlocked2x3AVX512_cb:
 	VFMADD231PS  Z7, Z8, Z5
 	ADDQ         DX, SI
 	ADDQ         $0x00000800, DI
+	ADDQ         R10, R9
 	DECQ         R8
 	JNZ          convBlocked2x3AVX512_cb
 	ADDQ         $0x10, AX
@@ -17553,9 +17724,9 @@ convBlocked2x3AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked2x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// func convBlocked2x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·convBlocked2x4AVX512(SB), NOSPLIT, $0-104
+TEXT ·convBlocked2x4AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -17595,6 +17766,8 @@ convBlocked2x4AVX512_loops:
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
 	LEAQ (BX)(BX*2), SI
+	MOVQ pf+104(FP), R10
+	MOVQ pfStep+112(FP), R11
 
 convBlocked2x4AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -17607,12 +17780,13 @@ convBlocked2x4AVX512_tap:
 	MOVQ cib+24(FP), R9
 
 convBlocked2x4AVX512_cb:
-	LEAQ (DI)(SI*1), R10
+	LEAQ (DI)(SI*1), R12
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
 	VMOVUPS      (R8), Z8
 	VMOVUPS      64(R8), Z9
-	PREFETCHT0   (R10)(BX*1)
+	PREFETCHT1   (R10)
+	PREFETCHT0   (R12)(BX*1)
 	VBROADCASTSS (DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17622,14 +17796,15 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS (DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS (R10), Z10
+	VBROADCASTSS (R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
 	VMOVUPS      128(R8), Z8
 	VMOVUPS      192(R8), Z9
-	PREFETCHT0   64(R10)(BX*1)
+	PREFETCHT1   64(R10)
+	PREFETCHT0   64(R12)(BX*1)
 	VBROADCASTSS 4(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17639,14 +17814,15 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 4(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 4(R10), Z10
+	VBROADCASTSS 4(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
 	VMOVUPS      256(R8), Z8
 	VMOVUPS      320(R8), Z9
-	PREFETCHT0   128(R10)(BX*1)
+	PREFETCHT1   128(R10)
+	PREFETCHT0   128(R12)(BX*1)
 	VBROADCASTSS 8(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17656,14 +17832,15 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 8(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 8(R10), Z10
+	VBROADCASTSS 8(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
 	VMOVUPS      384(R8), Z8
 	VMOVUPS      448(R8), Z9
-	PREFETCHT0   192(R10)(BX*1)
+	PREFETCHT1   192(R10)
+	PREFETCHT0   192(R12)(BX*1)
 	VBROADCASTSS 12(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17673,14 +17850,15 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 12(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 12(R10), Z10
+	VBROADCASTSS 12(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
 	VMOVUPS      512(R8), Z8
 	VMOVUPS      576(R8), Z9
-	PREFETCHT0   256(R10)(BX*1)
+	PREFETCHT1   256(R10)
+	PREFETCHT0   256(R12)(BX*1)
 	VBROADCASTSS 16(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17690,14 +17868,15 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 16(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 16(R10), Z10
+	VBROADCASTSS 16(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
 	VMOVUPS      640(R8), Z8
 	VMOVUPS      704(R8), Z9
-	PREFETCHT0   320(R10)(BX*1)
+	PREFETCHT1   320(R10)
+	PREFETCHT0   320(R12)(BX*1)
 	VBROADCASTSS 20(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17707,13 +17886,14 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 20(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 20(R10), Z10
+	VBROADCASTSS 20(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
 	VMOVUPS      768(R8), Z8
 	VMOVUPS      832(R8), Z9
+	PREFETCHT1   384(R10)
 	VBROADCASTSS 24(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17723,13 +17903,14 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 24(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 24(R10), Z10
+	VBROADCASTSS 24(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
 	VMOVUPS      896(R8), Z8
 	VMOVUPS      960(R8), Z9
+	PREFETCHT1   448(R10)
 	VBROADCASTSS 28(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17739,13 +17920,14 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 28(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 28(R10), Z10
+	VBROADCASTSS 28(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·2 + j)·16 : …]
 	VMOVUPS      1024(R8), Z8
 	VMOVUPS      1088(R8), Z9
+	PREFETCHT1   512(R10)
 	VBROADCASTSS 32(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17755,13 +17937,14 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 32(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 32(R10), Z10
+	VBROADCASTSS 32(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·2 + j)·16 : …]
 	VMOVUPS      1152(R8), Z8
 	VMOVUPS      1216(R8), Z9
+	PREFETCHT1   576(R10)
 	VBROADCASTSS 36(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17771,13 +17954,14 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 36(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 36(R10), Z10
+	VBROADCASTSS 36(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·2 + j)·16 : …]
 	VMOVUPS      1280(R8), Z8
 	VMOVUPS      1344(R8), Z9
+	PREFETCHT1   640(R10)
 	VBROADCASTSS 40(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17787,13 +17971,14 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 40(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 40(R10), Z10
+	VBROADCASTSS 40(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·2 + j)·16 : …]
 	VMOVUPS      1408(R8), Z8
 	VMOVUPS      1472(R8), Z9
+	PREFETCHT1   704(R10)
 	VBROADCASTSS 44(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17803,13 +17988,14 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 44(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 44(R10), Z10
+	VBROADCASTSS 44(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·2 + j)·16 : …]
 	VMOVUPS      1536(R8), Z8
 	VMOVUPS      1600(R8), Z9
+	PREFETCHT1   768(R10)
 	VBROADCASTSS 48(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17819,13 +18005,14 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 48(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 48(R10), Z10
+	VBROADCASTSS 48(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·2 + j)·16 : …]
 	VMOVUPS      1664(R8), Z8
 	VMOVUPS      1728(R8), Z9
+	PREFETCHT1   832(R10)
 	VBROADCASTSS 52(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17835,13 +18022,14 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 52(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 52(R10), Z10
+	VBROADCASTSS 52(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·2 + j)·16 : …]
 	VMOVUPS      1792(R8), Z8
 	VMOVUPS      1856(R8), Z9
+	PREFETCHT1   896(R10)
 	VBROADCASTSS 56(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17851,13 +18039,14 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 56(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 56(R10), Z10
+	VBROADCASTSS 56(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 
 	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·2 + j)·16 : …]
 	VMOVUPS      1920(R8), Z8
 	VMOVUPS      1984(R8), Z9
+	PREFETCHT1   960(R10)
 	VBROADCASTSS 60(DI), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z4
@@ -17867,11 +18056,12 @@ convBlocked2x4AVX512_cb:
 	VBROADCASTSS 60(DI)(BX*2), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 60(R10), Z10
+	VBROADCASTSS 60(R12), Z10
 	VFMADD231PS  Z8, Z10, Z3
 	VFMADD231PS  Z9, Z10, Z7
 	ADDQ         DX, DI
 	ADDQ         $0x00000800, R8
+	ADDQ         R11, R10
 	DECQ         R9
 	JNZ          convBlocked2x4AVX512_cb
 	ADDQ         $0x10, AX
@@ -17950,9 +18140,9 @@ convBlocked2x4AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked2x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// func convBlocked2x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·convBlocked2x5AVX512(SB), NOSPLIT, $0-104
+TEXT ·convBlocked2x5AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -17996,6 +18186,8 @@ convBlocked2x5AVX512_loops:
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
 	LEAQ (BX)(BX*2), SI
+	MOVQ pf+104(FP), R10
+	MOVQ pfStep+112(FP), R11
 
 convBlocked2x5AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -18008,12 +18200,13 @@ convBlocked2x5AVX512_tap:
 	MOVQ cib+24(FP), R9
 
 convBlocked2x5AVX512_cb:
-	LEAQ (DI)(SI*1), R10
+	LEAQ (DI)(SI*1), R12
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
 	VMOVUPS      (R8), Z10
 	VMOVUPS      64(R8), Z11
-	PREFETCHT0   (R10)(BX*2)
+	PREFETCHT1   (R10)
+	PREFETCHT0   (R12)(BX*2)
 	VBROADCASTSS (DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18023,17 +18216,18 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS (DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS (R10), Z12
+	VBROADCASTSS (R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS (R10)(BX*1), Z12
+	VBROADCASTSS (R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
 	VMOVUPS      128(R8), Z10
 	VMOVUPS      192(R8), Z11
-	PREFETCHT0   64(R10)(BX*2)
+	PREFETCHT1   64(R10)
+	PREFETCHT0   64(R12)(BX*2)
 	VBROADCASTSS 4(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18043,17 +18237,18 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 4(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 4(R10), Z12
+	VBROADCASTSS 4(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 4(R10)(BX*1), Z12
+	VBROADCASTSS 4(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
 	VMOVUPS      256(R8), Z10
 	VMOVUPS      320(R8), Z11
-	PREFETCHT0   128(R10)(BX*2)
+	PREFETCHT1   128(R10)
+	PREFETCHT0   128(R12)(BX*2)
 	VBROADCASTSS 8(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18063,17 +18258,18 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 8(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 8(R10), Z12
+	VBROADCASTSS 8(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 8(R10)(BX*1), Z12
+	VBROADCASTSS 8(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
 	VMOVUPS      384(R8), Z10
 	VMOVUPS      448(R8), Z11
-	PREFETCHT0   192(R10)(BX*2)
+	PREFETCHT1   192(R10)
+	PREFETCHT0   192(R12)(BX*2)
 	VBROADCASTSS 12(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18083,17 +18279,18 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 12(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 12(R10), Z12
+	VBROADCASTSS 12(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 12(R10)(BX*1), Z12
+	VBROADCASTSS 12(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
 	VMOVUPS      512(R8), Z10
 	VMOVUPS      576(R8), Z11
-	PREFETCHT0   256(R10)(BX*2)
+	PREFETCHT1   256(R10)
+	PREFETCHT0   256(R12)(BX*2)
 	VBROADCASTSS 16(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18103,17 +18300,18 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 16(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 16(R10), Z12
+	VBROADCASTSS 16(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 16(R10)(BX*1), Z12
+	VBROADCASTSS 16(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
 	VMOVUPS      640(R8), Z10
 	VMOVUPS      704(R8), Z11
-	PREFETCHT0   320(R10)(BX*2)
+	PREFETCHT1   320(R10)
+	PREFETCHT0   320(R12)(BX*2)
 	VBROADCASTSS 20(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18123,16 +18321,17 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 20(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 20(R10), Z12
+	VBROADCASTSS 20(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 20(R10)(BX*1), Z12
+	VBROADCASTSS 20(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
 	VMOVUPS      768(R8), Z10
 	VMOVUPS      832(R8), Z11
+	PREFETCHT1   384(R10)
 	VBROADCASTSS 24(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18142,16 +18341,17 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 24(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 24(R10), Z12
+	VBROADCASTSS 24(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 24(R10)(BX*1), Z12
+	VBROADCASTSS 24(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
 	VMOVUPS      896(R8), Z10
 	VMOVUPS      960(R8), Z11
+	PREFETCHT1   448(R10)
 	VBROADCASTSS 28(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18161,16 +18361,17 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 28(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 28(R10), Z12
+	VBROADCASTSS 28(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 28(R10)(BX*1), Z12
+	VBROADCASTSS 28(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·2 + j)·16 : …]
 	VMOVUPS      1024(R8), Z10
 	VMOVUPS      1088(R8), Z11
+	PREFETCHT1   512(R10)
 	VBROADCASTSS 32(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18180,16 +18381,17 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 32(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 32(R10), Z12
+	VBROADCASTSS 32(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 32(R10)(BX*1), Z12
+	VBROADCASTSS 32(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·2 + j)·16 : …]
 	VMOVUPS      1152(R8), Z10
 	VMOVUPS      1216(R8), Z11
+	PREFETCHT1   576(R10)
 	VBROADCASTSS 36(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18199,16 +18401,17 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 36(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 36(R10), Z12
+	VBROADCASTSS 36(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 36(R10)(BX*1), Z12
+	VBROADCASTSS 36(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·2 + j)·16 : …]
 	VMOVUPS      1280(R8), Z10
 	VMOVUPS      1344(R8), Z11
+	PREFETCHT1   640(R10)
 	VBROADCASTSS 40(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18218,16 +18421,17 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 40(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 40(R10), Z12
+	VBROADCASTSS 40(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 40(R10)(BX*1), Z12
+	VBROADCASTSS 40(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·2 + j)·16 : …]
 	VMOVUPS      1408(R8), Z10
 	VMOVUPS      1472(R8), Z11
+	PREFETCHT1   704(R10)
 	VBROADCASTSS 44(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18237,16 +18441,17 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 44(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 44(R10), Z12
+	VBROADCASTSS 44(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 44(R10)(BX*1), Z12
+	VBROADCASTSS 44(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·2 + j)·16 : …]
 	VMOVUPS      1536(R8), Z10
 	VMOVUPS      1600(R8), Z11
+	PREFETCHT1   768(R10)
 	VBROADCASTSS 48(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18256,16 +18461,17 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 48(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 48(R10), Z12
+	VBROADCASTSS 48(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 48(R10)(BX*1), Z12
+	VBROADCASTSS 48(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·2 + j)·16 : …]
 	VMOVUPS      1664(R8), Z10
 	VMOVUPS      1728(R8), Z11
+	PREFETCHT1   832(R10)
 	VBROADCASTSS 52(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18275,16 +18481,17 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 52(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 52(R10), Z12
+	VBROADCASTSS 52(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 52(R10)(BX*1), Z12
+	VBROADCASTSS 52(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·2 + j)·16 : …]
 	VMOVUPS      1792(R8), Z10
 	VMOVUPS      1856(R8), Z11
+	PREFETCHT1   896(R10)
 	VBROADCASTSS 56(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18294,16 +18501,17 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 56(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 56(R10), Z12
+	VBROADCASTSS 56(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 56(R10)(BX*1), Z12
+	VBROADCASTSS 56(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 
 	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·2 + j)·16 : …]
 	VMOVUPS      1920(R8), Z10
 	VMOVUPS      1984(R8), Z11
+	PREFETCHT1   960(R10)
 	VBROADCASTSS 60(DI), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z5
@@ -18313,14 +18521,15 @@ convBlocked2x5AVX512_cb:
 	VBROADCASTSS 60(DI)(BX*2), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 60(R10), Z12
+	VBROADCASTSS 60(R12), Z12
 	VFMADD231PS  Z10, Z12, Z3
 	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 60(R10)(BX*1), Z12
+	VBROADCASTSS 60(R12)(BX*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z9
 	ADDQ         DX, DI
 	ADDQ         $0x00000800, R8
+	ADDQ         R11, R10
 	DECQ         R9
 	JNZ          convBlocked2x5AVX512_cb
 	ADDQ         $0x10, AX
@@ -18407,9 +18616,9 @@ convBlocked2x5AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked2x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// func convBlocked2x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·convBlocked2x6AVX512(SB), NOSPLIT, $0-104
+TEXT ·convBlocked2x6AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -18457,6 +18666,8 @@ convBlocked2x6AVX512_loops:
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
 	LEAQ (BX)(BX*2), SI
+	MOVQ pf+104(FP), R10
+	MOVQ pfStep+112(FP), R11
 
 convBlocked2x6AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -18469,12 +18680,13 @@ convBlocked2x6AVX512_tap:
 	MOVQ cib+24(FP), R9
 
 convBlocked2x6AVX512_cb:
-	LEAQ (DI)(SI*1), R10
+	LEAQ (DI)(SI*1), R12
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·2 + j)·16 : …]
 	VMOVUPS      (R8), Z12
 	VMOVUPS      64(R8), Z13
-	PREFETCHT0   (R10)(SI*1)
+	PREFETCHT1   (R10)
+	PREFETCHT0   (R12)(SI*1)
 	VBROADCASTSS (DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18484,20 +18696,21 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS (DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS (R10), Z14
+	VBROADCASTSS (R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS (R10)(BX*1), Z14
+	VBROADCASTSS (R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS (R10)(BX*2), Z14
+	VBROADCASTSS (R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 1: acc[j][p] += broadcast(x[p·pixStride + 1]) · w[(1·2 + j)·16 : …]
 	VMOVUPS      128(R8), Z12
 	VMOVUPS      192(R8), Z13
-	PREFETCHT0   64(R10)(SI*1)
+	PREFETCHT1   64(R10)
+	PREFETCHT0   64(R12)(SI*1)
 	VBROADCASTSS 4(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18507,20 +18720,21 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 4(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 4(R10), Z14
+	VBROADCASTSS 4(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 4(R10)(BX*1), Z14
+	VBROADCASTSS 4(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 4(R10)(BX*2), Z14
+	VBROADCASTSS 4(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 2: acc[j][p] += broadcast(x[p·pixStride + 2]) · w[(2·2 + j)·16 : …]
 	VMOVUPS      256(R8), Z12
 	VMOVUPS      320(R8), Z13
-	PREFETCHT0   128(R10)(SI*1)
+	PREFETCHT1   128(R10)
+	PREFETCHT0   128(R12)(SI*1)
 	VBROADCASTSS 8(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18530,20 +18744,21 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 8(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 8(R10), Z14
+	VBROADCASTSS 8(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 8(R10)(BX*1), Z14
+	VBROADCASTSS 8(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 8(R10)(BX*2), Z14
+	VBROADCASTSS 8(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 3: acc[j][p] += broadcast(x[p·pixStride + 3]) · w[(3·2 + j)·16 : …]
 	VMOVUPS      384(R8), Z12
 	VMOVUPS      448(R8), Z13
-	PREFETCHT0   192(R10)(SI*1)
+	PREFETCHT1   192(R10)
+	PREFETCHT0   192(R12)(SI*1)
 	VBROADCASTSS 12(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18553,20 +18768,21 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 12(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 12(R10), Z14
+	VBROADCASTSS 12(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 12(R10)(BX*1), Z14
+	VBROADCASTSS 12(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 12(R10)(BX*2), Z14
+	VBROADCASTSS 12(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 4: acc[j][p] += broadcast(x[p·pixStride + 4]) · w[(4·2 + j)·16 : …]
 	VMOVUPS      512(R8), Z12
 	VMOVUPS      576(R8), Z13
-	PREFETCHT0   256(R10)(SI*1)
+	PREFETCHT1   256(R10)
+	PREFETCHT0   256(R12)(SI*1)
 	VBROADCASTSS 16(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18576,20 +18792,21 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 16(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 16(R10), Z14
+	VBROADCASTSS 16(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 16(R10)(BX*1), Z14
+	VBROADCASTSS 16(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 16(R10)(BX*2), Z14
+	VBROADCASTSS 16(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 5: acc[j][p] += broadcast(x[p·pixStride + 5]) · w[(5·2 + j)·16 : …]
 	VMOVUPS      640(R8), Z12
 	VMOVUPS      704(R8), Z13
-	PREFETCHT0   320(R10)(SI*1)
+	PREFETCHT1   320(R10)
+	PREFETCHT0   320(R12)(SI*1)
 	VBROADCASTSS 20(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18599,19 +18816,20 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 20(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 20(R10), Z14
+	VBROADCASTSS 20(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 20(R10)(BX*1), Z14
+	VBROADCASTSS 20(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 20(R10)(BX*2), Z14
+	VBROADCASTSS 20(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 6: acc[j][p] += broadcast(x[p·pixStride + 6]) · w[(6·2 + j)·16 : …]
 	VMOVUPS      768(R8), Z12
 	VMOVUPS      832(R8), Z13
+	PREFETCHT1   384(R10)
 	VBROADCASTSS 24(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18621,19 +18839,20 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 24(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 24(R10), Z14
+	VBROADCASTSS 24(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 24(R10)(BX*1), Z14
+	VBROADCASTSS 24(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 24(R10)(BX*2), Z14
+	VBROADCASTSS 24(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 7: acc[j][p] += broadcast(x[p·pixStride + 7]) · w[(7·2 + j)·16 : …]
 	VMOVUPS      896(R8), Z12
 	VMOVUPS      960(R8), Z13
+	PREFETCHT1   448(R10)
 	VBROADCASTSS 28(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18643,19 +18862,20 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 28(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 28(R10), Z14
+	VBROADCASTSS 28(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 28(R10)(BX*1), Z14
+	VBROADCASTSS 28(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 28(R10)(BX*2), Z14
+	VBROADCASTSS 28(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 8: acc[j][p] += broadcast(x[p·pixStride + 8]) · w[(8·2 + j)·16 : …]
 	VMOVUPS      1024(R8), Z12
 	VMOVUPS      1088(R8), Z13
+	PREFETCHT1   512(R10)
 	VBROADCASTSS 32(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18665,19 +18885,20 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 32(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 32(R10), Z14
+	VBROADCASTSS 32(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 32(R10)(BX*1), Z14
+	VBROADCASTSS 32(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 32(R10)(BX*2), Z14
+	VBROADCASTSS 32(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 9: acc[j][p] += broadcast(x[p·pixStride + 9]) · w[(9·2 + j)·16 : …]
 	VMOVUPS      1152(R8), Z12
 	VMOVUPS      1216(R8), Z13
+	PREFETCHT1   576(R10)
 	VBROADCASTSS 36(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18687,19 +18908,20 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 36(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 36(R10), Z14
+	VBROADCASTSS 36(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 36(R10)(BX*1), Z14
+	VBROADCASTSS 36(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 36(R10)(BX*2), Z14
+	VBROADCASTSS 36(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 10: acc[j][p] += broadcast(x[p·pixStride + 10]) · w[(10·2 + j)·16 : …]
 	VMOVUPS      1280(R8), Z12
 	VMOVUPS      1344(R8), Z13
+	PREFETCHT1   640(R10)
 	VBROADCASTSS 40(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18709,19 +18931,20 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 40(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 40(R10), Z14
+	VBROADCASTSS 40(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 40(R10)(BX*1), Z14
+	VBROADCASTSS 40(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 40(R10)(BX*2), Z14
+	VBROADCASTSS 40(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 11: acc[j][p] += broadcast(x[p·pixStride + 11]) · w[(11·2 + j)·16 : …]
 	VMOVUPS      1408(R8), Z12
 	VMOVUPS      1472(R8), Z13
+	PREFETCHT1   704(R10)
 	VBROADCASTSS 44(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18731,19 +18954,20 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 44(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 44(R10), Z14
+	VBROADCASTSS 44(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 44(R10)(BX*1), Z14
+	VBROADCASTSS 44(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 44(R10)(BX*2), Z14
+	VBROADCASTSS 44(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 12: acc[j][p] += broadcast(x[p·pixStride + 12]) · w[(12·2 + j)·16 : …]
 	VMOVUPS      1536(R8), Z12
 	VMOVUPS      1600(R8), Z13
+	PREFETCHT1   768(R10)
 	VBROADCASTSS 48(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18753,19 +18977,20 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 48(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 48(R10), Z14
+	VBROADCASTSS 48(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 48(R10)(BX*1), Z14
+	VBROADCASTSS 48(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 48(R10)(BX*2), Z14
+	VBROADCASTSS 48(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 13: acc[j][p] += broadcast(x[p·pixStride + 13]) · w[(13·2 + j)·16 : …]
 	VMOVUPS      1664(R8), Z12
 	VMOVUPS      1728(R8), Z13
+	PREFETCHT1   832(R10)
 	VBROADCASTSS 52(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18775,19 +19000,20 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 52(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 52(R10), Z14
+	VBROADCASTSS 52(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 52(R10)(BX*1), Z14
+	VBROADCASTSS 52(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 52(R10)(BX*2), Z14
+	VBROADCASTSS 52(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 14: acc[j][p] += broadcast(x[p·pixStride + 14]) · w[(14·2 + j)·16 : …]
 	VMOVUPS      1792(R8), Z12
 	VMOVUPS      1856(R8), Z13
+	PREFETCHT1   896(R10)
 	VBROADCASTSS 56(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18797,19 +19023,20 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 56(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 56(R10), Z14
+	VBROADCASTSS 56(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 56(R10)(BX*1), Z14
+	VBROADCASTSS 56(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 56(R10)(BX*2), Z14
+	VBROADCASTSS 56(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 
 	// channel 15: acc[j][p] += broadcast(x[p·pixStride + 15]) · w[(15·2 + j)·16 : …]
 	VMOVUPS      1920(R8), Z12
 	VMOVUPS      1984(R8), Z13
+	PREFETCHT1   960(R10)
 	VBROADCASTSS 60(DI), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z6
@@ -18819,17 +19046,18 @@ convBlocked2x6AVX512_cb:
 	VBROADCASTSS 60(DI)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z8
-	VBROADCASTSS 60(R10), Z14
+	VBROADCASTSS 60(R12), Z14
 	VFMADD231PS  Z12, Z14, Z3
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 60(R10)(BX*1), Z14
+	VBROADCASTSS 60(R12)(BX*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z10
-	VBROADCASTSS 60(R10)(BX*2), Z14
+	VBROADCASTSS 60(R12)(BX*2), Z14
 	VFMADD231PS  Z12, Z14, Z5
 	VFMADD231PS  Z13, Z14, Z11
 	ADDQ         DX, DI
 	ADDQ         $0x00000800, R8
+	ADDQ         R11, R10
 	DECQ         R9
 	JNZ          convBlocked2x6AVX512_cb
 	ADDQ         $0x10, AX
@@ -18924,9 +19152,9 @@ convBlocked2x6AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked3x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
-TEXT ·convBlocked3x1AVX512(SB), NOSPLIT, $0-104
+// func convBlocked3x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·convBlocked3x1AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -18953,6 +19181,8 @@ convBlocked3x1AVX512_loops:
 	MOVQ ntaps+16(FP), CX
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
+	MOVQ pf+104(FP), R8
+	MOVQ pfStep+112(FP), R9
 
 convBlocked3x1AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -18969,6 +19199,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      (SI), Z3
 	VMOVUPS      64(SI), Z4
 	VMOVUPS      128(SI), Z5
+	PREFETCHT1   (R8)
 	VBROADCASTSS (BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -18978,6 +19209,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      192(SI), Z3
 	VMOVUPS      256(SI), Z4
 	VMOVUPS      320(SI), Z5
+	PREFETCHT1   64(R8)
 	VBROADCASTSS 4(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -18987,6 +19219,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      384(SI), Z3
 	VMOVUPS      448(SI), Z4
 	VMOVUPS      512(SI), Z5
+	PREFETCHT1   128(R8)
 	VBROADCASTSS 8(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -18996,6 +19229,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      576(SI), Z3
 	VMOVUPS      640(SI), Z4
 	VMOVUPS      704(SI), Z5
+	PREFETCHT1   192(R8)
 	VBROADCASTSS 12(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -19005,6 +19239,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      768(SI), Z3
 	VMOVUPS      832(SI), Z4
 	VMOVUPS      896(SI), Z5
+	PREFETCHT1   256(R8)
 	VBROADCASTSS 16(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -19014,6 +19249,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      960(SI), Z3
 	VMOVUPS      1024(SI), Z4
 	VMOVUPS      1088(SI), Z5
+	PREFETCHT1   320(R8)
 	VBROADCASTSS 20(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -19023,6 +19259,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      1152(SI), Z3
 	VMOVUPS      1216(SI), Z4
 	VMOVUPS      1280(SI), Z5
+	PREFETCHT1   384(R8)
 	VBROADCASTSS 24(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -19032,6 +19269,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      1344(SI), Z3
 	VMOVUPS      1408(SI), Z4
 	VMOVUPS      1472(SI), Z5
+	PREFETCHT1   448(R8)
 	VBROADCASTSS 28(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -19041,6 +19279,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      1536(SI), Z3
 	VMOVUPS      1600(SI), Z4
 	VMOVUPS      1664(SI), Z5
+	PREFETCHT1   512(R8)
 	VBROADCASTSS 32(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -19050,6 +19289,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      1728(SI), Z3
 	VMOVUPS      1792(SI), Z4
 	VMOVUPS      1856(SI), Z5
+	PREFETCHT1   576(R8)
 	VBROADCASTSS 36(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -19059,6 +19299,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      1920(SI), Z3
 	VMOVUPS      1984(SI), Z4
 	VMOVUPS      2048(SI), Z5
+	PREFETCHT1   640(R8)
 	VBROADCASTSS 40(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -19068,6 +19309,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      2112(SI), Z3
 	VMOVUPS      2176(SI), Z4
 	VMOVUPS      2240(SI), Z5
+	PREFETCHT1   704(R8)
 	VBROADCASTSS 44(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -19077,6 +19319,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      2304(SI), Z3
 	VMOVUPS      2368(SI), Z4
 	VMOVUPS      2432(SI), Z5
+	PREFETCHT1   768(R8)
 	VBROADCASTSS 48(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -19086,6 +19329,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      2496(SI), Z3
 	VMOVUPS      2560(SI), Z4
 	VMOVUPS      2624(SI), Z5
+	PREFETCHT1   832(R8)
 	VBROADCASTSS 52(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -19095,6 +19339,7 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      2688(SI), Z3
 	VMOVUPS      2752(SI), Z4
 	VMOVUPS      2816(SI), Z5
+	PREFETCHT1   896(R8)
 	VBROADCASTSS 56(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
@@ -19104,12 +19349,14 @@ convBlocked3x1AVX512_cb:
 	VMOVUPS      2880(SI), Z3
 	VMOVUPS      2944(SI), Z4
 	VMOVUPS      3008(SI), Z5
+	PREFETCHT1   960(R8)
 	VBROADCASTSS 60(BX), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
 	VFMADD231PS  Z5, Z6, Z2
 	ADDQ         DX, BX
 	ADDQ         $0x00000c00, SI
+	ADDQ         R9, R8
 	DECQ         DI
 	JNZ          convBlocked3x1AVX512_cb
 	ADDQ         $0x10, AX
@@ -19165,9 +19412,9 @@ convBlocked3x1AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked3x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
-TEXT ·convBlocked3x2AVX512(SB), NOSPLIT, $0-104
+// func convBlocked3x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·convBlocked3x2AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -19200,6 +19447,8 @@ convBlocked3x2AVX512_loops:
 	MOVQ ntaps+16(FP), CX
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
+	MOVQ pf+104(FP), R9
+	MOVQ pfStep+112(FP), R10
 
 convBlocked3x2AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -19216,6 +19465,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      (DI), Z6
 	VMOVUPS      64(DI), Z7
 	VMOVUPS      128(DI), Z8
+	PREFETCHT1   (R9)
 	VBROADCASTSS (SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19229,6 +19479,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      192(DI), Z6
 	VMOVUPS      256(DI), Z7
 	VMOVUPS      320(DI), Z8
+	PREFETCHT1   64(R9)
 	VBROADCASTSS 4(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19242,6 +19493,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      384(DI), Z6
 	VMOVUPS      448(DI), Z7
 	VMOVUPS      512(DI), Z8
+	PREFETCHT1   128(R9)
 	VBROADCASTSS 8(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19255,6 +19507,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      576(DI), Z6
 	VMOVUPS      640(DI), Z7
 	VMOVUPS      704(DI), Z8
+	PREFETCHT1   192(R9)
 	VBROADCASTSS 12(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19268,6 +19521,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      768(DI), Z6
 	VMOVUPS      832(DI), Z7
 	VMOVUPS      896(DI), Z8
+	PREFETCHT1   256(R9)
 	VBROADCASTSS 16(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19281,6 +19535,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      960(DI), Z6
 	VMOVUPS      1024(DI), Z7
 	VMOVUPS      1088(DI), Z8
+	PREFETCHT1   320(R9)
 	VBROADCASTSS 20(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19294,6 +19549,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      1152(DI), Z6
 	VMOVUPS      1216(DI), Z7
 	VMOVUPS      1280(DI), Z8
+	PREFETCHT1   384(R9)
 	VBROADCASTSS 24(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19307,6 +19563,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      1344(DI), Z6
 	VMOVUPS      1408(DI), Z7
 	VMOVUPS      1472(DI), Z8
+	PREFETCHT1   448(R9)
 	VBROADCASTSS 28(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19320,6 +19577,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      1536(DI), Z6
 	VMOVUPS      1600(DI), Z7
 	VMOVUPS      1664(DI), Z8
+	PREFETCHT1   512(R9)
 	VBROADCASTSS 32(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19333,6 +19591,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      1728(DI), Z6
 	VMOVUPS      1792(DI), Z7
 	VMOVUPS      1856(DI), Z8
+	PREFETCHT1   576(R9)
 	VBROADCASTSS 36(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19346,6 +19605,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      1920(DI), Z6
 	VMOVUPS      1984(DI), Z7
 	VMOVUPS      2048(DI), Z8
+	PREFETCHT1   640(R9)
 	VBROADCASTSS 40(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19359,6 +19619,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      2112(DI), Z6
 	VMOVUPS      2176(DI), Z7
 	VMOVUPS      2240(DI), Z8
+	PREFETCHT1   704(R9)
 	VBROADCASTSS 44(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19372,6 +19633,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      2304(DI), Z6
 	VMOVUPS      2368(DI), Z7
 	VMOVUPS      2432(DI), Z8
+	PREFETCHT1   768(R9)
 	VBROADCASTSS 48(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19385,6 +19647,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      2496(DI), Z6
 	VMOVUPS      2560(DI), Z7
 	VMOVUPS      2624(DI), Z8
+	PREFETCHT1   832(R9)
 	VBROADCASTSS 52(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19398,6 +19661,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      2688(DI), Z6
 	VMOVUPS      2752(DI), Z7
 	VMOVUPS      2816(DI), Z8
+	PREFETCHT1   896(R9)
 	VBROADCASTSS 56(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19411,6 +19675,7 @@ convBlocked3x2AVX512_cb:
 	VMOVUPS      2880(DI), Z6
 	VMOVUPS      2944(DI), Z7
 	VMOVUPS      3008(DI), Z8
+	PREFETCHT1   960(R9)
 	VBROADCASTSS 60(SI), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z2
@@ -19421,6 +19686,7 @@ convBlocked3x2AVX512_cb:
 	VFMADD231PS  Z8, Z9, Z5
 	ADDQ         DX, SI
 	ADDQ         $0x00000c00, DI
+	ADDQ         R10, R9
 	DECQ         R8
 	JNZ          convBlocked3x2AVX512_cb
 	ADDQ         $0x10, AX
@@ -19488,9 +19754,9 @@ convBlocked3x2AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked3x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
-TEXT ·convBlocked3x3AVX512(SB), NOSPLIT, $0-104
+// func convBlocked3x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·convBlocked3x3AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -19529,6 +19795,8 @@ convBlocked3x3AVX512_loops:
 	MOVQ ntaps+16(FP), CX
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
+	MOVQ pf+104(FP), R9
+	MOVQ pfStep+112(FP), R10
 
 convBlocked3x3AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -19545,6 +19813,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      (DI), Z9
 	VMOVUPS      64(DI), Z10
 	VMOVUPS      128(DI), Z11
+	PREFETCHT1   (R9)
 	VBROADCASTSS (SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19562,6 +19831,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      192(DI), Z9
 	VMOVUPS      256(DI), Z10
 	VMOVUPS      320(DI), Z11
+	PREFETCHT1   64(R9)
 	VBROADCASTSS 4(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19579,6 +19849,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      384(DI), Z9
 	VMOVUPS      448(DI), Z10
 	VMOVUPS      512(DI), Z11
+	PREFETCHT1   128(R9)
 	VBROADCASTSS 8(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19596,6 +19867,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      576(DI), Z9
 	VMOVUPS      640(DI), Z10
 	VMOVUPS      704(DI), Z11
+	PREFETCHT1   192(R9)
 	VBROADCASTSS 12(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19613,6 +19885,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      768(DI), Z9
 	VMOVUPS      832(DI), Z10
 	VMOVUPS      896(DI), Z11
+	PREFETCHT1   256(R9)
 	VBROADCASTSS 16(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19630,6 +19903,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      960(DI), Z9
 	VMOVUPS      1024(DI), Z10
 	VMOVUPS      1088(DI), Z11
+	PREFETCHT1   320(R9)
 	VBROADCASTSS 20(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19647,6 +19921,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      1152(DI), Z9
 	VMOVUPS      1216(DI), Z10
 	VMOVUPS      1280(DI), Z11
+	PREFETCHT1   384(R9)
 	VBROADCASTSS 24(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19664,6 +19939,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      1344(DI), Z9
 	VMOVUPS      1408(DI), Z10
 	VMOVUPS      1472(DI), Z11
+	PREFETCHT1   448(R9)
 	VBROADCASTSS 28(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19681,6 +19957,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      1536(DI), Z9
 	VMOVUPS      1600(DI), Z10
 	VMOVUPS      1664(DI), Z11
+	PREFETCHT1   512(R9)
 	VBROADCASTSS 32(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19698,6 +19975,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      1728(DI), Z9
 	VMOVUPS      1792(DI), Z10
 	VMOVUPS      1856(DI), Z11
+	PREFETCHT1   576(R9)
 	VBROADCASTSS 36(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19715,6 +19993,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      1920(DI), Z9
 	VMOVUPS      1984(DI), Z10
 	VMOVUPS      2048(DI), Z11
+	PREFETCHT1   640(R9)
 	VBROADCASTSS 40(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19732,6 +20011,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      2112(DI), Z9
 	VMOVUPS      2176(DI), Z10
 	VMOVUPS      2240(DI), Z11
+	PREFETCHT1   704(R9)
 	VBROADCASTSS 44(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19749,6 +20029,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      2304(DI), Z9
 	VMOVUPS      2368(DI), Z10
 	VMOVUPS      2432(DI), Z11
+	PREFETCHT1   768(R9)
 	VBROADCASTSS 48(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19766,6 +20047,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      2496(DI), Z9
 	VMOVUPS      2560(DI), Z10
 	VMOVUPS      2624(DI), Z11
+	PREFETCHT1   832(R9)
 	VBROADCASTSS 52(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19783,6 +20065,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      2688(DI), Z9
 	VMOVUPS      2752(DI), Z10
 	VMOVUPS      2816(DI), Z11
+	PREFETCHT1   896(R9)
 	VBROADCASTSS 56(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19800,6 +20083,7 @@ convBlocked3x3AVX512_cb:
 	VMOVUPS      2880(DI), Z9
 	VMOVUPS      2944(DI), Z10
 	VMOVUPS      3008(DI), Z11
+	PREFETCHT1   960(R9)
 	VBROADCASTSS 60(SI), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z3
@@ -19814,6 +20098,7 @@ convBlocked3x3AVX512_cb:
 	VFMADD231PS  Z11, Z12, Z8
 	ADDQ         DX, SI
 	ADDQ         $0x00000c00, DI
+	ADDQ         R10, R9
 	DECQ         R8
 	JNZ          convBlocked3x3AVX512_cb
 	ADDQ         $0x10, AX
@@ -19893,9 +20178,9 @@ convBlocked3x3AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked3x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// func convBlocked3x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·convBlocked3x4AVX512(SB), NOSPLIT, $0-104
+TEXT ·convBlocked3x4AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -19945,6 +20230,8 @@ convBlocked3x4AVX512_loops:
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
 	LEAQ (BX)(BX*2), SI
+	MOVQ pf+104(FP), R10
+	MOVQ pfStep+112(FP), R11
 
 convBlocked3x4AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -19957,13 +20244,14 @@ convBlocked3x4AVX512_tap:
 	MOVQ cib+24(FP), R9
 
 convBlocked3x4AVX512_cb:
-	LEAQ (DI)(SI*1), R10
+	LEAQ (DI)(SI*1), R12
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
 	VMOVUPS      (R8), Z12
 	VMOVUPS      64(R8), Z13
 	VMOVUPS      128(R8), Z14
-	PREFETCHT0   (R10)(BX*1)
+	PREFETCHT1   (R10)
+	PREFETCHT0   (R12)(BX*1)
 	VBROADCASTSS (DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -19976,7 +20264,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS (R10), Z15
+	VBROADCASTSS (R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -19985,7 +20273,8 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      192(R8), Z12
 	VMOVUPS      256(R8), Z13
 	VMOVUPS      320(R8), Z14
-	PREFETCHT0   64(R10)(BX*1)
+	PREFETCHT1   64(R10)
+	PREFETCHT0   64(R12)(BX*1)
 	VBROADCASTSS 4(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -19998,7 +20287,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 4(R10), Z15
+	VBROADCASTSS 4(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20007,7 +20296,8 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      384(R8), Z12
 	VMOVUPS      448(R8), Z13
 	VMOVUPS      512(R8), Z14
-	PREFETCHT0   128(R10)(BX*1)
+	PREFETCHT1   128(R10)
+	PREFETCHT0   128(R12)(BX*1)
 	VBROADCASTSS 8(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20020,7 +20310,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 8(R10), Z15
+	VBROADCASTSS 8(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20029,7 +20319,8 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      576(R8), Z12
 	VMOVUPS      640(R8), Z13
 	VMOVUPS      704(R8), Z14
-	PREFETCHT0   192(R10)(BX*1)
+	PREFETCHT1   192(R10)
+	PREFETCHT0   192(R12)(BX*1)
 	VBROADCASTSS 12(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20042,7 +20333,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 12(R10), Z15
+	VBROADCASTSS 12(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20051,7 +20342,8 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      768(R8), Z12
 	VMOVUPS      832(R8), Z13
 	VMOVUPS      896(R8), Z14
-	PREFETCHT0   256(R10)(BX*1)
+	PREFETCHT1   256(R10)
+	PREFETCHT0   256(R12)(BX*1)
 	VBROADCASTSS 16(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20064,7 +20356,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 16(R10), Z15
+	VBROADCASTSS 16(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20073,7 +20365,8 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      960(R8), Z12
 	VMOVUPS      1024(R8), Z13
 	VMOVUPS      1088(R8), Z14
-	PREFETCHT0   320(R10)(BX*1)
+	PREFETCHT1   320(R10)
+	PREFETCHT0   320(R12)(BX*1)
 	VBROADCASTSS 20(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20086,7 +20379,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 20(R10), Z15
+	VBROADCASTSS 20(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20095,6 +20388,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      1152(R8), Z12
 	VMOVUPS      1216(R8), Z13
 	VMOVUPS      1280(R8), Z14
+	PREFETCHT1   384(R10)
 	VBROADCASTSS 24(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20107,7 +20401,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 24(R10), Z15
+	VBROADCASTSS 24(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20116,6 +20410,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      1344(R8), Z12
 	VMOVUPS      1408(R8), Z13
 	VMOVUPS      1472(R8), Z14
+	PREFETCHT1   448(R10)
 	VBROADCASTSS 28(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20128,7 +20423,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 28(R10), Z15
+	VBROADCASTSS 28(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20137,6 +20432,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      1536(R8), Z12
 	VMOVUPS      1600(R8), Z13
 	VMOVUPS      1664(R8), Z14
+	PREFETCHT1   512(R10)
 	VBROADCASTSS 32(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20149,7 +20445,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 32(R10), Z15
+	VBROADCASTSS 32(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20158,6 +20454,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      1728(R8), Z12
 	VMOVUPS      1792(R8), Z13
 	VMOVUPS      1856(R8), Z14
+	PREFETCHT1   576(R10)
 	VBROADCASTSS 36(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20170,7 +20467,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 36(R10), Z15
+	VBROADCASTSS 36(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20179,6 +20476,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      1920(R8), Z12
 	VMOVUPS      1984(R8), Z13
 	VMOVUPS      2048(R8), Z14
+	PREFETCHT1   640(R10)
 	VBROADCASTSS 40(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20191,7 +20489,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 40(R10), Z15
+	VBROADCASTSS 40(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20200,6 +20498,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      2112(R8), Z12
 	VMOVUPS      2176(R8), Z13
 	VMOVUPS      2240(R8), Z14
+	PREFETCHT1   704(R10)
 	VBROADCASTSS 44(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20212,7 +20511,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 44(R10), Z15
+	VBROADCASTSS 44(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20221,6 +20520,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      2304(R8), Z12
 	VMOVUPS      2368(R8), Z13
 	VMOVUPS      2432(R8), Z14
+	PREFETCHT1   768(R10)
 	VBROADCASTSS 48(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20233,7 +20533,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 48(R10), Z15
+	VBROADCASTSS 48(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20242,6 +20542,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      2496(R8), Z12
 	VMOVUPS      2560(R8), Z13
 	VMOVUPS      2624(R8), Z14
+	PREFETCHT1   832(R10)
 	VBROADCASTSS 52(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20254,7 +20555,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 52(R10), Z15
+	VBROADCASTSS 52(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20263,6 +20564,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      2688(R8), Z12
 	VMOVUPS      2752(R8), Z13
 	VMOVUPS      2816(R8), Z14
+	PREFETCHT1   896(R10)
 	VBROADCASTSS 56(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20275,7 +20577,7 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 56(R10), Z15
+	VBROADCASTSS 56(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
@@ -20284,6 +20586,7 @@ convBlocked3x4AVX512_cb:
 	VMOVUPS      2880(R8), Z12
 	VMOVUPS      2944(R8), Z13
 	VMOVUPS      3008(R8), Z14
+	PREFETCHT1   960(R10)
 	VBROADCASTSS 60(DI), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z4
@@ -20296,12 +20599,13 @@ convBlocked3x4AVX512_cb:
 	VFMADD231PS  Z12, Z15, Z2
 	VFMADD231PS  Z13, Z15, Z6
 	VFMADD231PS  Z14, Z15, Z10
-	VBROADCASTSS 60(R10), Z15
+	VBROADCASTSS 60(R12), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z11
 	ADDQ         DX, DI
 	ADDQ         $0x00000c00, R8
+	ADDQ         R11, R10
 	DECQ         R9
 	JNZ          convBlocked3x4AVX512_cb
 	ADDQ         $0x10, AX
@@ -20401,9 +20705,9 @@ convBlocked3x4AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked3x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// func convBlocked3x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·convBlocked3x5AVX512(SB), NOSPLIT, $0-104
+TEXT ·convBlocked3x5AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -20459,6 +20763,8 @@ convBlocked3x5AVX512_loops:
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
 	LEAQ (BX)(BX*2), SI
+	MOVQ pf+104(FP), R10
+	MOVQ pfStep+112(FP), R11
 
 convBlocked3x5AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -20471,13 +20777,14 @@ convBlocked3x5AVX512_tap:
 	MOVQ cib+24(FP), R9
 
 convBlocked3x5AVX512_cb:
-	LEAQ (DI)(SI*1), R10
+	LEAQ (DI)(SI*1), R12
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
 	VMOVUPS      (R8), Z15
 	VMOVUPS      64(R8), Z16
 	VMOVUPS      128(R8), Z17
-	PREFETCHT0   (R10)(BX*2)
+	PREFETCHT1   (R10)
+	PREFETCHT0   (R12)(BX*2)
 	VBROADCASTSS (DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20490,11 +20797,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS (R10), Z18
+	VBROADCASTSS (R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS (R10)(BX*1), Z18
+	VBROADCASTSS (R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20503,7 +20810,8 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      192(R8), Z15
 	VMOVUPS      256(R8), Z16
 	VMOVUPS      320(R8), Z17
-	PREFETCHT0   64(R10)(BX*2)
+	PREFETCHT1   64(R10)
+	PREFETCHT0   64(R12)(BX*2)
 	VBROADCASTSS 4(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20516,11 +20824,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 4(R10), Z18
+	VBROADCASTSS 4(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 4(R10)(BX*1), Z18
+	VBROADCASTSS 4(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20529,7 +20837,8 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      384(R8), Z15
 	VMOVUPS      448(R8), Z16
 	VMOVUPS      512(R8), Z17
-	PREFETCHT0   128(R10)(BX*2)
+	PREFETCHT1   128(R10)
+	PREFETCHT0   128(R12)(BX*2)
 	VBROADCASTSS 8(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20542,11 +20851,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 8(R10), Z18
+	VBROADCASTSS 8(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 8(R10)(BX*1), Z18
+	VBROADCASTSS 8(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20555,7 +20864,8 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      576(R8), Z15
 	VMOVUPS      640(R8), Z16
 	VMOVUPS      704(R8), Z17
-	PREFETCHT0   192(R10)(BX*2)
+	PREFETCHT1   192(R10)
+	PREFETCHT0   192(R12)(BX*2)
 	VBROADCASTSS 12(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20568,11 +20878,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 12(R10), Z18
+	VBROADCASTSS 12(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 12(R10)(BX*1), Z18
+	VBROADCASTSS 12(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20581,7 +20891,8 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      768(R8), Z15
 	VMOVUPS      832(R8), Z16
 	VMOVUPS      896(R8), Z17
-	PREFETCHT0   256(R10)(BX*2)
+	PREFETCHT1   256(R10)
+	PREFETCHT0   256(R12)(BX*2)
 	VBROADCASTSS 16(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20594,11 +20905,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 16(R10), Z18
+	VBROADCASTSS 16(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 16(R10)(BX*1), Z18
+	VBROADCASTSS 16(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20607,7 +20918,8 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      960(R8), Z15
 	VMOVUPS      1024(R8), Z16
 	VMOVUPS      1088(R8), Z17
-	PREFETCHT0   320(R10)(BX*2)
+	PREFETCHT1   320(R10)
+	PREFETCHT0   320(R12)(BX*2)
 	VBROADCASTSS 20(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20620,11 +20932,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 20(R10), Z18
+	VBROADCASTSS 20(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 20(R10)(BX*1), Z18
+	VBROADCASTSS 20(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20633,6 +20945,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      1152(R8), Z15
 	VMOVUPS      1216(R8), Z16
 	VMOVUPS      1280(R8), Z17
+	PREFETCHT1   384(R10)
 	VBROADCASTSS 24(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20645,11 +20958,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 24(R10), Z18
+	VBROADCASTSS 24(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 24(R10)(BX*1), Z18
+	VBROADCASTSS 24(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20658,6 +20971,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      1344(R8), Z15
 	VMOVUPS      1408(R8), Z16
 	VMOVUPS      1472(R8), Z17
+	PREFETCHT1   448(R10)
 	VBROADCASTSS 28(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20670,11 +20984,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 28(R10), Z18
+	VBROADCASTSS 28(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 28(R10)(BX*1), Z18
+	VBROADCASTSS 28(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20683,6 +20997,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      1536(R8), Z15
 	VMOVUPS      1600(R8), Z16
 	VMOVUPS      1664(R8), Z17
+	PREFETCHT1   512(R10)
 	VBROADCASTSS 32(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20695,11 +21010,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 32(R10), Z18
+	VBROADCASTSS 32(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 32(R10)(BX*1), Z18
+	VBROADCASTSS 32(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20708,6 +21023,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      1728(R8), Z15
 	VMOVUPS      1792(R8), Z16
 	VMOVUPS      1856(R8), Z17
+	PREFETCHT1   576(R10)
 	VBROADCASTSS 36(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20720,11 +21036,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 36(R10), Z18
+	VBROADCASTSS 36(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 36(R10)(BX*1), Z18
+	VBROADCASTSS 36(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20733,6 +21049,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      1920(R8), Z15
 	VMOVUPS      1984(R8), Z16
 	VMOVUPS      2048(R8), Z17
+	PREFETCHT1   640(R10)
 	VBROADCASTSS 40(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20745,11 +21062,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 40(R10), Z18
+	VBROADCASTSS 40(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 40(R10)(BX*1), Z18
+	VBROADCASTSS 40(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20758,6 +21075,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      2112(R8), Z15
 	VMOVUPS      2176(R8), Z16
 	VMOVUPS      2240(R8), Z17
+	PREFETCHT1   704(R10)
 	VBROADCASTSS 44(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20770,11 +21088,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 44(R10), Z18
+	VBROADCASTSS 44(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 44(R10)(BX*1), Z18
+	VBROADCASTSS 44(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20783,6 +21101,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      2304(R8), Z15
 	VMOVUPS      2368(R8), Z16
 	VMOVUPS      2432(R8), Z17
+	PREFETCHT1   768(R10)
 	VBROADCASTSS 48(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20795,11 +21114,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 48(R10), Z18
+	VBROADCASTSS 48(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 48(R10)(BX*1), Z18
+	VBROADCASTSS 48(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20808,6 +21127,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      2496(R8), Z15
 	VMOVUPS      2560(R8), Z16
 	VMOVUPS      2624(R8), Z17
+	PREFETCHT1   832(R10)
 	VBROADCASTSS 52(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20820,11 +21140,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 52(R10), Z18
+	VBROADCASTSS 52(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 52(R10)(BX*1), Z18
+	VBROADCASTSS 52(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20833,6 +21153,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      2688(R8), Z15
 	VMOVUPS      2752(R8), Z16
 	VMOVUPS      2816(R8), Z17
+	PREFETCHT1   896(R10)
 	VBROADCASTSS 56(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20845,11 +21166,11 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 56(R10), Z18
+	VBROADCASTSS 56(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 56(R10)(BX*1), Z18
+	VBROADCASTSS 56(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
@@ -20858,6 +21179,7 @@ convBlocked3x5AVX512_cb:
 	VMOVUPS      2880(R8), Z15
 	VMOVUPS      2944(R8), Z16
 	VMOVUPS      3008(R8), Z17
+	PREFETCHT1   960(R10)
 	VBROADCASTSS 60(DI), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z5
@@ -20870,16 +21192,17 @@ convBlocked3x5AVX512_cb:
 	VFMADD231PS  Z15, Z18, Z2
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z12
-	VBROADCASTSS 60(R10), Z18
+	VBROADCASTSS 60(R12), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 60(R10)(BX*1), Z18
+	VBROADCASTSS 60(R12)(BX*1), Z18
 	VFMADD231PS  Z15, Z18, Z4
 	VFMADD231PS  Z16, Z18, Z9
 	VFMADD231PS  Z17, Z18, Z14
 	ADDQ         DX, DI
 	ADDQ         $0x00000c00, R8
+	ADDQ         R11, R10
 	DECQ         R9
 	JNZ          convBlocked3x5AVX512_cb
 	ADDQ         $0x10, AX
@@ -20991,9 +21314,9 @@ convBlocked3x5AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked3x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// func convBlocked3x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·convBlocked3x6AVX512(SB), NOSPLIT, $0-104
+TEXT ·convBlocked3x6AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -21055,6 +21378,8 @@ convBlocked3x6AVX512_loops:
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
 	LEAQ (BX)(BX*2), SI
+	MOVQ pf+104(FP), R10
+	MOVQ pfStep+112(FP), R11
 
 convBlocked3x6AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -21067,13 +21392,14 @@ convBlocked3x6AVX512_tap:
 	MOVQ cib+24(FP), R9
 
 convBlocked3x6AVX512_cb:
-	LEAQ (DI)(SI*1), R10
+	LEAQ (DI)(SI*1), R12
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·3 + j)·16 : …]
 	VMOVUPS      (R8), Z18
 	VMOVUPS      64(R8), Z19
 	VMOVUPS      128(R8), Z20
-	PREFETCHT0   (R10)(SI*1)
+	PREFETCHT1   (R10)
+	PREFETCHT0   (R12)(SI*1)
 	VBROADCASTSS (DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21086,15 +21412,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS (R10), Z21
+	VBROADCASTSS (R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS (R10)(BX*1), Z21
+	VBROADCASTSS (R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS (R10)(BX*2), Z21
+	VBROADCASTSS (R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21103,7 +21429,8 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      192(R8), Z18
 	VMOVUPS      256(R8), Z19
 	VMOVUPS      320(R8), Z20
-	PREFETCHT0   64(R10)(SI*1)
+	PREFETCHT1   64(R10)
+	PREFETCHT0   64(R12)(SI*1)
 	VBROADCASTSS 4(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21116,15 +21443,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 4(R10), Z21
+	VBROADCASTSS 4(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 4(R10)(BX*1), Z21
+	VBROADCASTSS 4(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 4(R10)(BX*2), Z21
+	VBROADCASTSS 4(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21133,7 +21460,8 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      384(R8), Z18
 	VMOVUPS      448(R8), Z19
 	VMOVUPS      512(R8), Z20
-	PREFETCHT0   128(R10)(SI*1)
+	PREFETCHT1   128(R10)
+	PREFETCHT0   128(R12)(SI*1)
 	VBROADCASTSS 8(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21146,15 +21474,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 8(R10), Z21
+	VBROADCASTSS 8(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 8(R10)(BX*1), Z21
+	VBROADCASTSS 8(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 8(R10)(BX*2), Z21
+	VBROADCASTSS 8(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21163,7 +21491,8 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      576(R8), Z18
 	VMOVUPS      640(R8), Z19
 	VMOVUPS      704(R8), Z20
-	PREFETCHT0   192(R10)(SI*1)
+	PREFETCHT1   192(R10)
+	PREFETCHT0   192(R12)(SI*1)
 	VBROADCASTSS 12(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21176,15 +21505,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 12(R10), Z21
+	VBROADCASTSS 12(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 12(R10)(BX*1), Z21
+	VBROADCASTSS 12(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 12(R10)(BX*2), Z21
+	VBROADCASTSS 12(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21193,7 +21522,8 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      768(R8), Z18
 	VMOVUPS      832(R8), Z19
 	VMOVUPS      896(R8), Z20
-	PREFETCHT0   256(R10)(SI*1)
+	PREFETCHT1   256(R10)
+	PREFETCHT0   256(R12)(SI*1)
 	VBROADCASTSS 16(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21206,15 +21536,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 16(R10), Z21
+	VBROADCASTSS 16(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 16(R10)(BX*1), Z21
+	VBROADCASTSS 16(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 16(R10)(BX*2), Z21
+	VBROADCASTSS 16(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21223,7 +21553,8 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      960(R8), Z18
 	VMOVUPS      1024(R8), Z19
 	VMOVUPS      1088(R8), Z20
-	PREFETCHT0   320(R10)(SI*1)
+	PREFETCHT1   320(R10)
+	PREFETCHT0   320(R12)(SI*1)
 	VBROADCASTSS 20(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21236,15 +21567,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 20(R10), Z21
+	VBROADCASTSS 20(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 20(R10)(BX*1), Z21
+	VBROADCASTSS 20(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 20(R10)(BX*2), Z21
+	VBROADCASTSS 20(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21253,6 +21584,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      1152(R8), Z18
 	VMOVUPS      1216(R8), Z19
 	VMOVUPS      1280(R8), Z20
+	PREFETCHT1   384(R10)
 	VBROADCASTSS 24(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21265,15 +21597,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 24(R10), Z21
+	VBROADCASTSS 24(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 24(R10)(BX*1), Z21
+	VBROADCASTSS 24(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 24(R10)(BX*2), Z21
+	VBROADCASTSS 24(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21282,6 +21614,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      1344(R8), Z18
 	VMOVUPS      1408(R8), Z19
 	VMOVUPS      1472(R8), Z20
+	PREFETCHT1   448(R10)
 	VBROADCASTSS 28(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21294,15 +21627,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 28(R10), Z21
+	VBROADCASTSS 28(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 28(R10)(BX*1), Z21
+	VBROADCASTSS 28(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 28(R10)(BX*2), Z21
+	VBROADCASTSS 28(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21311,6 +21644,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      1536(R8), Z18
 	VMOVUPS      1600(R8), Z19
 	VMOVUPS      1664(R8), Z20
+	PREFETCHT1   512(R10)
 	VBROADCASTSS 32(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21323,15 +21657,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 32(R10), Z21
+	VBROADCASTSS 32(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 32(R10)(BX*1), Z21
+	VBROADCASTSS 32(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 32(R10)(BX*2), Z21
+	VBROADCASTSS 32(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21340,6 +21674,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      1728(R8), Z18
 	VMOVUPS      1792(R8), Z19
 	VMOVUPS      1856(R8), Z20
+	PREFETCHT1   576(R10)
 	VBROADCASTSS 36(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21352,15 +21687,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 36(R10), Z21
+	VBROADCASTSS 36(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 36(R10)(BX*1), Z21
+	VBROADCASTSS 36(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 36(R10)(BX*2), Z21
+	VBROADCASTSS 36(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21369,6 +21704,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      1920(R8), Z18
 	VMOVUPS      1984(R8), Z19
 	VMOVUPS      2048(R8), Z20
+	PREFETCHT1   640(R10)
 	VBROADCASTSS 40(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21381,15 +21717,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 40(R10), Z21
+	VBROADCASTSS 40(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 40(R10)(BX*1), Z21
+	VBROADCASTSS 40(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 40(R10)(BX*2), Z21
+	VBROADCASTSS 40(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21398,6 +21734,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      2112(R8), Z18
 	VMOVUPS      2176(R8), Z19
 	VMOVUPS      2240(R8), Z20
+	PREFETCHT1   704(R10)
 	VBROADCASTSS 44(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21410,15 +21747,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 44(R10), Z21
+	VBROADCASTSS 44(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 44(R10)(BX*1), Z21
+	VBROADCASTSS 44(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 44(R10)(BX*2), Z21
+	VBROADCASTSS 44(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21427,6 +21764,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      2304(R8), Z18
 	VMOVUPS      2368(R8), Z19
 	VMOVUPS      2432(R8), Z20
+	PREFETCHT1   768(R10)
 	VBROADCASTSS 48(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21439,15 +21777,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 48(R10), Z21
+	VBROADCASTSS 48(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 48(R10)(BX*1), Z21
+	VBROADCASTSS 48(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 48(R10)(BX*2), Z21
+	VBROADCASTSS 48(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21456,6 +21794,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      2496(R8), Z18
 	VMOVUPS      2560(R8), Z19
 	VMOVUPS      2624(R8), Z20
+	PREFETCHT1   832(R10)
 	VBROADCASTSS 52(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21468,15 +21807,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 52(R10), Z21
+	VBROADCASTSS 52(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 52(R10)(BX*1), Z21
+	VBROADCASTSS 52(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 52(R10)(BX*2), Z21
+	VBROADCASTSS 52(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21485,6 +21824,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      2688(R8), Z18
 	VMOVUPS      2752(R8), Z19
 	VMOVUPS      2816(R8), Z20
+	PREFETCHT1   896(R10)
 	VBROADCASTSS 56(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21497,15 +21837,15 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 56(R10), Z21
+	VBROADCASTSS 56(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 56(R10)(BX*1), Z21
+	VBROADCASTSS 56(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 56(R10)(BX*2), Z21
+	VBROADCASTSS 56(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
@@ -21514,6 +21854,7 @@ convBlocked3x6AVX512_cb:
 	VMOVUPS      2880(R8), Z18
 	VMOVUPS      2944(R8), Z19
 	VMOVUPS      3008(R8), Z20
+	PREFETCHT1   960(R10)
 	VBROADCASTSS 60(DI), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z6
@@ -21526,20 +21867,21 @@ convBlocked3x6AVX512_cb:
 	VFMADD231PS  Z18, Z21, Z2
 	VFMADD231PS  Z19, Z21, Z8
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 60(R10), Z21
+	VBROADCASTSS 60(R12), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z9
 	VFMADD231PS  Z20, Z21, Z15
-	VBROADCASTSS 60(R10)(BX*1), Z21
+	VBROADCASTSS 60(R12)(BX*1), Z21
 	VFMADD231PS  Z18, Z21, Z4
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z16
-	VBROADCASTSS 60(R10)(BX*2), Z21
+	VBROADCASTSS 60(R12)(BX*2), Z21
 	VFMADD231PS  Z18, Z21, Z5
 	VFMADD231PS  Z19, Z21, Z11
 	VFMADD231PS  Z20, Z21, Z17
 	ADDQ         DX, DI
 	ADDQ         $0x00000c00, R8
+	ADDQ         R11, R10
 	DECQ         R9
 	JNZ          convBlocked3x6AVX512_cb
 	ADDQ         $0x10, AX
@@ -21663,9 +22005,9 @@ convBlocked3x6AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked4x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
-TEXT ·convBlocked4x1AVX512(SB), NOSPLIT, $0-104
+// func convBlocked4x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·convBlocked4x1AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -21695,6 +22037,8 @@ convBlocked4x1AVX512_loops:
 	MOVQ ntaps+16(FP), CX
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
+	MOVQ pf+104(FP), R8
+	MOVQ pfStep+112(FP), R9
 
 convBlocked4x1AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -21712,6 +22056,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      64(SI), Z5
 	VMOVUPS      128(SI), Z6
 	VMOVUPS      192(SI), Z7
+	PREFETCHT1   (R8)
 	VBROADCASTSS (BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21723,6 +22068,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      320(SI), Z5
 	VMOVUPS      384(SI), Z6
 	VMOVUPS      448(SI), Z7
+	PREFETCHT1   64(R8)
 	VBROADCASTSS 4(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21734,6 +22080,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      576(SI), Z5
 	VMOVUPS      640(SI), Z6
 	VMOVUPS      704(SI), Z7
+	PREFETCHT1   128(R8)
 	VBROADCASTSS 8(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21745,6 +22092,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      832(SI), Z5
 	VMOVUPS      896(SI), Z6
 	VMOVUPS      960(SI), Z7
+	PREFETCHT1   192(R8)
 	VBROADCASTSS 12(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21756,6 +22104,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      1088(SI), Z5
 	VMOVUPS      1152(SI), Z6
 	VMOVUPS      1216(SI), Z7
+	PREFETCHT1   256(R8)
 	VBROADCASTSS 16(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21767,6 +22116,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      1344(SI), Z5
 	VMOVUPS      1408(SI), Z6
 	VMOVUPS      1472(SI), Z7
+	PREFETCHT1   320(R8)
 	VBROADCASTSS 20(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21778,6 +22128,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      1600(SI), Z5
 	VMOVUPS      1664(SI), Z6
 	VMOVUPS      1728(SI), Z7
+	PREFETCHT1   384(R8)
 	VBROADCASTSS 24(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21789,6 +22140,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      1856(SI), Z5
 	VMOVUPS      1920(SI), Z6
 	VMOVUPS      1984(SI), Z7
+	PREFETCHT1   448(R8)
 	VBROADCASTSS 28(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21800,6 +22152,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      2112(SI), Z5
 	VMOVUPS      2176(SI), Z6
 	VMOVUPS      2240(SI), Z7
+	PREFETCHT1   512(R8)
 	VBROADCASTSS 32(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21811,6 +22164,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      2368(SI), Z5
 	VMOVUPS      2432(SI), Z6
 	VMOVUPS      2496(SI), Z7
+	PREFETCHT1   576(R8)
 	VBROADCASTSS 36(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21822,6 +22176,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      2624(SI), Z5
 	VMOVUPS      2688(SI), Z6
 	VMOVUPS      2752(SI), Z7
+	PREFETCHT1   640(R8)
 	VBROADCASTSS 40(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21833,6 +22188,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      2880(SI), Z5
 	VMOVUPS      2944(SI), Z6
 	VMOVUPS      3008(SI), Z7
+	PREFETCHT1   704(R8)
 	VBROADCASTSS 44(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21844,6 +22200,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      3136(SI), Z5
 	VMOVUPS      3200(SI), Z6
 	VMOVUPS      3264(SI), Z7
+	PREFETCHT1   768(R8)
 	VBROADCASTSS 48(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21855,6 +22212,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      3392(SI), Z5
 	VMOVUPS      3456(SI), Z6
 	VMOVUPS      3520(SI), Z7
+	PREFETCHT1   832(R8)
 	VBROADCASTSS 52(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21866,6 +22224,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      3648(SI), Z5
 	VMOVUPS      3712(SI), Z6
 	VMOVUPS      3776(SI), Z7
+	PREFETCHT1   896(R8)
 	VBROADCASTSS 56(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21877,6 +22236,7 @@ convBlocked4x1AVX512_cb:
 	VMOVUPS      3904(SI), Z5
 	VMOVUPS      3968(SI), Z6
 	VMOVUPS      4032(SI), Z7
+	PREFETCHT1   960(R8)
 	VBROADCASTSS 60(BX), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
@@ -21884,6 +22244,7 @@ convBlocked4x1AVX512_cb:
 	VFMADD231PS  Z7, Z8, Z3
 	ADDQ         DX, BX
 	ADDQ         $0x00001000, SI
+	ADDQ         R9, R8
 	DECQ         DI
 	JNZ          convBlocked4x1AVX512_cb
 	ADDQ         $0x10, AX
@@ -21946,9 +22307,9 @@ convBlocked4x1AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked4x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
-TEXT ·convBlocked4x2AVX512(SB), NOSPLIT, $0-104
+// func convBlocked4x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·convBlocked4x2AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -21986,6 +22347,8 @@ convBlocked4x2AVX512_loops:
 	MOVQ ntaps+16(FP), CX
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
+	MOVQ pf+104(FP), R9
+	MOVQ pfStep+112(FP), R10
 
 convBlocked4x2AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -22003,6 +22366,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      64(DI), Z9
 	VMOVUPS      128(DI), Z10
 	VMOVUPS      192(DI), Z11
+	PREFETCHT1   (R9)
 	VBROADCASTSS (SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22019,6 +22383,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      320(DI), Z9
 	VMOVUPS      384(DI), Z10
 	VMOVUPS      448(DI), Z11
+	PREFETCHT1   64(R9)
 	VBROADCASTSS 4(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22035,6 +22400,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      576(DI), Z9
 	VMOVUPS      640(DI), Z10
 	VMOVUPS      704(DI), Z11
+	PREFETCHT1   128(R9)
 	VBROADCASTSS 8(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22051,6 +22417,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      832(DI), Z9
 	VMOVUPS      896(DI), Z10
 	VMOVUPS      960(DI), Z11
+	PREFETCHT1   192(R9)
 	VBROADCASTSS 12(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22067,6 +22434,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      1088(DI), Z9
 	VMOVUPS      1152(DI), Z10
 	VMOVUPS      1216(DI), Z11
+	PREFETCHT1   256(R9)
 	VBROADCASTSS 16(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22083,6 +22451,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      1344(DI), Z9
 	VMOVUPS      1408(DI), Z10
 	VMOVUPS      1472(DI), Z11
+	PREFETCHT1   320(R9)
 	VBROADCASTSS 20(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22099,6 +22468,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      1600(DI), Z9
 	VMOVUPS      1664(DI), Z10
 	VMOVUPS      1728(DI), Z11
+	PREFETCHT1   384(R9)
 	VBROADCASTSS 24(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22115,6 +22485,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      1856(DI), Z9
 	VMOVUPS      1920(DI), Z10
 	VMOVUPS      1984(DI), Z11
+	PREFETCHT1   448(R9)
 	VBROADCASTSS 28(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22131,6 +22502,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      2112(DI), Z9
 	VMOVUPS      2176(DI), Z10
 	VMOVUPS      2240(DI), Z11
+	PREFETCHT1   512(R9)
 	VBROADCASTSS 32(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22147,6 +22519,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      2368(DI), Z9
 	VMOVUPS      2432(DI), Z10
 	VMOVUPS      2496(DI), Z11
+	PREFETCHT1   576(R9)
 	VBROADCASTSS 36(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22163,6 +22536,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      2624(DI), Z9
 	VMOVUPS      2688(DI), Z10
 	VMOVUPS      2752(DI), Z11
+	PREFETCHT1   640(R9)
 	VBROADCASTSS 40(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22179,6 +22553,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      2880(DI), Z9
 	VMOVUPS      2944(DI), Z10
 	VMOVUPS      3008(DI), Z11
+	PREFETCHT1   704(R9)
 	VBROADCASTSS 44(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22195,6 +22570,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      3136(DI), Z9
 	VMOVUPS      3200(DI), Z10
 	VMOVUPS      3264(DI), Z11
+	PREFETCHT1   768(R9)
 	VBROADCASTSS 48(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22211,6 +22587,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      3392(DI), Z9
 	VMOVUPS      3456(DI), Z10
 	VMOVUPS      3520(DI), Z11
+	PREFETCHT1   832(R9)
 	VBROADCASTSS 52(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22227,6 +22604,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      3648(DI), Z9
 	VMOVUPS      3712(DI), Z10
 	VMOVUPS      3776(DI), Z11
+	PREFETCHT1   896(R9)
 	VBROADCASTSS 56(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22243,6 +22621,7 @@ convBlocked4x2AVX512_cb:
 	VMOVUPS      3904(DI), Z9
 	VMOVUPS      3968(DI), Z10
 	VMOVUPS      4032(DI), Z11
+	PREFETCHT1   960(R9)
 	VBROADCASTSS 60(SI), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z2
@@ -22255,6 +22634,7 @@ convBlocked4x2AVX512_cb:
 	VFMADD231PS  Z11, Z12, Z7
 	ADDQ         DX, SI
 	ADDQ         $0x00001000, DI
+	ADDQ         R10, R9
 	DECQ         R8
 	JNZ          convBlocked4x2AVX512_cb
 	ADDQ         $0x10, AX
@@ -22333,9 +22713,9 @@ convBlocked4x2AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked4x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
-// Requires: AVX, AVX512F
-TEXT ·convBlocked4x3AVX512(SB), NOSPLIT, $0-104
+// func convBlocked4x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·convBlocked4x3AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -22381,6 +22761,8 @@ convBlocked4x3AVX512_loops:
 	MOVQ ntaps+16(FP), CX
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
+	MOVQ pf+104(FP), R9
+	MOVQ pfStep+112(FP), R10
 
 convBlocked4x3AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -22398,6 +22780,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      64(DI), Z13
 	VMOVUPS      128(DI), Z14
 	VMOVUPS      192(DI), Z15
+	PREFETCHT1   (R9)
 	VBROADCASTSS (SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22419,6 +22802,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      320(DI), Z13
 	VMOVUPS      384(DI), Z14
 	VMOVUPS      448(DI), Z15
+	PREFETCHT1   64(R9)
 	VBROADCASTSS 4(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22440,6 +22824,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      576(DI), Z13
 	VMOVUPS      640(DI), Z14
 	VMOVUPS      704(DI), Z15
+	PREFETCHT1   128(R9)
 	VBROADCASTSS 8(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22461,6 +22846,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      832(DI), Z13
 	VMOVUPS      896(DI), Z14
 	VMOVUPS      960(DI), Z15
+	PREFETCHT1   192(R9)
 	VBROADCASTSS 12(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22482,6 +22868,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      1088(DI), Z13
 	VMOVUPS      1152(DI), Z14
 	VMOVUPS      1216(DI), Z15
+	PREFETCHT1   256(R9)
 	VBROADCASTSS 16(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22503,6 +22890,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      1344(DI), Z13
 	VMOVUPS      1408(DI), Z14
 	VMOVUPS      1472(DI), Z15
+	PREFETCHT1   320(R9)
 	VBROADCASTSS 20(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22524,6 +22912,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      1600(DI), Z13
 	VMOVUPS      1664(DI), Z14
 	VMOVUPS      1728(DI), Z15
+	PREFETCHT1   384(R9)
 	VBROADCASTSS 24(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22545,6 +22934,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      1856(DI), Z13
 	VMOVUPS      1920(DI), Z14
 	VMOVUPS      1984(DI), Z15
+	PREFETCHT1   448(R9)
 	VBROADCASTSS 28(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22566,6 +22956,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      2112(DI), Z13
 	VMOVUPS      2176(DI), Z14
 	VMOVUPS      2240(DI), Z15
+	PREFETCHT1   512(R9)
 	VBROADCASTSS 32(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22587,6 +22978,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      2368(DI), Z13
 	VMOVUPS      2432(DI), Z14
 	VMOVUPS      2496(DI), Z15
+	PREFETCHT1   576(R9)
 	VBROADCASTSS 36(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22608,6 +23000,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      2624(DI), Z13
 	VMOVUPS      2688(DI), Z14
 	VMOVUPS      2752(DI), Z15
+	PREFETCHT1   640(R9)
 	VBROADCASTSS 40(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22629,6 +23022,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      2880(DI), Z13
 	VMOVUPS      2944(DI), Z14
 	VMOVUPS      3008(DI), Z15
+	PREFETCHT1   704(R9)
 	VBROADCASTSS 44(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22650,6 +23044,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      3136(DI), Z13
 	VMOVUPS      3200(DI), Z14
 	VMOVUPS      3264(DI), Z15
+	PREFETCHT1   768(R9)
 	VBROADCASTSS 48(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22671,6 +23066,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      3392(DI), Z13
 	VMOVUPS      3456(DI), Z14
 	VMOVUPS      3520(DI), Z15
+	PREFETCHT1   832(R9)
 	VBROADCASTSS 52(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22692,6 +23088,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      3648(DI), Z13
 	VMOVUPS      3712(DI), Z14
 	VMOVUPS      3776(DI), Z15
+	PREFETCHT1   896(R9)
 	VBROADCASTSS 56(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22713,6 +23110,7 @@ convBlocked4x3AVX512_cb:
 	VMOVUPS      3904(DI), Z13
 	VMOVUPS      3968(DI), Z14
 	VMOVUPS      4032(DI), Z15
+	PREFETCHT1   960(R9)
 	VBROADCASTSS 60(SI), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z3
@@ -22730,6 +23128,7 @@ convBlocked4x3AVX512_cb:
 	VFMADD231PS  Z15, Z16, Z11
 	ADDQ         DX, SI
 	ADDQ         $0x00001000, DI
+	ADDQ         R10, R9
 	DECQ         R8
 	JNZ          convBlocked4x3AVX512_cb
 	ADDQ         $0x10, AX
@@ -22824,9 +23223,9 @@ convBlocked4x3AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked4x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// func convBlocked4x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·convBlocked4x4AVX512(SB), NOSPLIT, $0-104
+TEXT ·convBlocked4x4AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -22886,6 +23285,8 @@ convBlocked4x4AVX512_loops:
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
 	LEAQ (BX)(BX*2), SI
+	MOVQ pf+104(FP), R10
+	MOVQ pfStep+112(FP), R11
 
 convBlocked4x4AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -22898,14 +23299,15 @@ convBlocked4x4AVX512_tap:
 	MOVQ cib+24(FP), R9
 
 convBlocked4x4AVX512_cb:
-	LEAQ (DI)(SI*1), R10
+	LEAQ (DI)(SI*1), R12
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
 	VMOVUPS      (R8), Z16
 	VMOVUPS      64(R8), Z17
 	VMOVUPS      128(R8), Z18
 	VMOVUPS      192(R8), Z19
-	PREFETCHT0   (R10)(BX*1)
+	PREFETCHT1   (R10)
+	PREFETCHT0   (R12)(BX*1)
 	VBROADCASTSS (DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -22921,7 +23323,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS (R10), Z20
+	VBROADCASTSS (R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -22932,7 +23334,8 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      320(R8), Z17
 	VMOVUPS      384(R8), Z18
 	VMOVUPS      448(R8), Z19
-	PREFETCHT0   64(R10)(BX*1)
+	PREFETCHT1   64(R10)
+	PREFETCHT0   64(R12)(BX*1)
 	VBROADCASTSS 4(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -22948,7 +23351,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 4(R10), Z20
+	VBROADCASTSS 4(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -22959,7 +23362,8 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      576(R8), Z17
 	VMOVUPS      640(R8), Z18
 	VMOVUPS      704(R8), Z19
-	PREFETCHT0   128(R10)(BX*1)
+	PREFETCHT1   128(R10)
+	PREFETCHT0   128(R12)(BX*1)
 	VBROADCASTSS 8(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -22975,7 +23379,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 8(R10), Z20
+	VBROADCASTSS 8(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -22986,7 +23390,8 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      832(R8), Z17
 	VMOVUPS      896(R8), Z18
 	VMOVUPS      960(R8), Z19
-	PREFETCHT0   192(R10)(BX*1)
+	PREFETCHT1   192(R10)
+	PREFETCHT0   192(R12)(BX*1)
 	VBROADCASTSS 12(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -23002,7 +23407,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 12(R10), Z20
+	VBROADCASTSS 12(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -23013,7 +23418,8 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      1088(R8), Z17
 	VMOVUPS      1152(R8), Z18
 	VMOVUPS      1216(R8), Z19
-	PREFETCHT0   256(R10)(BX*1)
+	PREFETCHT1   256(R10)
+	PREFETCHT0   256(R12)(BX*1)
 	VBROADCASTSS 16(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -23029,7 +23435,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 16(R10), Z20
+	VBROADCASTSS 16(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -23040,7 +23446,8 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      1344(R8), Z17
 	VMOVUPS      1408(R8), Z18
 	VMOVUPS      1472(R8), Z19
-	PREFETCHT0   320(R10)(BX*1)
+	PREFETCHT1   320(R10)
+	PREFETCHT0   320(R12)(BX*1)
 	VBROADCASTSS 20(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -23056,7 +23463,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 20(R10), Z20
+	VBROADCASTSS 20(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -23067,6 +23474,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      1600(R8), Z17
 	VMOVUPS      1664(R8), Z18
 	VMOVUPS      1728(R8), Z19
+	PREFETCHT1   384(R10)
 	VBROADCASTSS 24(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -23082,7 +23490,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 24(R10), Z20
+	VBROADCASTSS 24(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -23093,6 +23501,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      1856(R8), Z17
 	VMOVUPS      1920(R8), Z18
 	VMOVUPS      1984(R8), Z19
+	PREFETCHT1   448(R10)
 	VBROADCASTSS 28(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -23108,7 +23517,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 28(R10), Z20
+	VBROADCASTSS 28(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -23119,6 +23528,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      2112(R8), Z17
 	VMOVUPS      2176(R8), Z18
 	VMOVUPS      2240(R8), Z19
+	PREFETCHT1   512(R10)
 	VBROADCASTSS 32(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -23134,7 +23544,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 32(R10), Z20
+	VBROADCASTSS 32(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -23145,6 +23555,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      2368(R8), Z17
 	VMOVUPS      2432(R8), Z18
 	VMOVUPS      2496(R8), Z19
+	PREFETCHT1   576(R10)
 	VBROADCASTSS 36(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -23160,7 +23571,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 36(R10), Z20
+	VBROADCASTSS 36(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -23171,6 +23582,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      2624(R8), Z17
 	VMOVUPS      2688(R8), Z18
 	VMOVUPS      2752(R8), Z19
+	PREFETCHT1   640(R10)
 	VBROADCASTSS 40(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -23186,7 +23598,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 40(R10), Z20
+	VBROADCASTSS 40(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -23197,6 +23609,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      2880(R8), Z17
 	VMOVUPS      2944(R8), Z18
 	VMOVUPS      3008(R8), Z19
+	PREFETCHT1   704(R10)
 	VBROADCASTSS 44(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -23212,7 +23625,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 44(R10), Z20
+	VBROADCASTSS 44(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -23223,6 +23636,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      3136(R8), Z17
 	VMOVUPS      3200(R8), Z18
 	VMOVUPS      3264(R8), Z19
+	PREFETCHT1   768(R10)
 	VBROADCASTSS 48(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -23238,7 +23652,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 48(R10), Z20
+	VBROADCASTSS 48(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -23249,6 +23663,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      3392(R8), Z17
 	VMOVUPS      3456(R8), Z18
 	VMOVUPS      3520(R8), Z19
+	PREFETCHT1   832(R10)
 	VBROADCASTSS 52(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -23264,7 +23679,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 52(R10), Z20
+	VBROADCASTSS 52(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -23275,6 +23690,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      3648(R8), Z17
 	VMOVUPS      3712(R8), Z18
 	VMOVUPS      3776(R8), Z19
+	PREFETCHT1   896(R10)
 	VBROADCASTSS 56(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -23290,7 +23706,7 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 56(R10), Z20
+	VBROADCASTSS 56(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
@@ -23301,6 +23717,7 @@ convBlocked4x4AVX512_cb:
 	VMOVUPS      3904(R8), Z17
 	VMOVUPS      3968(R8), Z18
 	VMOVUPS      4032(R8), Z19
+	PREFETCHT1   960(R10)
 	VBROADCASTSS 60(DI), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z4
@@ -23316,13 +23733,14 @@ convBlocked4x4AVX512_cb:
 	VFMADD231PS  Z17, Z20, Z6
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z14
-	VBROADCASTSS 60(R10), Z20
+	VBROADCASTSS 60(R12), Z20
 	VFMADD231PS  Z16, Z20, Z3
 	VFMADD231PS  Z17, Z20, Z7
 	VFMADD231PS  Z18, Z20, Z11
 	VFMADD231PS  Z19, Z20, Z15
 	ADDQ         DX, DI
 	ADDQ         $0x00001000, R8
+	ADDQ         R11, R10
 	DECQ         R9
 	JNZ          convBlocked4x4AVX512_cb
 	ADDQ         $0x10, AX
@@ -23443,9 +23861,9 @@ convBlocked4x4AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked4x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// func convBlocked4x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·convBlocked4x5AVX512(SB), NOSPLIT, $0-104
+TEXT ·convBlocked4x5AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -23513,6 +23931,8 @@ convBlocked4x5AVX512_loops:
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
 	LEAQ (BX)(BX*2), SI
+	MOVQ pf+104(FP), R10
+	MOVQ pfStep+112(FP), R11
 
 convBlocked4x5AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -23525,14 +23945,15 @@ convBlocked4x5AVX512_tap:
 	MOVQ cib+24(FP), R9
 
 convBlocked4x5AVX512_cb:
-	LEAQ (DI)(SI*1), R10
+	LEAQ (DI)(SI*1), R12
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
 	VMOVUPS      (R8), Z20
 	VMOVUPS      64(R8), Z21
 	VMOVUPS      128(R8), Z22
 	VMOVUPS      192(R8), Z23
-	PREFETCHT0   (R10)(BX*2)
+	PREFETCHT1   (R10)
+	PREFETCHT0   (R12)(BX*2)
 	VBROADCASTSS (DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23548,12 +23969,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS (R10), Z24
+	VBROADCASTSS (R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS (R10)(BX*1), Z24
+	VBROADCASTSS (R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23564,7 +23985,8 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      320(R8), Z21
 	VMOVUPS      384(R8), Z22
 	VMOVUPS      448(R8), Z23
-	PREFETCHT0   64(R10)(BX*2)
+	PREFETCHT1   64(R10)
+	PREFETCHT0   64(R12)(BX*2)
 	VBROADCASTSS 4(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23580,12 +24002,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 4(R10), Z24
+	VBROADCASTSS 4(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 4(R10)(BX*1), Z24
+	VBROADCASTSS 4(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23596,7 +24018,8 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      576(R8), Z21
 	VMOVUPS      640(R8), Z22
 	VMOVUPS      704(R8), Z23
-	PREFETCHT0   128(R10)(BX*2)
+	PREFETCHT1   128(R10)
+	PREFETCHT0   128(R12)(BX*2)
 	VBROADCASTSS 8(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23612,12 +24035,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 8(R10), Z24
+	VBROADCASTSS 8(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 8(R10)(BX*1), Z24
+	VBROADCASTSS 8(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23628,7 +24051,8 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      832(R8), Z21
 	VMOVUPS      896(R8), Z22
 	VMOVUPS      960(R8), Z23
-	PREFETCHT0   192(R10)(BX*2)
+	PREFETCHT1   192(R10)
+	PREFETCHT0   192(R12)(BX*2)
 	VBROADCASTSS 12(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23644,12 +24068,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 12(R10), Z24
+	VBROADCASTSS 12(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 12(R10)(BX*1), Z24
+	VBROADCASTSS 12(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23660,7 +24084,8 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      1088(R8), Z21
 	VMOVUPS      1152(R8), Z22
 	VMOVUPS      1216(R8), Z23
-	PREFETCHT0   256(R10)(BX*2)
+	PREFETCHT1   256(R10)
+	PREFETCHT0   256(R12)(BX*2)
 	VBROADCASTSS 16(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23676,12 +24101,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 16(R10), Z24
+	VBROADCASTSS 16(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 16(R10)(BX*1), Z24
+	VBROADCASTSS 16(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23692,7 +24117,8 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      1344(R8), Z21
 	VMOVUPS      1408(R8), Z22
 	VMOVUPS      1472(R8), Z23
-	PREFETCHT0   320(R10)(BX*2)
+	PREFETCHT1   320(R10)
+	PREFETCHT0   320(R12)(BX*2)
 	VBROADCASTSS 20(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23708,12 +24134,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 20(R10), Z24
+	VBROADCASTSS 20(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 20(R10)(BX*1), Z24
+	VBROADCASTSS 20(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23724,6 +24150,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      1600(R8), Z21
 	VMOVUPS      1664(R8), Z22
 	VMOVUPS      1728(R8), Z23
+	PREFETCHT1   384(R10)
 	VBROADCASTSS 24(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23739,12 +24166,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 24(R10), Z24
+	VBROADCASTSS 24(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 24(R10)(BX*1), Z24
+	VBROADCASTSS 24(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23755,6 +24182,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      1856(R8), Z21
 	VMOVUPS      1920(R8), Z22
 	VMOVUPS      1984(R8), Z23
+	PREFETCHT1   448(R10)
 	VBROADCASTSS 28(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23770,12 +24198,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 28(R10), Z24
+	VBROADCASTSS 28(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 28(R10)(BX*1), Z24
+	VBROADCASTSS 28(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23786,6 +24214,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      2112(R8), Z21
 	VMOVUPS      2176(R8), Z22
 	VMOVUPS      2240(R8), Z23
+	PREFETCHT1   512(R10)
 	VBROADCASTSS 32(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23801,12 +24230,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 32(R10), Z24
+	VBROADCASTSS 32(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 32(R10)(BX*1), Z24
+	VBROADCASTSS 32(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23817,6 +24246,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      2368(R8), Z21
 	VMOVUPS      2432(R8), Z22
 	VMOVUPS      2496(R8), Z23
+	PREFETCHT1   576(R10)
 	VBROADCASTSS 36(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23832,12 +24262,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 36(R10), Z24
+	VBROADCASTSS 36(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 36(R10)(BX*1), Z24
+	VBROADCASTSS 36(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23848,6 +24278,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      2624(R8), Z21
 	VMOVUPS      2688(R8), Z22
 	VMOVUPS      2752(R8), Z23
+	PREFETCHT1   640(R10)
 	VBROADCASTSS 40(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23863,12 +24294,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 40(R10), Z24
+	VBROADCASTSS 40(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 40(R10)(BX*1), Z24
+	VBROADCASTSS 40(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23879,6 +24310,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      2880(R8), Z21
 	VMOVUPS      2944(R8), Z22
 	VMOVUPS      3008(R8), Z23
+	PREFETCHT1   704(R10)
 	VBROADCASTSS 44(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23894,12 +24326,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 44(R10), Z24
+	VBROADCASTSS 44(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 44(R10)(BX*1), Z24
+	VBROADCASTSS 44(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23910,6 +24342,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      3136(R8), Z21
 	VMOVUPS      3200(R8), Z22
 	VMOVUPS      3264(R8), Z23
+	PREFETCHT1   768(R10)
 	VBROADCASTSS 48(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23925,12 +24358,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 48(R10), Z24
+	VBROADCASTSS 48(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 48(R10)(BX*1), Z24
+	VBROADCASTSS 48(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23941,6 +24374,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      3392(R8), Z21
 	VMOVUPS      3456(R8), Z22
 	VMOVUPS      3520(R8), Z23
+	PREFETCHT1   832(R10)
 	VBROADCASTSS 52(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23956,12 +24390,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 52(R10), Z24
+	VBROADCASTSS 52(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 52(R10)(BX*1), Z24
+	VBROADCASTSS 52(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -23972,6 +24406,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      3648(R8), Z21
 	VMOVUPS      3712(R8), Z22
 	VMOVUPS      3776(R8), Z23
+	PREFETCHT1   896(R10)
 	VBROADCASTSS 56(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -23987,12 +24422,12 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 56(R10), Z24
+	VBROADCASTSS 56(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 56(R10)(BX*1), Z24
+	VBROADCASTSS 56(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
@@ -24003,6 +24438,7 @@ convBlocked4x5AVX512_cb:
 	VMOVUPS      3904(R8), Z21
 	VMOVUPS      3968(R8), Z22
 	VMOVUPS      4032(R8), Z23
+	PREFETCHT1   960(R10)
 	VBROADCASTSS 60(DI), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z5
@@ -24018,18 +24454,19 @@ convBlocked4x5AVX512_cb:
 	VFMADD231PS  Z21, Z24, Z7
 	VFMADD231PS  Z22, Z24, Z12
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 60(R10), Z24
+	VBROADCASTSS 60(R12), Z24
 	VFMADD231PS  Z20, Z24, Z3
 	VFMADD231PS  Z21, Z24, Z8
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z18
-	VBROADCASTSS 60(R10)(BX*1), Z24
+	VBROADCASTSS 60(R12)(BX*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z14
 	VFMADD231PS  Z23, Z24, Z19
 	ADDQ         DX, DI
 	ADDQ         $0x00001000, R8
+	ADDQ         R11, R10
 	DECQ         R9
 	JNZ          convBlocked4x5AVX512_cb
 	ADDQ         $0x10, AX
@@ -24166,9 +24603,9 @@ convBlocked4x5AVX512_store:
 	VZEROUPPER
 	RET
 
-// func convBlocked4x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+// func convBlocked4x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·convBlocked4x6AVX512(SB), NOSPLIT, $0-104
+TEXT ·convBlocked4x6AVX512(SB), NOSPLIT, $0-120
 	PCALIGN $0x40
 
 	// acc = out with ConvAccumulate, else 0
@@ -24244,6 +24681,8 @@ convBlocked4x6AVX512_loops:
 	MOVQ xBlock+32(FP), DX
 	MOVQ pixStride+40(FP), BX
 	LEAQ (BX)(BX*2), SI
+	MOVQ pf+104(FP), R10
+	MOVQ pfStep+112(FP), R11
 
 convBlocked4x6AVX512_tap:
 	// xp = x + 4·taps[2t], wp = w + 4·taps[2t+1]
@@ -24256,14 +24695,15 @@ convBlocked4x6AVX512_tap:
 	MOVQ cib+24(FP), R9
 
 convBlocked4x6AVX512_cb:
-	LEAQ (DI)(SI*1), R10
+	LEAQ (DI)(SI*1), R12
 
 	// channel 0: acc[j][p] += broadcast(x[p·pixStride + 0]) · w[(0·4 + j)·16 : …]
 	VMOVUPS      (R8), Z24
 	VMOVUPS      64(R8), Z25
 	VMOVUPS      128(R8), Z26
 	VMOVUPS      192(R8), Z27
-	PREFETCHT0   (R10)(SI*1)
+	PREFETCHT1   (R10)
+	PREFETCHT0   (R12)(SI*1)
 	VBROADCASTSS (DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24279,17 +24719,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS (R10), Z28
+	VBROADCASTSS (R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS (R10)(BX*1), Z28
+	VBROADCASTSS (R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS (R10)(BX*2), Z28
+	VBROADCASTSS (R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24300,7 +24740,8 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      320(R8), Z25
 	VMOVUPS      384(R8), Z26
 	VMOVUPS      448(R8), Z27
-	PREFETCHT0   64(R10)(SI*1)
+	PREFETCHT1   64(R10)
+	PREFETCHT0   64(R12)(SI*1)
 	VBROADCASTSS 4(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24316,17 +24757,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 4(R10), Z28
+	VBROADCASTSS 4(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 4(R10)(BX*1), Z28
+	VBROADCASTSS 4(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 4(R10)(BX*2), Z28
+	VBROADCASTSS 4(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24337,7 +24778,8 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      576(R8), Z25
 	VMOVUPS      640(R8), Z26
 	VMOVUPS      704(R8), Z27
-	PREFETCHT0   128(R10)(SI*1)
+	PREFETCHT1   128(R10)
+	PREFETCHT0   128(R12)(SI*1)
 	VBROADCASTSS 8(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24353,17 +24795,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 8(R10), Z28
+	VBROADCASTSS 8(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 8(R10)(BX*1), Z28
+	VBROADCASTSS 8(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 8(R10)(BX*2), Z28
+	VBROADCASTSS 8(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24374,7 +24816,8 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      832(R8), Z25
 	VMOVUPS      896(R8), Z26
 	VMOVUPS      960(R8), Z27
-	PREFETCHT0   192(R10)(SI*1)
+	PREFETCHT1   192(R10)
+	PREFETCHT0   192(R12)(SI*1)
 	VBROADCASTSS 12(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24390,17 +24833,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 12(R10), Z28
+	VBROADCASTSS 12(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 12(R10)(BX*1), Z28
+	VBROADCASTSS 12(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 12(R10)(BX*2), Z28
+	VBROADCASTSS 12(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24411,7 +24854,8 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      1088(R8), Z25
 	VMOVUPS      1152(R8), Z26
 	VMOVUPS      1216(R8), Z27
-	PREFETCHT0   256(R10)(SI*1)
+	PREFETCHT1   256(R10)
+	PREFETCHT0   256(R12)(SI*1)
 	VBROADCASTSS 16(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24427,17 +24871,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 16(R10), Z28
+	VBROADCASTSS 16(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 16(R10)(BX*1), Z28
+	VBROADCASTSS 16(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 16(R10)(BX*2), Z28
+	VBROADCASTSS 16(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24448,7 +24892,8 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      1344(R8), Z25
 	VMOVUPS      1408(R8), Z26
 	VMOVUPS      1472(R8), Z27
-	PREFETCHT0   320(R10)(SI*1)
+	PREFETCHT1   320(R10)
+	PREFETCHT0   320(R12)(SI*1)
 	VBROADCASTSS 20(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24464,17 +24909,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 20(R10), Z28
+	VBROADCASTSS 20(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 20(R10)(BX*1), Z28
+	VBROADCASTSS 20(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 20(R10)(BX*2), Z28
+	VBROADCASTSS 20(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24485,6 +24930,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      1600(R8), Z25
 	VMOVUPS      1664(R8), Z26
 	VMOVUPS      1728(R8), Z27
+	PREFETCHT1   384(R10)
 	VBROADCASTSS 24(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24500,17 +24946,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 24(R10), Z28
+	VBROADCASTSS 24(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 24(R10)(BX*1), Z28
+	VBROADCASTSS 24(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 24(R10)(BX*2), Z28
+	VBROADCASTSS 24(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24521,6 +24967,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      1856(R8), Z25
 	VMOVUPS      1920(R8), Z26
 	VMOVUPS      1984(R8), Z27
+	PREFETCHT1   448(R10)
 	VBROADCASTSS 28(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24536,17 +24983,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 28(R10), Z28
+	VBROADCASTSS 28(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 28(R10)(BX*1), Z28
+	VBROADCASTSS 28(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 28(R10)(BX*2), Z28
+	VBROADCASTSS 28(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24557,6 +25004,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      2112(R8), Z25
 	VMOVUPS      2176(R8), Z26
 	VMOVUPS      2240(R8), Z27
+	PREFETCHT1   512(R10)
 	VBROADCASTSS 32(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24572,17 +25020,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 32(R10), Z28
+	VBROADCASTSS 32(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 32(R10)(BX*1), Z28
+	VBROADCASTSS 32(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 32(R10)(BX*2), Z28
+	VBROADCASTSS 32(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24593,6 +25041,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      2368(R8), Z25
 	VMOVUPS      2432(R8), Z26
 	VMOVUPS      2496(R8), Z27
+	PREFETCHT1   576(R10)
 	VBROADCASTSS 36(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24608,17 +25057,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 36(R10), Z28
+	VBROADCASTSS 36(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 36(R10)(BX*1), Z28
+	VBROADCASTSS 36(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 36(R10)(BX*2), Z28
+	VBROADCASTSS 36(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24629,6 +25078,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      2624(R8), Z25
 	VMOVUPS      2688(R8), Z26
 	VMOVUPS      2752(R8), Z27
+	PREFETCHT1   640(R10)
 	VBROADCASTSS 40(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24644,17 +25094,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 40(R10), Z28
+	VBROADCASTSS 40(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 40(R10)(BX*1), Z28
+	VBROADCASTSS 40(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 40(R10)(BX*2), Z28
+	VBROADCASTSS 40(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24665,6 +25115,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      2880(R8), Z25
 	VMOVUPS      2944(R8), Z26
 	VMOVUPS      3008(R8), Z27
+	PREFETCHT1   704(R10)
 	VBROADCASTSS 44(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24680,17 +25131,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 44(R10), Z28
+	VBROADCASTSS 44(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 44(R10)(BX*1), Z28
+	VBROADCASTSS 44(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 44(R10)(BX*2), Z28
+	VBROADCASTSS 44(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24701,6 +25152,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      3136(R8), Z25
 	VMOVUPS      3200(R8), Z26
 	VMOVUPS      3264(R8), Z27
+	PREFETCHT1   768(R10)
 	VBROADCASTSS 48(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24716,17 +25168,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 48(R10), Z28
+	VBROADCASTSS 48(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 48(R10)(BX*1), Z28
+	VBROADCASTSS 48(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 48(R10)(BX*2), Z28
+	VBROADCASTSS 48(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24737,6 +25189,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      3392(R8), Z25
 	VMOVUPS      3456(R8), Z26
 	VMOVUPS      3520(R8), Z27
+	PREFETCHT1   832(R10)
 	VBROADCASTSS 52(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24752,17 +25205,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 52(R10), Z28
+	VBROADCASTSS 52(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 52(R10)(BX*1), Z28
+	VBROADCASTSS 52(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 52(R10)(BX*2), Z28
+	VBROADCASTSS 52(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24773,6 +25226,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      3648(R8), Z25
 	VMOVUPS      3712(R8), Z26
 	VMOVUPS      3776(R8), Z27
+	PREFETCHT1   896(R10)
 	VBROADCASTSS 56(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24788,17 +25242,17 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 56(R10), Z28
+	VBROADCASTSS 56(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 56(R10)(BX*1), Z28
+	VBROADCASTSS 56(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 56(R10)(BX*2), Z28
+	VBROADCASTSS 56(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
@@ -24809,6 +25263,7 @@ convBlocked4x6AVX512_cb:
 	VMOVUPS      3904(R8), Z25
 	VMOVUPS      3968(R8), Z26
 	VMOVUPS      4032(R8), Z27
+	PREFETCHT1   960(R10)
 	VBROADCASTSS 60(DI), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z6
@@ -24824,23 +25279,24 @@ convBlocked4x6AVX512_cb:
 	VFMADD231PS  Z25, Z28, Z8
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z20
-	VBROADCASTSS 60(R10), Z28
+	VBROADCASTSS 60(R12), Z28
 	VFMADD231PS  Z24, Z28, Z3
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z15
 	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 60(R10)(BX*1), Z28
+	VBROADCASTSS 60(R12)(BX*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z10
 	VFMADD231PS  Z26, Z28, Z16
 	VFMADD231PS  Z27, Z28, Z22
-	VBROADCASTSS 60(R10)(BX*2), Z28
+	VBROADCASTSS 60(R12)(BX*2), Z28
 	VFMADD231PS  Z24, Z28, Z5
 	VFMADD231PS  Z25, Z28, Z11
 	VFMADD231PS  Z26, Z28, Z17
 	VFMADD231PS  Z27, Z28, Z23
 	ADDQ         DX, DI
 	ADDQ         $0x00001000, R8
+	ADDQ         R11, R10
 	DECQ         R9
 	JNZ          convBlocked4x6AVX512_cb
 	ADDQ         $0x10, AX

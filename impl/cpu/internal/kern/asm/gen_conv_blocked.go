@@ -38,7 +38,7 @@ func convBlockedKernels(zmm []VecPhysical) {
 // convBlocked emits
 //
 //	func convBlocked{nb}x{np}AVX512(x *float32, taps *int, ntaps, cib, xBlock, pixStride int,
-//	    w, bias, res, out *float32, outStride, outPix, flags int)
+//	    w, bias, res, out *float32, outStride, outPix, flags int, pf *float32, pfStep int)
 //
 // the tile of ConvBlockedTile of nb blocks of 16 output channels at np
 // pixels, in its plain loop's order (each multiply-add fused):
@@ -65,9 +65,16 @@ func convBlockedKernels(zmm []VecPhysical) {
 // the sixteen or more planes a tile reads at once (clip_rn50 1.06× at
 // batch 1 and 8, detr_r50_small_b2 1.02-1.03×, six rounds; two tiles
 // ahead ran the same, prefetching the residual and output did nothing).
+// Each channel step also prefetches one line of pf into L2 (pf + 64·c),
+// and pf moves on by pfStep bytes per input block: the caller points it
+// at the weight it reads next, which comes from memory in a network. (A
+// line per weight vector, nb per step, ran 3-6% slower on the 512-channel
+// convolutions of clip_rn50: the extra loads cost the warm tiles more
+// than the prefetch saved.)
 //
 // With bf16 it emits convBlockedBF16{nb}x{np}AVX512, the tile of
-// ConvBlockedTileBF16, of the same signature but x and w of bf16 pairs:
+// ConvBlockedTileBF16, of the same signature without the prefetch (not
+// measured on a CPU that runs it) and x and w of bf16 pairs:
 // a block's pixel holds 8 pairs of neighbouring channels (32 bytes), a
 // weight row per pair 16 lanes × 2 channels, so each step is one pair and
 // one VDPBF16PS per accumulator, 8 steps per block; the tap offsets stay
@@ -75,7 +82,7 @@ func convBlockedKernels(zmm []VecPhysical) {
 // the byte strides are the pair image's.
 func convBlocked(nb, np int, bf16 bool, zmm []VecPhysical) {
 	name := fmt.Sprintf("convBlocked%dx%dAVX512", nb, np)
-	sig := "func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int)"
+	sig := "func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int, pf *float32, pfStep int)"
 	steps, shift := blockLanes, uint64(2) // input channels (or pairs) per block; log2 bytes per float offset
 	if bf16 {
 		name = fmt.Sprintf("convBlockedBF16%dx%dAVX512", nb, np)
@@ -96,7 +103,8 @@ func convBlocked(nb, np int, bf16 bool, zmm []VecPhysical) {
 			"acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·%d + j·16 + l] "+
 			"(fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l "+
 			"out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. "+
-			"The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.",
+			"The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. "+
+			"Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.",
 			name, nb, np, nb, np, nb*blockLanes))
 	}
 	acc := zmm[:nb*np] // acc[j·np + p]
@@ -127,6 +135,10 @@ func convBlocked(nb, np int, bf16 bool, zmm []VecPhysical) {
 		LEAQ(Mem{Base: ps, Index: ps, Scale: 2}, ps3)
 	}
 	xp, wp, cb := GP64(), GP64(), GP64()
+	var pf, pfStep Register // the float32 tiles' prefetch (not the bf16 ones')
+	if !bf16 {
+		pf, pfStep = Load(Param("pf"), GP64()), Load(Param("pfStep"), GP64())
+	}
 	var xp3 Register
 	if np > 3 {
 		xp3 = GP64()
@@ -174,6 +186,9 @@ func convBlocked(nb, np int, bf16 bool, zmm []VecPhysical) {
 		for j := 0; j < nb; j++ {
 			VMOVUPS(Mem{Base: wp, Disp: (c*nb + j) * 64}, wv[j])
 		}
+		if !bf16 {
+			PREFETCHT1(Mem{Base: pf, Disp: 64 * c}) // the weight the caller reads next
+		}
 		if np >= 4 && c < 6*steps/blockLanes { // line c of the next tile, from pixel np
 			m := Mem{Base: xp3, Index: ps3, Scale: 1, Disp: 64 * c}
 			if np < 6 {
@@ -194,6 +209,9 @@ func convBlocked(nb, np int, bf16 bool, zmm []VecPhysical) {
 	}
 	ADDQ(xBlock, xp)
 	ADDQ(addImm(steps*nb*blockLanes*4), wp)
+	if !bf16 {
+		ADDQ(pfStep, pf)
+	}
 	DECQ(cb)
 	JNZ(LabelRef(name + "_cb"))
 	ADDQ(U8(16), pt)

@@ -1,0 +1,124 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"vitbench/bench"
+	"vitbench/impl/cpu/internal/kern"
+)
+
+// TestWeightPrefetch: the spans a task's calls prefetch follow each other
+// from lo to hi in whole lines (the last may be shorter), at most one per
+// call, and calls past the end get nothing.
+func TestWeightPrefetch(t *testing.T) {
+	for _, c := range []struct{ lo, hi, calls int }{
+		{0, 1 << 16, 9}, {4096, 4096 + 147456, 72}, {16, 16 + 40, 3}, {0, 7, 5}, {32, 32 + 1<<14, 1}, {0, 0, 4}, {0, 64, 0},
+	} {
+		p := newWeightPrefetch(c.lo, c.hi, c.calls)
+		at, spans := c.lo, 0
+		for call := 0; call < c.calls+2; call++ {
+			lo, hi := p.next()
+			if lo == hi {
+				continue
+			}
+			spans++
+			if lo != at || hi < lo || (hi < c.hi && (hi-lo)%16 != 0) || call >= c.calls {
+				t.Fatalf("newWeightPrefetch(%d, %d, %d): call %d prefetches [%d, %d), want whole lines from %d within %d calls",
+					c.lo, c.hi, c.calls, call, lo, hi, at, c.calls)
+			}
+			at = hi
+		}
+		if c.calls > 0 && at != c.hi {
+			t.Errorf("newWeightPrefetch(%d, %d, %d) covers up to %d, want %d", c.lo, c.hi, c.calls, at, c.hi)
+		}
+	}
+}
+
+// TestBlockedNextGroup: for every worker's range of tasks, group-major
+// with several parts a group and pixel-major, each run of one group's
+// tasks names the group of the task after it, and its tasks take the
+// shares 0 … run-1 of that group's weight in order; the last run names
+// none.
+func TestBlockedNextGroup(t *testing.T) {
+	for _, bc := range []blockedCase{
+		{1, 256, 256, 28, 28, 3, 1, 1, 1, false, true}, // 2.4 MB of weight: group-major
+		{1, 64, 256, 56, 56, 1, 1, 0, 1, true, true},   // 64 KiB: pixel-major
+	} {
+		c := bc.conv()
+		bw := blockedConvWeight(c, make([]float32, c.OutChans*c.InChans*c.KernelH*c.KernelW), make([]float32, c.OutChans))
+		p := bw.planFor(c, 2)
+		groups, parts := len(bw.starts)-1, len(p.partStart)-1
+		n := groups * parts
+		if !p.pixelMajor && parts < 2 {
+			t.Fatalf("%+v: %d parts, want a group-major plan with several", bc, parts)
+		}
+		for _, r := range [][2]int{{0, n}, {0, n / 2}, {n / 2, n}, {1, n - 1}, {3, 4}} {
+			lo, hi := r[0], r[1]
+			for task := lo; task < hi; {
+				grp, _ := p.task(task, groups)
+				end := task
+				for end < hi {
+					if g, _ := p.task(end, groups); g != grp {
+						break
+					}
+					end++
+				}
+				want := -1
+				if end < hi {
+					want, _ = p.task(end, groups)
+				}
+				for k := 0; task+k < end; k++ {
+					g, kk, run := p.nextGroup(task+k, lo, hi, groups)
+					if g != want || (want >= 0 && (kk != k || run != end-task)) {
+						t.Fatalf("%+v tasks [%d, %d): nextGroup(%d) = %d, %d, %d; want %d, %d, %d",
+							bc, lo, hi, task+k, g, kk, run, want, k, end-task)
+					}
+				}
+				task = end
+			}
+		}
+	}
+}
+
+// TestConvBlockedPrefetchSameBits: the blocked convolutions (tiles and
+// blocked Winograd, 1×1 in one and in several input batches) give the
+// same bits with and without the weight prefetch, which only moves
+// memory into the cache.
+func TestConvBlockedPrefetchSameBits(t *testing.T) {
+	if kern.Active() != kern.ISAAVX512 {
+		t.Skip("the blocked convolutions and their prefetch run on the AVX-512 path")
+	}
+	defer func(v bool) { prefetchWeights = v }(prefetchWeights)
+	rng := rand.New(rand.NewPCG(5, 9))
+	for _, bc := range []blockedCase{
+		{1, 64, 128, 14, 14, 3, 1, 1, 1, true, true},  // blocked Winograd
+		{1, 128, 256, 7, 9, 3, 1, 1, 1, false, true},  // 3×3 tiles, group-major
+		{2, 1040, 128, 5, 6, 1, 1, 0, 1, false, true}, // 1×1 in input batches
+		{1, 64, 256, 12, 12, 1, 1, 0, 1, true, false}, // 1×1, pixel-major, in place
+		{1, 256, 512, 8, 8, 1, 2, 0, 1, false, false}, // 1×1 at stride 2
+	} {
+		c := bc.conv()
+		seed := rng.Uint64()
+		var outs [2][]float32
+		for i, on := range []bool{false, true} {
+			prefetchWeights = on
+			be := New(2)
+			_, ins, outShape := blockedInputs(t, be, rand.New(rand.NewPCG(seed, 3)), c)
+			out := be.testTensor(t, outShape, nil)
+			if err := be.Enqueue(c, ins, []bench.Tensor{out}); err != nil {
+				t.Fatal(err)
+			}
+			outs[i] = make([]float32, len(out.data))
+			if err := be.Download(out, outs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range outs[0] {
+			if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
+				t.Fatalf("%+v: output %d is %v with the prefetch, %v without", bc, i, outs[1][i], outs[0][i])
+			}
+		}
+	}
+}
