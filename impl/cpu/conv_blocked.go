@@ -165,18 +165,24 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 			w0, bias := bw.starts[grp], bw.bias[ob0*l:]
 			tiles, pool := pl.tiles[pl.partStart[part]:pl.partStart[part+1]], pl.pools[nb]
 			batch := blockedBatch(c, nb)
-			// The float32 tile calls prefetch a share of the worker's next
-			// group's weight (prefetchNextMax).
+			// The float32 tile calls prefetch the weight the worker reads
+			// next (prefetchNextMax): in one pass, a share of its next
+			// group's; in input batches, the next batch's.
+			prefetch := xp == nil && prefetchWeights
+			calls := c.Batch * blockedCalls(tiles) // per batch
 			var pf weightPrefetch
-			if g2, k, run := pl.nextGroup(task, lo, hi, groups); g2 >= 0 && xp == nil && prefetchWeights {
+			if g2, k, run := pl.nextGroup(task, lo, hi, groups); g2 >= 0 && prefetch && batch == cib {
 				n := bw.starts[g2+1] - bw.starts[g2]
 				if 4*(n+bw.starts[grp+1]-bw.starts[grp]) <= prefetchNextMax {
-					pf = newWeightPrefetch(bw.starts[g2]+k*n/run, bw.starts[g2]+(k+1)*n/run,
-						ceilDiv(cib, batch)*c.Batch*blockedCalls(tiles))
+					from, to := bw.starts[g2]+k*n/run, bw.starts[g2]+(k+1)*n/run
+					pf = newWeightPrefetch(from, to-from, 0, 1, calls)
 				}
 			}
 			for cb0 := 0; cb0 < cib; cb0 += batch {
 				nc := min(batch, cib-cb0)
+				if prefetch && batch < cib {
+					pf = bw.nextBatch(c, pl, task, hi, groups, cb0+nc, calls)
+				}
 				fl := 0 // a later batch adds to the partial sums; the last finishes
 				if cb0 > 0 {
 					fl |= kern.ConvAccumulate
@@ -268,26 +274,57 @@ func blockedCalls(tiles []blockedTile) int {
 	return n
 }
 
-// weightPrefetch spreads the prefetch of the weight's floats [at, end)
-// over a task's tile calls: per call the next per floats (whole 64-byte
-// lines), until none are left.
-type weightPrefetch struct{ at, end, per int }
+// weightPrefetch spreads the prefetch of some of a weight over tile
+// calls: pieces runs of piece floats, the first at base and each stride
+// floats after the one before (one run of a group's weight, or one per
+// tap of an input batch's), dealt out per call in the next per floats
+// (whole 64-byte lines) of the current run, until none are left.
+type weightPrefetch struct{ base, piece, stride, pieces, at, per int }
 
-// newWeightPrefetch spreads the floats [lo, hi) over calls calls.
-func newWeightPrefetch(lo, hi, calls int) weightPrefetch {
-	if calls == 0 || hi <= lo {
+// newWeightPrefetch spreads pieces runs of piece floats from base, stride
+// floats apart, over calls calls.
+func newWeightPrefetch(base, piece, stride, pieces, calls int) weightPrefetch {
+	if calls == 0 || piece <= 0 || pieces <= 0 {
 		return weightPrefetch{}
 	}
 	const line = 16
-	return weightPrefetch{at: lo, end: hi, per: ceilDiv(ceilDiv(hi-lo, calls), line) * line}
+	return weightPrefetch{base: base, piece: piece, stride: stride, pieces: pieces,
+		per: ceilDiv(ceilDiv(piece*pieces, calls), line) * line}
 }
 
-// next returns the floats [lo, hi) the next call prefetches (empty when
-// none are left).
+// next returns the floats [lo, hi) of the weight the next call prefetches
+// (empty when none are left): at most per, within one run.
 func (p *weightPrefetch) next() (lo, hi int) {
-	lo = p.at
-	p.at = min(p.end, lo+p.per)
-	return lo, p.at
+	if p.per == 0 || p.at >= p.piece*p.pieces {
+		return 0, 0
+	}
+	run, off := p.at/p.piece, p.at%p.piece
+	n := min(p.per, p.piece-off)
+	p.at += n
+	lo = p.base + run*p.stride + off
+	return lo, lo + n
+}
+
+// nextBatch is the prefetch of the calls of task's input batch that
+// ends at input block cb1 (calls of them), for a convolution that takes
+// its input blocks in batches (blockedBatch): the next batch of the same
+// group, or after the last the first batch of the worker's next task
+// (none when task is the last before hi). A batch's weight is, per tap,
+// a run of its blocks' rows.
+func (bw *blockedWeight) nextBatch(c ops.Conv2d, pl *blockedPlan, task, hi, groups, cb1, calls int) weightPrefetch {
+	const l = kern.BlockLanes
+	cib, taps := c.InChans/l, c.KernelH*c.KernelW
+	grp, _ := pl.task(task, groups)
+	if cb1 >= cib {
+		if task+1 >= hi {
+			return weightPrefetch{}
+		}
+		grp, _ = pl.task(task+1, groups)
+		cb1 = 0
+	}
+	nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-grp*kern.ConvBlockedMaxBlocks)
+	nc := min(blockedBatch(c, nb), cib-cb1)
+	return newWeightPrefetch(bw.starts[grp]+cb1*l*nb*l, nc*l*nb*l, cib*l*nb*l, taps, calls)
 }
 
 // prefetchWeights lets a blocked convolution's tiles prefetch the weight
@@ -406,12 +443,17 @@ func (bw *blockedWeight) planFor(c ops.Conv2d, threads int) *blockedPlan {
 // blockedBatch is the input blocks a group of nb output blocks of conv c
 // takes per pass over a task's tiles: a 1×1 convolution takes its input
 // blocks in batches whose weights stay in L1 while the tiles go by
-// (blockedBatchBytes), the outputs holding the partial sums between
-// batches; any other takes them all in one pass.
+// (blockedBatchBytes), one with a window in batches of windowBatchBlocks
+// when its group's weight is too large to prefetch the next one beside it
+// (512 channels by 3×3: 1.2 MB), the outputs holding the partial sums
+// between batches; any other takes them all in one pass.
 func blockedBatch(c ops.Conv2d, nb int) int {
 	const l = kern.BlockLanes
 	cib := c.InChans / l
 	if c.KernelH*c.KernelW > 1 {
+		if taps := c.KernelH * c.KernelW; 2*taps*cib*l*nb*l*4 > prefetchNextMax {
+			return min(cib, windowBatchBlocks)
+		}
 		return cib
 	}
 	return max(1, min(cib, blockedBatchBytes/(l*nb*l*4)))
@@ -426,6 +468,13 @@ func blockedSumsInPlace(c ops.Conv2d, winograd bool) bool {
 	const l = kern.BlockLanes
 	return !winograd && blockedBatch(c, min(kern.ConvBlockedMaxBlocks, c.OutChans/l)) == c.InChans/l
 }
+
+// windowBatchBlocks is the input blocks per batch of a convolution with a
+// window (3×3) whose group weight is so large that two would not fit
+// prefetchNextMax: 8 blocks of a 3×3 window over four output blocks are
+// 288 KiB, so that a batch's tiles can prefetch the next batch's weight
+// into L2 while they read their own from it.
+const windowBatchBlocks = 8
 
 // blockedBatchBytes is the most bytes of a group's weight a 1×1
 // convolution reads per pass over a task's tiles: 16 input blocks of a

@@ -9,29 +9,38 @@ import (
 	"vitbench/impl/cpu/internal/kern"
 )
 
-// TestWeightPrefetch: the spans a task's calls prefetch follow each other
-// from lo to hi in whole lines (the last may be shorter), at most one per
-// call, and calls past the end get nothing.
+// TestWeightPrefetch: the spans a task's calls prefetch walk the runs in
+// order (one group's weight, or a batch's run per tap) in whole lines
+// (a run's last span may be shorter), never across two runs, and cover
+// them all: within the calls when each run takes a whole number of calls'
+// shares, or with one run; empty after that.
 func TestWeightPrefetch(t *testing.T) {
-	for _, c := range []struct{ lo, hi, calls int }{
-		{0, 1 << 16, 9}, {4096, 4096 + 147456, 72}, {16, 16 + 40, 3}, {0, 7, 5}, {32, 32 + 1<<14, 1}, {0, 0, 4}, {0, 64, 0},
+	for _, c := range []struct{ base, piece, stride, pieces, calls int }{
+		{0, 1 << 16, 0, 1, 9}, {4096, 147456, 0, 1, 72}, {16, 40, 0, 1, 3}, {0, 7, 0, 1, 5}, {32, 1 << 14, 0, 1, 1},
+		{100, 8192, 32768, 9, 9}, {0, 8192, 8192 * 4, 9, 18}, {64, 8192, 32768, 9, 4}, {0, 0, 0, 1, 4}, {0, 64, 0, 1, 0},
 	} {
-		p := newWeightPrefetch(c.lo, c.hi, c.calls)
-		at, spans := c.lo, 0
-		for call := 0; call < c.calls+2; call++ {
+		p := newWeightPrefetch(c.base, c.piece, c.stride, c.pieces, c.calls)
+		run, at, spans := 0, 0, 0
+		for call := 0; ; call++ {
 			lo, hi := p.next()
 			if lo == hi {
-				continue
+				break
 			}
 			spans++
-			if lo != at || hi < lo || (hi < c.hi && (hi-lo)%16 != 0) || call >= c.calls {
-				t.Fatalf("newWeightPrefetch(%d, %d, %d): call %d prefetches [%d, %d), want whole lines from %d within %d calls",
-					c.lo, c.hi, c.calls, call, lo, hi, at, c.calls)
+			if at == c.piece {
+				run, at = run+1, 0
 			}
-			at = hi
+			want := c.base + run*c.stride + at
+			if run >= c.pieces || lo != want || hi-lo > c.piece-at || (hi-lo)%16 != 0 && hi-lo != c.piece-at {
+				t.Fatalf("%+v: call %d prefetches [%d, %d), want whole lines from %d within run %d", c, call, lo, hi, want, run)
+			}
+			at += hi - lo
 		}
-		if c.calls > 0 && at != c.hi {
-			t.Errorf("newWeightPrefetch(%d, %d, %d) covers up to %d, want %d", c.lo, c.hi, c.calls, at, c.hi)
+		if c.calls > 0 && c.piece > 0 && (run != c.pieces-1 || at != c.piece) {
+			t.Errorf("%+v: covered up to run %d, %d floats", c, run, at)
+		}
+		if (c.pieces == 1 || c.calls%c.pieces == 0) && spans > c.calls {
+			t.Errorf("%+v: %d spans for %d calls", c, spans, c.calls)
 		}
 	}
 }
@@ -96,6 +105,7 @@ func TestConvBlockedPrefetchSameBits(t *testing.T) {
 		{1, 64, 128, 14, 14, 3, 1, 1, 1, true, true},  // blocked Winograd
 		{1, 128, 256, 7, 9, 3, 1, 1, 1, false, true},  // 3×3 tiles, group-major
 		{2, 1040, 128, 5, 6, 1, 1, 0, 1, false, true}, // 1×1 in input batches
+		{1, 272, 80, 11, 13, 3, 2, 1, 1, true, true},  // 3×3 in input batches (the first group), stride 2
 		{1, 64, 256, 12, 12, 1, 1, 0, 1, true, false}, // 1×1, pixel-major, in place
 		{1, 256, 512, 8, 8, 1, 2, 0, 1, false, false}, // 1×1 at stride 2
 	} {
@@ -121,4 +131,44 @@ func TestConvBlockedPrefetchSameBits(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestConvBlockedWindowBatches runs a 3×3 convolution at stride 2 (so
+// not Winograd) whose first group's weight takes its input blocks in
+// batches (windowBatchBlocks: 8, 8 and 1 of 17 blocks; the last group,
+// one output block, in one pass), with BatchNorm, the residual and ReLU,
+// on every path against the float64 loop. Its inputs are positive, so that the 2448-term sums do not cancel
+// below the comparison's tolerance.
+func TestConvBlockedWindowBatches(t *testing.T) {
+	c := blockedCase{1, 272, 80, 11, 13, 3, 2, 1, 1, true, true}.conv()
+	if got := blockedBatch(c, kern.ConvBlockedMaxBlocks); got != windowBatchBlocks {
+		t.Fatalf("blockedBatch = %d input blocks, want %d", got, windowBatchBlocks)
+	}
+	if got := blockedBatch(c, 1); got != c.InChans/kern.BlockLanes {
+		t.Fatalf("blockedBatch of one output block = %d, want all %d", got, c.InChans/kern.BlockLanes)
+	}
+	forEachPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(8, 21))
+		be := New(2)
+		shapes, outShape := convShapes(c)
+		vals := make([][]float32, len(shapes))
+		ins := make([]bench.Tensor, len(shapes))
+		for i, s := range shapes {
+			lo, hi := float32(0), float32(1)
+			if i == 5 { // the BN variance
+				lo, hi = 0.5, 2
+			}
+			vals[i] = randSlice(rng, int(s.Elems()), lo, hi)
+			ins[i] = be.testTensor(t, s, vals[i])
+		}
+		out := be.testTensor(t, outShape, nil)
+		if err := be.Enqueue(c, ins, []bench.Tensor{out}); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, len(out.data))
+		if err := be.Download(out, got); err != nil {
+			t.Fatal(err)
+		}
+		checkClose(t, "window batches", got, blockedOracle(c, vals))
+	})
 }

@@ -154,7 +154,7 @@ func (b *Backend) conv2dBlockedWinograd(c ops.Conv2d, bw *blockedWeight, x, y, r
 					pos2, grp2 := next/groups, next%groups
 					nb2 := min(kern.ConvBlockedMaxBlocks, cob-grp2*kern.ConvBlockedMaxBlocks)
 					at := bw.starts[grp2] + taps[nb2][2*pos2+1]
-					pf = newWeightPrefetch(at, at+cib*l*nb2*l, calls)
+					pf = newWeightPrefetch(at, cib*l*nb2*l, 0, 1, calls)
 				}
 				for t0, k := 0, 0; t0 < tiles; k++ {
 					n := evenTile(tiles, kern.ConvBlockedMaxPixels, k)
