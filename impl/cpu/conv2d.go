@@ -56,7 +56,7 @@ func (f *foldedWeight) current() bool {
 func (b *Backend) InPlace(node bench.Node, out int) int {
 	c, ok := node.(ops.Conv2d)
 	if !ok || !c.Residual || out != 0 || mutation.Enabled || !b.useBlocked(c, false) ||
-		!blockedSumsInPlace(c, b.blockedWinograd(c)) {
+		!blockedSumsInPlace(c, b.blockedWinograd(c), b.bf16) {
 		return -1
 	}
 	return c.ResidualInput()

@@ -164,7 +164,7 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 			nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-ob0)
 			w0, bias := bw.starts[grp], bw.bias[ob0*l:]
 			tiles, pool := pl.tiles[pl.partStart[part]:pl.partStart[part+1]], pl.pools[nb]
-			batch := blockedBatch(c, nb)
+			batch := blockedBatch(c, nb, xp != nil)
 			// The float32 tile calls prefetch the weight the worker reads
 			// next (prefetchNextMax): in one pass, a share of its next
 			// group's; in input batches, the next batch's.
@@ -323,7 +323,7 @@ func (bw *blockedWeight) nextBatch(c ops.Conv2d, pl *blockedPlan, task, hi, grou
 		cb1 = 0
 	}
 	nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-grp*kern.ConvBlockedMaxBlocks)
-	nc := min(blockedBatch(c, nb), cib-cb1)
+	nc := min(blockedBatch(c, nb, false), cib-cb1)
 	return newWeightPrefetch(bw.starts[grp]+cb1*l*nb*l, nc*l*nb*l, cib*l*nb*l, taps, calls)
 }
 
@@ -445,13 +445,14 @@ func (bw *blockedWeight) planFor(c ops.Conv2d, threads int) *blockedPlan {
 // blocks in batches whose weights stay in L1 while the tiles go by
 // (blockedBatchBytes), one with a window in batches of windowBatchBlocks
 // when its group's weight is too large to prefetch the next one beside it
-// (512 channels by 3×3: 1.2 MB), the outputs holding the partial sums
-// between batches; any other takes them all in one pass.
-func blockedBatch(c ops.Conv2d, nb int) int {
+// (512 channels by 3×3: 1.2 MB; float32 only, pairs false: the bf16
+// tiles do not prefetch), the outputs holding the partial sums between
+// batches; any other takes them all in one pass.
+func blockedBatch(c ops.Conv2d, nb int, pairs bool) int {
 	const l = kern.BlockLanes
 	cib := c.InChans / l
 	if c.KernelH*c.KernelW > 1 {
-		if taps := c.KernelH * c.KernelW; 2*taps*cib*l*nb*l*4 > prefetchNextMax {
+		if taps := c.KernelH * c.KernelW; !pairs && 2*taps*cib*l*nb*l*4 > prefetchNextMax {
 			return min(cib, windowBatchBlocks)
 		}
 		return cib
@@ -463,10 +464,11 @@ func blockedBatch(c ops.Conv2d, nb int) int {
 // its output over its residual: when it reads each residual value in the
 // same tile call that writes the output there, that is, when it runs as
 // tiles (not as a Winograd convolution) and every group takes its input
-// blocks in one pass (blockedBatch; a group of fewer blocks takes as many).
-func blockedSumsInPlace(c ops.Conv2d, winograd bool) bool {
+// blocks in one pass (blockedBatch, of pairs or not; a group of fewer
+// blocks takes as many).
+func blockedSumsInPlace(c ops.Conv2d, winograd, pairs bool) bool {
 	const l = kern.BlockLanes
-	return !winograd && blockedBatch(c, min(kern.ConvBlockedMaxBlocks, c.OutChans/l)) == c.InChans/l
+	return !winograd && blockedBatch(c, min(kern.ConvBlockedMaxBlocks, c.OutChans/l), pairs) == c.InChans/l
 }
 
 // windowBatchBlocks is the input blocks per batch of a convolution with a
@@ -601,7 +603,7 @@ func (b *Backend) conv2dBlockedTensors(c ops.Conv2d, bw *blockedWeight, in, out,
 	}
 	// The output is the residual's buffer (InPlace) on a path that would
 	// overwrite residual values before reading them: a copy in scratch.
-	copyRes := res != nil && res == out && res.blocked && !blockedSumsInPlace(c, bw.winograd)
+	copyRes := res != nil && res == out && res.blocked && !blockedSumsInPlace(c, bw.winograd, b.bf16)
 	if copyRes {
 		need += len(res.data)
 	}

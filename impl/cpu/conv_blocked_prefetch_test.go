@@ -136,16 +136,21 @@ func TestConvBlockedPrefetchSameBits(t *testing.T) {
 // TestConvBlockedWindowBatches runs a 3×3 convolution at stride 2 (so
 // not Winograd) whose first group's weight takes its input blocks in
 // batches (windowBatchBlocks: 8, 8 and 1 of 17 blocks; the last group,
-// one output block, in one pass), with BatchNorm, the residual and ReLU,
-// on every path against the float64 loop. Its inputs are positive, so that the 2448-term sums do not cancel
+// one output block, in one pass, as the bf16 tiles' groups), with
+// BatchNorm, the residual and ReLU, on every path against the float64
+// loop. Its inputs are positive, so that the 2448-term sums do not cancel
 // below the comparison's tolerance.
 func TestConvBlockedWindowBatches(t *testing.T) {
 	c := blockedCase{1, 272, 80, 11, 13, 3, 2, 1, 1, true, true}.conv()
-	if got := blockedBatch(c, kern.ConvBlockedMaxBlocks); got != windowBatchBlocks {
+	if got := blockedBatch(c, kern.ConvBlockedMaxBlocks, false); got != windowBatchBlocks {
 		t.Fatalf("blockedBatch = %d input blocks, want %d", got, windowBatchBlocks)
 	}
-	if got := blockedBatch(c, 1); got != c.InChans/kern.BlockLanes {
-		t.Fatalf("blockedBatch of one output block = %d, want all %d", got, c.InChans/kern.BlockLanes)
+	cib := c.InChans / kern.BlockLanes
+	if got := blockedBatch(c, 1, false); got != cib {
+		t.Fatalf("blockedBatch of one output block = %d, want all %d", got, cib)
+	}
+	if got := blockedBatch(c, kern.ConvBlockedMaxBlocks, true); got != cib {
+		t.Fatalf("blockedBatch of bf16 pairs = %d, want all %d", got, cib)
 	}
 	forEachPath(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(8, 21))
