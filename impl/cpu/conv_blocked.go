@@ -327,8 +327,8 @@ func (bw *blockedWeight) nextBatch(c ops.Conv2d, pl *blockedPlan, task, hi, grou
 	return newWeightPrefetch(bw.starts[grp]+cb1*l*nb*l, nc*l*nb*l, cib*l*nb*l, taps, calls)
 }
 
-// prefetchWeights lets a blocked convolution's tiles prefetch the weight
-// of their worker's next group (tests and A/B timing turn it off).
+// prefetchWeights lets a blocked convolution's float32 tiles prefetch
+// the weight their worker reads next (tests and A/B timing turn it off).
 var prefetchWeights = true
 
 // prefetchNextMax bounds the prefetch of the next group's weight: a
@@ -338,8 +338,9 @@ var prefetchWeights = true
 // comes from memory), in equal shares over the group's tile calls, when
 // the two groups' weights together take at most this many bytes. Larger
 // ones (512-channel 3×3 convolutions: 1.2 MB a group) would push the
-// group's own weight out of a 2 MiB L2; with them the prefetch measured
-// within noise.
+// group's own weight out of a 2 MiB L2 (that prefetch measured within
+// noise): those take their input blocks in batches (windowBatchBlocks),
+// each batch's tiles prefetching the next batch (nextBatch).
 const prefetchNextMax = 1 << 20
 
 // blockedPlan is a blocked convolution's tiles, split into parts of

@@ -177,3 +177,70 @@ func TestConvBlockedWindowBatches(t *testing.T) {
 		checkClose(t, "window batches", got, blockedOracle(c, vals))
 	})
 }
+
+// TestBlockedNextBatch: the spans a batch's calls prefetch (nextBatch)
+// are exactly the weight the worker's next batch reads, tap by tap: the
+// same group's next input blocks, after the last batch the next task's
+// first, and nothing after the worker's last task.
+func TestBlockedNextBatch(t *testing.T) {
+	const l = kern.BlockLanes
+	for _, bc := range []blockedCase{
+		{1, 272, 80, 11, 13, 3, 2, 1, 1, false, true}, // 3×3: batches of 8, 8 and 1
+		{1, 1040, 128, 3, 5, 1, 1, 0, 1, false, true}, // 1×1: batches of 16 blocks
+	} {
+		c := bc.conv()
+		bw := blockedConvWeight(c, make([]float32, c.OutChans*c.InChans*c.KernelH*c.KernelW), make([]float32, c.OutChans))
+		p := bw.planFor(c, 2)
+		groups, parts := len(bw.starts)-1, len(p.partStart)-1
+		cib, taps := c.InChans/l, c.KernelH*c.KernelW
+		// reads returns the weight floats a group's batch from block cb0 reads.
+		reads := func(grp, cb0 int) map[int]bool {
+			nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-grp*kern.ConvBlockedMaxBlocks)
+			nc := min(blockedBatch(c, nb, false), cib-cb0)
+			set := map[int]bool{}
+			for tap := 0; tap < taps; tap++ {
+				at := bw.starts[grp] + tap*cib*l*nb*l + cb0*l*nb*l
+				for i := at; i < at+nc*l*nb*l; i++ {
+					set[i] = true
+				}
+			}
+			return set
+		}
+		lo, hi := 0, groups*parts
+		for task := lo; task < hi; task++ {
+			grp, _ := p.task(task, groups)
+			nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-grp*kern.ConvBlockedMaxBlocks)
+			batch := blockedBatch(c, nb, false)
+			for cb0 := 0; cb0 < cib; cb0 += batch {
+				cb1 := cb0 + min(batch, cib-cb0)
+				var want map[int]bool
+				switch {
+				case cb1 < cib:
+					want = reads(grp, cb1)
+				case task+1 < hi:
+					g2, _ := p.task(task+1, groups)
+					want = reads(g2, 0)
+				}
+				pf := bw.nextBatch(c, p, task, hi, groups, cb1, 5)
+				got := map[int]bool{}
+				for {
+					a, b := pf.next()
+					if a == b {
+						break
+					}
+					for i := a; i < b; i++ {
+						got[i] = true
+					}
+				}
+				if len(got) != len(want) {
+					t.Fatalf("%+v task %d batch to %d: prefetches %d floats, the next batch reads %d", bc, task, cb1, len(got), len(want))
+				}
+				for i := range want {
+					if !got[i] {
+						t.Fatalf("%+v task %d batch to %d: weight float %d read next is not prefetched", bc, task, cb1, i)
+					}
+				}
+			}
+		}
+	}
+}
