@@ -56,8 +56,10 @@ const (
 // pf, which may be nil, is memory the caller reads next (a weight, from
 // memory in a network): the SIMD kernel prefetches it into L2 while it
 // computes, one line per channel step, spread over its ntaps·cib input
-// blocks (prefetchStep; it may reach up to 1 KiB past the end of pf, and
-// a prefetch never faults). The Go twin ignores it.
+// blocks (prefetchStep, whose step is rounded up to a line, so the last
+// blocks may reach past the end of pf: by under a line per block and
+// the last block's 1 KiB; a prefetch never faults). The Go twin ignores
+// it.
 func ConvBlockedTile(nb, np int, x []float32, taps []int, ntaps, cib, xBlock, pixStride int,
 	w, bias, res, out []float32, outStride, outPix, flags int, pf []float32) {
 	// The bounds the loops reach, checked once so the SIMD kernel's
