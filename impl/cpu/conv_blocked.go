@@ -161,7 +161,7 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 		for task := lo; task < hi; task++ {
 			grp, part := pl.task(task, groups)
 			ob0 := grp * kern.ConvBlockedMaxBlocks
-			nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-ob0)
+			nb := groupBlocks(c, grp)
 			w0, bias := bw.starts[grp], bw.bias[ob0*l:]
 			tiles, pool := pl.tiles[pl.partStart[part]:pl.partStart[part+1]], pl.pools[nb]
 			batch := blockedBatch(c, nb, xp != nil)
@@ -169,7 +169,7 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 			// next (prefetchNextMax): in one pass, a share of its next
 			// group's; in input batches, the next batch's.
 			prefetch := xp == nil && prefetchWeights
-			calls := c.Batch * blockedCalls(tiles) // per batch
+			calls := c.Batch * pl.calls[part] // per batch
 			var pf weightPrefetch
 			if g2, k, run := pl.nextGroup(task, lo, hi, groups); g2 >= 0 && prefetch && batch == cib {
 				n := bw.starts[g2+1] - bw.starts[g2]
@@ -262,6 +262,12 @@ func (p *blockedPlan) nextGroup(task, lo, hi, groups int) (g, k, run int) {
 	return -1, 0, 0
 }
 
+// groupBlocks is the output blocks of group grp of the blocked
+// convolution c: ConvBlockedMaxBlocks, fewer in a last group.
+func groupBlocks(c ops.Conv2d, grp int) int {
+	return min(kern.ConvBlockedMaxBlocks, c.OutChans/kern.BlockLanes-grp*kern.ConvBlockedMaxBlocks)
+}
+
 // blockedCalls is how many kern.ConvBlockedTile calls tiles make per
 // image and input batch: those with at least one tap.
 func blockedCalls(tiles []blockedTile) int {
@@ -322,7 +328,7 @@ func (bw *blockedWeight) nextBatch(c ops.Conv2d, pl *blockedPlan, task, hi, grou
 		grp, _ = pl.task(task+1, groups)
 		cb1 = 0
 	}
-	nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-grp*kern.ConvBlockedMaxBlocks)
+	nb := groupBlocks(c, grp)
 	nc := min(blockedBatch(c, nb, false), cib-cb1)
 	return newWeightPrefetch(bw.starts[grp]+cb1*l*nb*l, nc*l*nb*l, cib*l*nb*l, taps, calls)
 }
@@ -353,6 +359,7 @@ type blockedPlan struct {
 	g         blockedGeom
 	tiles     []blockedTile
 	partStart []int // part p's tiles are tiles[partStart[p]:partStart[p+1]]
+	calls     []int // part p's tile calls per image and input batch (blockedCalls)
 	// pools[nb] holds the tiles' taps (xOff, wOff) for a group of nb
 	// output blocks, whose weight has its own floats per tap.
 	pools [kern.ConvBlockedMaxBlocks + 1][]int
@@ -425,8 +432,11 @@ func (bw *blockedWeight) planFor(c ops.Conv2d, threads int) *blockedPlan {
 		}
 	}
 	p.partStart = append(p.partStart, len(p.tiles))
+	for part := 0; part+1 < len(p.partStart); part++ {
+		p.calls = append(p.calls, blockedCalls(p.tiles[p.partStart[part]:p.partStart[part+1]]))
+	}
 	for grp := 0; grp < groups; grp++ {
-		nb := min(kern.ConvBlockedMaxBlocks, c.OutChans/l-grp*kern.ConvBlockedMaxBlocks)
+		nb := groupBlocks(c, grp)
 		if p.pools[nb] != nil {
 			continue
 		}

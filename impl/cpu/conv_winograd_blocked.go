@@ -146,13 +146,13 @@ func (b *Backend) conv2dBlockedWinograd(c ops.Conv2d, bw *blockedWeight, x, y, r
 			for task := lo; task < hi; task++ {
 				pos, grp := task/groups, task%groups
 				ob0 := grp * kern.ConvBlockedMaxBlocks
-				nb := min(kern.ConvBlockedMaxBlocks, cob-ob0)
+				nb := groupBlocks(c, grp)
 				wg := bw.w[bw.starts[grp]:bw.starts[grp+1]]
 				tp := taps[nb][2*pos : 2*pos+2]
 				var pf weightPrefetch
 				if next := task + 1; next < hi && prefetchWeights {
 					pos2, grp2 := next/groups, next%groups
-					nb2 := min(kern.ConvBlockedMaxBlocks, cob-grp2*kern.ConvBlockedMaxBlocks)
+					nb2 := groupBlocks(c, grp2)
 					at := bw.starts[grp2] + taps[nb2][2*pos2+1]
 					pf = newWeightPrefetch(at, cib*l*nb2*l, 0, 1, calls)
 				}
