@@ -25,8 +25,11 @@ import (
 // keeps it off. Builds with mutations keep NCHW, which those rewrite, and
 // so does a backend with nchwOnly.
 func (b *Backend) useBlocked(c ops.Conv2d, inBlocked bool) bool {
-	if !b.blockedLayout() || c.InChans%kern.BlockLanes != 0 || c.OutChans%kern.BlockLanes != 0 ||
+	if !b.blockedLayout() || c.OutChans%kern.BlockLanes != 0 ||
 		c.KernelH > 64 || c.KernelW > 64 { // a span's taps are the bits of a uint64
+		return false
+	}
+	if blockedNCHWInput(c) && (!nchwTiles || b.bf16 || inBlocked || c.Residual || c.Cols() > nchwTileMaxCols) {
 		return false
 	}
 	switch {
@@ -37,6 +40,28 @@ func (b *Backend) useBlocked(c ops.Conv2d, inBlocked bool) bool {
 	}
 	return c.BN || inBlocked
 }
+
+// blockedNCHWInput reports whether the blocked convolution c reads its
+// image in NCHW, through kern.ConvNCHWTile: an image whose channels
+// make no whole block (a network's RGB input). Its output is blocked like
+// any blocked convolution's, so the next convolution reads it without a
+// conversion. useBlocked takes such a convolution on the float32 backend
+// only, without a residual, and only with windows of at most
+// nchwTileMaxCols values.
+func blockedNCHWInput(c ops.Conv2d) bool { return c.InChans%kern.BlockLanes != 0 }
+
+// nchwTileMaxCols is the most window values (channels × taps) of a
+// convolution on an NCHW image that runs blocked (kern.ConvNCHWTile):
+// CLIP RN50's stem, 3 channels by 3×3 (27), where the direct path's
+// product is too shallow for the GEMM's tiles and its NCHW output had to
+// be converted for the next convolution. The ResNet-50 stem (3 by 7×7,
+// 147) is followed by a max pool that reads NCHW and keeps the direct
+// path.
+const nchwTileMaxCols = 64
+
+// nchwTiles lets a convolution on an NCHW image run blocked
+// (blockedNCHWInput; A/B timing turns it off).
+var nchwTiles = true
 
 // blockedWeight is a convolution's weight (BatchNorm folded in) for
 // kern.ConvBlockedTile: the output channels in groups of up to
@@ -92,11 +117,18 @@ func (bw *blockedWeight) roundPairs(blocks int) {
 type blockedGeom struct {
 	h, w, oh, ow, sh, sw, ph, pw, dh, dw, kh, kw int
 	flat                                         bool // a 1×1 stride-1 image as one row
+	// unit is the floats per input pixel of a plane: kern.BlockLanes in
+	// the blocked layout, 1 for an NCHW image (blockedNCHWInput).
+	unit int
 }
 
 func newBlockedGeom(c ops.Conv2d) blockedGeom {
 	g := blockedGeom{h: c.Height, w: c.Width, oh: c.OutH(), ow: c.OutW(), sh: c.StrideH, sw: c.StrideW,
-		ph: c.PadH, pw: c.PadW, dh: max(1, c.DilationH), dw: max(1, c.DilationW), kh: c.KernelH, kw: c.KernelW}
+		ph: c.PadH, pw: c.PadW, dh: max(1, c.DilationH), dw: max(1, c.DilationW), kh: c.KernelH, kw: c.KernelW,
+		unit: kern.BlockLanes}
+	if blockedNCHWInput(c) {
+		g.unit = 1
+	}
 	if g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 {
 		g.w, g.ow = g.h*g.w, g.oh*g.ow
 		g.h, g.oh, g.flat = 1, 1, true
@@ -145,10 +177,14 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 	const l = kern.BlockLanes
 	pl := bw.planFor(c, b.threads)
 	g := pl.g
+	nchw := g.unit == 1 // an NCHW image: each input channel is a block of its own
 	cib := c.InChans / l
+	if nchw {
+		cib = c.InChans
+	}
 	groups := len(bw.starts) - 1
 	inImg, outImg := c.InChans*g.h*g.w, c.OutChans*g.oh*g.ow
-	xBlock, outStride := g.h*g.w*l, g.oh*g.ow*l
+	xBlock, outStride := g.h*g.w*g.unit, g.oh*g.ow*l
 	flags := kern.ConvBias
 	if res != nil {
 		flags |= kern.ConvResidual
@@ -168,7 +204,7 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 			// The float32 tile calls prefetch the weight the worker reads
 			// next (prefetchNextMax): in one pass, a share of its next
 			// group's; in input batches, the next batch's.
-			prefetch := xp == nil && prefetchWeights
+			prefetch := xp == nil && prefetchWeights && !nchw
 			calls := c.Batch * pl.calls[part] // per batch
 			var pf weightPrefetch
 			if g2, k, run := pl.nextGroup(task, lo, hi, groups); g2 >= 0 && prefetch && batch == cib {
@@ -213,6 +249,11 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 							r = ri[t.at:]
 						}
 						taps := pool[t.tap0 : t.tap0+2*t.ntaps]
+						if nchw {
+							kern.ConvNCHWTile(nb, t.n, x[xb+t.shift:], taps, t.ntaps, nc, xBlock, t.pixStride,
+								bw.w[wb:], bias, r, yi[t.at:], outStride, t.outPix, fl)
+							continue
+						}
 						p0, p1 := pf.next()
 						if xp != nil {
 							kern.ConvBlockedTileBF16(nb, t.n, xp[(xb+t.shift)/2:], taps, t.ntaps, nc, xBlock, t.pixStride,
@@ -356,6 +397,7 @@ const prefetchNextMax = 1 << 20
 type blockedPlan struct {
 	c         ops.Conv2d
 	threads   int
+	tile      int // the most pixels of a tile
 	g         blockedGeom
 	tiles     []blockedTile
 	partStart []int // part p's tiles are tiles[partStart[p]:partStart[p+1]]
@@ -398,14 +440,29 @@ func pixelMajorConv(c ops.Conv2d) bool {
 // 3×3 (590 KB) in, its layer-3 1×1 ones (1 MiB) out.
 const pixelMajorWeightBytes = 640 << 10
 
+// tilePixels is the most pixels of a tile of the blocked convolution c:
+// kern.ConvTilePixels of its largest group on the float32 tiles (with
+// wideTiles), kern.ConvBlockedMaxPixels on the bf16 ones.
+func (bw *blockedWeight) tilePixels(c ops.Conv2d) int {
+	if bw.pairs != nil || !wideTiles {
+		return kern.ConvBlockedMaxPixels
+	}
+	return kern.ConvTilePixels(groupBlocks(c, 0))
+}
+
+// wideTiles lets the float32 tiles of one or two output blocks take up to
+// 12 pixels (kern.ConvTilePixels) instead of 6 (A/B timing turns it off).
+var wideTiles = true
+
 // planFor returns the plan of conv c on threads workers, built on first
 // use and kept with the weight.
 func (bw *blockedWeight) planFor(c ops.Conv2d, threads int) *blockedPlan {
-	if p := bw.plan; p != nil && p.c == c && p.threads == threads {
+	if p := bw.plan; p != nil && p.c == c && p.threads == threads && p.tile == bw.tilePixels(c) {
 		return p
 	}
 	pixelMajor := pixelMajorConv(c)
-	const l, tile = kern.BlockLanes, kern.ConvBlockedMaxPixels
+	const l = kern.BlockLanes
+	tile := bw.tilePixels(c)
 	g := newBlockedGeom(c)
 	rows, cols := spans(g.oh, g.h, g.kh, g.sh, g.ph, g.dh), spans(g.ow, g.w, g.kw, g.sw, g.pw, g.dw)
 	groups := len(bw.starts) - 1
@@ -422,13 +479,13 @@ func (bw *blockedWeight) planFor(c ops.Conv2d, threads int) *blockedPlan {
 	chunks = ceilDiv(g.oh, rowsPer)
 	colsPer := ceilDiv(ceilDiv(g.ow, units), tile) * tile
 	units = ceilDiv(g.ow, colsPer)
-	p := &blockedPlan{c: c, threads: threads, g: g, pixelMajor: pixelMajor}
+	p := &blockedPlan{c: c, threads: threads, g: g, pixelMajor: pixelMajor, tile: tile}
 	var idx []int // (xOff, tap index) pairs
 	for chunk := 0; chunk < chunks; chunk++ {
 		for unit := 0; unit < units; unit++ {
 			p.partStart = append(p.partStart, len(p.tiles))
 			p.tiles, idx = g.tiles(rows, cols, chunk*rowsPer, min(g.oh, (chunk+1)*rowsPer),
-				unit*colsPer, min(g.ow, (unit+1)*colsPer), p.tiles, idx)
+				unit*colsPer, min(g.ow, (unit+1)*colsPer), tile, p.tiles, idx)
 		}
 	}
 	p.partStart = append(p.partStart, len(p.tiles))
@@ -440,7 +497,7 @@ func (bw *blockedWeight) planFor(c ops.Conv2d, threads int) *blockedPlan {
 		if p.pools[nb] != nil {
 			continue
 		}
-		tapW := c.InChans / l * l * nb * l // weight floats per tap
+		tapW := c.InChans * nb * l // weight floats per tap
 		pool := make([]int, len(idx))
 		for i := 0; i < len(idx); i += 2 {
 			pool[i], pool[i+1] = idx[i], idx[i+1]*tapW
@@ -458,9 +515,13 @@ func (bw *blockedWeight) planFor(c ops.Conv2d, threads int) *blockedPlan {
 // when its group's weight is too large to prefetch the next one beside it
 // (512 channels by 3×3: 1.2 MB; float32 only, pairs false: the bf16
 // tiles do not prefetch), the outputs holding the partial sums between
-// batches; any other takes them all in one pass.
+// batches; any other (and an NCHW image's channels) takes them all in one
+// pass.
 func blockedBatch(c ops.Conv2d, nb int, pairs bool) int {
 	const l = kern.BlockLanes
+	if blockedNCHWInput(c) {
+		return c.InChans
+	}
 	cib := c.InChans / l
 	if c.KernelH*c.KernelW > 1 {
 		if taps := c.KernelH * c.KernelW; !pairs && 2*taps*cib*l*nb*l*4 > prefetchNextMax {
@@ -525,9 +586,11 @@ type blockedTile struct {
 // window with padding, the corners, the edges and the inside). A
 // rectangle at least as wide as tall, or six wide, goes in tiles along
 // its rows; a narrow one (an edge column) in tiles down its columns, so
-// that the edges run in tiles of several pixels too.
-func (g blockedGeom) tiles(rows, cols []span, r0, r1, c0, c1 int, tiles []blockedTile, pool []int) ([]blockedTile, []int) {
-	const l, most = kern.BlockLanes, kern.ConvBlockedMaxPixels
+// that the edges run in tiles of several pixels too. A tile takes at most
+// most pixels (blockedWeight.tilePixels).
+func (g blockedGeom) tiles(rows, cols []span, r0, r1, c0, c1, most int, tiles []blockedTile, pool []int) ([]blockedTile, []int) {
+	const l = kern.BlockLanes
+	u := g.unit
 	for _, rs := range rows {
 		y0, y1 := max(rs.lo, r0), min(rs.hi, r1)
 		if y0 >= y1 {
@@ -544,7 +607,7 @@ func (g blockedGeom) tiles(rows, cols []span, r0, r1, c0, c1 int, tiles []blocke
 				for kx := 0; kx < g.kw; kx++ {
 					if rs.mask&(1<<ky) != 0 && cs.mask&(1<<kx) != 0 {
 						iy, ix := y0*g.sh-g.ph+ky*g.dh, x0*g.sw-g.pw+kx*g.dw
-						pool = append(pool, (iy*g.w+ix)*l, ky*g.kw+kx)
+						pool = append(pool, (iy*g.w+ix)*u, ky*g.kw+kx)
 					}
 				}
 			}
@@ -555,13 +618,13 @@ func (g blockedGeom) tiles(rows, cols []span, r0, r1, c0, c1 int, tiles []blocke
 			}
 			add := func(oy, ox, n, pixStride, outPix int) {
 				tiles = append(tiles, blockedTile{oy: oy, ox: ox, n: n, rows: 1, at: (oy*g.ow + ox) * l,
-					shift: ((oy-y0)*g.sh*g.w + (ox-x0)*g.sw) * l, pixStride: pixStride, outPix: outPix, tap0: tap0, ntaps: ntaps})
+					shift: ((oy-y0)*g.sh*g.w + (ox-x0)*g.sw) * u, pixStride: pixStride, outPix: outPix, tap0: tap0, ntaps: ntaps})
 			}
 			if w, h := x1-x0, y1-y0; w >= min(h, most) {
 				for oy := y0; oy < y1; oy++ {
 					for ox, k := x0, 0; ox < x1; k++ {
 						n := evenTile(x1-x0, most, k)
-						add(oy, ox, n, g.sw*l, l)
+						add(oy, ox, n, g.sw*u, l)
 						ox += n
 					}
 				}
@@ -570,7 +633,7 @@ func (g blockedGeom) tiles(rows, cols []span, r0, r1, c0, c1 int, tiles []blocke
 			for ox := x0; ox < x1; ox++ {
 				for oy, k := y0, 0; oy < y1; k++ {
 					n := evenTile(y1-y0, most, k)
-					add(oy, ox, n, g.sh*g.w*l, g.ow*l)
+					add(oy, ox, n, g.sh*g.w*u, g.ow*l)
 					oy += n
 				}
 			}
@@ -606,7 +669,7 @@ func blockedBiasOnly(nb, n int, bias, res, y []float32, p0, outStride int, relu 
 // tensor itself is left as it is), and the output is marked blocked.
 func (b *Backend) conv2dBlockedTensors(c ops.Conv2d, bw *blockedWeight, in, out, res *tensor) {
 	need := 0
-	if !in.blocked {
+	if !in.blocked && !blockedNCHWInput(c) {
 		need += len(in.data)
 	}
 	if res != nil && !res.blocked {
@@ -625,7 +688,7 @@ func (b *Backend) conv2dBlockedTensors(c ops.Conv2d, bw *blockedWeight, in, out,
 		defer release()
 	}
 	x := in.data
-	if !in.blocked {
+	if !in.blocked && !blockedNCHWInput(c) {
 		n, ch, hw := blockedDims(in.shape)
 		x, tmp = tmp[:len(in.data)], tmp[len(in.data):]
 		b.toBlocked(n, ch, hw, in.data, x)

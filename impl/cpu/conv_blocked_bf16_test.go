@@ -28,6 +28,9 @@ func TestConvBlockedBF16MatchesOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 12))
 	for _, bc := range blockedCases {
 		c := bc.conv()
+		if blockedNCHWInput(c) {
+			continue // cpu-bf16 runs convolutions of NCHW images on its NCHW paths
+		}
 		be := NewBF16(2)
 		vals, ins, outShape := blockedInputs(t, be, rng, c)
 		out := be.testTensor(t, outShape, nil)

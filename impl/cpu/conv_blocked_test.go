@@ -30,9 +30,12 @@ func (bc blockedCase) conv() ops.Conv2d {
 // 1×1 window with padding (border outputs with no tap at all: bias,
 // residual and ReLU only), output blocks in groups of 4 with 1, 2 and 3
 // left over, batches of two and three, a 1×1 convolution deep
-// enough to take its input blocks in batches (blockedBatchBytes), and
+// enough to take its input blocks in batches (blockedBatchBytes),
 // 3×3 and 1×1 ones whose weights are over pixelMajorWeightBytes (their
-// tasks numbered group, then part; the others' part, then group).
+// tasks numbered group, then part; the others' part, then group), and
+// convolutions of NCHW images of 1 to 3 channels (blockedNCHWInput: a
+// stem at stride 2, tiles of 12 and 6 pixels, dilation). The outputs of
+// one or two blocks run in tiles of up to 12 pixels (wideTiles).
 var blockedCases = []blockedCase{
 	{1, 32, 64, 7, 7, 3, 1, 1, 1, true, true},
 	{2, 16, 80, 14, 13, 3, 1, 1, 1, false, true},
@@ -47,6 +50,10 @@ var blockedCases = []blockedCase{
 	{1, 1040, 64, 3, 5, 1, 1, 0, 1, true, true},
 	{1, 48, 384, 6, 5, 3, 1, 1, 1, true, false},
 	{2, 160, 1040, 3, 5, 1, 1, 0, 1, true, true},
+	{1, 3, 32, 30, 31, 3, 2, 1, 1, false, true},
+	{2, 3, 48, 13, 17, 3, 1, 1, 1, false, false},
+	{1, 1, 16, 9, 26, 5, 1, 2, 1, false, true},
+	{1, 2, 80, 11, 8, 3, 1, 2, 2, false, true},
 }
 
 // TestConvBlockedMatchesOracle runs blockedCases through Enqueue on every

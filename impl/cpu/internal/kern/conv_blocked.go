@@ -28,13 +28,28 @@ const (
 // ConvBlockedMaxBlocks and ConvBlockedMaxPixels bound a tile of
 // ConvBlockedTile: output channel blocks × pixels, the accumulators of the
 // AVX-512 kernel (24 of its 32 registers, 4 more for the weight vectors).
+// A float32 tile of one or two blocks (ConvBlockedTile, ConvNCHWTile)
+// may take up to ConvTilePixels(nb) pixels, ConvTileMaxPixels; a bf16
+// tile ConvBlockedMaxPixels.
 const (
 	ConvBlockedMaxBlocks = 4
 	ConvBlockedMaxPixels = 6
+	ConvTileMaxPixels    = 12
 )
 
+// ConvTilePixels is the most pixels of a float32 tile of nb output blocks
+// (ConvBlockedTile, ConvNCHWTile): 24 accumulators, so 12 pixels of one
+// or two blocks (2×12 keeps 27 of the 32 registers busy), 6 of three or
+// four.
+func ConvTilePixels(nb int) int {
+	if nb <= 2 {
+		return ConvTileMaxPixels
+	}
+	return ConvBlockedMaxPixels
+}
+
 // ConvBlockedTile computes nb blocks of 16 output channels (nb ≤
-// ConvBlockedMaxBlocks) at np pixels (np ≤ ConvBlockedMaxPixels) of a
+// ConvBlockedMaxBlocks) at np pixels (np ≤ ConvTilePixels(nb)) of a
 // convolution in the NCHW16c layout. taps holds ntaps pairs (xOff, wOff)
 // of offsets in floats: a tap's input for pixel 0 at x[xOff], its weight
 // block at w[wOff]; output pixel p is outPix floats after pixel p−1 (16
@@ -64,7 +79,7 @@ func ConvBlockedTile(nb, np int, x []float32, taps []int, ntaps, cib, xBlock, pi
 	w, bias, res, out []float32, outStride, outPix, flags int, pf []float32) {
 	// The bounds the loops reach, checked once so the SIMD kernel's
 	// unchecked reads and writes stay inside the slices.
-	xMax, wMax := checkBlockedTile("ConvBlockedTile", nb, np, taps, ntaps, cib, bias, res, out, outStride, outPix, flags, 1)
+	xMax, wMax := checkBlockedTile("ConvBlockedTile", nb, np, ConvTilePixels(nb), taps, ntaps, cib, bias, res, out, outStride, outPix, flags, 1)
 	_ = x[xMax+(cib-1)*xBlock+(np-1)*pixStride+BlockLanes-1]
 	_ = w[wMax+cib*BlockLanes*nb*BlockLanes-1]
 	if k := convBlockedFor(active); k != nil {
@@ -114,6 +129,56 @@ func convBlockedGo(nb, np int, x []float32, taps []int, ntaps, cib, xBlock, pixS
 	blockedFinish(nb, np, &acc, bias, res, out, outStride, outPix, flags)
 }
 
+// ConvNCHWTile is ConvBlockedTile for an image in NCHW (a network's
+// input, whose few channels make no block): nb blocks of 16 output
+// channels (the blocked layout) at np pixels (np ≤ ConvTilePixels(nb)),
+// each input channel a step of its own, chanStride floats apart (a
+// channel plane). In this order (the SIMD kernel fuses each
+// multiply-add):
+//
+//	for t < ntaps: for ch < cin: for j < nb: for p < np: for l < 16:
+//	    acc[j][p][l] += x[taps[2t] + ch·chanStride + p·pixStride] ·
+//	                    w[taps[2t+1] + ch·nb·16 + j·16 + l]
+//
+// then the epilogue of ConvBlockedTile. So a group's weight is laid out
+// [tap][ch][nb·16], as ConvBlockedTile's with cin channels.
+func ConvNCHWTile(nb, np int, x []float32, taps []int, ntaps, cin, chanStride, pixStride int,
+	w, bias, res, out []float32, outStride, outPix, flags int) {
+	xMax, wMax := checkBlockedTile("ConvNCHWTile", nb, np, ConvTilePixels(nb), taps, ntaps, cin, bias, res, out, outStride, outPix, flags, 1)
+	_ = x[xMax+(cin-1)*chanStride+(np-1)*pixStride]
+	_ = w[wMax+cin*nb*BlockLanes-1]
+	if k := convNCHWFor(active); k != nil {
+		bp, r := blockedEpiPointers(bias, res, flags)
+		k[nb-1][np-1](&x[0], unsafe.SliceData(taps), ntaps, cin, chanStride*4, pixStride*4,
+			&w[0], bp, r, &out[0], outStride*4, outPix*4, flags)
+		return
+	}
+	convNCHWGo(nb, np, x, taps, ntaps, cin, chanStride, pixStride, w, bias, res, out, outStride, outPix, flags)
+}
+
+// convNCHWGo is ConvNCHWTile's plain loop, its Go twin.
+func convNCHWGo(nb, np int, x []float32, taps []int, ntaps, cin, chanStride, pixStride int,
+	w, bias, res, out []float32, outStride, outPix, flags int) {
+	acc := blockedStart(nb, np, out, outStride, outPix, flags)
+	for t := 0; t < ntaps; t++ {
+		xt, wt := taps[2*t], taps[2*t+1]
+		for ch := 0; ch < cin; ch++ {
+			wc := w[wt+ch*nb*BlockLanes:]
+			for j := 0; j < nb; j++ {
+				wv := wc[j*BlockLanes : (j+1)*BlockLanes]
+				for p := 0; p < np; p++ {
+					xv := x[xt+ch*chanStride+p*pixStride]
+					a := &acc[j][p]
+					for l, wl := range wv {
+						a[l] += xv * wl
+					}
+				}
+			}
+		}
+	}
+	blockedFinish(nb, np, &acc, bias, res, out, outStride, outPix, flags)
+}
+
 // ConvBlockedTileBF16 is ConvBlockedTile with its image and weight
 // rounded to bf16: x holds the image's values as bf16 pairs of
 // neighbouring channels (the blocked image through packPairs, so a
@@ -136,7 +201,7 @@ func ConvBlockedTileBF16(nb, np int, x []uint32, taps []int, ntaps, cib, xBlock,
 		panic("kern: ConvBlockedTileBF16 with an odd stride")
 	}
 	const half = BlockLanes / 2
-	xMax, wMax := checkBlockedTile("ConvBlockedTileBF16", nb, np, taps, ntaps, cib, bias, res, out, outStride, outPix, flags, 2)
+	xMax, wMax := checkBlockedTile("ConvBlockedTileBF16", nb, np, ConvBlockedMaxPixels, taps, ntaps, cib, bias, res, out, outStride, outPix, flags, 2)
 	_ = x[(xMax+(cib-1)*xBlock+(np-1)*pixStride)/2+half-1]
 	_ = w[wMax/2+cib*half*nb*BlockLanes-1]
 	if k := convBlockedBF16For(active); k != nil {
@@ -199,13 +264,14 @@ func BlockedPairs(w []float32, starts []int, blocks int) []uint32 {
 	return out
 }
 
-// checkBlockedTile panics unless a blocked tile's shape and taps are
-// valid (each tap offset a multiple of unit: 2 for the pairs of the bf16
-// tile) and its bias, residual and output hold what it reads and writes,
-// and returns the largest image and weight offsets of its taps.
-func checkBlockedTile(name string, nb, np int, taps []int, ntaps, cib int, bias, res, out []float32,
+// checkBlockedTile panics unless a blocked tile's shape (np at most
+// maxNp) and taps are valid (each tap offset a multiple of unit: 2 for
+// the pairs of the bf16 tile) and its bias, residual and output hold what
+// it reads and writes, and returns the largest image and weight offsets
+// of its taps.
+func checkBlockedTile(name string, nb, np, maxNp int, taps []int, ntaps, cib int, bias, res, out []float32,
 	outStride, outPix, flags, unit int) (xMax, wMax int) {
-	if nb < 1 || nb > ConvBlockedMaxBlocks || np < 1 || np > ConvBlockedMaxPixels {
+	if nb < 1 || nb > ConvBlockedMaxBlocks || np < 1 || np > maxNp {
 		panic("kern: " + name + " tile out of range")
 	}
 	if ntaps < 1 || cib < 1 || outPix < BlockLanes && np > 1 {
@@ -242,7 +308,7 @@ func blockedEpiPointers(bias, res []float32, flags int) (bp, r *float32) {
 }
 
 // blockedAcc is a tile's accumulators in the Go twins: [block][pixel][lane].
-type blockedAcc = [ConvBlockedMaxBlocks][ConvBlockedMaxPixels][BlockLanes]float32
+type blockedAcc = [ConvBlockedMaxBlocks][ConvTileMaxPixels][BlockLanes]float32
 
 // blockedStart returns a tile's first accumulators: out's values with
 // ConvAccumulate, else zero.

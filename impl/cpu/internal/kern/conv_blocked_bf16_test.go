@@ -103,7 +103,7 @@ func (k *convBlockedBF16Case) plain(o, j, pl int, res float32, flags int) (v, sc
 func TestConvBlockedTileBF16(t *testing.T) {
 	forEachISA(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(27, 28))
-		eachBlockedTile(func(nb, np, ntaps, cib, ps int) {
+		eachBlockedTile(func(int) int { return ConvBlockedMaxPixels }, func(nb, np, ntaps, cib, ps int) {
 			k := newConvBlockedBF16Case(rng, nb, np, ntaps, cib, ps)
 			k.eachFlags(func(what string, flags int, alias bool) { k.runCheck(t, what, flags, alias) })
 		})

@@ -185,7 +185,7 @@ func TestConvBlockedTile(t *testing.T) {
 
 func testConvBlockedTile(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
-	eachBlockedTile(func(nb, np, ntaps, cib, ps int) {
+	eachBlockedTile(ConvTilePixels, func(nb, np, ntaps, cib, ps int) {
 		k := newConvBlockedCase(rng, nb, np, ntaps, cib, ps, true)
 		k.eachFlags(func(what string, flags int, alias bool) {
 			got, want := k.run(flags, alias)
@@ -195,11 +195,11 @@ func testConvBlockedTile(t *testing.T) {
 }
 
 // eachBlockedTile calls f with every tile shape of the tile tests: every
-// nb and np, one and nine taps, one and three input blocks, pixel strides
-// of 16 and 32 floats.
-func eachBlockedTile(f func(nb, np, ntaps, cib, ps int)) {
+// nb and np (up to maxNp(nb)), one and nine taps, one and three input
+// blocks, pixel strides of 16 and 32 floats.
+func eachBlockedTile(maxNp func(nb int) int, f func(nb, np, ntaps, cib, ps int)) {
 	for nb := 1; nb <= ConvBlockedMaxBlocks; nb++ {
-		for np := 1; np <= ConvBlockedMaxPixels; np++ {
+		for np := 1; np <= maxNp(nb); np++ {
 			for _, ntaps := range []int{1, 9} {
 				for _, cib := range []int{1, 3} {
 					for _, ps := range []int{16, 32} {
@@ -260,7 +260,7 @@ func TestConvBlockedTileNaN(t *testing.T) {
 	forEachISA(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(23, 24))
 		for nb := 1; nb <= ConvBlockedMaxBlocks; nb++ {
-			for np := 1; np <= ConvBlockedMaxPixels; np++ {
+			for np := 1; np <= ConvTilePixels(nb); np++ {
 				k := newConvBlockedCase(rng, nb, np, 9, 2, 32, false)
 				flags := ConvBias | ConvReLU
 				// x: the last tap's second channel block, pixel np-1, channel 5.

@@ -527,6 +527,36 @@ func convBlocked1x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int,
 //go:noescape
 func convBlocked1x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 
+// convBlocked1x7AVX512 computes ConvBlockedTile's tile of 1 blocks × 7 pixels: for j < 1, p < 7, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
+//
+//go:noescape
+func convBlocked1x7AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+
+// convBlocked1x8AVX512 computes ConvBlockedTile's tile of 1 blocks × 8 pixels: for j < 1, p < 8, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
+//
+//go:noescape
+func convBlocked1x8AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+
+// convBlocked1x9AVX512 computes ConvBlockedTile's tile of 1 blocks × 9 pixels: for j < 1, p < 9, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
+//
+//go:noescape
+func convBlocked1x9AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+
+// convBlocked1x10AVX512 computes ConvBlockedTile's tile of 1 blocks × 10 pixels: for j < 1, p < 10, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
+//
+//go:noescape
+func convBlocked1x10AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+
+// convBlocked1x11AVX512 computes ConvBlockedTile's tile of 1 blocks × 11 pixels: for j < 1, p < 11, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
+//
+//go:noescape
+func convBlocked1x11AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+
+// convBlocked1x12AVX512 computes ConvBlockedTile's tile of 1 blocks × 12 pixels: for j < 1, p < 12, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
+//
+//go:noescape
+func convBlocked1x12AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+
 // convBlocked2x1AVX512 computes ConvBlockedTile's tile of 2 blocks × 1 pixels: for j < 2, p < 1, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
 //
 //go:noescape
@@ -556,6 +586,36 @@ func convBlocked2x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int,
 //
 //go:noescape
 func convBlocked2x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+
+// convBlocked2x7AVX512 computes ConvBlockedTile's tile of 2 blocks × 7 pixels: for j < 2, p < 7, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
+//
+//go:noescape
+func convBlocked2x7AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+
+// convBlocked2x8AVX512 computes ConvBlockedTile's tile of 2 blocks × 8 pixels: for j < 2, p < 8, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
+//
+//go:noescape
+func convBlocked2x8AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+
+// convBlocked2x9AVX512 computes ConvBlockedTile's tile of 2 blocks × 9 pixels: for j < 2, p < 9, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
+//
+//go:noescape
+func convBlocked2x9AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+
+// convBlocked2x10AVX512 computes ConvBlockedTile's tile of 2 blocks × 10 pixels: for j < 2, p < 10, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
+//
+//go:noescape
+func convBlocked2x10AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+
+// convBlocked2x11AVX512 computes ConvBlockedTile's tile of 2 blocks × 11 pixels: for j < 2, p < 11, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
+//
+//go:noescape
+func convBlocked2x11AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
+
+// convBlocked2x12AVX512 computes ConvBlockedTile's tile of 2 blocks × 12 pixels: for j < 2, p < 12, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
+//
+//go:noescape
+func convBlocked2x12AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int, pf *float32, pfStep int)
 
 // convBlocked3x1AVX512 computes ConvBlockedTile's tile of 3 blocks × 1 pixels: for j < 3, p < 1, l < 16, acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·48 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes. Each input block's step c also prefetches the line pf + 64·c into L2, and pf moves on by pfStep bytes per input block.
 //
@@ -736,6 +796,186 @@ func convBlockedBF164x5AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock i
 //
 //go:noescape
 func convBlockedBF164x6AVX512(x *uint32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *uint32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW1x1AVX512 computes ConvNCHWTile's tile of 1 blocks × 1 pixels: for j < 1, p < 1, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW1x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW1x2AVX512 computes ConvNCHWTile's tile of 1 blocks × 2 pixels: for j < 1, p < 2, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW1x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW1x3AVX512 computes ConvNCHWTile's tile of 1 blocks × 3 pixels: for j < 1, p < 3, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW1x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW1x4AVX512 computes ConvNCHWTile's tile of 1 blocks × 4 pixels: for j < 1, p < 4, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW1x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW1x5AVX512 computes ConvNCHWTile's tile of 1 blocks × 5 pixels: for j < 1, p < 5, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW1x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW1x6AVX512 computes ConvNCHWTile's tile of 1 blocks × 6 pixels: for j < 1, p < 6, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW1x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW1x7AVX512 computes ConvNCHWTile's tile of 1 blocks × 7 pixels: for j < 1, p < 7, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW1x7AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW1x8AVX512 computes ConvNCHWTile's tile of 1 blocks × 8 pixels: for j < 1, p < 8, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW1x8AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW1x9AVX512 computes ConvNCHWTile's tile of 1 blocks × 9 pixels: for j < 1, p < 9, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW1x9AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW1x10AVX512 computes ConvNCHWTile's tile of 1 blocks × 10 pixels: for j < 1, p < 10, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW1x10AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW1x11AVX512 computes ConvNCHWTile's tile of 1 blocks × 11 pixels: for j < 1, p < 11, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW1x11AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW1x12AVX512 computes ConvNCHWTile's tile of 1 blocks × 12 pixels: for j < 1, p < 12, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·16 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW1x12AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW2x1AVX512 computes ConvNCHWTile's tile of 2 blocks × 1 pixels: for j < 2, p < 1, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW2x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW2x2AVX512 computes ConvNCHWTile's tile of 2 blocks × 2 pixels: for j < 2, p < 2, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW2x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW2x3AVX512 computes ConvNCHWTile's tile of 2 blocks × 3 pixels: for j < 2, p < 3, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW2x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW2x4AVX512 computes ConvNCHWTile's tile of 2 blocks × 4 pixels: for j < 2, p < 4, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW2x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW2x5AVX512 computes ConvNCHWTile's tile of 2 blocks × 5 pixels: for j < 2, p < 5, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW2x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW2x6AVX512 computes ConvNCHWTile's tile of 2 blocks × 6 pixels: for j < 2, p < 6, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW2x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW2x7AVX512 computes ConvNCHWTile's tile of 2 blocks × 7 pixels: for j < 2, p < 7, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW2x7AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW2x8AVX512 computes ConvNCHWTile's tile of 2 blocks × 8 pixels: for j < 2, p < 8, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW2x8AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW2x9AVX512 computes ConvNCHWTile's tile of 2 blocks × 9 pixels: for j < 2, p < 9, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW2x9AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW2x10AVX512 computes ConvNCHWTile's tile of 2 blocks × 10 pixels: for j < 2, p < 10, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW2x10AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW2x11AVX512 computes ConvNCHWTile's tile of 2 blocks × 11 pixels: for j < 2, p < 11, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW2x11AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW2x12AVX512 computes ConvNCHWTile's tile of 2 blocks × 12 pixels: for j < 2, p < 12, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·32 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW2x12AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW3x1AVX512 computes ConvNCHWTile's tile of 3 blocks × 1 pixels: for j < 3, p < 1, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·48 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW3x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW3x2AVX512 computes ConvNCHWTile's tile of 3 blocks × 2 pixels: for j < 3, p < 2, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·48 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW3x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW3x3AVX512 computes ConvNCHWTile's tile of 3 blocks × 3 pixels: for j < 3, p < 3, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·48 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW3x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW3x4AVX512 computes ConvNCHWTile's tile of 3 blocks × 4 pixels: for j < 3, p < 4, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·48 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW3x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW3x5AVX512 computes ConvNCHWTile's tile of 3 blocks × 5 pixels: for j < 3, p < 5, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·48 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW3x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW3x6AVX512 computes ConvNCHWTile's tile of 3 blocks × 6 pixels: for j < 3, p < 6, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·48 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW3x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW4x1AVX512 computes ConvNCHWTile's tile of 4 blocks × 1 pixels: for j < 4, p < 1, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·64 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW4x1AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW4x2AVX512 computes ConvNCHWTile's tile of 4 blocks × 2 pixels: for j < 4, p < 2, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·64 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW4x2AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW4x3AVX512 computes ConvNCHWTile's tile of 4 blocks × 3 pixels: for j < 4, p < 3, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·64 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW4x3AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW4x4AVX512 computes ConvNCHWTile's tile of 4 blocks × 4 pixels: for j < 4, p < 4, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·64 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW4x4AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW4x5AVX512 computes ConvNCHWTile's tile of 4 blocks × 5 pixels: for j < 4, p < 5, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·64 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW4x5AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
+
+// convNCHW4x6AVX512 computes ConvNCHWTile's tile of 4 blocks × 6 pixels: for j < 4, p < 6, l < 16, acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·64 + j·16 + l] (fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.
+//
+//go:noescape
+func convNCHW4x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pixStride int, w *float32, bias *float32, res *float32, out *float32, outStride int, outPix int, flags int)
 
 // avgPool2x2BlockedRowAVX512 sets out[j·16+l] = (((r0[2j·16+l] + r0[(2j+1)·16+l]) + r1[2j·16+l]) + r1[(2j+1)·16+l]) · 0.25 for j < n, l < 16.
 //

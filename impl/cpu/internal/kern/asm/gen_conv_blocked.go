@@ -20,15 +20,37 @@ const (
 // lanes of a zmm register.
 const blockLanes = 16
 
-// convBlockedKernels emits the 4×6 tiles of ConvBlockedTile
-// (convBlocked{nb}x{np}AVX512 for nb ≤ 4 output channel blocks and np ≤ 6
-// pixels), those of ConvBlockedTileBF16 (convBlockedBF16{nb}x{np}AVX512)
-// and the 2×2 average pool over NCHW16c rows.
+// tileKind is which tile convBlocked emits: the float32 or bf16 tile of
+// ConvBlockedTile / ConvBlockedTileBF16 on an NCHW16c image, or the
+// float32 tile of ConvNCHWTile on an NCHW image.
+type tileKind int
+
+const (
+	tileBlocked tileKind = iota
+	tileBlockedBF16
+	tileNCHW
+)
+
+// maxTilePixels is the most pixels of a tile of nb output blocks
+// (ConvTilePixels): 24 accumulators, so 12 for one or two blocks, 6 for
+// three or four; the bf16 tiles stop at 6.
+func maxTilePixels(nb int, kind tileKind) int {
+	if nb <= 2 && kind != tileBlockedBF16 {
+		return 12
+	}
+	return 6
+}
+
+// convBlockedKernels emits the tiles of ConvBlockedTile
+// (convBlocked{nb}x{np}AVX512 for nb ≤ 4 output channel blocks and np ≤
+// maxTilePixels(nb) pixels), those of ConvBlockedTileBF16
+// (convBlockedBF16{nb}x{np}AVX512, np ≤ 6) and of ConvNCHWTile
+// (convNCHW{nb}x{np}AVX512), and the 2×2 average pool over NCHW16c rows.
 func convBlockedKernels(zmm []VecPhysical) {
-	for _, bf16 := range []bool{false, true} {
+	for _, kind := range []tileKind{tileBlocked, tileBlockedBF16, tileNCHW} {
 		for nb := 1; nb <= 4; nb++ {
-			for np := 1; np <= 6; np++ {
-				convBlocked(nb, np, bf16, zmm)
+			for np := 1; np <= maxTilePixels(nb, kind); np++ {
+				convBlocked(nb, np, kind, zmm)
 			}
 		}
 	}
@@ -53,14 +75,16 @@ func convBlockedKernels(zmm []VecPhysical) {
 //
 // with the tap offsets in floats and xBlock, pixStride, outStride and
 // outPix in bytes. The nb·np accumulators, the nb weight vectors of one input
-// channel and one broadcast stay in registers (4×6: 29 of the 32); each
-// channel c loads its nb weight vectors, then per pixel broadcasts x from
-// memory and issues nb FMAs. The 16 channels of a block are unrolled; the
-// pixels' addresses are two bases (pixels 0-2 and 3-5) plus 0, 1 or 2
-// pixel strides in the addressing mode, so the loops multiply nothing.
+// channel and one broadcast stay in registers (4×6 and 2×12: 29 and 27 of
+// the 32); each channel c loads its nb weight vectors, then per pixel
+// broadcasts x from memory and issues nb FMAs. The 16 channels of a block
+// are unrolled; the pixels' addresses are one base per three pixels
+// (pixels 0-2, 3-5, 6-8, 9-11) plus 0, 1 or 2 pixel strides in the
+// addressing mode, so the loops multiply nothing.
 // The flags are tested once, before and after the loops. A tile of four
 // to six pixels prefetches the first six lines from its pixel np (the
-// next tile's) in each block, one per channel step: the image comes from
+// next tile's) in each block, one per channel step, a tile of seven to
+// twelve the first twelve: the image comes from
 // memory in a network, and the hardware prefetchers do not run ahead of
 // the sixteen or more planes a tile reads at once (clip_rn50 1.06× at
 // batch 1 and 8, detr_r50_small_b2 1.02-1.03×, six rounds; two tiles
@@ -72,7 +96,7 @@ func convBlockedKernels(zmm []VecPhysical) {
 // convolutions of clip_rn50: the extra loads cost the warm tiles more
 // than the prefetch saved.)
 //
-// With bf16 it emits convBlockedBF16{nb}x{np}AVX512, the tile of
+// With tileBlockedBF16 it emits convBlockedBF16{nb}x{np}AVX512, the tile of
 // ConvBlockedTileBF16, of the same signature without the prefetch (not
 // measured on a CPU that runs it) and x and w of bf16 pairs:
 // a block's pixel holds 8 pairs of neighbouring channels (32 bytes), a
@@ -80,25 +104,45 @@ func convBlockedKernels(zmm []VecPhysical) {
 // one VDPBF16PS per accumulator, 8 steps per block; the tap offsets stay
 // those of the float32 layout (halved here: shifted by one, not two) and
 // the byte strides are the pair image's.
-func convBlocked(nb, np int, bf16 bool, zmm []VecPhysical) {
+//
+// With tileNCHW it emits convNCHW{nb}x{np}AVX512, the tile of
+// ConvNCHWTile, whose image is NCHW: an input "block" is one channel
+// (cib input channels, xBlock bytes apart: a channel plane), so each
+// block is a single step of nb weight vectors and np broadcasts, and the
+// weight moves on by one row of nb·16 lanes per channel; no prefetch.
+func convBlocked(nb, np int, kind tileKind, zmm []VecPhysical) {
 	name := fmt.Sprintf("convBlocked%dx%dAVX512", nb, np)
 	sig := "func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int, pf *float32, pfStep int)"
 	steps, shift := blockLanes, uint64(2) // input channels (or pairs) per block; log2 bytes per float offset
-	if bf16 {
+	bf16, prefetch := kind == tileBlockedBF16, kind == tileBlocked
+	switch kind {
+	case tileBlockedBF16:
 		name = fmt.Sprintf("convBlockedBF16%dx%dAVX512", nb, np)
 		sig = "func(x *uint32, taps *int, ntaps, cib, xBlock, pixStride int, w *uint32, bias, res, out *float32, outStride, outPix, flags int)"
 		steps, shift = blockLanes/2, 1
+	case tileNCHW:
+		name = fmt.Sprintf("convNCHW%dx%dAVX512", nb, np)
+		sig = "func(x *float32, taps *int, ntaps, cib, xBlock, pixStride int, w, bias, res, out *float32, outStride, outPix, flags int)"
+		steps = 1
 	}
 	text(name, NOSPLIT, sig)
 	Pragma("noescape")
-	if bf16 {
+	switch kind {
+	case tileBlockedBF16:
 		Doc(fmt.Sprintf("%s computes ConvBlockedTileBF16's tile of %d blocks × %d pixels: for j < %d, p < %d, l < 16, "+
 			"acc chains dpbf16 over t < ntaps, cb < cib, q < 8 of the pairs x[(taps[2t] + cb·xBlock + p·pixStride)/2 + q] and "+
 			"w[(taps[2t+1] + (cb·16)·%d)/2 + q·%d + j·16 + l] (from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l "+
 			"out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. "+
 			"The taps are in floats of the float32 layout, xBlock and pixStride in bytes of the pairs, outStride and outPix in bytes.",
 			name, nb, np, nb, np, nb*blockLanes, nb*blockLanes))
-	} else {
+	case tileNCHW:
+		Doc(fmt.Sprintf("%s computes ConvNCHWTile's tile of %d blocks × %d pixels: for j < %d, p < %d, l < 16, "+
+			"acc = Σ_{t<ntaps} Σ_{ch<cib} x[taps[2t] + ch·xBlock + p·pixStride]·w[taps[2t+1] + ch·%d + j·16 + l] "+
+			"(fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l "+
+			"out[o] = relu((acc + bias[j·16+l]) + res[o]), bias when flags&2, res when flags&4, relu (max(v, 0), NaN kept) when flags&8. "+
+			"The taps are in floats, xBlock, pixStride, outStride and outPix in bytes.",
+			name, nb, np, nb, np, nb*blockLanes))
+	default:
 		Doc(fmt.Sprintf("%s computes ConvBlockedTile's tile of %d blocks × %d pixels: for j < %d, p < %d, l < 16, "+
 			"acc = Σ_{t<ntaps} Σ_{cb<cib} Σ_{c<16} x[taps[2t] + cb·xBlock + p·pixStride + c]·w[taps[2t+1] + (cb·16+c)·%d + j·16 + l] "+
 			"(fused, in that order, from out[o] when flags&1, else from 0), then at o = j·outStride + p·outPix + l "+
@@ -135,20 +179,18 @@ func convBlocked(nb, np int, bf16 bool, zmm []VecPhysical) {
 		LEAQ(Mem{Base: ps, Index: ps, Scale: 2}, ps3)
 	}
 	xp, wp, cb := GP64(), GP64(), GP64()
-	var pf, pfStep Register // the float32 tiles' prefetch (not the bf16 ones')
-	if !bf16 {
+	var pf, pfStep Register // the float32 blocked tiles' prefetch
+	if prefetch {
 		pf, pfStep = Load(Param("pf"), GP64()), Load(Param("pfStep"), GP64())
 	}
-	var xp3 Register
-	if np > 3 {
-		xp3 = GP64()
+	// xb[k] is x of pixel 3k: xb[0] is xp, the others follow it by ps3.
+	xb := []Register{xp}
+	for k := 1; 3*k < np; k++ {
+		xb = append(xb, GP64())
 	}
-	// pix is x of pixel p, d bytes on: pixels 0-2 from xp, 3-5 from xp3.
+	// pix is x of pixel p, d bytes on: xb[p/3] plus p%3 pixel strides.
 	pix := func(p, d int) Mem {
-		m := Mem{Base: xp, Disp: d}
-		if p >= 3 {
-			m.Base = xp3
-		}
+		m := Mem{Base: xb[p/3], Disp: d}
 		if p%3 > 0 {
 			m.Index, m.Scale = ps, uint8(p%3)
 		}
@@ -174,8 +216,20 @@ func convBlocked(nb, np int, bf16 bool, zmm []VecPhysical) {
 	Load(Param("cib"), cb)
 
 	Label(name + "_cb")
-	if np > 3 {
-		LEAQ(Mem{Base: xp, Index: ps3, Scale: 1}, xp3)
+	for k := 1; k < len(xb); k++ {
+		LEAQ(Mem{Base: xb[k-1], Index: ps3, Scale: 1}, xb[k])
+	}
+	// The next tile's lines: from pixel np, xb[(np-1)/3] plus 1-3 strides.
+	lines := 6
+	if np > 6 {
+		lines = 12
+	}
+	var next Mem
+	if np >= 4 {
+		next = Mem{Base: xb[(np-1)/3], Index: ps3, Scale: 1}
+		if r := np - 3*((np-1)/3); r < 3 {
+			next.Index, next.Scale = ps, uint8(r)
+		}
 	}
 	for c := 0; c < steps; c++ {
 		what := "channel"
@@ -186,14 +240,12 @@ func convBlocked(nb, np int, bf16 bool, zmm []VecPhysical) {
 		for j := 0; j < nb; j++ {
 			VMOVUPS(Mem{Base: wp, Disp: (c*nb + j) * 64}, wv[j])
 		}
-		if !bf16 {
+		if prefetch {
 			PREFETCHT1(Mem{Base: pf, Disp: 64 * c}) // the weight the caller reads next
 		}
-		if np >= 4 && c < 6*steps/blockLanes { // line c of the next tile, from pixel np
-			m := Mem{Base: xp3, Index: ps3, Scale: 1, Disp: 64 * c}
-			if np < 6 {
-				m.Index, m.Scale = ps, uint8(np-3)
-			}
+		if np >= 4 && c < lines*steps/blockLanes { // line c of the next tile, from pixel np
+			m := next
+			m.Disp = 64 * c
 			PREFETCHT0(m)
 		}
 		for p := 0; p < np; p++ {
@@ -209,7 +261,7 @@ func convBlocked(nb, np int, bf16 bool, zmm []VecPhysical) {
 	}
 	ADDQ(xBlock, xp)
 	ADDQ(addImm(steps*nb*blockLanes*4), wp)
-	if !bf16 {
+	if prefetch {
 		ADDQ(pfStep, pf)
 	}
 	DECQ(cb)
@@ -256,24 +308,25 @@ func convBlocked(nb, np int, bf16 bool, zmm []VecPhysical) {
 }
 
 // tileRows emits f(m, j, p) for j < nb, p < np with m the vector at
-// base + j·stride + p·pix bytes: pixels 0-2 of a block from base, 3-5
-// from a second pointer three pixels on, with 0, 1 or 2 pix in the
-// addressing mode; base walks by stride per block (base is consumed).
+// base + j·stride + p·pix bytes: pixels 3k to 3k+2 of a block from a
+// pointer 3k pixels on (base itself for k = 0), with 0, 1 or 2 pix in
+// the addressing mode; base walks by stride per block (base is consumed).
 func tileRows(nb, np int, base, stride, pix Register, f func(m Mem, j, p int)) {
-	var base3, pix3 Register
+	var pix3 Register
+	bases := []Register{base}
 	if np > 3 {
-		base3, pix3 = GP64(), GP64()
+		for k := 1; 3*k < np; k++ {
+			bases = append(bases, GP64())
+		}
+		pix3 = GP64()
 		LEAQ(Mem{Base: pix, Index: pix, Scale: 2}, pix3)
 	}
 	for j := 0; j < nb; j++ {
-		if np > 3 {
-			LEAQ(Mem{Base: base, Index: pix3, Scale: 1}, base3)
+		for k := 1; k < len(bases); k++ {
+			LEAQ(Mem{Base: bases[k-1], Index: pix3, Scale: 1}, bases[k])
 		}
 		for p := 0; p < np; p++ {
-			m := Mem{Base: base}
-			if p >= 3 {
-				m.Base = base3
-			}
+			m := Mem{Base: bases[p/3]}
 			if p%3 > 0 {
 				m.Index, m.Scale = pix, uint8(p%3)
 			}
