@@ -26,7 +26,8 @@ import (
 
 // useBlockedWinograd reports whether the blocked convolution c runs as a
 // Winograd convolution: 3×3, stride 1, padding 1, no dilation, at least
-// blockedWinoMinChans input channels and a transformed weight of at most
+// blockedWinoMinChans input channels (or blockedWinoMinChansWide into at
+// least blockedWinoMinOutWide) and a transformed weight of at most
 // blockedWinoMaxWeight bytes, or forced by convPath "blockedwino"
 // ("noblockedwino" keeps it direct).
 func useBlockedWinograd(c ops.Conv2d) bool {
@@ -40,7 +41,9 @@ func useBlockedWinograd(c ops.Conv2d) bool {
 	if convForced("blocked") || convForced("noblockedwino") {
 		return false
 	}
-	return c.InChans >= blockedWinoMinChans && 16*c.InChans*c.OutChans*4 <= blockedWinoMaxWeightHere()
+	deep := c.InChans >= blockedWinoMinChans ||
+		c.InChans >= blockedWinoMinChansWide && c.OutChans >= blockedWinoMinOutWide
+	return deep && 16*c.InChans*c.OutChans*4 <= blockedWinoMaxWeightHere()
 }
 
 // blockedWinoMaxWeightHere is blockedWinoMaxWeight on the AVX-512 path of
@@ -58,10 +61,16 @@ func blockedWinoMaxWeightHere() int {
 // channels at 56×56, 1.43× for 128 at 56×56, 1.6× at 28×28, 1.45× at
 // 16×16, 1.42× for 256 at 28×28, 1.27× at 14×14 (1.30× at batch 8),
 // 1.09× at 7×9 (batch 2), 1.56× for VQGAN's 64 at 16×16 with the
-// residual, 1.25× at 32×32. With 32 input channels the products are too
-// short (0.8× at 64×64 and 112×112, 1.0× for 32→64); with 512, the 16 MiB
-// of transformed weight comes from memory once per chunk (1.0× at 14×14,
-// 0.94× at 7×7 batch 8).
+// residual, 1.25× at 32×32. With 512, the 16 MiB of transformed weight
+// comes from memory once per chunk (1.0× at 14×14, 0.94× at 7×7 batch 8).
+// With 32 input channels the products are short, and pay only with
+// enough output channels (blockedWinoMinChansWide, blockedWinoMinOutWide;
+// on a faster Xeon host, where the direct tiles of one or two output
+// blocks take 12 pixels): 1.10–1.14× for 32→64 at 112×112 (batch 1 and
+// 8, three runs; CLIP RN50's third stem convolution), 1.22× at 56×56,
+// 1.41× at 28×28, 1.11× for 32→128 at 56×56, 1.07× for 32→48 at 112×112,
+// but 0.87× for 32→32 at 112×112 (1.33× at 56×56) and 0.73× for 16→32;
+// clip_rn50 1.015× at batch 1 (80 pairs), 1.013× at batch 8.
 //
 // On an AMD EPYC Zen 5 (2 vCPU, 2 MiB of L2 per core) the 512-channel
 // products pay too: 1.43–1.56× at 14×14 (batch 1 and 8), 1.84× at 25×34,
@@ -70,6 +79,8 @@ func blockedWinoMaxWeightHere() int {
 // but on Intel.
 const (
 	blockedWinoMinChans     = 64
+	blockedWinoMinChansWide = 32
+	blockedWinoMinOutWide   = 48
 	blockedWinoMaxWeight    = 4 << 20
 	blockedWinoMaxWeightAMD = 16 << 20
 )
