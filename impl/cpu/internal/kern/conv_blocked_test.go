@@ -59,11 +59,19 @@ func newConvBlockedCase(rng *rand.Rand, nb, np, ntaps, cib, pixStride int, share
 			}
 		}
 	}
-	k.bias = make([]float32, nb*BlockLanes)
+	k.drawEpilogue(rng)
+	return k
+}
+
+// drawEpilogue draws the tile's bias, and out and res of its output
+// strides: random values in the tile, the sentinel (out) and NaN (res)
+// elsewhere.
+func (k *convBlockedCase) drawEpilogue(rng *rand.Rand) {
+	k.bias = make([]float32, k.nb*BlockLanes)
 	for i := range k.bias {
 		k.bias[i] = rng.Float32()*2 - 1
 	}
-	n := (nb-1)*k.outStride + (np-1)*k.outPix + BlockLanes + 13
+	n := (k.nb-1)*k.outStride + (k.np-1)*k.outPix + BlockLanes + 13
 	k.out, k.res = make([]float32, n), make([]float32, n)
 	for i := range k.out {
 		k.out[i] = sentinel
@@ -73,7 +81,32 @@ func newConvBlockedCase(rng *rand.Rand, nb, np, ntaps, cib, pixStride int, share
 		k.out[o] = rng.Float32()*4 - 2
 		k.res[o] = rng.Float32()*4 - 2
 	})
-	return k
+}
+
+// checkOutputs fails the test where wrong, given each output of the tile
+// (o in got, block j, lane pl, and the residual it read: res's value, or
+// out's old one when alias), says what is wrong with got[o] ("" when
+// nothing), and where got holds anything but the sentinel outside the
+// tile.
+func (k *convBlockedCase) checkOutputs(t *testing.T, what string, got []float32, alias bool,
+	wrong func(o, j, pl int, res float32) string) {
+	t.Helper()
+	in := make([]bool, len(got))
+	k.eachOutput(func(o, j, pl int) {
+		in[o] = true
+		res := k.res[o]
+		if alias {
+			res = k.out[o]
+		}
+		if msg := wrong(o, j, pl, res); msg != "" {
+			t.Fatalf("%s: out[%d] (block %d, pixel %d, lane %d) = %v, %s", what, o, j, pl/BlockLanes, pl%BlockLanes, got[o], msg)
+		}
+	})
+	for i, v := range got {
+		if !in[i] && v != sentinel {
+			t.Fatalf("%s: out[%d] outside the tile written: %v", what, i, v)
+		}
+	}
 }
 
 func nanSlice(n int) []float32 {
@@ -230,28 +263,17 @@ func (k *convBlockedCase) eachFlags(f func(what string, flags int, alias bool)) 
 // outside it.
 func (k *convBlockedCase) check(t *testing.T, what string, got, want []float32, flags int, alias bool) {
 	t.Helper()
-	in := make([]bool, len(got))
-	k.eachOutput(func(o, j, pl int) {
-		in[o] = true
+	k.checkOutputs(t, what, got, alias, func(o, j, pl int, res float32) string {
 		g, w := got[o], want[o]
-		res := k.res[o]
-		if alias {
-			res = k.out[o]
-		}
 		tol := 1e-5 * k.scale(j, pl, k.out[o], res, flags)
-		if math.IsNaN(float64(g)) || math.IsNaN(float64(w)) || math.Abs(float64(g)-float64(w)) > tol {
-			t.Fatalf("%s: out[%d] (block %d, pixel %d, lane %d) = %v, twin %v (tolerance %.3g)",
-				what, o, j, pl/BlockLanes, pl%BlockLanes, g, w, tol)
+		switch {
+		case math.IsNaN(float64(g)) || math.IsNaN(float64(w)) || math.Abs(float64(g)-float64(w)) > tol:
+			return fmt.Sprintf("twin %v (tolerance %.3g)", w, tol)
+		case flags&ConvReLU != 0 && g < 0:
+			return "negative with ReLU"
 		}
-		if flags&ConvReLU != 0 && g < 0 {
-			t.Fatalf("%s: out[%d] = %v with ReLU", what, o, g)
-		}
+		return ""
 	})
-	for i, v := range got {
-		if !in[i] && v != sentinel {
-			t.Fatalf("%s: out[%d] outside the tile written: %v", what, i, v)
-		}
-	}
 }
 
 // TestConvBlockedTileNaN checks that a NaN in x reaches every output of

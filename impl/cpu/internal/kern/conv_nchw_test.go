@@ -47,20 +47,7 @@ func newConvNCHWCase(rng *rand.Rand, nb, np, ntaps, cin, pixStride int) *convNCH
 			}
 		}
 	}
-	k.bias = make([]float32, nb*BlockLanes)
-	for i := range k.bias {
-		k.bias[i] = rng.Float32()*2 - 1
-	}
-	n := (nb-1)*k.outStride + (np-1)*k.outPix + BlockLanes + 13
-	k.out, k.res = make([]float32, n), make([]float32, n)
-	for i := range k.out {
-		k.out[i] = sentinel
-		k.res[i] = float32(math.NaN())
-	}
-	k.eachOutput(func(o, _, _ int) {
-		k.out[o] = rng.Float32()*4 - 2
-		k.res[o] = rng.Float32()*4 - 2
-	})
+	k.drawEpilogue(rng)
 	return k
 }
 
@@ -139,21 +126,11 @@ func (k *convNCHWCase) check(t *testing.T, what string, flags int, alias bool) {
 	}
 	ConvNCHWTile(k.nb, k.np, k.x, k.taps, k.ntaps, k.cin, k.chanStride, k.pixStride, k.w, bias, res, got,
 		k.outStride, k.outPix, flags)
-	in := make([]bool, len(got))
-	k.eachOutput(func(o, j, pl int) {
-		in[o] = true
-		r := k.res[o]
-		if alias {
-			r = k.out[o]
-		}
-		w, scale := k.want(j, pl, k.out[o], r, flags)
+	k.checkOutputs(t, what, got, alias, func(o, j, pl int, res float32) string {
+		w, scale := k.want(j, pl, k.out[o], res, flags)
 		if g := float64(got[o]); math.IsNaN(g) || math.Abs(g-w) > 1e-5*scale+1e-30 {
-			t.Fatalf("%s: out[%d] (block %d, pixel %d, lane %d) = %v, want %v", what, o, j, pl/BlockLanes, pl%BlockLanes, g, w)
+			return fmt.Sprintf("want %v", w)
 		}
+		return ""
 	})
-	for i, v := range got {
-		if !in[i] && v != sentinel {
-			t.Fatalf("%s: out[%d] outside the tile written: %v", what, i, v)
-		}
-	}
 }
