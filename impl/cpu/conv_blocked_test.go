@@ -9,6 +9,8 @@ import (
 
 	"vitbench/bench"
 	"vitbench/bench/ops"
+	"vitbench/impl/cpu/internal/kern"
+	"vitbench/internal/mutation"
 )
 
 // blockedCase is a convolution of the blocked path's tests.
@@ -322,5 +324,45 @@ func TestBlockedPixelMajor(t *testing.T) {
 		if parts := len(p.partStart) - 1; p.pixelMajor && parts < 2 {
 			t.Errorf("%+v: %d parts for two workers", tc.bc, parts)
 		}
+	}
+}
+
+// TestBlockedNCHWRule: on the float32 backend's AVX-512 path a
+// convolution with BatchNorm of an NCHW image of a few channels runs
+// blocked (kern.ConvNCHWTile) when its window holds at most
+// nchwTileMaxCols values and it adds no residual: CLIP RN50's stem, not
+// the ResNet-50 stem (147 values) whose max pool reads NCHW; never on
+// cpu-bf16, nor without BatchNorm (VQGAN's first convolution), nor from a
+// blocked image.
+func TestBlockedNCHWRule(t *testing.T) {
+	if kern.Active() != kern.ISAAVX512 || mutation.Enabled {
+		t.Skip("the blocked layout runs on the AVX-512 path, without mutations")
+	}
+	stem := blockedCase{1, 3, 32, 224, 224, 3, 2, 1, 1, false, true}.conv()
+	resnet := blockedCase{1, 3, 64, 224, 224, 7, 2, 3, 1, false, true}.conv()
+	withRes := stem
+	withRes.Residual = true
+	noBN := stem
+	noBN.BN = false
+	f32, bf16 := New(2), NewBF16(2)
+	for _, c := range []struct {
+		what    string
+		be      *Backend
+		c       ops.Conv2d
+		blocked bool
+		want    bool
+	}{
+		{"CLIP RN50 stem", f32, stem, false, true},
+		{"ResNet-50 stem", f32, resnet, false, false},
+		{"with a residual", f32, withRes, false, false},
+		{"without BatchNorm", f32, noBN, false, false},
+		{"on cpu-bf16", bf16, stem, false, false},
+	} {
+		if got := c.be.useBlocked(c.c, c.blocked); got != c.want {
+			t.Errorf("%s: useBlocked %v, want %v", c.what, got, c.want)
+		}
+	}
+	if !blockedNCHWInput(stem) || blockedNCHWInput(blockedCase{1, 16, 32, 8, 8, 3, 1, 1, 1, false, true}.conv()) {
+		t.Error("blockedNCHWInput: want true for 3 channels, false for 16")
 	}
 }
