@@ -111,15 +111,19 @@ func TestBF16BackendTwinAndRounding(t *testing.T) {
 
 // TestBF16NarrowDirectConvStaysFP32: a convolution of at most
 // bf16DirectMaxOut output channels that the cpu backend runs as a direct
-// convolution (VOLO's 64-channel stem) runs the same fp32 kernel on
-// cpu-bf16, bit for bit; with the limit lowered it goes through the bf16
-// implicit GEMM and differs.
+// convolution (VOLO's 64-channel stem, with the NCHW tiles of
+// blockedNCHWInput off: on, the cpu backend runs it blocked) runs the
+// same fp32 kernel on cpu-bf16, bit for bit; with the limit lowered it
+// goes through the bf16 implicit GEMM and differs.
 func TestBF16NarrowDirectConvStaysFP32(t *testing.T) {
 	if !kern.HasBF16() {
 		t.Skip("no AVX512_BF16")
 	}
 	const name = "conv2d/volo_stem1_64"
+	defer func(on bool) { nchwTiles = on }(nchwTiles)
+	nchwTiles = false
 	fp32, _ := run(t, New(2), name, 5)
+	nchwTiles = true
 	bf, _ := run(t, NewBF16(2), name, 5)
 	gemm := NewBF16(2)
 	gemm.bf16DirectMaxOut = 0

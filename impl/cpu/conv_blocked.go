@@ -44,20 +44,20 @@ func (b *Backend) useBlocked(c ops.Conv2d, inBlocked bool) bool {
 // blockedNCHWInput reports whether the blocked convolution c reads its
 // image in NCHW, through kern.ConvNCHWTile: an image whose channels
 // make no whole block (a network's RGB input). Its output is blocked like
-// any blocked convolution's, so the next convolution reads it without a
-// conversion. useBlocked takes such a convolution on the float32 backend
+// any blocked convolution's, so the next convolution (or max pool) reads
+// it without a conversion. useBlocked takes such a convolution on the float32 backend
 // only, without a residual, and only with windows of at most
 // nchwTileMaxCols values.
 func blockedNCHWInput(c ops.Conv2d) bool { return c.InChans%kern.BlockLanes != 0 }
 
 // nchwTileMaxCols is the most window values (channels × taps) of a
-// convolution on an NCHW image that runs blocked (kern.ConvNCHWTile):
-// CLIP RN50's stem, 3 channels by 3×3 (27), where the direct path's
-// product is too shallow for the GEMM's tiles and its NCHW output had to
-// be converted for the next convolution. The ResNet-50 stem (3 by 7×7,
-// 147) is followed by a max pool that reads NCHW and keeps the direct
-// path.
-const nchwTileMaxCols = 64
+// convolution on an NCHW image that runs blocked (kern.ConvNCHWTile): the
+// ResNet-50 stem of DETR and VOLO (3 channels by 7×7, 147), whose direct
+// path wrote NCHW for a max pool or a convolution that then converted it
+// (the max pool after it reads the blocked layout: maxPoolBlocked), and
+// CLIP RN50's (3 by 3×3, 27), where the direct path's product is also
+// too shallow for the GEMM's tiles.
+const nchwTileMaxCols = 160
 
 // nchwTiles lets a convolution on an NCHW image run blocked
 // (blockedNCHWInput; A/B timing turns it off).

@@ -35,8 +35,9 @@ func (bc blockedCase) conv() ops.Conv2d {
 // enough to take its input blocks in batches (blockedBatchBytes),
 // 3×3 and 1×1 ones whose weights are over pixelMajorWeightBytes (their
 // tasks numbered group, then part; the others' part, then group), and
-// convolutions of NCHW images of 1 to 3 channels (blockedNCHWInput: a
-// stem at stride 2, tiles of 12 and 6 pixels, dilation). The outputs of
+// convolutions of NCHW images of 1 to 3 channels (blockedNCHWInput: 3×3
+// and ResNet's 7×7 stems at stride 2, tiles of 12 and 6 pixels,
+// dilation). The outputs of
 // one or two blocks run in tiles of up to 12 pixels (wideTiles).
 var blockedCases = []blockedCase{
 	{1, 32, 64, 7, 7, 3, 1, 1, 1, true, true},
@@ -56,6 +57,7 @@ var blockedCases = []blockedCase{
 	{2, 3, 48, 13, 17, 3, 1, 1, 1, false, false},
 	{1, 1, 16, 9, 26, 5, 1, 2, 1, false, true},
 	{1, 2, 80, 11, 8, 3, 1, 2, 2, false, true},
+	{1, 3, 64, 23, 20, 7, 2, 3, 1, false, true},
 }
 
 // TestConvBlockedMatchesOracle runs blockedCases through Enqueue on every
@@ -330,16 +332,16 @@ func TestBlockedPixelMajor(t *testing.T) {
 // TestBlockedNCHWRule: on the float32 backend's AVX-512 path a
 // convolution with BatchNorm of an NCHW image of a few channels runs
 // blocked (kern.ConvNCHWTile) when its window holds at most
-// nchwTileMaxCols values and it adds no residual: CLIP RN50's stem, not
-// the ResNet-50 stem (147 values) whose max pool reads NCHW; never on
-// cpu-bf16, nor without BatchNorm (VQGAN's first convolution), nor from a
-// blocked image.
+// nchwTileMaxCols values and it adds no residual: CLIP RN50's stem and
+// the ResNet-50 one (147 values), not 5 channels by 7×7 (245); never on
+// cpu-bf16, nor without BatchNorm (VQGAN's first convolution).
 func TestBlockedNCHWRule(t *testing.T) {
 	if kern.Active() != kern.ISAAVX512 || mutation.Enabled {
 		t.Skip("the blocked layout runs on the AVX-512 path, without mutations")
 	}
 	stem := blockedCase{1, 3, 32, 224, 224, 3, 2, 1, 1, false, true}.conv()
 	resnet := blockedCase{1, 3, 64, 224, 224, 7, 2, 3, 1, false, true}.conv()
+	wide := blockedCase{1, 5, 64, 224, 224, 7, 2, 3, 1, false, true}.conv()
 	withRes := stem
 	withRes.Residual = true
 	noBN := stem
@@ -353,7 +355,8 @@ func TestBlockedNCHWRule(t *testing.T) {
 		want    bool
 	}{
 		{"CLIP RN50 stem", f32, stem, false, true},
-		{"ResNet-50 stem", f32, resnet, false, false},
+		{"ResNet-50 stem", f32, resnet, false, true},
+		{"5 channels by 7×7", f32, wide, false, false},
 		{"with a residual", f32, withRes, false, false},
 		{"without BatchNorm", f32, noBN, false, false},
 		{"on cpu-bf16", bf16, stem, false, false},

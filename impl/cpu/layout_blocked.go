@@ -12,7 +12,8 @@ import (
 // channels side by side per pixel; see kern.ConvBlockedTile) instead of
 // NCHW: a tensor's blocked flag says which layout its data is in. Only
 // the nodes that read and write that layout (blocked convolutions, the
-// 2×2 average pool, GroupNorm, VQGAN's padding and upsampling, the
+// 2×2 average pool, ResNet's 3×3 max pool, GroupNorm, VQGAN's padding
+// and upsampling, the
 // flattening of feature maps into tokens, a patch embedding; readsBlocked) see a blocked
 // tensor; Enqueue turns it
 // back into NCHW in place before any other node reads it or writes over
@@ -21,13 +22,16 @@ import (
 
 // readsBlocked reports whether node takes its input i in the blocked
 // layout when in is that input: a convolution's image or residual when
-// it runs blocked (useBlocked), the image of a blocked average pool.
+// it runs blocked (useBlocked), the image of a blocked average or max
+// pool.
 func (b *Backend) readsBlocked(node bench.Node, in []*tensor, i int) bool {
 	switch n := node.(type) {
 	case ops.Conv2d:
 		return (i == 0 || n.Residual && i == len(in)-1) && b.useBlocked(n, in[0].blocked)
 	case ops.AvgPool2d:
 		return i == 0 && in[0].blocked && blockedPoolable(n)
+	case ops.MaxPool2d:
+		return i == 0 && in[0].blocked && blockedMaxPoolable(n)
 	case ops.GroupNorm:
 		return i == 0 && b.useBlockedGroupNorm(n, in[0].blocked)
 	case ops.PadRightBottom, ops.UpsampleNearest2x, ops.FlattenLevels:
@@ -42,7 +46,7 @@ func (b *Backend) readsBlocked(node bench.Node, in []*tensor, i int) bool {
 // blocked layout (it then sets their flags itself).
 func writesBlocked(node bench.Node) bool {
 	switch node.(type) {
-	case ops.Conv2d, ops.AvgPool2d, ops.GroupNorm, ops.PadRightBottom, ops.UpsampleNearest2x:
+	case ops.Conv2d, ops.AvgPool2d, ops.MaxPool2d, ops.GroupNorm, ops.PadRightBottom, ops.UpsampleNearest2x:
 		return true
 	}
 	return false

@@ -19,6 +19,12 @@ func (b *Backend) maxPool2d(m ops.MaxPool2d, in, out []*tensor) error {
 		return err
 	}
 	x, y := in[0].data, out[0].data
+	if in[0].blocked { // readsBlocked took it blocked: blockedMaxPoolable
+		b.maxPoolBlocked(m, x, y)
+		out[0].blocked = true
+		return nil
+	}
+	out[0].blocked = false
 	planes := m.Batch * m.Chans
 	lay := newMaxPoolLayout(m)
 	buf, release := b.scratch(b.threads * lay.per)
@@ -179,4 +185,48 @@ func maxNaN(a, b float32) float32 {
 		return b
 	}
 	return a
+}
+
+// blockedMaxPoolable reports whether the max pool m runs on a blocked
+// image: ResNet's window (3×3, stride 2, padding 1) over whole channel
+// blocks (DETR's backbone, after its first convolution writes blocked).
+func blockedMaxPoolable(m ops.MaxPool2d) bool {
+	return maxPoolResNetWindow(m) && m.Chans%kern.BlockLanes == 0
+}
+
+// maxPoolBlocked is maxPoolResNet on a blocked image x, written blocked
+// into y, 16 channels at a time: for output row oy of each block plane,
+// the maximum down input rows 2oy−1 … 2oy+1 (those inside the plane, in
+// order: kern.Max) into a row of the worker's scratch with a −∞ pixel
+// before and after the plane's, then across each output pixel's three
+// columns (kern.MaxPool3s2BlockedRow). The comparisons run in the NCHW
+// pool's order, so both give the same bits. The output rows are numbered
+// row, then plane, as avgPoolBlocked's.
+func (b *Backend) maxPoolBlocked(m ops.MaxPool2d, x, y []float32) {
+	const l = kern.BlockLanes
+	h, w := m.Height, m.Width
+	oh, ow := m.OutH(), m.OutW()
+	planes := m.Batch * m.Chans / l
+	in, out := h*w*l, oh*ow*l
+	threads := b.conversionThreads(len(x))
+	rowLen := (w + 2) * l
+	buf, release := b.scratch(threads * rowLen)
+	defer release()
+	for i := range buf {
+		buf[i] = float32(math.Inf(-1)) // the pad pixels stay −∞; each row overwrites the rest
+	}
+	parallelWorkers(threads, planes*oh, 1, func(wk, lo, hi int) {
+		row := buf[wk*rowLen : (wk+1)*rowLen]
+		inner := row[l : (w+1)*l]
+		for r := lo; r < hi; r++ {
+			p, oy := r%planes, r/planes
+			src := x[p*in : (p+1)*in]
+			ya, yb := max(2*oy-1, 0), min(2*oy+2, h)
+			copy(inner, src[ya*w*l:(ya+1)*w*l])
+			for yy := ya + 1; yy < yb; yy++ {
+				kern.Max(w*l, inner, src[yy*w*l:(yy+1)*w*l], inner)
+			}
+			kern.MaxPool3s2BlockedRow(ow, row, y[p*out+oy*ow*l:p*out+(oy+1)*ow*l])
+		}
+	})
 }

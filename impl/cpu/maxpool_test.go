@@ -81,3 +81,71 @@ func checkMaxPool(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxPoolBlocked runs ResNet's max pool through Enqueue on blocked
+// images (NCHW on the paths without the blocked layout), on every path: two
+// blocks of channels, odd and even sizes (windows of three, two and one
+// rows and columns), a batch of two, NaNs, and ±0 side by side (the
+// NCHW pool and the blocked one compare in the same order, so they must
+// agree bit for bit). On the AVX-512 path the output stays blocked;
+// Download returns NCHW.
+func TestMaxPoolBlocked(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(43, 44))
+		for _, m := range []ops.MaxPool2d{
+			{Batch: 2, Chans: 32, Height: 13, Width: 17, Kernel: 3, Stride: 2, Pad: 1},
+			{Batch: 1, Chans: 16, Height: 8, Width: 6, Kernel: 3, Stride: 2, Pad: 1},
+			{Batch: 1, Chans: 16, Height: 1, Width: 2, Kernel: 3, Stride: 2, Pad: 1},
+		} {
+			be := New(2)
+			x := randSlice(rng, m.Batch*m.Chans*m.Height*m.Width, -2, 2)
+			for i := range x {
+				switch rng.IntN(16) {
+				case 0:
+					x[i] = float32(math.NaN())
+				case 1:
+					x[i] = 0
+				case 2:
+					x[i] = float32(math.Copysign(0, -1))
+				}
+			}
+			shape := bench.Shape{m.Batch, m.Chans, m.Height, m.Width}
+			nchw := be.testTensor(t, shape, x)
+			// The image as a blocked convolution leaves it (an identity
+			// convolution would turn a pixel's NaN into NaN in all its
+			// channels, and −0 into +0).
+			wantBlocked := be.blockedLayout()
+			blocked := be.testTensor(t, shape, x)
+			if wantBlocked {
+				be.toBlocked(m.Batch, m.Chans, m.Height*m.Width, x, blocked.data)
+				blocked.blocked = true
+			}
+			outShape := bench.Shape{m.Batch, m.Chans, m.OutH(), m.OutW()}
+			ref := be.testTensor(t, outShape, nil)
+			if err := be.maxPool2d(m, []*tensor{nchw}, []*tensor{ref}); err != nil {
+				t.Fatal(err)
+			}
+			out := be.testTensor(t, outShape, nil)
+			if err := be.Enqueue(m, []bench.Tensor{blocked}, []bench.Tensor{out}); err != nil {
+				t.Fatal(err)
+			}
+			if out.blocked != wantBlocked {
+				t.Fatalf("%+v: output blocked %v, want %v", m, out.blocked, wantBlocked)
+			}
+			got := make([]float32, len(out.data))
+			if err := be.Download(out, got); err != nil {
+				t.Fatal(err)
+			}
+			want := maxPoolOracle(m, x)
+			for i, w := range ref.data {
+				g := got[i]
+				if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+					t.Fatalf("%+v: element %d = %g, the NCHW pool %g (oracle %g)", m, i, g, w, want[i])
+				}
+				if (g != g) != (want[i] != want[i]) || g == g && g != want[i] {
+					t.Fatalf("%+v: element %d = %g, oracle %g", m, i, g, want[i])
+				}
+			}
+		}
+	})
+}

@@ -346,6 +346,49 @@ func TestAvgPool2x2BlockedRow(t *testing.T) {
 	})
 }
 
+// TestMaxPool3s2BlockedRow checks the blocked max pool's row pass bit for
+// bit against the Go twin on every path, for row lengths around the
+// kernel's unrolling, on values with NaNs, −∞, and +0 and −0 side by side
+// (Max keeps the first of equals: the order of the comparisons shows);
+// out past n pixels must stay untouched.
+func TestMaxPool3s2BlockedRow(t *testing.T) {
+	forEachISA(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(41, 42))
+		specials := []float32{float32(math.NaN()), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1))}
+		for _, n := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 50, 133} {
+			src := make([]float32, (2*n+1)*BlockLanes)
+			for i := range src {
+				src[i] = rng.Float32()*2 - 1
+				if rng.IntN(8) == 0 {
+					src[i] = specials[rng.IntN(len(specials))]
+				}
+			}
+			got, full := guarded(rng, n*BlockLanes, false)
+			twin := make([]float32, n*BlockLanes)
+			MaxPool3s2BlockedRow(n, src, got)
+			maxPool3s2BlockedRowGo(n, src, twin)
+			checkGuards(t, fmt.Sprintf("n %d out", n), full)
+			for j := 0; j < n; j++ {
+				for l := 0; l < BlockLanes; l++ {
+					o := j*BlockLanes + l
+					nan := false
+					for k := 0; k < 3; k++ {
+						nan = nan || src[(2*j+k)*BlockLanes+l] != src[(2*j+k)*BlockLanes+l]
+					}
+					if math.Float32bits(got[o]) != math.Float32bits(twin[o]) || nan != (got[o] != got[o]) {
+						t.Fatalf("n %d: out[%d] = %v, twin %v (a NaN in the window: %v)", n, o, got[o], twin[o], nan)
+					}
+					for k := 0; k < 3 && !nan; k++ {
+						if v := src[(2*j+k)*BlockLanes+l]; v > got[o] {
+							t.Fatalf("n %d: out[%d] = %v below window value %v", n, o, got[o], v)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
 // BenchmarkConvBlockedTile times the 4×6 tile warm on every path, in
 // GFLOP/s of one thread: a 3×3 convolution's nine taps over 16 input
 // channel blocks (590 KB of weights in L2), and a 1×1 convolution's one

@@ -33,3 +33,43 @@ func avgPool2x2BlockedRowGo(n int, r0, r1, out []float32) {
 		}
 	}
 }
+
+// MaxPool3s2BlockedRow is the horizontal pass of a max pool of 3-wide
+// windows at stride 2 over a row in the NCHW16c layout: output pixel j
+// takes the maximum of pixels 2j, 2j+1 and 2j+2 of src, 16 channels at
+// a time, compared in that order as Max compares (y when y > x or y is
+// NaN, else x):
+//
+//	for j < n, l < 16:
+//	    out[j·16+l] = max(max(src[2j·16+l], src[(2j+1)·16+l]), src[(2j+2)·16+l])
+//
+// src holds at least 2n+1 pixels (a row padded with −∞ where a window
+// passes the image's edge), out at least n.
+func MaxPool3s2BlockedRow(n int, src, out []float32) {
+	if n == 0 {
+		return
+	}
+	_ = src[(2*n+1)*BlockLanes-1]
+	_ = out[n*BlockLanes-1]
+	if maxPool3s2BlockedRow(n, &src[0], &out[0]) {
+		return
+	}
+	maxPool3s2BlockedRowGo(n, src, out)
+}
+
+// maxPool3s2BlockedRowGo is MaxPool3s2BlockedRow's plain loop, its Go twin.
+func maxPool3s2BlockedRowGo(n int, src, out []float32) {
+	for j := 0; j < n; j++ {
+		w := src[2*j*BlockLanes:][:3*BlockLanes]
+		o := out[j*BlockLanes:][:BlockLanes]
+		for l := range o {
+			v := w[l]
+			for _, y := range [2]float32{w[BlockLanes+l], w[2*BlockLanes+l]} {
+				if y > v || y != y {
+					v = y
+				}
+			}
+			o[l] = v
+		}
+	}
+}

@@ -57652,6 +57652,84 @@ avgPool2x2BlockedRowAVX512_done:
 	VZEROUPPER
 	RET
 
+// func maxPool3s2BlockedRowAVX512(n int, src *float32, out *float32)
+// Requires: AVX, AVX512F
+TEXT ·maxPool3s2BlockedRowAVX512(SB), NOSPLIT, $0-24
+	PCALIGN $0x40
+	MOVQ    n+0(FP), CX
+	MOVQ    src+8(FP), SI
+	MOVQ    out+16(FP), DI
+
+maxPool3s2BlockedRowAVX512_blocks:
+	CMPQ    CX, $0x04
+	JB      maxPool3s2BlockedRowAVX512_one
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z4
+	VMAXPS  Z0, Z4, Z0
+	VCMPPS  $0x03, Z4, Z4, K2
+	VMOVAPS Z4, K2, Z0
+	VMOVUPS 128(SI), Z4
+	VMAXPS  Z0, Z4, Z0
+	VCMPPS  $0x03, Z4, Z4, K2
+	VMOVAPS Z4, K2, Z0
+	VMOVUPS Z0, (DI)
+	VMOVUPS 128(SI), Z1
+	VMOVUPS 192(SI), Z5
+	VMAXPS  Z1, Z5, Z1
+	VCMPPS  $0x03, Z5, Z5, K2
+	VMOVAPS Z5, K2, Z1
+	VMOVUPS 256(SI), Z5
+	VMAXPS  Z1, Z5, Z1
+	VCMPPS  $0x03, Z5, Z5, K2
+	VMOVAPS Z5, K2, Z1
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS 256(SI), Z2
+	VMOVUPS 320(SI), Z6
+	VMAXPS  Z2, Z6, Z2
+	VCMPPS  $0x03, Z6, Z6, K2
+	VMOVAPS Z6, K2, Z2
+	VMOVUPS 384(SI), Z6
+	VMAXPS  Z2, Z6, Z2
+	VCMPPS  $0x03, Z6, Z6, K2
+	VMOVAPS Z6, K2, Z2
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS 384(SI), Z3
+	VMOVUPS 448(SI), Z7
+	VMAXPS  Z3, Z7, Z3
+	VCMPPS  $0x03, Z7, Z7, K2
+	VMOVAPS Z7, K2, Z3
+	VMOVUPS 512(SI), Z7
+	VMAXPS  Z3, Z7, Z3
+	VCMPPS  $0x03, Z7, Z7, K2
+	VMOVAPS Z7, K2, Z3
+	VMOVUPS Z3, 192(DI)
+	ADDQ    $0x00000200, SI
+	ADDQ    $0x00000100, DI
+	SUBQ    $0x04, CX
+	JMP     maxPool3s2BlockedRowAVX512_blocks
+
+maxPool3s2BlockedRowAVX512_one:
+	TESTQ   CX, CX
+	JZ      maxPool3s2BlockedRowAVX512_done
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z4
+	VMAXPS  Z0, Z4, Z0
+	VCMPPS  $0x03, Z4, Z4, K2
+	VMOVAPS Z4, K2, Z0
+	VMOVUPS 128(SI), Z4
+	VMAXPS  Z0, Z4, Z0
+	VCMPPS  $0x03, Z4, Z4, K2
+	VMOVAPS Z4, K2, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000040, DI
+	DECQ    CX
+	JMP     maxPool3s2BlockedRowAVX512_one
+
+maxPool3s2BlockedRowAVX512_done:
+	VZEROUPPER
+	RET
+
 // func momentsBlockedAVX512(n int, x *float32, shift *float32, s1 *float64, s2 *float64)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·momentsBlockedAVX512(SB), NOSPLIT, $0-40

@@ -982,6 +982,11 @@ func convNCHW4x6AVX512(x *float32, taps *int, ntaps int, cib int, xBlock int, pi
 //go:noescape
 func avgPool2x2BlockedRowAVX512(n int, r0 *float32, r1 *float32, out *float32)
 
+// maxPool3s2BlockedRowAVX512 sets out[j·16+l] = max(max(src[2j·16+l], src[(2j+1)·16+l]), src[(2j+2)·16+l]) for j < n, l < 16, each max(x, y) y when y > x or y is NaN, else x.
+//
+//go:noescape
+func maxPool3s2BlockedRowAVX512(n int, src *float32, out *float32)
+
 // momentsBlockedAVX512 adds to s1[l] and s2[l] the sums of d and d² over p < n, d = float64(x[16p+l]) − float64(shift[l]), l < 16,
 // in float64 over several partial sums.
 //

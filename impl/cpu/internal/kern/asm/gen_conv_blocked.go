@@ -55,6 +55,7 @@ func convBlockedKernels(zmm []VecPhysical) {
 		}
 	}
 	avgPool2x2Blocked()
+	maxPool3s2Blocked()
 }
 
 // convBlocked emits
@@ -382,6 +383,54 @@ func avgPool2x2Blocked() {
 		}
 		ADDQ(U32(uint32(128*u)), RSI)
 		ADDQ(U32(uint32(128*u)), RDX)
+		ADDQ(U32(uint32(64*u)), RDI)
+	}
+	pixelLoop(name, unroll, body)
+	VZEROUPPER()
+	RET()
+}
+
+// maxPool3s2Blocked emits
+//
+//	func maxPool3s2BlockedRowAVX512(n int, src, out *float32)
+//
+// the horizontal pass of a 3-wide max pool of stride 2 over one NCHW16c
+// row (a pixel is a vector of 16 channels), compared in the plain loop's
+// order, each step as kern.Max (y when y > x or y is NaN, else x):
+//
+//	for j < n, l < 16:
+//	    out[j·16+l] = max(max(src[2j·16+l], src[(2j+1)·16+l]), src[(2j+2)·16+l])
+//
+// four pixels per iteration, then one at a time (pixelLoop). n must be
+// positive.
+func maxPool3s2Blocked() {
+	name := "maxPool3s2BlockedRowAVX512"
+	text(name, NOSPLIT, "func(n int, src, out *float32)")
+	Pragma("noescape")
+	Doc(name + " sets out[j·16+l] = max(max(src[2j·16+l], src[(2j+1)·16+l]), src[(2j+2)·16+l]) for j < n, l < 16, " +
+		"each max(x, y) y when y > x or y is NaN, else x.")
+	Load(Param("n"), RCX)
+	Load(Param("src"), RSI)
+	Load(Param("out"), RDI)
+	// maxInto sets acc = y when y > acc or y is NaN, else acc.
+	maxInto := func(acc, y VecPhysical, k Register) {
+		VMAXPS(acc, y, acc)
+		VCMPPS(Imm(3), y, y, k) // unordered: y is NaN
+		VMOVAPS(y, k, acc)
+	}
+	const unroll = 4
+	acc := []VecPhysical{Z0, Z1, Z2, Z3}
+	y := []VecPhysical{Z4, Z5, Z6, Z7}
+	body := func(u int) {
+		for i := 0; i < u; i++ {
+			VMOVUPS(Mem{Base: RSI, Disp: 128 * i}, acc[i])
+			VMOVUPS(Mem{Base: RSI, Disp: 128*i + 64}, y[i])
+			maxInto(acc[i], y[i], K2)
+			VMOVUPS(Mem{Base: RSI, Disp: 128*i + 128}, y[i])
+			maxInto(acc[i], y[i], K2)
+			VMOVUPS(acc[i], Mem{Base: RDI, Disp: 64 * i})
+		}
+		ADDQ(U32(uint32(128*u)), RSI)
 		ADDQ(U32(uint32(64*u)), RDI)
 	}
 	pixelLoop(name, unroll, body)
