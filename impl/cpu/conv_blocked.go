@@ -17,9 +17,10 @@ import (
 
 // useBlocked reports whether conv c runs blocked, given whether its
 // image is blocked already: on the AVX-512 path of the float32 backend,
-// with whole channel blocks in and out, when the convolution has a
-// BatchNorm (the ResNet backbones, whose convolutions follow one another)
-// or its image comes blocked; convPath "blocked" forces it where
+// with whole channel blocks in and out (or an NCHW image of fewer
+// channels, blockedNCHWInput, within its limits), when the convolution
+// has a BatchNorm (the ResNet backbones, whose convolutions follow one
+// another) or its image comes blocked; convPath "blocked" forces it where
 // possible (so do "blockedwino" and "noblockedwino", which choose the
 // 3×3 convolution's method, useBlockedWinograd), any other forced path
 // keeps it off. Builds with mutations keep NCHW, which those rewrite, and
@@ -42,12 +43,12 @@ func (b *Backend) useBlocked(c ops.Conv2d, inBlocked bool) bool {
 }
 
 // blockedNCHWInput reports whether the blocked convolution c reads its
-// image in NCHW, through kern.ConvNCHWTile: an image whose channels
-// make no whole block (a network's RGB input). Its output is blocked like
-// any blocked convolution's, so the next convolution (or max pool) reads
-// it without a conversion. useBlocked takes such a convolution on the float32 backend
-// only, without a residual, and only with windows of at most
-// nchwTileMaxCols values.
+// image in NCHW, through kern.ConvNCHWTile: an image whose channels make
+// no whole block (a network's RGB input). Its output is blocked like any
+// blocked convolution's, so the next convolution (or max pool) reads it
+// without a conversion. useBlocked takes such a convolution on the
+// float32 backend only, without a residual, and only with windows of at
+// most nchwTileMaxCols values.
 func blockedNCHWInput(c ops.Conv2d) bool { return c.InChans%kern.BlockLanes != 0 }
 
 // nchwTileMaxCols is the most window values (channels × taps) of a
@@ -584,10 +585,11 @@ type blockedTile struct {
 // and their taps (input offset, tap index) to pool: the output splits into
 // rectangles of equal valid taps (rows × columns spans: for a 3×3
 // window with padding, the corners, the edges and the inside). A
-// rectangle at least as wide as tall, or six wide, goes in tiles along
+// rectangle at least as wide as tall, or most wide, goes in tiles along
 // its rows; a narrow one (an edge column) in tiles down its columns, so
 // that the edges run in tiles of several pixels too. A tile takes at most
-// most pixels (blockedWeight.tilePixels).
+// most pixels (blockedWeight.tilePixels); the input offsets are in units
+// of g.unit floats per pixel.
 func (g blockedGeom) tiles(rows, cols []span, r0, r1, c0, c1, most int, tiles []blockedTile, pool []int) ([]blockedTile, []int) {
 	const l = kern.BlockLanes
 	u := g.unit
