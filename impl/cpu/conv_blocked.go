@@ -667,11 +667,13 @@ func blockedBiasOnly(nb, n int, bias, res, y []float32, p0, outStride int, relu 
 }
 
 // conv2dBlockedTensors runs the blocked convolution c from tensors: an
-// image or residual still in NCHW is converted into scratch first (the
-// tensor itself is left as it is), and the output is marked blocked.
+// image (but one that the NCHW tiles read in place, blockedNCHWInput) or
+// residual still in NCHW is converted into scratch first (the tensor
+// itself is left as it is), and the output is marked blocked.
 func (b *Backend) conv2dBlockedTensors(c ops.Conv2d, bw *blockedWeight, in, out, res *tensor) {
 	need := 0
-	if !in.blocked && !blockedNCHWInput(c) {
+	convertIn := !in.blocked && !blockedNCHWInput(c)
+	if convertIn {
 		need += len(in.data)
 	}
 	if res != nil && !res.blocked {
@@ -690,7 +692,7 @@ func (b *Backend) conv2dBlockedTensors(c ops.Conv2d, bw *blockedWeight, in, out,
 		defer release()
 	}
 	x := in.data
-	if !in.blocked && !blockedNCHWInput(c) {
+	if convertIn {
 		n, ch, hw := blockedDims(in.shape)
 		x, tmp = tmp[:len(in.data)], tmp[len(in.data):]
 		b.toBlocked(n, ch, hw, in.data, x)

@@ -212,12 +212,12 @@ func (b *Backend) maxPoolBlocked(m ops.MaxPool2d, x, y []float32) {
 	rowLen := (w + 2) * l
 	buf, release := b.scratch(threads * rowLen)
 	defer release()
-	for i := range buf {
-		buf[i] = float32(math.Inf(-1)) // the pad pixels stay −∞; each row overwrites the rest
-	}
 	parallelWorkers(threads, planes*oh, 1, func(wk, lo, hi int) {
 		row := buf[wk*rowLen : (wk+1)*rowLen]
-		inner := row[l : (w+1)*l]
+		inner := row[l : (w+1)*l] // each output row overwrites it; the pad pixels around it stay −∞
+		for i := range l {
+			row[i], row[(w+1)*l+i] = float32(math.Inf(-1)), float32(math.Inf(-1))
+		}
 		for r := lo; r < hi; r++ {
 			p, oy := r%planes, r/planes
 			src := x[p*in : (p+1)*in]
