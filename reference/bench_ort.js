@@ -5,6 +5,8 @@
 //
 //   node reference/bench_ort.js --manifest DIR/manifest.json -o FILE [--threads 2] [--count 10]
 //        [--warmup 3] [--min-sample-ms 0] [--ort-modules DIR] [--outputs]
+//   node reference/bench_ort.js --manifest DIR/manifest.json --serve [--threads 2] [--warmup 3]
+//        [--min-sample-ms 0] [--ort-modules DIR]
 //
 // The protocol is bench_torch.py's: --warmup untimed calls (the warm-up ends after a call longer
 // than 1 s), then --count samples, each repeating session.run until --min-sample-ms has passed
@@ -16,6 +18,17 @@
 // "# NS Benchmark<Case>/backend=ort/...: <reason>". Without onnxruntime-node every case is NS
 // with "onnxruntime-node not installed". --outputs writes each output of one run beside the
 // model (ort_<name>.bin, float32 little-endian) for the tests instead of timing.
+//
+// --serve times on request, for `vitbench pair`, which alternates vitbench's samples with
+// these: it reads one JSON object per line on stdin and answers each with one line on stdout.
+// It first writes {"version", "cpu", "opset", "provider"}; then
+//   {"open": CASE, "batch": B}  loads the case's model and runs the warm-up:
+//                               {"ok": true, "label": ...}, {"ns": reason} or {"error": message}
+//   {"sample": true, "rewarm_ms": W}  untimed runs for at least W ms (at least one: they bring
+//                               the caches back and let the other side's threads go quiet),
+//                               then one sample as above: {"runs": n, "ns": mean ns per run, "load": x}
+//   {"close": true}             releases the session: {"ok": true, "rss": peak RSS bytes}
+// and exits at the end of its input.
 'use strict';
 
 const fs = require('fs');
@@ -36,7 +49,7 @@ function usage(msg) {
 
 // parseArgs reads the command line into an options object; bad usage exits 2.
 function parseArgs(argv) {
-  const o = { threads: 2, count: 10, warmup: 3, minSampleMs: 0, outputs: false, manifest: '', out: '',
+  const o = { threads: 2, count: 10, warmup: 3, minSampleMs: 0, outputs: false, serve: false, manifest: '', out: '',
     ortModules: process.env.VITBENCH_ORT_MODULES ||
       path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'vitbench', 'ort', 'node_modules') };
   const ints = { '--threads': 'threads', '--count': 'count', '--warmup': 'warmup' };
@@ -58,10 +71,11 @@ function parseArgs(argv) {
     else if (a === '-o' || a === '--out') o.out = val();
     else if (a === '--ort-modules') o.ortModules = val();
     else if (a === '--outputs') o.outputs = true;
+    else if (a === '--serve') o.serve = true;
     else usage('unknown argument ' + a);
   }
   if (!o.manifest) usage('--manifest is required');
-  if (!o.outputs && !o.out) usage('-o FILE is required (or --outputs)');
+  if (!o.outputs && !o.serve && !o.out) usage('-o FILE is required (or --outputs, --serve)');
   if (o.threads < 1 || o.count < 1) usage('--threads and --count must be >= 1');
   return o;
 }
@@ -200,20 +214,83 @@ async function benchCase(session, feeds, o) {
   }
   const samples = [];
   const window = startWindow();
-  for (let i = 0; i < o.count; i++) {
-    let runs = 0;
-    let elapsed = 0n;
-    const t0 = process.hrtime.bigint();
-    for (;;) {
-      await session.run(feeds);
-      runs++;
-      elapsed = process.hrtime.bigint() - t0;
-      if (elapsed >= minNs) break;
-    }
-    samples.push([runs, Number(elapsed) / runs]);
-  }
+  for (let i = 0; i < o.count; i++) samples.push(await oneSample(session, feeds, minNs));
   samples.load = stopWindow(window);
   return samples;
+}
+
+// oneSample repeats session.run until minNs has passed: [runs, mean ns per run].
+async function oneSample(session, feeds, minNs) {
+  let runs = 0;
+  let elapsed = 0n;
+  const t0 = process.hrtime.bigint();
+  for (;;) {
+    await session.run(feeds);
+    runs++;
+    elapsed = process.hrtime.bigint() - t0;
+    if (elapsed >= minNs) break;
+  }
+  return [runs, Number(elapsed) / runs];
+}
+
+// serve answers the requests of --serve (see the top of this file) until stdin ends.
+async function serve(o, ort, version, manifest, dir) {
+  const send = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
+  send({ version: version || 'not installed', cpu: cpuModel(), opset: manifest.opset, provider: 'cpu' });
+  const minNs = BigInt(Math.round(o.minSampleMs * 1e6));
+  let cur = null; // { session, feeds }
+  const rl = require('readline').createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const line of rl) {
+    if (!line.trim()) continue;
+    let req;
+    try {
+      req = JSON.parse(line);
+    } catch (e) {
+      send({ error: 'not JSON: ' + oneLine(e.message) });
+      continue;
+    }
+    try {
+      if (typeof req.open === 'string') {
+        if (cur) await cur.session.release();
+        cur = null;
+        const c = manifest.cases.find((m) => m.case === req.open && m.batch === req.batch);
+        let reason = c ? c.ns : 'no model for this case and batch in the manifest';
+        if (!reason && !ort) reason = 'onnxruntime-node not installed (looked in ' + o.ortModules + ' and Node\'s module path)';
+        if (reason) {
+          send({ ns: oneLine(reason) });
+          continue;
+        }
+        resetPeakRss();
+        const session = await ort.InferenceSession.create(path.join(dir, c.model), sessionOptions(o.threads));
+        const feeds = {};
+        for (const inp of c.inputs) feeds[inp.name] = readInput(ort, dir, inp);
+        cur = { session, feeds };
+        for (let i = 0; i < o.warmup; i++) {
+          const t0 = process.hrtime.bigint();
+          await session.run(feeds);
+          if (process.hrtime.bigint() - t0 > WARMUP_LONG_NS) break;
+        }
+        send({ ok: true, label: label(c, version, manifest, o.threads) });
+      } else if (req.sample) {
+        if (!cur) throw new Error('sample before open');
+        const rewarmNs = BigInt(Math.round(Math.max(0, Number(req.rewarm_ms) || 0) * 1e6));
+        await oneSample(cur.session, cur.feeds, rewarmNs);
+        const window = startWindow();
+        const [runs, ns] = await oneSample(cur.session, cur.feeds, minNs);
+        send({ runs, ns_per_run: ns, load: stopWindow(window)[0] });
+      } else if (req.close) {
+        if (cur) await cur.session.release();
+        cur = null;
+        send({ ok: true, rss: peakRss() });
+      } else {
+        send({ error: 'unknown request ' + oneLine(line) });
+      }
+    } catch (e) {
+      send({ error: 'ONNX Runtime ' + version + ' cannot run it: ' + oneLine(e.message) });
+    }
+  }
+  if (cur) await cur.session.release();
+  return 0;
 }
 
 function resultLine(c, threads, runs, ns, rss) {
@@ -250,6 +327,7 @@ async function main() {
   if (!Array.isArray(manifest.cases)) usage('--manifest ' + o.manifest + ': no "cases" list');
   const ort = loadOrt(o.ortModules);
   const version = ort ? ort.env.versions.node || ort.env.versions.common : '';
+  if (o.serve) return serve(o, ort, version, manifest, dir);
   const lines = [
     'goos: ' + process.platform,
     'goarch: ' + ({ x64: 'amd64', arm64: 'arm64' }[process.arch] || process.arch),

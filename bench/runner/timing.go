@@ -101,49 +101,106 @@ func BenchTiming(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOpti
 	if opt.Count <= 0 {
 		opt.Count = 10
 	}
-	if err := CheckBudget(cmp.Or(opt.CaseName, spec.Op()), spec, workersOf(b), opt.MaxBytes); err != nil {
+	s, err := NewSampler(b, spec, dt, opt)
+	if err != nil {
 		return Timing{}, err
 	}
+	defer s.Close()
+	window := contention.Start()
+	for len(out.KernelNs) < opt.Count {
+		k, e, reps, err := s.Sample()
+		if err != nil {
+			return Timing{}, err
+		}
+		out.KernelNs = append(out.KernelNs, k)
+		out.E2ENs = append(out.E2ENs, e)
+		out.Runs = append(out.Runs, reps)
+	}
+	out.Load = window.Stop()
+	out.Peak = s.Peak()
+	return out, nil
+}
+
+// Sampler is one case prepared on a backend and warmed up, timed one sample at a time, so
+// that a caller can interleave its samples with another runtime's (vitbench pair).
+type Sampler struct {
+	b    bench.Backend
+	prog *Program
+	opt  BenchOptions
+	base int64 // the backend's allocated bytes before the case
+}
+
+// NewSampler checks spec against the memory budget (nothing is allocated when it is over),
+// prepares it on b with opt.Data (the generator's data when nil) and runs opt.Warmup
+// discarded runs. Close releases it.
+func NewSampler(b bench.Backend, spec bench.Spec, dt bench.DType, opt BenchOptions) (*Sampler, error) {
+	if err := CheckBudget(cmp.Or(opt.CaseName, spec.Op()), spec, workersOf(b), opt.MaxBytes); err != nil {
+		return nil, err
+	}
 	b.ResetPeak()
-	base := b.Memory().Current
+	s := &Sampler{b: b, opt: opt, base: b.Memory().Current}
 	data := opt.Data
 	if data == nil {
 		data = SynthData(spec, opt.Seed)
 	}
 	prog, err := PrepareCancel(b, spec, dt, data, opt.Cancel)
 	if err != nil {
-		return Timing{}, err
+		return nil, err
 	}
-	defer prog.Close()
+	s.prog = prog
 	for i := 0; i < opt.Warmup; i++ {
 		if _, err := b.Time(prog.Run); err != nil {
-			return Timing{}, err
+			prog.Close()
+			return nil, err
 		}
 	}
-	window := contention.Start()
-	for len(out.KernelNs) < opt.Count {
-		reps := 0
-		var k, e time.Duration
-		for reps == 0 || e < opt.MinSampleTime {
-			if interrupted(opt.Cancel) {
-				return Timing{}, ErrInterrupted
-			}
-			t, err := b.Time(prog.Run)
-			if err != nil {
-				return Timing{}, err
-			}
-			k += t.Kernel
-			e += t.EndToEnd
-			reps++
-		}
-		out.KernelNs = append(out.KernelNs, max(1, float64(k.Nanoseconds())/float64(reps)))
-		out.E2ENs = append(out.E2ENs, max(1, float64(e.Nanoseconds())/float64(reps)))
-		out.Runs = append(out.Runs, reps)
-	}
-	out.Load = window.Stop()
-	out.Peak = b.Memory().Peak - base
-	return out, nil
+	return s, nil
 }
+
+// Sample times one sample: runs of the program until they together last at least
+// opt.MinSampleTime (one run when 0), returning the mean backend-clock and end-to-end ns
+// per run (each at least 1) and the number of runs. A closed opt.Cancel stops it between
+// two runs with ErrInterrupted.
+func (s *Sampler) Sample() (kernelNs, e2eNs float64, runs int, err error) {
+	var k, e time.Duration
+	for runs == 0 || e < s.opt.MinSampleTime {
+		if interrupted(s.opt.Cancel) {
+			return 0, 0, 0, ErrInterrupted
+		}
+		t, err := s.b.Time(s.prog.Run)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		k += t.Kernel
+		e += t.EndToEnd
+		runs++
+	}
+	return max(1, float64(k.Nanoseconds())/float64(runs)), max(1, float64(e.Nanoseconds())/float64(runs)), runs, nil
+}
+
+// Rewarm runs the program untimed until the runs together last at least d (at least
+// once): after another runtime's sample it brings the case's weights back into the caches
+// and the CPUs back to speed before the next sample.
+func (s *Sampler) Rewarm(d time.Duration) error {
+	for t0 := time.Now(); ; {
+		if interrupted(s.opt.Cancel) {
+			return ErrInterrupted
+		}
+		if _, err := s.b.Time(s.prog.Run); err != nil {
+			return err
+		}
+		if time.Since(t0) >= d {
+			return nil
+		}
+	}
+}
+
+// Peak is the most bytes the backend's allocator held for the case so far, beyond what it
+// held before NewSampler.
+func (s *Sampler) Peak() int64 { return s.b.Memory().Peak - s.base }
+
+// Close releases the prepared program.
+func (s *Sampler) Close() { s.prog.Close() }
 
 // ResetPeakRSS returns the memory earlier cases freed to the operating
 // system (a garbage collection and a scavenge), then asks Linux to restart

@@ -59,6 +59,7 @@ var commands = map[string]command{
 	"report":  {"paper-style Markdown from result files", cmdReport},
 	"compare": {"A/B comparison of two timing files, gating regressions", cmdCompare},
 	"peak":    {"fp32 FMA GFLOP/s and memory GB/s ceilings, 1 thread and all", cmdPeak},
+	"pair":    {"vitbench against ONNX Runtime, sample by sample, with paired ratios", cmdPair},
 	"run":     {"the main job: check, bench (with PyTorch) and report", cmdRun},
 }
 

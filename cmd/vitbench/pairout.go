@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"vitbench/bench"
+	"vitbench/bench/cases"
+	"vitbench/bench/contention"
+	"vitbench/bench/results"
+)
+
+// pairFiles returns the result files of pair: vitbench's rows (bench.txt) and ONNX
+// Runtime's (ort.txt), each case's samples in pair order, with the foreign load over each
+// side's own samples; a case without pairs is a failure line (NS where ONNX Runtime cannot
+// run it) so that no case goes missing. `vitbench report` reads both files.
+func pairFiles(done []pairCase, b bench.Backend, threads int, machine string, srv *ortServer, outDir string) (vb, ort results.BenchFile) {
+	vb.Meta = newMeta(threads)
+	vb.Meta.Machine = machine
+	ort.Meta = results.Meta{GOOS: vb.Meta.GOOS, GOARCH: vb.Meta.GOARCH, CPU: srv.CPU, Date: vb.Meta.Date, Machine: machine,
+		Extra: map[string]string{"ort-version": srv.Version, "ort-opset": fmt.Sprint(srv.Opset), "ort-provider": "cpu", "clock": "wall"}}
+	isa := b.Info().Details["isa"]
+	for _, pc := range done {
+		c, _ := cases.Lookup(pc.Case)
+		spec, err := c.Spec(pc.Batch)
+		if len(pc.VitbenchNs) == 0 || err != nil {
+			why, ns := pc.Err, false
+			switch {
+			case pc.NS != "":
+				why, ns = "ONNX Runtime cannot run it: "+pc.NS, true
+			case pc.Interrupted:
+				why = "interrupted before its first pair"
+			case err != nil:
+				why = err.Error()
+			}
+			vb.Failed = append(vb.Failed, results.BenchFailure{Case: pc.Case, Backend: b.Name(), Batch: pc.Batch, Threads: threads,
+				DType: string(c.DType), Error: "no pair: " + why, NS: ns})
+			ort.Failed = append(ort.Failed, results.BenchFailure{Case: pc.Case, Backend: ortBackend, Batch: pc.Batch, Threads: threads,
+				DType: "float32", Error: why, NS: ns})
+			continue
+		}
+		row := results.NewBenchRow(pc.Case, b.Name(), pc.Batch, threads, string(c.DType), spec.MACs(), spec.Bytes(), pc.Peak, pc.RSS,
+			pc.VitbenchNs, nil)
+		row.Runs, row.ISA, row.Params = pc.VitbenchRuns, isa, spec.Params()
+		row.Load = rowLoad(pc.VitbenchLoad, pc.VitbenchNs, pc.VitbenchRuns)
+		if in := spec.Inputs(); len(in) > 0 && len(in[0].Shape) == 4 {
+			row.ImgH, row.ImgW = int(in[0].Shape[2]), int(in[0].Shape[3])
+		}
+		vb.Rows = append(vb.Rows, row)
+		orow := results.NewBenchRow(pc.Case, ortBackend, pc.Batch, threads, "float32", spec.MACs(), spec.Bytes(), 0, pc.OrtRSS,
+			pc.OrtNs, nil)
+		orow.Runs, orow.Baseline, orow.Params = pc.OrtRuns, pc.OrtLabel, row.Params
+		orow.ImgH, orow.ImgW = row.ImgH, row.ImgW
+		orow.Load = rowLoad(pc.OrtLoad, pc.OrtNs, pc.OrtRuns)
+		ort.Rows = append(ort.Rows, orow)
+	}
+	return vb, ort
+}
+
+// rowLoad is the row's contention record for a foreign load over samples (nil when the
+// load was not measured).
+func rowLoad(load float64, ns []float64, runs []int) *results.RowLoad {
+	if math.IsNaN(load) {
+		return nil
+	}
+	wall := 0.0
+	for i, t := range ns {
+		wall += t * float64(runs[i])
+	}
+	return &results.RowLoad{Foreign: load, Contended: contention.Contended(load, time.Duration(wall))}
+}
+
+// pairsMarkdown is pairs.md: per case the median of each side's samples, the median of
+// the pair-by-pair ratios ORT / vitbench with its 95% interval, and the foreign load over
+// each side's samples, then how the pairs were taken.
+func pairsMarkdown(done []pairCase, backend string, threads int, rewarm time.Duration, machine string, srv *ortServer, partial string) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "# vitbench %s against ONNX Runtime %s, sample by sample\n\n", backend, srv.Version)
+	if partial != "" {
+		fmt.Fprintf(&sb, "**Partial:** %s\n\n", partial)
+	}
+	fmt.Fprintf(&sb, "Machine: %s (%s), %d threads each side.\n\n", machine, srv.CPU, threads)
+	sb.WriteString("| case | batch | pairs | vitbench ms | ORT ms | ORT / vitbench, median of pairs [95% CI] | foreign load vitbench / ORT |\n")
+	sb.WriteString("|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, pc := range done {
+		switch {
+		case pc.NS != "":
+			fmt.Fprintf(&sb, "| %s | %d | 0 | | | NS: %s | |\n", pc.Case, pc.Batch, mdCell(pc.NS))
+			continue
+		case len(pc.Ratios()) == 0:
+			fmt.Fprintf(&sb, "| %s | %d | 0 | | | FAIL: %s | |\n", pc.Case, pc.Batch, mdCell(pc.Err))
+			continue
+		}
+		r := results.Summarize(pc.Ratios())
+		v, o := results.Summarize(pc.VitbenchNs), results.Summarize(pc.OrtNs)
+		ci := "—"
+		if !math.IsInf(r.CILow, 0) && !math.IsInf(r.CIHigh, 0) {
+			ci = fmt.Sprintf("%.3f–%.3f", r.CILow, r.CIHigh)
+		}
+		note := ""
+		if pc.Err != "" {
+			note = " (then FAIL: " + mdCell(pc.Err) + ")"
+		} else if pc.Interrupted {
+			note = " (interrupted)"
+		}
+		fmt.Fprintf(&sb, "| %s | %d | %d | %.3f | %.3f | **%.3f×** [%s]%s | %s / %s |\n", pc.Case, pc.Batch, r.N,
+			v.Median/1e6, o.Median/1e6, r.Median, ci, note, pct(pc.VitbenchLoad), pct(pc.OrtLoad))
+	}
+	fmt.Fprintf(&sb, "\nEach pair is one vitbench sample and one ONNX Runtime sample taken back to back (vitbench first in even pairs, ONNX Runtime first in odd ones); "+
+		"each sample follows at least %v of untimed runs of its own side (at least one). The interval is the median's, from the order statistics of the ratios (no distribution assumed; — below 6 pairs).\n", rewarm)
+	return sb.String()
+}
+
+// pct formats a load as a percentage, "n/a" when not measured.
+func pct(load float64) string {
+	if math.IsNaN(load) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f%%", 100*load)
+}
+
+// mdCell makes s safe inside a Markdown table cell: one line, no unescaped pipes.
+func mdCell(s string) string {
+	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", "\\|")
+}
