@@ -132,3 +132,51 @@ func TestHelperBusyLoop(t *testing.T) {
 	_ = x
 	os.Exit(0)
 }
+
+// TestMeterSumsWindows: a Meter that measured nothing is NaN; its windows' wall times add
+// up without the time between them; this process's own CPU time is not foreign, and a
+// child process spinning through a window is.
+func TestMeterSumsWindows(t *testing.T) {
+	var m Meter
+	if l, c := m.Load(); !math.IsNaN(l) || c {
+		t.Fatalf("empty meter: %v %v, want NaN, false", l, c)
+	}
+	m.End() // without Begin: ignored
+	if l, _ := m.Load(); !math.IsNaN(l) {
+		t.Fatalf("End without Begin counted: %v", l)
+	}
+	spin := func(d time.Duration) {
+		for t0 := time.Now(); time.Since(t0) < d; {
+		}
+	}
+	for i := 0; i < 3; i++ {
+		m.Begin()
+		spin(100 * time.Millisecond)
+		m.End()
+		time.Sleep(20 * time.Millisecond)
+	}
+	l, _ := m.Load()
+	if math.IsNaN(l) {
+		t.Skip("no /proc/stat here")
+	}
+	if l < 0 || l > 1 {
+		t.Fatalf("load %v outside [0, 1]", l)
+	}
+	if m.wall < 300*time.Millisecond || m.wall > 600*time.Millisecond {
+		t.Errorf("summed wall %v, want about 300 ms (the gaps not counted)", m.wall)
+	}
+	child := exec.Command("sh", "-c", "while :; do :; done")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var busy Meter
+	busy.Begin()
+	time.Sleep(300 * time.Millisecond)
+	busy.End()
+	child.Process.Kill()
+	child.Wait()
+	got, _ := busy.Load()
+	if cpus := float64(max(busy.cpus, 1)); got < 0.5/cpus {
+		t.Errorf("a child spinning through the window: foreign load %.3f, want about %.3f", got, 1/cpus)
+	}
+}

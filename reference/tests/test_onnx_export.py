@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 import _paths  # noqa: F401
@@ -134,6 +135,51 @@ class TestOnnxExport(ExportedCases, unittest.TestCase):
         self.assertEqual(len(ns), 2, lines)
         self.assertTrue(all(": onnxruntime-node not installed" in ln or "test reason" in ln for ln in ns), ns)
         self.assertFalse([ln for ln in lines if ln.startswith("Benchmark")])
+
+
+    def test_serve(self):
+        """--serve: a greeting, then one answer line per request; a sample with rewarm_ms runs
+        untimed for at least that long first; a case without a model is NS; bad requests are
+        errors that leave the server running; it exits 0 at the end of its input."""
+        m = os.path.join(self.tmp, "manifest.json")
+        p = subprocess.Popen([node(), SCRIPT, "--manifest", m, "--serve", "--threads", "1", "--warmup", "1",
+                              "--min-sample-ms", "5"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            def ask(req):
+                p.stdin.write((req if isinstance(req, str) else json.dumps(req)) + "\n")
+                p.stdin.flush()
+                return json.loads(p.stdout.readline())
+
+            hello = json.loads(p.stdout.readline())
+            self.assertNotEqual(hello["version"], "not installed")
+            self.assertEqual(hello["opset"], 19)
+            self.assertIn("error", ask({"sample": True}))  # before open
+            self.assertIn("error", ask("not json"))
+            self.assertIn("error", ask({"what": 1}))
+            self.assertEqual(ask({"open": "fold/odd_b2_dil", "batch": 1}),
+                             {"ns": "no model for this case and batch in the manifest"})
+            got = ask({"open": "fold/odd_b2_dil", "batch": 2})
+            self.assertTrue(got["ok"], got)
+            self.assertRegex(got["label"], r"Fold exported by torch \S+ at opset 19$")
+            for rewarm in (0, 300):
+                t0 = time.monotonic()
+                s = ask({"sample": True, "rewarm_ms": rewarm})
+                took = time.monotonic() - t0
+                self.assertGreaterEqual(s["runs"], 1, s)
+                self.assertGreater(s["ns_per_run"], 0, s)
+                self.assertGreaterEqual(s["runs"] * s["ns_per_run"], 5e6, s)  # --min-sample-ms
+                self.assertTrue(s["load"] is None or 0 <= s["load"] <= 1, s)
+                if rewarm:
+                    self.assertGreaterEqual(took, 0.3, "rewarm_ms 300 answered in %.3f s" % took)
+            closed = ask({"close": True})
+            self.assertTrue(closed["ok"] and closed["rss"] > 0, closed)
+            self.assertIn("error", ask({"sample": True}))  # closed
+            p.stdin.close()
+            self.assertEqual(p.wait(timeout=30), 0)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
 
 class TestUpgradeOpset(unittest.TestCase):
