@@ -18,6 +18,9 @@ import (
 // alternate ONNX Runtime's samples with vitbench's (the protocol is described at the top
 // of bench_ort.js).
 type ortServer struct {
+	// Pid is the server's process id (its threads' CPU time tells when ONNX Runtime's
+	// spinning threads have gone quiet).
+	Pid  int
 	in   io.WriteCloser
 	out  *bufio.Scanner
 	wait func() error
@@ -69,7 +72,7 @@ func startOrtServer(stop <-chan struct{}, cfg ortConfig, manifest string, warmup
 		done()
 		return nil, fmt.Errorf("%s bench_ort.js --serve: %v", cfg.node, err)
 	}
-	s := &ortServer{in: in, out: bufio.NewScanner(out), wait: cmd.Wait, done: done}
+	s := &ortServer{Pid: cmd.Process.Pid, in: in, out: bufio.NewScanner(out), wait: cmd.Wait, done: done}
 	s.out.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	hello, err := s.read()
 	if err != nil {
