@@ -35,7 +35,7 @@ func TestPairFilesAndTable(t *testing.T) {
 		{Case: "vit_s16", Batch: 1, Err: "ONNX Runtime: it broke", VitbenchLoad: nan, OrtLoad: nan},
 	}
 	srv := &ortServer{Version: "1.30.0", CPU: "test CPU", Opset: 19}
-	vbFile, ortFile := pairFiles(done, bs[0], 2, "test machine", srv, t.TempDir())
+	vbFile, ortFile := pairFiles(done, bs[0], 2, "test machine", srv)
 	dir := t.TempDir()
 	for name, f := range map[string]results.BenchFile{"bench.txt": vbFile, "ort.txt": ortFile} {
 		var buf bytes.Buffer
@@ -119,6 +119,9 @@ func TestPairEndToEnd(t *testing.T) {
 		}
 		if len(f.Rows) != 1 || len(f.Rows[0].SamplesNs) != 6 || f.Rows[0].Case != "mhsa/odd_b2_hd20" || f.Rows[0].Batch != 2 {
 			t.Fatalf("%s: %+v, want one row of 6 samples of mhsa/odd_b2_hd20 at batch 2", name, f.Rows)
+		}
+		if f.Rows[0].RSSBytes <= 0 {
+			t.Errorf("%s: no peak RSS", name)
 		}
 	}
 	table, err := os.ReadFile(filepath.Join(out, "pairs.md"))

@@ -170,7 +170,7 @@ func cmdPair(args []string, stdout, stderr io.Writer) (int, error) {
 		partial = stop.interruptedErr(len(done), len(list), "cases").Error()
 		code = max(code, stop.interruptedErr(len(done), len(list), "cases").code())
 	}
-	vb, ort := pairFiles(done, b, nThreads, machine, srv, *outDir)
+	vb, ort := pairFiles(done, b, nThreads, machine, srv)
 	if partial != "" {
 		vb.Meta.MarkPartial(partial)
 		ort.Meta.MarkPartial(partial)
@@ -233,8 +233,8 @@ const (
 // of its own side lasting cfg.rewarm; vitbench's go on until the server has been quiet for
 // quietSpell. A failure of either side ends the case
 // with Err set; ONNX Runtime unable to run it, with NS.
-func pairOne(b bench.Backend, srv *ortServer, c cases.Case, spec bench.Spec, cfg pairConfig) pairCase {
-	pc := pairCase{Case: c.Name, Batch: int(spec.Inputs()[0].Shape[0]), VitbenchLoad: math.NaN(), OrtLoad: math.NaN()}
+func pairOne(b bench.Backend, srv *ortServer, c cases.Case, spec bench.Spec, cfg pairConfig) (pc pairCase) {
+	pc = pairCase{Case: c.Name, Batch: int(spec.Inputs()[0].Shape[0]), VitbenchLoad: math.NaN(), OrtLoad: math.NaN()}
 	if err := runner.Unsupported(b, spec, c.DType); err != nil {
 		pc.Err = fmt.Sprintf("%s cannot run it: %v", b.Name(), err)
 		return pc
@@ -252,7 +252,7 @@ func pairOne(b bench.Backend, srv *ortServer, c cases.Case, spec bench.Spec, cfg
 	defer func() {
 		rss, err := srv.CloseCase()
 		pc.OrtRSS = rss
-		if err != nil && pc.Err == "" {
+		if err != nil && pc.Err == "" && !pc.Interrupted {
 			pc.Err = "ONNX Runtime: " + err.Error()
 		}
 	}()

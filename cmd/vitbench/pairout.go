@@ -16,7 +16,7 @@ import (
 // Runtime's (ort.txt), each case's samples in pair order, with the foreign load over each
 // side's own samples; a case without pairs is a failure line (NS where ONNX Runtime cannot
 // run it) so that no case goes missing. `vitbench report` reads both files.
-func pairFiles(done []pairCase, b bench.Backend, threads int, machine string, srv *ortServer, outDir string) (vb, ort results.BenchFile) {
+func pairFiles(done []pairCase, b bench.Backend, threads int, machine string, srv *ortServer) (vb, ort results.BenchFile) {
 	vb.Meta = newMeta(threads)
 	vb.Meta.Machine = machine
 	ort.Meta = results.Meta{GOOS: vb.Meta.GOOS, GOARCH: vb.Meta.GOARCH, CPU: srv.CPU, Date: vb.Meta.Date, Machine: machine,
