@@ -80,11 +80,12 @@ func TestPairFilesAndTable(t *testing.T) {
 			t.Errorf("%s: vit_s16 %+v, want a failure line with the error", name, f)
 		}
 	}
-	table := pairsMarkdown(done, "cpu", 2, 0, "test machine", srv, "")
+	table := pairsMarkdown(done, "cpu", "abc123", 2, 0, "test machine", srv, "")
 	for _, want := range []string{
 		"| mhsa/vit_s16 | 1 | 7 | 0.000 | 0.000 | **2.000×** [1.500–3.000] | 1.0% / n/a |",
 		"| fold/volo_d1 | 1 | 0 | | | NS: ONNX export failed: a test reason | |",
 		"| vit_s16 | 1 | 0 | | | FAIL: ONNX Runtime: it broke | |",
+		"Machine: test machine (test CPU), 2 threads each side; vitbench commit abc123.",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("pairs.md lacks %q:\n%s", want, table)

@@ -182,7 +182,7 @@ func cmdPair(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := saveResult(ortPath, func(w io.Writer) error { return results.WriteBenchText(w, ort) }, stdout); err != nil {
 		writeErrs = append(writeErrs, err)
 	}
-	table := pairsMarkdown(done, b.Name(), nThreads, *rewarm, machine, srv, partial)
+	table := pairsMarkdown(done, b.Name(), vb.Meta.Commit, nThreads, *rewarm, machine, srv, partial)
 	if err := saveResult(pairsPath, func(w io.Writer) error { _, err := io.WriteString(w, table); return err }, stdout); err != nil {
 		writeErrs = append(writeErrs, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -75,13 +76,17 @@ func rowLoad(load float64, ns []float64, runs []int) *results.RowLoad {
 // pairsMarkdown is pairs.md: per case the median of each side's samples, the median of
 // the pair-by-pair ratios ORT / vitbench with its 95% interval, and the foreign load over
 // each side's samples, then how the pairs were taken.
-func pairsMarkdown(done []pairCase, backend string, threads int, rewarm time.Duration, machine string, srv *ortServer, partial string) string {
+func pairsMarkdown(done []pairCase, backend, commit string, threads int, rewarm time.Duration, machine string, srv *ortServer, partial string) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# vitbench %s against ONNX Runtime %s, sample by sample\n\n", backend, srv.Version)
 	if partial != "" {
 		fmt.Fprintf(&sb, "**Partial:** %s\n\n", partial)
 	}
-	fmt.Fprintf(&sb, "Machine: %s (%s), %d threads each side.\n\n", machine, srv.CPU, threads)
+	where := machine
+	if !strings.Contains(machine, srv.CPU) {
+		where += " (" + srv.CPU + ")"
+	}
+	fmt.Fprintf(&sb, "Machine: %s, %d threads each side; vitbench commit %s.\n\n", where, threads, cmp.Or(commit, "unknown"))
 	sb.WriteString("| case | batch | pairs | vitbench ms | ORT ms | ORT / vitbench, median of pairs [95% CI] | foreign load vitbench / ORT |\n")
 	sb.WriteString("|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, pc := range done {
