@@ -43,7 +43,7 @@ func TestQuiet(t *testing.T) {
 		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 		return c
 	}
-	sleeper := run("sleep 30")
+	sleeper := run("exec sleep 30")
 	busy := run("while :; do :; done")
 	time.Sleep(20 * time.Millisecond) // past the shells' start
 	qs := NewQuiet(sleeper.Process.Pid, 10*time.Millisecond)
