@@ -9,9 +9,12 @@ import (
 	"time"
 )
 
-// ProcessCPU returns the CPU time every thread of process pid has run so far, in
-// nanoseconds, summed from /proc/PID/task/*/schedstat (its first field). It is an error
-// where that is not available (not Linux, a kernel without schedstat, the process gone).
+// ProcessCPU returns the CPU time the live threads of process pid have run so far, in
+// nanoseconds, summed from /proc/PID/task/*/schedstat (their first field). A thread that
+// exits takes its time out of the sum, so the sum can fall: it tells whether the process
+// ran between two reads (Quiet), not how long over a span with threads coming and going.
+// It is an error where that is not available (not Linux, a kernel without schedstat, the
+// process gone).
 func ProcessCPU(pid int) (time.Duration, error) {
 	files, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
 	if err != nil || len(files) == 0 {
@@ -43,7 +46,7 @@ func ProcessCPU(pid int) (time.Duration, error) {
 
 // Quiet reports, call after call, whether a process has stayed off the CPUs for at least
 // a given time: each call reads its CPU time (ProcessCPU) and answers whether that has not
-// changed for quiet. Where the CPU time cannot be read it always answers true.
+// changed, either way, for quiet. Where the CPU time cannot be read it always answers true.
 type Quiet struct {
 	pid     int
 	quiet   time.Duration

@@ -146,7 +146,8 @@ func (s *ortServer) CloseCase() (rss int64, err error) {
 	return r.RSS, err
 }
 
-// Close ends the server: its input is closed and it exits (it is killed after a second).
+// Close ends the server: its input is closed and it exits; one still running five seconds
+// later gets SIGTERM, and is killed a second after that.
 func (s *ortServer) Close() error {
 	s.in.Close()
 	t := time.AfterFunc(5*time.Second, s.done)

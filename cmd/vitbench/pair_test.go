@@ -31,7 +31,7 @@ func TestPairFilesAndTable(t *testing.T) {
 	done := []pairCase{
 		{Case: "mhsa/vit_s16", Batch: 1, VitbenchNs: vb, OrtNs: ort, VitbenchRuns: runs, OrtRuns: runs,
 			VitbenchLoad: 0.01, OrtLoad: nan, OrtLabel: "ONNX Runtime 1.30.0 (test label)", OrtRSS: 1 << 20, Peak: 4096, RSS: 1 << 21},
-		{Case: "fold/volo_d1", Batch: 1, NS: "ONNX export failed: a test reason", VitbenchLoad: nan, OrtLoad: nan},
+		{Case: "fold/volo_d1", Batch: 1, NS: "ONNX Runtime cannot run it: ONNX export failed: a test reason", VitbenchLoad: nan, OrtLoad: nan},
 		{Case: "vit_s16", Batch: 1, Err: "ONNX Runtime: it broke", VitbenchLoad: nan, OrtLoad: nan},
 	}
 	srv := &ortServer{Version: "1.30.0", CPU: "test CPU", Opset: 19}
@@ -83,7 +83,7 @@ func TestPairFilesAndTable(t *testing.T) {
 	table := pairsMarkdown(done, "cpu", "abc123", 2, 0, "test machine", srv, "")
 	for _, want := range []string{
 		"| mhsa/vit_s16 | 1 | 7 | 0.000 | 0.000 | **2.000×** [1.500–3.000] | 1.0% / n/a |",
-		"| fold/volo_d1 | 1 | 0 | | | NS: ONNX export failed: a test reason | |",
+		"| fold/volo_d1 | 1 | 0 | | | NS: ONNX Runtime cannot run it: ONNX export failed: a test reason | |",
 		"| vit_s16 | 1 | 0 | | | FAIL: ONNX Runtime: it broke | |",
 		"Machine: test machine (test CPU), 2 threads each side; vitbench commit abc123.",
 	} {

@@ -38,7 +38,7 @@ type pairCase struct {
 	OrtLabel              string
 	OrtRSS                int64
 	Peak, RSS             int64  // vitbench's allocator peak and the process's peak RSS
-	NS, Err               string // ORT cannot run it (NS), or a side failed (Err)
+	NS, Err               string // why a side cannot run it (NS), or how a side failed (Err)
 	Interrupted           bool
 }
 
@@ -231,12 +231,12 @@ const (
 // pairOne times case c (spec) on b and on the server, sample by sample: in pair i the side
 // that goes first alternates (vitbench in even pairs), and each sample follows untimed runs
 // of its own side lasting cfg.rewarm; vitbench's go on until the server has been quiet for
-// quietSpell. A failure of either side ends the case
-// with Err set; ONNX Runtime unable to run it, with NS.
+// quietSpell. A failure of either side ends the case with Err set; a side that cannot run
+// it (an op the backend lacks, a case ONNX Runtime has no model for), with NS.
 func pairOne(b bench.Backend, srv *ortServer, c cases.Case, spec bench.Spec, cfg pairConfig) (pc pairCase) {
 	pc = pairCase{Case: c.Name, Batch: int(spec.Inputs()[0].Shape[0]), VitbenchLoad: math.NaN(), OrtLoad: math.NaN()}
 	if err := runner.Unsupported(b, spec, c.DType); err != nil {
-		pc.Err = fmt.Sprintf("%s cannot run it: %v", b.Name(), err)
+		pc.NS = fmt.Sprintf("%s cannot run it: %v", b.Name(), err)
 		return pc
 	}
 	label, ns, err := srv.Open(c.Name, pc.Batch)
@@ -245,7 +245,7 @@ func pairOne(b bench.Backend, srv *ortServer, c cases.Case, spec bench.Spec, cfg
 		pc.Err = "ONNX Runtime: " + err.Error()
 		return pc
 	case ns != "":
-		pc.NS = ns
+		pc.NS = "ONNX Runtime cannot run it: " + ns
 		return pc
 	}
 	pc.OrtLabel = label

@@ -15,8 +15,8 @@ import (
 
 // pairFiles returns the result files of pair: vitbench's rows (bench.txt) and ONNX
 // Runtime's (ort.txt), each case's samples in pair order, with the foreign load over each
-// side's own samples; a case without pairs is a failure line (NS where ONNX Runtime cannot
-// run it) so that no case goes missing. `vitbench report` reads both files.
+// side's own samples; a case without pairs is a failure line (NS where a side cannot run
+// it) so that no case goes missing. `vitbench report` reads both files.
 func pairFiles(done []pairCase, b bench.Backend, threads int, machine string, srv *ortServer) (vb, ort results.BenchFile) {
 	vb.Meta = newMeta(threads)
 	vb.Meta.Machine = machine
@@ -30,7 +30,7 @@ func pairFiles(done []pairCase, b bench.Backend, threads int, machine string, sr
 			why, ns := pc.Err, false
 			switch {
 			case pc.NS != "":
-				why, ns = "ONNX Runtime cannot run it: "+pc.NS, true
+				why, ns = pc.NS, true
 			case pc.Interrupted:
 				why = "interrupted before its first pair"
 			case err != nil:
