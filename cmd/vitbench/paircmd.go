@@ -62,7 +62,7 @@ func cmdPair(args []string, stdout, stderr io.Writer) (int, error) {
 	count := fs.Int("count", 20, "pairs of samples per case (at least 6 for a 95% interval of the median ratio)")
 	warmup := fs.Int("warmup", 3, "untimed runs of each side before its first sample")
 	minSample := fs.Duration("min-sample", 10*time.Millisecond, "repeat runs within a sample until it lasts this long and record the mean (both sides)")
-	rewarm := fs.Duration("rewarm", 50*time.Millisecond, "before each sample, untimed runs of its side for at least this long (at least one): they bring its caches back and outlast the other side's idle threads (ONNX Runtime's spin for about 30 ms after a run, vitbench's 0.2 ms), without leaving the CPUs idle")
+	rewarm := fs.Duration("rewarm", 50*time.Millisecond, "before each sample, untimed runs of its side for at least this long (at least one), which bring its caches back without leaving the CPUs idle; vitbench's go on until ONNX Runtime's threads, which spin for 30 ms or more after a run, have used no CPU for 10 ms")
 	python := fs.String("python", "/usr/bin/python3", "Python interpreter with torch and onnx for reference/onnx_export.py")
 	nodeExe := fs.String("node", "node", "Node.js for reference/bench_ort.js")
 	ortModules := fs.String("ort-modules", defaultOrtModules(), "the node_modules folder holding onnxruntime-node")
