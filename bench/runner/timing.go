@@ -178,21 +178,15 @@ func (s *Sampler) Sample() (kernelNs, e2eNs float64, runs int, err error) {
 	return max(1, float64(k.Nanoseconds())/float64(runs)), max(1, float64(e.Nanoseconds())/float64(runs)), runs, nil
 }
 
-// Rewarm runs the program untimed until the runs together last at least d (at least
-// once): after another runtime's sample it brings the case's weights back into the caches
-// and the CPUs back to speed before the next sample.
-func (s *Sampler) Rewarm(d time.Duration) error {
-	for t0 := time.Now(); ; {
-		if interrupted(s.opt.Cancel) {
-			return ErrInterrupted
-		}
-		if _, err := s.b.Time(s.prog.Run); err != nil {
-			return err
-		}
-		if time.Since(t0) >= d {
-			return nil
-		}
+// Run runs the program once, untimed: after another runtime's sample, such runs bring
+// the case's weights back into the caches and the CPUs back to speed before the next
+// sample (vitbench pair decides how many).
+func (s *Sampler) Run() error {
+	if interrupted(s.opt.Cancel) {
+		return ErrInterrupted
 	}
+	_, err := s.b.Time(s.prog.Run)
+	return err
 }
 
 // Peak is the most bytes the backend's allocator held for the case so far, beyond what it

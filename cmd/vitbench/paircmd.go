@@ -167,8 +167,8 @@ func cmdPair(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	var partial string
 	if stop.Stopped() {
-		partial = stop.interruptedErr(len(done), len(list), "cases").Error()
-		code = max(code, stop.interruptedErr(len(done), len(list), "cases").code())
+		e := stop.interruptedErr(len(done), len(list), "cases")
+		partial, code = e.Error(), max(code, e.code())
 	}
 	vb, ort := pairFiles(done, b, nThreads, machine, srv)
 	if partial != "" {
@@ -272,7 +272,7 @@ func pairOne(b bench.Backend, srv *ortServer, c cases.Case, spec bench.Spec, cfg
 		// time while vitbench keeps both CPUs busy), at most maxRewarm.
 		quiet := contention.NewQuiet(srv.Pid, quietSpell)
 		for t0 := time.Now(); ; {
-			if err := s.Rewarm(0); err != nil {
+			if err := s.Run(); err != nil {
 				return err
 			}
 			if el := time.Since(t0); el >= maxRewarm || el >= cfg.rewarm && quiet.Now() {
