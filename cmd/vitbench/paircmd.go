@@ -206,14 +206,7 @@ func referenceDirFlag(fs *flag.FlagSet, dir string) string {
 	if flagSet(fs, "reference") || isDir(dir) {
 		return dir
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return dir
-	}
-	if real, rerr := filepath.EvalSymlinks(exe); rerr == nil {
-		exe = real
-	}
-	if fx, err := resolveFixtures(exe); err == nil {
+	if fx, err := fixturesFlag(fs, defaultFixtures); err == nil {
 		if cand := filepath.Join(filepath.Dir(filepath.Clean(fx)), "reference"); isDir(cand) {
 			return cand
 		}
