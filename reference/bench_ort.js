@@ -204,14 +204,29 @@ function sessionOptions(threads) {
     executionMode: 'sequential', graphOptimizationLevel: 'all' };
 }
 
-// benchCase times one case; returns its samples as [runs, mean ns per run].
-async function benchCase(session, feeds, o) {
-  const minNs = BigInt(Math.round(o.minSampleMs * 1e6));
+// openCase restarts the peak-RSS count, creates manifest case c's session with --threads
+// intra-op threads and reads its inputs: { session, feeds }.
+async function openCase(ort, dir, c, o) {
+  resetPeakRss();
+  const session = await ort.InferenceSession.create(path.join(dir, c.model), sessionOptions(o.threads));
+  const feeds = {};
+  for (const inp of c.inputs) feeds[inp.name] = readInput(ort, dir, inp);
+  return { session, feeds };
+}
+
+// warmUp runs the session --warmup times untimed, stopping after a run longer than 1 s.
+async function warmUp(session, feeds, o) {
   for (let i = 0; i < o.warmup; i++) {
     const t0 = process.hrtime.bigint();
     await session.run(feeds);
     if (process.hrtime.bigint() - t0 > WARMUP_LONG_NS) break;
   }
+}
+
+// benchCase times one case; returns its samples as [runs, mean ns per run].
+async function benchCase(session, feeds, o) {
+  const minNs = BigInt(Math.round(o.minSampleMs * 1e6));
+  await warmUp(session, feeds, o);
   const samples = [];
   const window = startWindow();
   for (let i = 0; i < o.count; i++) samples.push(await oneSample(session, feeds, minNs));
@@ -260,16 +275,8 @@ async function serve(o, ort, version, manifest, dir) {
           send({ ns: oneLine(reason) });
           continue;
         }
-        resetPeakRss();
-        const session = await ort.InferenceSession.create(path.join(dir, c.model), sessionOptions(o.threads));
-        const feeds = {};
-        for (const inp of c.inputs) feeds[inp.name] = readInput(ort, dir, inp);
-        cur = { session, feeds };
-        for (let i = 0; i < o.warmup; i++) {
-          const t0 = process.hrtime.bigint();
-          await session.run(feeds);
-          if (process.hrtime.bigint() - t0 > WARMUP_LONG_NS) break;
-        }
+        cur = await openCase(ort, dir, c, o);
+        await warmUp(cur.session, cur.feeds, o);
         send({ ok: true, label: label(c, version, manifest, o.threads) });
       } else if (req.sample) {
         if (!cur) throw new Error('sample before open');
@@ -348,10 +355,7 @@ async function main() {
       continue;
     }
     try {
-      resetPeakRss();
-      const session = await ort.InferenceSession.create(path.join(dir, c.model), sessionOptions(o.threads));
-      const feeds = {};
-      for (const inp of c.inputs) feeds[inp.name] = readInput(ort, dir, inp);
+      const { session, feeds } = await openCase(ort, dir, c, o);
       if (o.outputs) {
         const res = await session.run(feeds);
         for (const name of c.outputs) {
