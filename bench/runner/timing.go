@@ -252,9 +252,15 @@ func BenchRow(b bench.Backend, caseName string, spec bench.Spec, dt bench.DType,
 	row.Runs = t.Runs
 	row.Load = &results.RowLoad{Foreign: t.Load.Foreign, Contended: t.Load.Contended,
 		RoundTripNs: t.Load.RoundTripNs(), CoresMoved: t.Load.CoresMoved()}
+	DescribeRow(&row, spec)
+	return row, nil
+}
+
+// DescribeRow sets what row says about its case beyond the timing: spec's parameter count
+// and, when its first input is an image batch [B, C, H, W], the image size.
+func DescribeRow(row *results.BenchRow, spec bench.Spec) {
 	row.Params = spec.Params()
 	if in := spec.Inputs(); len(in) > 0 && len(in[0].Shape) == 4 {
 		row.ImgH, row.ImgW = int(in[0].Shape[2]), int(in[0].Shape[3])
 	}
-	return row, nil
 }

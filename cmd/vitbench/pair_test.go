@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"vitbench/bench"
+	"vitbench/bench/cases"
 	"vitbench/bench/results"
 )
 
@@ -28,14 +30,27 @@ func TestPairFilesAndTable(t *testing.T) {
 	vb := []float64{100, 100, 100, 200, 200, 200, 100}
 	ort := []float64{200, 200, 200, 300, 300, 300, 300}
 	runs := []int{1, 1, 1, 1, 1, 1, 1}
+	c, ok := cases.Lookup("mhsa/vit_s16")
+	if !ok {
+		t.Fatal("no case mhsa/vit_s16")
+	}
+	spec, err := c.Spec(1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := []pairCase{
-		{Case: "mhsa/vit_s16", Batch: 1, VitbenchNs: vb, OrtNs: ort, VitbenchRuns: runs, OrtRuns: runs,
+		{Case: "mhsa/vit_s16", Batch: 1, Spec: spec, DType: bench.Float32, VitbenchNs: vb, OrtNs: ort, VitbenchRuns: runs, OrtRuns: runs,
 			VitbenchLoad: 0.01, OrtLoad: nan, OrtLabel: "ONNX Runtime 1.30.0 (test label)", OrtRSS: 1 << 20, Peak: 4096, RSS: 1 << 21},
-		{Case: "fold/volo_d1", Batch: 1, NS: "ONNX Runtime cannot run it: ONNX export failed: a test reason", VitbenchLoad: nan, OrtLoad: nan},
-		{Case: "vit_s16", Batch: 1, Err: "ONNX Runtime: it broke", VitbenchLoad: nan, OrtLoad: nan},
+		{Case: "fold/volo_d1", Batch: 1, DType: bench.Float32, NS: "ONNX Runtime cannot run it: ONNX export failed: a test reason", VitbenchLoad: nan, OrtLoad: nan},
+		{Case: "vit_s16", Batch: 1, DType: bench.Float32, Err: "ONNX Runtime: it broke", VitbenchLoad: nan, OrtLoad: nan},
 	}
 	srv := &ortServer{Version: "1.30.0", CPU: "test CPU", Opset: 19}
 	vbFile, ortFile := pairFiles(done, bs[0], 2, "test machine", srv)
+	for _, f := range []results.BenchFile{vbFile, ortFile} {
+		if r := f.Rows[0]; r.Params != spec.Params() { // the JSON and CSV carry it, not the text
+			t.Errorf("%s row: params %d, want the case's %d", r.Backend, r.Params, spec.Params())
+		}
+	}
 	dir := t.TempDir()
 	for name, f := range map[string]results.BenchFile{"bench.txt": vbFile, "ort.txt": ortFile} {
 		var buf bytes.Buffer
@@ -60,6 +75,9 @@ func TestPairFilesAndTable(t *testing.T) {
 			if r.Baseline != "ONNX Runtime 1.30.0 (test label)" {
 				t.Errorf("ort.txt: baseline %q", r.Baseline)
 			}
+		}
+		if r.MACs != spec.MACs() {
+			t.Errorf("%s: MACs %d, want the case's %d", name, r.MACs, spec.MACs())
 		}
 		if r.Backend != wantBackend || r.Case != "mhsa/vit_s16" || len(r.SamplesNs) != len(wantNs) {
 			t.Fatalf("%s: row %s on %s with %d samples", name, r.Case, r.Backend, len(r.SamplesNs))

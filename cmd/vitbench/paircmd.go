@@ -32,6 +32,8 @@ type pairConfig struct {
 type pairCase struct {
 	Case                  string
 	Batch                 int
+	Spec                  bench.Spec // the case at Batch, as timed
+	DType                 bench.DType
 	VitbenchNs, OrtNs     []float64 // ns per run, sample by sample
 	VitbenchRuns, OrtRuns []int
 	VitbenchLoad, OrtLoad float64 // foreign load over each side's samples (NaN: not measured)
@@ -227,7 +229,8 @@ const (
 // quietSpell. A failure of either side ends the case with Err set; a side that cannot run
 // it (an op the backend lacks, a case ONNX Runtime has no model for), with NS.
 func pairOne(b bench.Backend, srv *ortServer, c cases.Case, spec bench.Spec, cfg pairConfig) (pc pairCase) {
-	pc = pairCase{Case: c.Name, Batch: int(spec.Inputs()[0].Shape[0]), VitbenchLoad: math.NaN(), OrtLoad: math.NaN()}
+	pc = pairCase{Case: c.Name, Batch: int(spec.Inputs()[0].Shape[0]), Spec: spec, DType: c.DType,
+		VitbenchLoad: math.NaN(), OrtLoad: math.NaN()}
 	if err := runner.Unsupported(b, spec, c.DType); err != nil {
 		pc.NS = fmt.Sprintf("%s cannot run it: %v", b.Name(), err)
 		return pc

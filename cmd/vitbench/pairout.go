@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"vitbench/bench"
-	"vitbench/bench/cases"
 	"vitbench/bench/contention"
 	"vitbench/bench/results"
+	"vitbench/bench/runner"
 )
 
 // pairFiles returns the result files of pair: vitbench's rows (bench.txt) and ONNX
@@ -24,36 +24,31 @@ func pairFiles(done []pairCase, b bench.Backend, threads int, machine string, sr
 		Extra: map[string]string{"ort-version": srv.Version, "ort-opset": fmt.Sprint(srv.Opset), "ort-provider": "cpu", "clock": "wall"}}
 	isa := b.Info().Details["isa"]
 	for _, pc := range done {
-		c, _ := cases.Lookup(pc.Case)
-		spec, err := c.Spec(pc.Batch)
-		if len(pc.VitbenchNs) == 0 || err != nil {
+		if len(pc.VitbenchNs) == 0 {
 			why, ns := pc.Err, false
 			switch {
 			case pc.NS != "":
 				why, ns = pc.NS, true
 			case pc.Interrupted:
 				why = "interrupted before its first pair"
-			case err != nil:
-				why = err.Error()
 			}
 			vb.Failed = append(vb.Failed, results.BenchFailure{Case: pc.Case, Backend: b.Name(), Batch: pc.Batch, Threads: threads,
-				DType: string(c.DType), Error: "no pair: " + why, NS: ns})
+				DType: string(pc.DType), Error: "no pair: " + why, NS: ns})
 			ort.Failed = append(ort.Failed, results.BenchFailure{Case: pc.Case, Backend: ortBackend, Batch: pc.Batch, Threads: threads,
 				DType: "float32", Error: why, NS: ns})
 			continue
 		}
-		row := results.NewBenchRow(pc.Case, b.Name(), pc.Batch, threads, string(c.DType), spec.MACs(), spec.Bytes(), pc.Peak, pc.RSS,
+		spec := pc.Spec
+		row := results.NewBenchRow(pc.Case, b.Name(), pc.Batch, threads, string(pc.DType), spec.MACs(), spec.Bytes(), pc.Peak, pc.RSS,
 			pc.VitbenchNs, nil)
-		row.Runs, row.ISA, row.Params = pc.VitbenchRuns, isa, spec.Params()
+		row.Runs, row.ISA = pc.VitbenchRuns, isa
 		row.Load = rowLoad(pc.VitbenchLoad, pc.VitbenchNs, pc.VitbenchRuns)
-		if in := spec.Inputs(); len(in) > 0 && len(in[0].Shape) == 4 {
-			row.ImgH, row.ImgW = int(in[0].Shape[2]), int(in[0].Shape[3])
-		}
+		runner.DescribeRow(&row, spec)
 		vb.Rows = append(vb.Rows, row)
 		orow := results.NewBenchRow(pc.Case, ortBackend, pc.Batch, threads, "float32", spec.MACs(), spec.Bytes(), 0, pc.OrtRSS,
 			pc.OrtNs, nil)
-		orow.Runs, orow.Baseline, orow.Params = pc.OrtRuns, pc.OrtLabel, row.Params
-		orow.ImgH, orow.ImgW = row.ImgH, row.ImgW
+		orow.Runs, orow.Baseline = pc.OrtRuns, pc.OrtLabel
+		runner.DescribeRow(&orow, spec)
 		orow.Load = rowLoad(pc.OrtLoad, pc.OrtNs, pc.OrtRuns)
 		ort.Rows = append(ort.Rows, orow)
 	}
