@@ -1,6 +1,9 @@
 package cases
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // TestEveryCaseResolves sweeps the registry, timm-style: every case parses,
 // its graph is well formed, and names are unique.
@@ -18,6 +21,11 @@ func TestEveryCaseResolves(t *testing.T) {
 		}
 		if err := s.Graph().Validate(s); err != nil {
 			t.Errorf("%s: %v", c.Name, err)
+		}
+		// As a backend with no kernel for any composite node runs it.
+		parts := s.Graph().ExpandFor(func(string) error { return errors.New("no kernel") })
+		if err := parts.Validate(s); err != nil {
+			t.Errorf("%s, composites as their parts: %v", c.Name, err)
 		}
 		if s.Bytes() <= 0 {
 			t.Errorf("%s: bytes = %d", c.Name, s.Bytes())

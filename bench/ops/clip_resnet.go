@@ -207,19 +207,14 @@ func (r *clipResNet) attnPool(g *bench.Graph, record bool, x string, c, s int) {
 		ws = append(ws, bench.ArraySpec{Name: ap + p + ".weight", Shape: bench.Shape{c, c}}, bench.ArraySpec{Name: ap + p + ".bias", Shape: bench.Shape{c}})
 	}
 	ws = append(ws, bench.ArraySpec{Name: ap + "c_proj.weight", Shape: bench.Shape{r.out, c}}, bench.ArraySpec{Name: ap + "c_proj.bias", Shape: bench.Shape{r.out}})
-	core := MHACore{Batch: b, Queries: 1, Keys: n, Heads: r.heads, HeadDim: c / r.heads, Scale: 1 / sqrtInt(c/r.heads),
-		QLd: c, KLd: c, VLd: c}
+	pool := AttnPool{Batch: b, Tokens: n, Chans: c, Heads: r.heads, Scale: 1 / sqrtInt(c/r.heads)}
 	if record {
 		r.weights = append(r.weights, ws...)
-		r.macs += int64(b)*int64(c)*int64(c)*int64(1+2*n) + core.MACs() + int64(b)*int64(c)*int64(r.out)
+		r.macs += pool.MACs() + int64(b)*int64(c)*int64(r.out)
 	}
 	tok := bench.Shape{b, n, c}
 	g.Temp("rn.flat", bench.Shape{b, n - 1, c})
 	g.Temp("rn.tokens", tok)
-	g.Temp("rn.mean", bench.Shape{b, 1, c})
-	g.Temp("rn.q", bench.Shape{b, 1, c})
-	g.Temp("rn.k", tok)
-	g.Temp("rn.v", tok)
 	g.Temp("rn.ctx", bench.Shape{b, 1, c})
 	g.Temp("rn.features", bench.Shape{b, 1, r.out})
 	lin := func(in, name, out string, m, nOut int) bench.Step {
@@ -230,11 +225,8 @@ func (r *clipResNet) attnPool(g *bench.Graph, record bool, x string, c, s int) {
 		bench.Step{Node: FlattenLevels{Batch: b, Chans: c, Levels: LevelsOf([2]int{s, s})}, In: []string{x}, Out: []string{"rn.flat"}},
 		bench.Step{Node: AttnPoolTokens{Batch: b, Tokens: n - 1, Chans: c}, In: []string{"rn.flat", ap + "positional_embedding"},
 			Out: []string{"rn.tokens"}},
-		bench.Step{Node: TakeToken{Batch: b, Tokens: n, Dim: c, Index: 0}, In: []string{"rn.tokens"}, Out: []string{"rn.mean"}},
-		lin("rn.mean", "q_proj", "rn.q", 1, c),
-		lin("rn.tokens", "k_proj", "rn.k", n, c),
-		lin("rn.tokens", "v_proj", "rn.v", n, c),
-		bench.Step{Node: core, In: []string{"rn.q", "rn.k", "rn.v"}, Out: []string{"rn.ctx"}},
+		bench.Step{Node: pool, In: []string{"rn.tokens", ap + "q_proj.weight", ap + "q_proj.bias", ap + "k_proj.weight",
+			ap + "k_proj.bias", ap + "v_proj.weight", ap + "v_proj.bias"}, Out: []string{"rn.ctx"}},
 		lin("rn.ctx", "c_proj", "rn.features", 1, r.out),
 		bench.Step{Node: Reshape{From: bench.Shape{b, 1, r.out}, To: bench.Shape{b, r.out}}, In: []string{"rn.features"},
 			Out: []string{"image_features"}})

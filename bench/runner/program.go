@@ -46,12 +46,19 @@ type boundStep struct {
 // Unsupported returns the backend's reason for the first op of the spec's
 // graph it cannot run in dtype, or nil when it can run them all.
 func Unsupported(b bench.Backend, spec bench.Spec, dt bench.DType) error {
-	for _, op := range spec.Graph().Ops() {
+	for _, op := range GraphFor(b, spec, dt).Ops() {
 		if err := b.Supports(op, dt); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// GraphFor is spec's graph as backend b runs it in dtype dt: every
+// composite node b has no kernel for is replaced by its parts
+// (bench.Graph.ExpandFor).
+func GraphFor(b bench.Backend, spec bench.Spec, dt bench.DType) *bench.Graph {
+	return spec.Graph().ExpandFor(func(op string) error { return b.Supports(op, dt) })
 }
 
 // Prepare allocates every value of spec's graph on b and uploads the
@@ -64,7 +71,7 @@ func Prepare(b bench.Backend, spec bench.Spec, dt bench.DType, data func(group, 
 // the next array with ErrInterrupted, and the program's Run stops before its next node.
 func PrepareCancel(b bench.Backend, spec bench.Spec, dt bench.DType, data func(group, name string) ([]float32, error),
 	cancel <-chan struct{}) (*Program, error) {
-	g := spec.Graph()
+	g := GraphFor(b, spec, dt)
 	if err := g.Validate(spec); err != nil {
 		return nil, fmt.Errorf("%s: %v", spec.Op(), err)
 	}

@@ -135,6 +135,7 @@ func (b *Backend) Supports(op string, dt bench.DType) error {
 		"outlook_attention", "outlooker", "class_attention", "class_block", "volo_stem", "volo",
 		"avg_pool_nhwc", "outlook_core", "patch_rows_nhwc", "add_broadcast", "prepend_token", "put_token",
 		"class_attn_core", "aux_merge", "token_embed", "eot_pool", "clip_logits", "clip_visual", "clip_text", "clip", "attn_pool_tokens", "clip_resnet",
+		"attn_pool",
 		"mha_core", "concat", "detr_queries", "detr_transformer", "detr_post_process", "detr", "row_slice",
 		"pad_right_bottom", "upsample_nearest2x", "vector_quantize", "vq_resnet_block", "vq_attn_block", "vq_downsample",
 		"vq_upsample", "vq_encoder", "vq_decoder", "vqgan", "mingpt":
@@ -144,6 +145,11 @@ func (b *Backend) Supports(op string, dt bench.DType) error {
 	if b.bf16 {
 		if reason := bf16Unavailable(); reason != "" {
 			return fmt.Errorf("%s", reason)
+		}
+		if op == "attn_pool" {
+			// Its parts run the projections as bf16 products, which read
+			// half the weight bytes that attnPool's float32 folding does.
+			return fmt.Errorf("cpu-bf16: attn_pool runs as its parts (bf16 projections)")
 		}
 	}
 	if dt != bench.Float32 {
@@ -258,6 +264,10 @@ func (b *Backend) dropPacked(t *tensor) {
 	if t.folded != nil {
 		b.account(-t.folded.bytes())
 		t.folded = nil
+	}
+	if t.headMajor != nil {
+		b.account(-int64(len(t.headMajor.data)) * 4)
+		t.headMajor = nil
 	}
 }
 
@@ -426,6 +436,8 @@ func (b *Backend) Enqueue(node bench.Node, in, out []bench.Tensor) error {
 		return b.eotPool(n, hin, hout)
 	case ops.ClipLogits:
 		return b.clipLogits(n, hin, hout)
+	case ops.AttnPool:
+		return b.attnPool(n, hin, hout)
 	case ops.AttnPoolTokens:
 		return b.attnPoolTokens(n, hin, hout)
 	case ops.MHACore:

@@ -29,3 +29,19 @@ func init() {
 			return b.eotPool(n, replaced(in, 1, last), out)
 		})
 }
+
+// Mutations of the attention pool as attnPool computes it: the value
+// projection's bias is added once after the probabilities are folded into
+// the weight, so leaving it out is the folding's own mistake (leaving out
+// the key bias is not one: the softmax cancels it).
+func init() {
+	addMutation("attn_pool_value_bias_dropped", "the attention pool's value bias left out when the probabilities are folded into Wv", nil,
+		func(b *Backend, a ops.AttnPool, in, out []*tensor) error {
+			return b.attnPool(a, replaced(in, 6, zeroTensor(bench.Shape{a.Chans})), out)
+		})
+	addMutation("attn_pool_unscaled", "the attention pool's scores without the 1/√d scale", nil,
+		func(b *Backend, a ops.AttnPool, in, out []*tensor) error {
+			a.Scale = 1
+			return b.attnPool(a, in, out)
+		})
+}

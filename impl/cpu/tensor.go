@@ -20,6 +20,9 @@ type tensor struct {
 	// folded caches the weight with other tensors folded in, with the
 	// versions it was built from.
 	folded *foldedWeight
+	// headMajor caches a weight regrouped head by head for attn_pool
+	// (headMajorWeight), with the version it was built from.
+	headMajor *headMajorWeight
 	// blocked says data holds the image [N, C, H, W] in the channel-blocked
 	// layout NCHW16c instead (layout_blocked.go).
 	blocked bool

@@ -98,7 +98,8 @@ type profiledProgram struct {
 
 func newProfiledProgram(t *testing.T, be *Backend, s bench.Spec) *profiledProgram {
 	data := runner.SynthData(s, 1)
-	p := &profiledProgram{be: be, steps: s.Graph().Steps, vals: map[string]bench.Tensor{}}
+	g := runner.GraphFor(be, s, bench.Float32)
+	p := &profiledProgram{be: be, steps: g.Steps, vals: map[string]bench.Tensor{}}
 	alloc := func(group string, as []bench.ArraySpec) {
 		for _, a := range as {
 			x, err := be.Alloc(a.Shape, bench.Float32)
@@ -117,7 +118,7 @@ func newProfiledProgram(t *testing.T, be *Backend, s bench.Spec) *profiledProgra
 	}
 	alloc("inputs", s.Inputs())
 	alloc("weights", s.Weights())
-	alloc("", s.Graph().Temps)
+	alloc("", g.Temps)
 	alloc("", s.Outputs())
 	n := len(p.steps)
 	p.ins, p.outs = make([][]bench.Tensor, n), make([][]bench.Tensor, n)

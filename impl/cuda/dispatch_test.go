@@ -11,6 +11,7 @@ import (
 
 	"vitbench/bench"
 	"vitbench/bench/cases"
+	"vitbench/bench/runner"
 )
 
 // ptxParam is one kernel parameter as NVRTC's PTX declares it: its type
@@ -150,7 +151,7 @@ func planCase(t *testing.T, m Math, c cases.Case) []dryLaunch {
 		t.Fatal(err)
 	}
 	b := dryBackend(m)
-	g := spec.Graph()
+	g := runner.GraphFor(b, spec, bench.Float32)
 	vals := map[string]*tensor{}
 	addr := uint64(1 << 32)
 	for _, list := range [][]bench.ArraySpec{spec.Inputs(), spec.Weights(), g.Temps, spec.Outputs()} {

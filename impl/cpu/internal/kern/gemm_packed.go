@@ -661,6 +661,27 @@ func packB(pb, b []float32, ldb int, bTrans bool, n, nr, pc, kb int) {
 			packRows(b, offs[:nr], kb, panel)
 			continue
 		}
+		if nr <= 32 {
+			// A last, partial panel: its nw rows copied out one after
+			// another, with one row of zeros for the missing ones, and
+			// transposed in as a full panel. Element by element, with
+			// stride nr, it took as long as the rest of a product of 50
+			// rows of 2048 by 16 columns (a 16-row panel: 2.3× the whole
+			// product's time).
+			wsp := workspace.Get().(*[]float32)
+			rows := grow(wsp, (nw+1)*kb)
+			clear(rows[nw*kb:])
+			var offs [32]int
+			for j := range nr {
+				offs[j] = min(j, nw) * kb
+				if j < nw {
+					copy(rows[j*kb:(j+1)*kb], b[(jr+j)*ldb+pc:(jr+j)*ldb+pc+kb])
+				}
+			}
+			packRows(rows, offs[:nr], kb, panel)
+			workspace.Put(wsp)
+			continue
+		}
 		for j := 0; j < nr; j++ {
 			if j >= nw {
 				for p := 0; p < kb; p++ {

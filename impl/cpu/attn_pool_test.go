@@ -1,0 +1,141 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"vitbench/bench"
+	"vitbench/bench/ops"
+)
+
+// attnPoolNaive is AttnPool as its parts compute it, in float64: the
+// three projections (biases included), then one query per image against
+// every token, head by head.
+func attnPoolNaive(a ops.AttnPool, x, wq, bq, wk, bk, wv, bv []float32) []float32 {
+	n, c, d := a.Tokens, a.Chans, a.HeadDim()
+	proj := func(row []float32, w, bias []float32) []float64 {
+		out := make([]float64, c)
+		for o := range out {
+			acc := float64(bias[o])
+			for i, v := range row {
+				acc += float64(v) * float64(w[o*c+i])
+			}
+			out[o] = acc
+		}
+		return out
+	}
+	out := make([]float32, a.Batch*c)
+	for b := 0; b < a.Batch; b++ {
+		xi := x[b*n*c : (b+1)*n*c]
+		q := proj(xi[:c], wq, bq)
+		k, v := make([][]float64, n), make([][]float64, n)
+		for j := range n {
+			k[j], v[j] = proj(xi[j*c:(j+1)*c], wk, bk), proj(xi[j*c:(j+1)*c], wv, bv)
+		}
+		for h := 0; h < a.Heads; h++ {
+			s := make([]float64, n)
+			mx := math.Inf(-1)
+			for j := range n {
+				for e := h * d; e < (h+1)*d; e++ {
+					s[j] += q[e] * k[j][e]
+				}
+				s[j] *= a.Scale
+				mx = math.Max(mx, s[j])
+			}
+			var sum float64
+			for j := range s {
+				s[j] = math.Exp(s[j] - mx)
+				sum += s[j]
+			}
+			for e := h * d; e < (h+1)*d; e++ {
+				var acc float64
+				for j := range s {
+					acc += s[j] / sum * v[j][e]
+				}
+				out[b*c+e] = float32(acc)
+			}
+		}
+	}
+	return out
+}
+
+// TestAttnPoolMatchesParts: on every ISA path and worker count, attn_pool
+// (the query folded into Wk, the probabilities into Wv) equals its parts
+// computed in float64, key and value biases included, at shapes no
+// fixture has: a batch of 3 (whole images per worker), heads of 20 values
+// (no whole panel of Wv: the per-head products), one head, and 8 heads of
+// 64 over 50 tokens as in RN50's pool.
+func TestAttnPoolMatchesParts(t *testing.T) {
+	defer SetISA(SupportedISAs()[0])
+	rng := rand.New(rand.NewPCG(3, 4))
+	cases := []ops.AttnPool{
+		{Batch: 1, Tokens: 50, Chans: 512, Heads: 8},
+		{Batch: 3, Tokens: 5, Chans: 40, Heads: 2},
+		{Batch: 2, Tokens: 17, Chans: 96, Heads: 3},
+		{Batch: 2, Tokens: 9, Chans: 64, Heads: 1},
+	}
+	fill := func(n int, r float32) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = (rng.Float32()*2 - 1) * r
+		}
+		return x
+	}
+	for _, a := range cases {
+		a.Scale = 1 / math.Sqrt(float64(a.HeadDim()))
+		c := a.Chans
+		wr := float32(2 / math.Sqrt(float64(c))) // scores of a few units
+		x := fill(a.Batch*a.Tokens*c, 1)
+		ws := [][]float32{fill(c*c, wr), fill(c, 1), fill(c*c, wr), fill(c, 1), fill(c*c, wr), fill(c, 1)}
+		want := attnPoolNaive(a, x, ws[0], ws[1], ws[2], ws[3], ws[4], ws[5])
+		for _, isa := range SupportedISAs() {
+			if err := SetISA(isa); err != nil {
+				t.Fatal(err)
+			}
+			for _, threads := range []int{1, 2, 3} {
+				be := New(threads)
+				in := []*tensor{be.testTensor(t, bench.Shape{a.Batch, a.Tokens, c}, x)}
+				for i, w := range ws {
+					shape := bench.Shape{c}
+					if i%2 == 0 {
+						shape = bench.Shape{c, c}
+					}
+					in = append(in, be.testTensor(t, shape, w))
+				}
+				out := []*tensor{be.testTensor(t, bench.Shape{a.Batch, 1, c}, nil)}
+				if err := be.attnPool(a, in, out); err != nil {
+					t.Fatal(err)
+				}
+				what := fmt.Sprintf("%s, %d threads, %+v", isa, threads, a)
+				for i, g := range out[0].data {
+					if d := math.Abs(float64(g - want[i])); !(d <= 2e-5*(1+math.Abs(float64(want[i])))) {
+						t.Fatalf("%s: out[%d] = %v, the parts give %v", what, i, g, want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAttnPoolRejectsBadShapes: a weight of the wrong shape or heads that
+// do not divide the channels are errors naming the op, not a read past a
+// slice.
+func TestAttnPoolRejectsBadShapes(t *testing.T) {
+	be := New(1)
+	a := ops.AttnPool{Batch: 1, Tokens: 3, Chans: 8, Heads: 2, Scale: 0.5}
+	mk := func(wk bench.Shape) []*tensor {
+		return []*tensor{be.testTensor(t, bench.Shape{1, 3, 8}, nil), be.testTensor(t, bench.Shape{8, 8}, nil),
+			be.testTensor(t, bench.Shape{8}, nil), be.testTensor(t, wk, nil), be.testTensor(t, bench.Shape{8}, nil),
+			be.testTensor(t, bench.Shape{8, 8}, nil), be.testTensor(t, bench.Shape{8}, nil)}
+	}
+	out := []*tensor{be.testTensor(t, bench.Shape{1, 1, 8}, nil)}
+	if err := be.attnPool(a, mk(bench.Shape{8, 4}), out); err == nil {
+		t.Fatal("a Wk of [8, 4] was accepted")
+	}
+	a.Heads = 3
+	if err := be.attnPool(a, mk(bench.Shape{8, 8}), out); err == nil {
+		t.Fatal("8 channels in 3 heads were accepted")
+	}
+}
