@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 
 	"vitbench/bench"
 	"vitbench/bench/ops"
@@ -31,6 +32,10 @@ func (b *Backend) attnPool(a ops.AttnPool, in, out []*tensor) error {
 	if heads <= 0 || c%heads != 0 {
 		return fmt.Errorf("cpu: attn_pool: %d channels do not split into %d heads", c, heads)
 	}
+	if int64(c)*int64(c) > math.MaxInt32 {
+		// kern.WeightedRows takes int32 offsets into a head's C·D values.
+		return fmt.Errorf("cpu: attn_pool: %d channels: a weight of %d values is past the int32 offsets of its kernels", c, int64(c)*int64(c))
+	}
 	w := bench.Shape{c, c}
 	if err := checkShapes("attn_pool", in, []bench.Shape{{bs, n, c}, w, {c}, w, {c}, w, {c}}); err != nil {
 		return err
@@ -56,12 +61,13 @@ func (b *Backend) attnPool(a ops.AttnPool, in, out []*tensor) error {
 	// q for every image: token 0 of each, n·C apart.
 	gemmParallel(b.threads, bs, x, n*c, b.packedWeight(in[1], c, c, true), q, c, kern.Epilogue{Bias: in[2].data})
 
-	// u: one pass over Wk per image, head by head, row by row (head h's D
-	// rows of Wk are contiguous: a sequential read).
-	parallelFor(b.threads, bs*heads, 1, func(lo, hi int) {
+	// u: one pass over Wk, head by head (head h's D rows of Wk are
+	// contiguous: a sequential read), each head's rows for every image in
+	// turn while they are in L2.
+	parallelFor(b.threads, heads*bs, 1, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			img, h := t/heads, t%heads
-			qh, ut := q[img*c+h*d:img*c+(h+1)*d], u[t*c:(t+1)*c]
+			h, img := t/bs, t%bs
+			qh, ut := q[img*c+h*d:img*c+(h+1)*d], u[(img*heads+h)*c:(img*heads+h+1)*c]
 			kern.Scale(c, qh[0], wk[h*d*c:(h*d+1)*c], ut)
 			for i := 1; i < d; i++ {
 				kern.AddScaled(c, qh[i], ut, wk[(h*d+i)*c:(h*d+i+1)*c], ut)
