@@ -1,13 +1,16 @@
 package cpu
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"vitbench/bench"
 	"vitbench/bench/ops"
+	"vitbench/bench/runner"
 )
 
 // attnPoolNaive is AttnPool as its parts compute it, in float64: the
@@ -137,5 +140,64 @@ func TestAttnPoolRejectsBadShapes(t *testing.T) {
 	a.Heads = 3
 	if err := be.attnPool(a, mk(bench.Shape{8, 8}), out); err == nil {
 		t.Fatal("8 channels in 3 heads were accepted")
+	}
+}
+
+// partsOnly is the cpu backend without a kernel for attn_pool, as the CUDA
+// backend and cpu-bf16 are: the runner gives it the node's parts.
+type partsOnly struct{ *Backend }
+
+func (p partsOnly) Supports(op string, dt bench.DType) error {
+	if op == "attn_pool" {
+		return fmt.Errorf("partsOnly: no attn_pool")
+	}
+	return p.Backend.Supports(op, dt)
+}
+
+// TestAttnPoolAsItsParts: a CLIP ResNet (RN50's layout at a small width,
+// a batch of 2, 3×3 positions and two heads) prepared on a backend
+// without attn_pool runs the parts (take_token, the three projections,
+// mha_core) in its place, and the image features agree with the folded
+// node's on the full backend.
+func TestAttnPoolAsItsParts(t *testing.T) {
+	kind, err := bench.LookupOpKind("clip_resnet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, _ := json.Marshal(ops.CLIPResNetParams{Layers: []int{2, 1, 1, 1}, OutputDim: 16, Heads: 2, InputResolution: 70, Width: 8})
+	spec, err := kind.Parse(params, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, parts := New(2), partsOnly{New(2)}
+	if g := runner.GraphFor(parts, spec, bench.Float32); slices.Contains(g.Ops(), "attn_pool") || !slices.Contains(g.Ops(), "mha_core") {
+		t.Fatalf("without attn_pool the graph runs %v", g.Ops())
+	}
+	if g := runner.GraphFor(whole, spec, bench.Float32); !slices.Contains(g.Ops(), "attn_pool") || slices.Contains(g.Ops(), "mha_core") {
+		t.Fatalf("with attn_pool the graph runs %v", g.Ops())
+	}
+	var got [2][]float32
+	for i, be := range []bench.Backend{whole, parts} {
+		p, err := runner.Prepare(be, spec, bench.Float32, runner.SynthData(spec, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(); err != nil {
+			t.Fatal(err)
+		}
+		outs, err := p.Outputs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[i] = outs["image_features"]
+		p.Close()
+	}
+	if len(got[0]) != 2*16 || len(got[1]) != len(got[0]) {
+		t.Fatalf("%d and %d features, want 32", len(got[0]), len(got[1]))
+	}
+	for i := range got[0] {
+		if d := math.Abs(float64(got[0][i] - got[1][i])); !(d <= 1e-5*(1+math.Abs(float64(got[1][i])))) {
+			t.Fatalf("feature %d: %v folded, %v as the parts", i, got[0][i], got[1][i])
+		}
 	}
 }

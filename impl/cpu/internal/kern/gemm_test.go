@@ -131,6 +131,46 @@ func sgemmNNRef(m, n, k int, a, b []float32, ldb int) []float32 {
 
 // TestPackBNMatchesOracle: x @ B with B [k, n] packed as it is equals the
 // oracle on the transposed operand, on every path.
+// TestPackBTLayout: a weight B [n, k] packed as Bᵀ holds, in each block
+// of kcBlock steps, its column panels of nr one after another, step by
+// step: B[j, p] at panel j/nr, step p, lane j mod nr, and zeros in the
+// lanes of a last, partial panel past n (full panels, a partial panel of
+// 5, 16 and 18 rows, one of 1, two blocks of k), on every SIMD path.
+func TestPackBTLayout(t *testing.T) {
+	forEachISA(t, func(t *testing.T) {
+		for _, s := range [][2]int{{5, 64}, {16, 3}, {50, 2048}, {33, 70}, {64, 9}} {
+			n, k := s[0], s[1]
+			ldb := k + 3
+			b := make([]float32, n*ldb)
+			for i := range b {
+				b[i] = float32(i%1000) + 1 // never 0
+			}
+			p := PackBT(n, k, b, ldb)
+			nr := p.PanelWidth()
+			if nr == 1 {
+				return // the Go path keeps B as it is
+			}
+			panels := p.Panels()
+			for pc := 0; pc < k; pc += kcBlock {
+				kb := min(kcBlock, k-pc)
+				block := p.data[panels*nr*pc:]
+				for j := 0; j < panels*nr; j++ {
+					for q := 0; q < kb; q++ {
+						got := block[(j/nr)*nr*kb+q*nr+j%nr]
+						want := float32(0)
+						if j < n {
+							want = b[j*ldb+pc+q]
+						}
+						if got != want {
+							t.Fatalf("n%d k%d: column %d, step %d: packed %v, want %v", n, k, j, pc+q, got, want)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
 func TestPackBNMatchesOracle(t *testing.T) {
 	forEachISA(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(7, 8))
