@@ -68,9 +68,14 @@ func (a AttnPool) Parts(in, out []string, prefix string) ([]bench.ArraySpec, []b
 	}
 }
 
-// ScratchBytes implements bench.ScratchNode: the parts' intermediates (the
-// most either way of running the node needs).
+// ScratchBytes implements bench.ScratchNode: the parts' intermediates and
+// their attention's scores, plus what a folded kernel holds (per image the
+// query, one folded key row and one weighted token row per head, the
+// scores; per worker a block of score rows): enough either way.
 func (a AttnPool) ScratchBytes(workers int) int64 {
-	b, n, c := int64(a.Batch), int64(a.Tokens), int64(a.Chans)
-	return bench.AddSat(bench.MulSat(b, 2, c, 4), bench.MulSat(b, n, c, 8), a.core().ScratchBytes(workers))
+	b, n, c, h := int64(a.Batch), int64(a.Tokens), int64(a.Chans), int64(a.Heads)
+	parts := bench.AddSat(bench.MulSat(b, 2, c, 4), bench.MulSat(b, n, c, 8), a.core().ScratchBytes(workers))
+	folded := bench.AddSat(bench.MulSat(b, c, bench.AddSat(bench.MulSat(2, h), 1), 4), bench.MulSat(b, n, h, 4),
+		bench.MulSat(int64(max(workers, 1)), h, n+16, 4))
+	return bench.AddSat(parts, folded)
 }
