@@ -665,9 +665,9 @@ func packB(pb, b []float32, ldb int, bTrans bool, n, nr, pc, kb int) {
 			// A last, partial panel: its nw rows copied out one after
 			// another, with one row of zeros for the missing ones, and
 			// transposed in as a full panel. Element by element, with
-			// stride nr, it took as long as the rest of a product of 50
-			// rows of 2048 by 16 columns (a 16-row panel: 2.3× the whole
-			// product's time).
+			// stride nr, a panel of 16 rows over 2048 steps took longer
+			// than the product it fed (50 rows by 16 columns, the
+			// attention pool's scores: 183 µs with it, 68 µs this way).
 			wsp := workspace.Get().(*[]float32)
 			rows := grow(wsp, (nw+1)*kb)
 			clear(rows[nw*kb:])
