@@ -110,16 +110,12 @@ func (b *Backend) attnPool(a ops.AttnPool, in, out []*tensor) error {
 
 	// out: one pass over Wv, regrouped head by head: head h's D values
 	// of an image are a weighted sum of C contiguous rows of D.
-	wvh := b.headMajor(in[5], heads, d, c)
-	offsD := make([]int32, c)
-	for r := range offsD {
-		offsD[r] = int32(r * d)
-	}
+	wv := b.headMajor(in[5], heads, d, c)
 	parallelFor(b.threads, heads*bs, 1, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			h, img := t/bs, t%bs
 			o := ctx[img*c+h*d : img*c+(h+1)*d]
-			kern.WeightedRows(d, wvh[h*c*d:(h+1)*c*d], offsD, y[(img*heads+h)*c:(img*heads+h+1)*c], o)
+			kern.WeightedRows(d, wv.data[h*c*d:(h+1)*c*d], wv.rows, y[(img*heads+h)*c:(img*heads+h+1)*c], o)
 			kern.Add(d, o, bv[h*d:(h+1)*d], o)
 		}
 	})
@@ -138,14 +134,15 @@ type headMajorWeight struct {
 	version uint64
 	heads   int
 	data    []float32
+	rows    []int32 // where each of a head's C rows of D starts: rows[c] = c·D
 }
 
 // headMajor returns t [C, C] regrouped for heads heads of d values,
 // building it when t was uploaded or written since (its bytes count toward
 // Memory until t is freed or changes).
-func (b *Backend) headMajor(t *tensor, heads, d, c int) []float32 {
+func (b *Backend) headMajor(t *tensor, heads, d, c int) *headMajorWeight {
 	if hm := t.headMajor; hm != nil && hm.version == t.version && hm.heads == heads && len(hm.data) == c*c {
-		return hm.data
+		return hm
 	}
 	b.dropPacked(t)
 	data := make([]float32, c*c)
@@ -156,7 +153,14 @@ func (b *Backend) headMajor(t *tensor, heads, d, c int) []float32 {
 			}
 		}
 	}
-	t.headMajor = &headMajorWeight{version: t.version, heads: heads, data: data}
-	b.account(int64(len(data)) * 4)
-	return data
+	rows := make([]int32, c)
+	for r := range rows {
+		rows[r] = int32(r * d)
+	}
+	t.headMajor = &headMajorWeight{version: t.version, heads: heads, data: data, rows: rows}
+	b.account(t.headMajor.bytes())
+	return t.headMajor
 }
+
+// bytes is the memory the regrouped copy holds.
+func (hm *headMajorWeight) bytes() int64 { return int64(len(hm.data)+len(hm.rows)) * 4 }

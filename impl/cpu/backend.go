@@ -266,7 +266,7 @@ func (b *Backend) dropPacked(t *tensor) {
 		t.folded = nil
 	}
 	if t.headMajor != nil {
-		b.account(-int64(len(t.headMajor.data)) * 4)
+		b.account(-t.headMajor.bytes())
 		t.headMajor = nil
 	}
 }
