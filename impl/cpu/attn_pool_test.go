@@ -13,55 +13,30 @@ import (
 	"vitbench/bench/runner"
 )
 
-// attnPoolNaive is AttnPool as its parts compute it, in float64: the
-// three projections (biases included), then one query per image against
-// every token, head by head.
+// attnPoolNaive is AttnPool as its parts compute it: the three
+// projections (biases included) in float64, rounded once, then mhaNaive
+// with the one query of each image against every token.
 func attnPoolNaive(a ops.AttnPool, x, wq, bq, wk, bk, wv, bv []float32) []float32 {
-	n, c, d := a.Tokens, a.Chans, a.HeadDim()
-	proj := func(row []float32, w, bias []float32) []float64 {
-		out := make([]float64, c)
-		for o := range out {
-			acc := float64(bias[o])
-			for i, v := range row {
-				acc += float64(v) * float64(w[o*c+i])
+	n, c := a.Tokens, a.Chans
+	proj := func(rows int, w, bias []float32) []float32 {
+		out := make([]float32, a.Batch*rows*c)
+		for b := 0; b < a.Batch; b++ {
+			for r := 0; r < rows; r++ {
+				row := x[(b*n+r)*c : (b*n+r+1)*c]
+				for o := 0; o < c; o++ {
+					acc := float64(bias[o])
+					for i, v := range row {
+						acc += float64(v) * float64(w[o*c+i])
+					}
+					out[(b*rows+r)*c+o] = float32(acc)
+				}
 			}
-			out[o] = acc
 		}
 		return out
 	}
-	out := make([]float32, a.Batch*c)
-	for b := 0; b < a.Batch; b++ {
-		xi := x[b*n*c : (b+1)*n*c]
-		q := proj(xi[:c], wq, bq)
-		k, v := make([][]float64, n), make([][]float64, n)
-		for j := range n {
-			k[j], v[j] = proj(xi[j*c:(j+1)*c], wk, bk), proj(xi[j*c:(j+1)*c], wv, bv)
-		}
-		for h := 0; h < a.Heads; h++ {
-			s := make([]float64, n)
-			mx := math.Inf(-1)
-			for j := range n {
-				for e := h * d; e < (h+1)*d; e++ {
-					s[j] += q[e] * k[j][e]
-				}
-				s[j] *= a.Scale
-				mx = math.Max(mx, s[j])
-			}
-			var sum float64
-			for j := range s {
-				s[j] = math.Exp(s[j] - mx)
-				sum += s[j]
-			}
-			for e := h * d; e < (h+1)*d; e++ {
-				var acc float64
-				for j := range s {
-					acc += s[j] / sum * v[j][e]
-				}
-				out[b*c+e] = float32(acc)
-			}
-		}
-	}
-	return out
+	core := ops.MHACore{Batch: a.Batch, Queries: 1, Keys: n, Heads: a.Heads, HeadDim: a.HeadDim(), Scale: a.Scale,
+		QLd: c, KLd: c, VLd: c}
+	return mhaNaive(core, proj(1, wq, bq), proj(n, wk, bk), proj(n, wv, bv), nil)
 }
 
 // TestAttnPoolMatchesParts: on every ISA path and worker count, attn_pool
@@ -178,17 +153,7 @@ func TestAttnPoolAsItsParts(t *testing.T) {
 	}
 	var got [2][]float32
 	for i, be := range []bench.Backend{whole, parts} {
-		p, err := runner.Prepare(be, spec, bench.Float32, runner.SynthData(spec, 1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Run(); err != nil {
-			t.Fatal(err)
-		}
-		outs, err := p.Outputs()
-		if err != nil {
-			t.Fatal(err)
-		}
+		outs, p := runSpec(t, be, spec, 1)
 		got[i] = outs["image_features"]
 		p.Close()
 	}

@@ -16,18 +16,25 @@ func run(t *testing.T, b *Backend, name string, seed uint64) (out []float32, p *
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err = runner.Prepare(b, s, bench.Float32, runner.SynthData(s, seed))
+	outs, p := runSpec(t, b, s, seed)
+	return outs["out"], p
+}
+
+// runSpec prepares spec on b with synthetic data from seed, runs it once
+// and returns its outputs by name.
+func runSpec(t *testing.T, b bench.Backend, s bench.Spec, seed uint64) (outs map[string][]float32, p *runner.Program) {
+	t.Helper()
+	p, err := runner.Prepare(b, s, bench.Float32, runner.SynthData(s, seed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Run(); err != nil {
 		t.Fatal(err)
 	}
-	outs, err := p.Outputs()
-	if err != nil {
+	if outs, err = p.Outputs(); err != nil {
 		t.Fatal(err)
 	}
-	return outs["out"], p
+	return outs, p
 }
 
 // outputsOf prepares spec s on b with data, runs it once and returns its
