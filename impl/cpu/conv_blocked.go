@@ -193,12 +193,7 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 	if c.ReLU {
 		flags |= kern.ConvReLU
 	}
-	parts := len(pl.partStart) - 1
-	tasks := groups * parts
-	if pl.perImage {
-		tasks *= c.Batch
-	}
-	parallelFor(b.threads, tasks, 1, func(lo, hi int) {
+	parallelFor(b.threads, pl.tasks(groups), 1, func(lo, hi int) {
 		for task := lo; task < hi; task++ {
 			grp, part := pl.task(task, groups)
 			img0, imgs := pl.image(task, groups)
@@ -281,13 +276,24 @@ func (b *Backend) conv2dBlocked(c ops.Conv2d, bw *blockedWeight, x []float32, xp
 // tasks of image i follow those of image i-1 (image returns which).
 func (p *blockedPlan) task(task, groups int) (grp, part int) {
 	if p.perImage {
-		task %= groups * (len(p.partStart) - 1)
+		task %= groups * p.parts()
 	}
 	if p.pixelMajor {
 		return task % groups, task / groups
 	}
-	parts := len(p.partStart) - 1
-	return task / parts, task % parts
+	return task / p.parts(), task % p.parts()
+}
+
+// parts is how many parts the tiles are split into.
+func (p *blockedPlan) parts() int { return len(p.partStart) - 1 }
+
+// tasks is how many tasks the convolution runs with groups groups: every
+// (group, part), once per image with perImage.
+func (p *blockedPlan) tasks(groups int) int {
+	if p.perImage {
+		return groups * p.parts() * p.c.Batch
+	}
+	return groups * p.parts()
 }
 
 // nextGroup returns, for task task of a worker's tasks [lo, hi), the
@@ -448,7 +454,7 @@ func (p *blockedPlan) image(task, groups int) (img, n int) {
 	if !p.perImage {
 		return 0, p.c.Batch
 	}
-	return task / (groups * (len(p.partStart) - 1)), 1
+	return task / (groups * p.parts()), 1
 }
 
 // pixelMajorConv reports whether the blocked convolution c numbers its
