@@ -9,6 +9,8 @@
 //	vitbench compare  [-max-slowdown P] BASE HEAD
 //	vitbench baseline -o FILE | -check FILE
 //	vitbench peak     [-json]
+//	vitbench pair     -run RE [-backend B] [-count N] [-o DIR]
+//	vitbench pairs    [-target X] [-o FILE] PAIR-DIR...
 //	vitbench run      [-o DIR] [-torch auto|on|off] [-base BENCH]
 //
 // Exit status: 0 success, 1 a case failed (a FAIL row, a case over the
@@ -60,6 +62,7 @@ var commands = map[string]command{
 	"compare": {"A/B comparison of two timing files, gating regressions", cmdCompare},
 	"peak":    {"fp32 FMA GFLOP/s and memory GB/s ceilings, 1 thread and all", cmdPeak},
 	"pair":    {"vitbench against ONNX Runtime, sample by sample, with paired ratios", cmdPair},
+	"pairs":   {"several pair runs' ratios side by side, lowest and median, against a target", cmdPairs},
 	"run":     {"the main job: check, bench (with PyTorch) and report", cmdRun},
 }
 
