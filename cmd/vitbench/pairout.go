@@ -95,10 +95,7 @@ func pairsMarkdown(done []pairCase, backend, commit string, threads int, rewarm 
 		}
 		r := results.Summarize(pc.Ratios())
 		v, o := results.Summarize(pc.VitbenchNs), results.Summarize(pc.OrtNs)
-		ci := "—"
-		if !math.IsInf(r.CILow, 0) && !math.IsInf(r.CIHigh, 0) {
-			ci = fmt.Sprintf("%.3f–%.3f", r.CILow, r.CIHigh)
-		}
+		ci := intervalText(r)
 		note := ""
 		if pc.Err != "" {
 			note = " (then FAIL: " + mdCell(pc.Err) + ")"
@@ -124,4 +121,12 @@ func pct(load float64) string {
 // mdCell makes s safe inside a Markdown table cell: one line, no unescaped pipes.
 func mdCell(s string) string {
 	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", "\\|")
+}
+
+// intervalText formats a summary's 95% interval, "—" when there are too few samples for one.
+func intervalText(s results.Summary) string {
+	if math.IsInf(s.CILow, 0) || math.IsInf(s.CIHigh, 0) || math.IsNaN(s.CILow) || math.IsNaN(s.CIHigh) {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f–%.3f", s.CILow, s.CIHigh)
 }

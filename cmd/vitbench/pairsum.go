@@ -173,14 +173,26 @@ func runMedians(cells []runRatio) []float64 {
 func shortCases(keys []pairKey, table map[pairKey][]runRatio, target float64) []pairKey {
 	var short []pairKey
 	for _, k := range keys {
-		for _, c := range table[k] {
-			if c.Present && (c.Why != "" || c.Ratio.Median < target) {
-				short = append(short, k)
-				break
-			}
+		if reach, counted := runsReaching(table[k], target); reach < counted {
+			short = append(short, k)
 		}
 	}
 	return short
+}
+
+// runsReaching counts the runs that have the case (counted) and those among them whose
+// median ratio is target or more (reach); a run with no pairs for it (FAIL or NS) does not
+// reach it.
+func runsReaching(cells []runRatio, target float64) (reach, counted int) {
+	for _, c := range cells {
+		if c.Present {
+			counted++
+			if c.Why == "" && c.Ratio.Median >= target {
+				reach++
+			}
+		}
+	}
+	return reach, counted
 }
 
 // pairsSummaryMarkdown is the table cmdPairs writes.
@@ -226,15 +238,7 @@ func pairsSummaryMarkdown(runs []pairRun, keys []pairKey, table map[pairKey][]ru
 			fmt.Fprintf(&sb, " %.3f× | %.3f× |", slices.Min(med), results.Summarize(med).Median)
 		}
 		if target > 0 {
-			reach, counted := 0, 0
-			for _, c := range cells {
-				if c.Present {
-					counted++
-					if c.Why == "" && c.Ratio.Median >= target {
-						reach++
-					}
-				}
-			}
+			reach, counted := runsReaching(cells, target)
 			mark := ""
 			if reach < counted {
 				mark = " (short)"
@@ -247,12 +251,4 @@ func pairsSummaryMarkdown(runs []pairRun, keys []pairKey, table map[pairKey][]ru
 		"with the 95% interval of that median (— below 6 pairs), recomputed from the run's bench.txt and ort.txt; — alone: the case is not in that run. " +
 		"The runs differ by what the machine was doing at the time, which the intervals do not cover: the lowest run is the ratio a verdict can count on.\n")
 	return sb.String()
-}
-
-// intervalText formats a summary's 95% interval, "—" when there are too few samples for one.
-func intervalText(s results.Summary) string {
-	if math.IsInf(s.CILow, 0) || math.IsInf(s.CIHigh, 0) || math.IsNaN(s.CILow) || math.IsNaN(s.CIHigh) {
-		return "—"
-	}
-	return fmt.Sprintf("%.3f–%.3f", s.CILow, s.CIHigh)
 }
